@@ -1,0 +1,17 @@
+"""hiddenstate: hidden Markov models and other discrete latent-variable models."""
+
+from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
+from .io import load
+from .models import HMM
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "HMM",
+    "HiddenStateError",
+    "InvalidInputError",
+    "ModelFileError",
+    "NotFittedError",
+    "__version__",
+    "load",
+]

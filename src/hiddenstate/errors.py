@@ -1,0 +1,35 @@
+"""Exceptions and warnings raised by hiddenstate.
+
+Every error a user can cause at the public boundary is a :class:`HiddenStateError`; the
+message names the offending argument and says how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class HiddenStateError(Exception):
+    """Base class of every error hiddenstate raises on purpose."""
+
+
+class InvalidInputError(HiddenStateError, ValueError):
+    """An argument has the wrong shape, dtype, range or value."""
+
+
+class NotFittedError(HiddenStateError, AttributeError):
+    """A method needs learned parameters that the model does not have yet."""
+
+
+class ModelFileError(HiddenStateError, OSError):
+    """A saved model is missing, malformed, tampered with or of an unknown version."""
+
+
+class ZeroProbabilityError(HiddenStateError, ValueError):
+    """A sequence has probability zero under the model's current parameters."""
+
+
+class DegenerateStateWarning(UserWarning):
+    """A state received (almost) no posterior mass, or its covariance hit the floor."""
+
+
+class ConvergenceWarning(UserWarning):
+    """The learning objective went down, or the iteration limit was reached."""

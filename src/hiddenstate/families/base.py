@@ -1,0 +1,71 @@
+"""The seam between models and emission distributions (hmmlearn's template methods, made
+explicit: ``_compute_log_likelihood`` / ``_accumulate_sufficient_statistics`` /
+``_do_mstep``)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from ..inference import EmissionTable
+
+
+class EmissionFamily(ABC):
+    """One emission distribution per hidden state.
+
+    A family holds its configuration (number of states and features, covariance type...),
+    never learned values: parameters travel as a ``dict`` of arrays whose keys are the
+    estimator's attribute names without the trailing underscore.
+    """
+
+    #: hmmlearn's ``params`` / ``init_params`` letters this family owns, letter -> key
+    letters: dict[str, str] = {}
+
+    def __init__(self, n_states: int, n_features: int):
+        self.n_states = n_states
+        self.n_features = n_features
+
+    @abstractmethod
+    def validate_X(self, X, fitted_n_features: int | None) -> np.ndarray:
+        """Check and convert observations (raises InvalidInputError)."""
+
+    @abstractmethod
+    def infer_n_features(self, X: np.ndarray) -> int:
+        """Number of features (symbols for categorical) implied by validated data."""
+
+    @abstractmethod
+    def log_likelihood(self, params: dict, X: np.ndarray) -> np.ndarray:
+        """``(N, K)`` table of log p(x_t | z_t = k)."""
+
+    def table(self, params: dict, X: np.ndarray) -> EmissionTable:
+        """Emission probabilities in the kernels' form (dense, scaled per row by default)."""
+        return EmissionTable.from_log_likelihood(self.log_likelihood(params, X))
+
+    @abstractmethod
+    def statistics(self, X: np.ndarray, post: np.ndarray) -> dict:
+        """Sufficient statistics from the E-step's posteriors (per row or per table row)."""
+
+    @abstractmethod
+    def mstep(self, params: dict, stats: dict, which: str) -> tuple[dict, list[int]]:
+        """Updated parameters for the keys whose letter is in ``which``.
+
+        Returns the new parameters and the states whose estimate was degenerate (no
+        posterior mass, or a covariance floored) and kept or repaired.
+        """
+
+    @abstractmethod
+    def initialize(self, X: np.ndarray, rng: np.random.Generator) -> dict:
+        """Data-driven random initial parameters for every key."""
+
+    @abstractmethod
+    def check_params(self, params: dict) -> dict:
+        """Validate user-set parameters (shapes, ranges); return them as float64 arrays."""
+
+    @abstractmethod
+    def sample(self, params: dict, states: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One observation per entry of ``states``."""
+
+    def n_free_parameters(self) -> int:
+        """Number of free parameters (for AIC/BIC)."""
+        raise NotImplementedError

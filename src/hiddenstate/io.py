@@ -1,0 +1,140 @@
+"""Safe persistence: a model is a directory with ``model.json`` (format, version, class,
+hyper-parameters, array manifest with SHA-256 digests) and ``arrays.npz`` (loaded with
+``allow_pickle=False``). Loading never runs code from the file: the class comes from a fixed
+registry, hyper-parameters are checked like constructor arguments, arrays are checked
+against the manifest and then validated like user-set parameters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .errors import HiddenStateError, ModelFileError
+
+FORMAT = "hiddenstate-model"
+VERSION = 1
+_JSON = "model.json"
+_NPZ = "arrays.npz"
+
+
+def _registry() -> dict:
+    from .models import HMM
+
+    return {"HMM": HMM}
+
+
+def _digest(arr: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()
+
+
+def _jsonable(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        v = float(value)
+        return {"float": repr(v)} if not math.isfinite(v) else v
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    raise ModelFileError(
+        f"cannot save hyper-parameter value {value!r} of type {type(value).__name__}; "
+        "use plain numbers, strings or None")
+
+
+def _from_json(value):
+    if isinstance(value, dict) and set(value) == {"float"}:
+        return float(value["float"])
+    return value
+
+
+def save(model, path) -> None:
+    """Write ``model`` to the directory ``path`` (created if needed)."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    arrays = {k: np.asarray(v, dtype=np.float64) for k, v in model.learned_arrays().items()}
+    params = model.get_params(deep=False)
+    if not isinstance(params.get("random_state"), (int, type(None))):
+        params["random_state"] = None
+    meta = {
+        "format": FORMAT,
+        "version": VERSION,
+        "class": type(model).__name__,
+        "params": {k: _jsonable(v) for k, v in params.items()},
+        "n_features_": int(model.n_features_),
+        "monitor": {"history": [_jsonable(v) for v in model.monitor_.history],
+                    "converged": bool(model.monitor_.converged)},
+        "arrays": {k: {"shape": list(v.shape), "dtype": "float64", "sha256": _digest(v)}
+                   for k, v in arrays.items()},
+    }
+    tmp_npz = path / (_NPZ + ".tmp")
+    with open(tmp_npz, "wb") as fh:
+        np.savez(fh, **arrays)
+    tmp_json = path / (_JSON + ".tmp")
+    tmp_json.write_text(json.dumps(meta, indent=1))
+    os.replace(tmp_npz, path / _NPZ)  # write both, then swap in: no half-written model
+    os.replace(tmp_json, path / _JSON)
+
+
+def load(path):
+    """Load a model saved by :func:`save` (or ``model.save``)."""
+    from .learn import ConvergenceMonitor
+
+    path = Path(path)
+    if not (path / _JSON).is_file() or not (path / _NPZ).is_file():
+        raise ModelFileError(
+            f"path: {path} is not a saved model (expected {_JSON} and {_NPZ} inside it)")
+    try:
+        meta = json.loads((path / _JSON).read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFileError(f"{path / _JSON}: not valid JSON ({exc})") from exc
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ModelFileError(f"{path / _JSON}: not a hiddenstate model file")
+    if meta.get("version") != VERSION:
+        raise ModelFileError(
+            f"{path / _JSON}: format version {meta.get('version')!r} is not supported by this "
+            f"hiddenstate (reads version {VERSION}); upgrade hiddenstate")
+    cls = _registry().get(meta.get("class"))
+    if cls is None:
+        raise ModelFileError(f"{path / _JSON}: unknown model class {meta.get('class')!r}")
+    try:
+        params = {k: _from_json(v) for k, v in dict(meta["params"]).items()}
+        model = cls(**params)
+        model._check_hyper()
+        manifest = dict(meta["arrays"])
+        n_features = int(meta["n_features_"])
+        history = [float(_from_json(v)) for v in meta["monitor"]["history"]]
+        converged = bool(meta["monitor"]["converged"])
+    except HiddenStateError as exc:
+        raise ModelFileError(f"{path / _JSON}: invalid hyper-parameters ({exc})") from exc
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"{path / _JSON}: malformed ({exc!r})") from exc
+    try:
+        with np.load(path / _NPZ, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (ValueError, OSError, EOFError) as exc:
+        raise ModelFileError(f"{path / _NPZ}: unreadable or not a plain array archive ({exc})") \
+            from exc
+    if set(arrays) != set(manifest):
+        raise ModelFileError(
+            f"{path}: arrays {sorted(arrays)} do not match the manifest {sorted(manifest)}")
+    for name, arr in arrays.items():
+        entry = manifest[name]
+        if arr.dtype != np.float64 or list(arr.shape) != entry.get("shape") \
+                or _digest(arr) != entry.get("sha256"):
+            raise ModelFileError(
+                f"{path}: array {name} does not match its manifest (shape, dtype or checksum); "
+                "the file was modified or corrupted")
+    model.n_features_ = n_features
+    model.monitor_ = ConvergenceMonitor(model.tol, model.n_iter, False, history, converged)
+    for name, arr in arrays.items():
+        setattr(model, name, arr)
+    try:
+        model._check_learned()
+    except HiddenStateError as exc:
+        raise ModelFileError(f"{path}: invalid parameters ({exc})") from exc
+    return model

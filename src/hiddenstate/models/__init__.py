@@ -1,0 +1,5 @@
+"""Estimators users touch."""
+
+from .hmm import HMM
+
+__all__ = ["HMM"]

@@ -1,0 +1,363 @@
+"""The hidden Markov model estimator (scikit-learn conventions, hmmlearn attribute names)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .. import inference
+from .._validation import check_lengths, check_positive_int, check_stochastic
+from ..errors import (
+    DegenerateStateWarning,
+    InvalidInputError,
+    NotFittedError,
+    ZeroProbabilityError,
+)
+from ..families import FAMILIES, COVARIANCE_TYPES, estimate_rows
+from ..families.gaussian import full_covars
+from ..inference import Sequences
+from ..learn import ConvergenceMonitor, em
+
+_ALL_LETTERS = "stemcl"
+
+
+def make_rng(random_state) -> np.random.Generator:
+    """A NumPy Generator from None, an int, a Generator or a legacy RandomState."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**32 - 1, dtype=np.uint64))
+    if random_state is None or isinstance(random_state, (int, np.integer)):
+        return np.random.default_rng(random_state)
+    raise InvalidInputError(
+        f"random_state: expected None, an int or a numpy Generator, got {type(random_state)}")
+
+
+class HMM(BaseEstimator):
+    r"""Hidden Markov model with categorical, Gaussian or Poisson emissions.
+
+    .. math::
+        p(x_{0:T}, z_{0:T}) = \pi_{z_0} \prod_{t\ge1} A_{z_{t-1} z_t}
+                              \prod_t p(x_t \mid z_t)
+
+    Parameters
+    ----------
+    n_states : number of hidden states K.
+    emission : ``"categorical"`` (integer symbols), ``"gaussian"`` or ``"poisson"``.
+    n_features : number of symbols (categorical) or features; inferred from the data if None.
+    covariance_type : ``"spherical"``, ``"diag"``, ``"full"`` or ``"tied"`` (Gaussian only).
+    n_iter, tol : EM stops after ``n_iter`` iterations or when the log-likelihood improves by
+        less than ``tol`` (``tol=-inf`` runs all iterations).
+    n_init : random restarts; the run with the highest final log-likelihood is kept.
+    init_params : letters of the parameters initialised by ``fit`` (``s`` startprob, ``t``
+        transmat, ``e`` emissionprob, ``m`` means, ``c`` covars, ``l`` lambdas); parameters
+        whose letter is absent must be set by the user before ``fit`` and are kept as set.
+    params : letters of the parameters updated by EM.
+    min_covar : floor on variances (and covariance eigenvalues), applied with a warning.
+    random_state : seed, numpy Generator or None.
+    verbose : print the objective per iteration to stderr.
+
+    Attributes
+    ----------
+    startprob_ (K,), transmat_ (K, K), emissionprob_ (K, W), means_ (K, D),
+    covars_ (hmmlearn's getter: (K, D, D) whatever the type; set it in the type's own shape),
+    lambdas_ (K, D), n_features_, monitor_ (``history``, ``converged``).
+    """
+
+    def __init__(self, n_states: int = 2, emission: str = "categorical",
+                 n_features: int | None = None, covariance_type: str = "diag",
+                 n_iter: int = 100, tol: float = 1e-4, n_init: int = 1,
+                 init_params: str = _ALL_LETTERS, params: str = _ALL_LETTERS,
+                 min_covar: float = 1e-3, random_state=None, verbose: bool = False):
+        self.n_states = n_states
+        self.emission = emission
+        self.n_features = n_features
+        self.covariance_type = covariance_type
+        self.n_iter = n_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.init_params = init_params
+        self.params = params
+        self.min_covar = min_covar
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- configuration --------------------------------------------------------------------------
+    def _family_kwargs(self) -> dict:
+        """Extra constructor arguments of the emission family (priors: overridden by
+        subclasses that learn under priors)."""
+        if self.emission == "gaussian":
+            return {"covariance_type": self.covariance_type, "min_covar": self.min_covar}
+        return {}
+
+    def _check_hyper(self) -> None:
+        check_positive_int(self.n_states, "n_states")
+        check_positive_int(self.n_iter, "n_iter")
+        check_positive_int(self.n_init, "n_init")
+        if self.emission not in FAMILIES:
+            raise InvalidInputError(
+                f"emission: {self.emission!r} is not one of {sorted(FAMILIES)}")
+        if self.emission == "gaussian" and self.covariance_type not in COVARIANCE_TYPES:
+            raise InvalidInputError(
+                f"covariance_type: {self.covariance_type!r} is not one of {COVARIANCE_TYPES}")
+        if self.n_features is not None:
+            check_positive_int(self.n_features, "n_features")
+        for name in ("init_params", "params"):
+            letters = getattr(self, name)
+            if not isinstance(letters, str) or set(letters) - set(_ALL_LETTERS):
+                raise InvalidInputError(
+                    f"{name}: expected a string of letters from {_ALL_LETTERS!r}, got {letters!r}")
+        if not (isinstance(self.tol, (int, float)) and not np.isnan(self.tol)):
+            raise InvalidInputError(f"tol: expected a number, got {self.tol!r}")
+
+    def _family(self, n_features: int):
+        return FAMILIES[self.emission](self.n_states, n_features, **self._family_kwargs())
+
+    # -- learned parameters --------------------------------------------------------------------
+    @property
+    def covars_(self) -> np.ndarray:
+        """Covariances as ``(K, D, D)`` matrices (hmmlearn's getter)."""
+        if not hasattr(self, "_covars_"):
+            raise AttributeError("covars_")
+        K = self.n_states
+        D = self.means_.shape[1] if hasattr(self, "means_") else self._covars_.shape[-1]
+        return full_covars(self._covars_, self.covariance_type, K, D)
+
+    @covars_.setter
+    def covars_(self, value) -> None:
+        self._covars_ = np.asarray(value, dtype=np.float64).copy()
+
+    def _emission_keys(self) -> dict[str, str]:
+        return FAMILIES[self.emission].letters
+
+    def _get_emission_params(self) -> dict:
+        out = {}
+        for key in self._emission_keys().values():
+            attr = "_covars_" if key == "covars" else key + "_"
+            out[key] = getattr(self, attr)
+        return out
+
+    def _set_params_(self, startprob, transmat, emission_params: dict) -> None:
+        self.startprob_ = startprob
+        self.transmat_ = transmat
+        for key, value in emission_params.items():
+            setattr(self, "_covars_" if key == "covars" else key + "_", value)
+
+    def _check_is_fitted(self) -> None:
+        if not hasattr(self, "transmat_") or not hasattr(self, "n_features_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} has no learned parameters yet; call fit first")
+
+    # -- data -----------------------------------------------------------------------------------
+    def _validate(self, X, lengths, n_features: int | None):
+        family_cls = FAMILIES[self.emission]
+        family = family_cls(self.n_states, n_features or 1, **self._family_kwargs())
+        Xv = family.validate_X(X, n_features)
+        seqs = Sequences.from_lengths(check_lengths(lengths, len(Xv)))
+        return Xv, seqs
+
+    def _fitted_family(self):
+        return self._family(self.n_features_)
+
+    # -- fitting --------------------------------------------------------------------------------
+    def _initial_params(self, X, family, rng: np.random.Generator):
+        K = self.n_states
+        init = self.init_params
+        if "s" in init:
+            startprob = np.full(K, 1.0 / K)
+        else:
+            startprob = self._user_param("startprob_", "s")
+        if "t" in init:
+            transmat = rng.dirichlet(np.full(K, 10.0), size=K) if K > 1 else np.ones((1, 1))
+        else:
+            transmat = self._user_param("transmat_", "t")
+        startprob = check_stochastic(startprob, (K,), "startprob_")
+        transmat = check_stochastic(transmat, (K, K), "transmat_")
+        drawn = family.initialize(X, rng)
+        emis = {}
+        for letter, key in family.letters.items():
+            if letter in init:
+                emis[key] = drawn[key]
+            else:
+                attr = "_covars_" if key == "covars" else key + "_"
+                emis[key] = self._user_param(attr, letter)
+        return startprob, transmat, family.check_params(emis)
+
+    def _user_param(self, attr: str, letter: str):
+        if not hasattr(self, attr):
+            name = attr.strip("_") + "_"
+            raise InvalidInputError(
+                f"init_params: {letter!r} is not in init_params={self.init_params!r}, so "
+                f"{name} must be set before fit; set it or add {letter!r} to init_params")
+        return getattr(self, attr)
+
+    def _e_step(self, family, X, seqs):
+        def e_step(theta):
+            startprob, transmat, emis = theta
+            table = family.table(emis, X)
+            post = inference.forward_backward(startprob, transmat, table, seqs)
+            bad = np.flatnonzero(~np.isfinite(post.loglik))
+            if len(bad):
+                raise ZeroProbabilityError(
+                    f"X: sequence {bad[0]} has probability zero under the current parameters "
+                    "(an observation no reachable state can emit); check the data or use "
+                    "init_params to start from parameters that allow it")
+            stats = (post.start, post.trans, family.statistics(X, post.post))
+            return float(post.loglik.sum()), stats
+        return e_step
+
+    def _m_step(self, family):
+        which = self.params
+
+        def m_step(theta, stats):
+            startprob, transmat, emis = theta
+            start_counts, trans_counts, emis_stats = stats
+            if "s" in which:
+                startprob, _ = estimate_rows(start_counts, startprob, self._startprob_prior())
+            if "t" in which:
+                transmat, dead = estimate_rows(trans_counts, transmat, self._transmat_prior())
+                if dead:
+                    warnings.warn(
+                        f"states {dead} were never left in the expected counts; their "
+                        "transmat_ rows are kept unchanged", DegenerateStateWarning,
+                        stacklevel=4)
+            emis, degenerate = family.mstep(emis, emis_stats, which)
+            if degenerate:
+                warnings.warn(
+                    f"states {degenerate} had no posterior mass or a covariance at the floor "
+                    f"min_covar={self.min_covar}; their emission parameters were kept or "
+                    "floored", DegenerateStateWarning, stacklevel=4)
+            return startprob, transmat, emis
+        return m_step
+
+    def _startprob_prior(self):
+        return 1.0
+
+    def _transmat_prior(self):
+        return 1.0
+
+    def fit(self, X, lengths=None, callback: Callable[[int, float], None] | None = None):
+        """Estimate parameters by EM (Baum-Welch) from one or more sequences.
+
+        ``X`` holds the sequences concatenated (categorical: integer symbols, shape
+        ``(n,)`` or ``(n, 1)``; Gaussian/Poisson: ``(n, n_features)``); ``lengths`` gives
+        each sequence's length (default: one sequence). ``callback(iteration, objective)``
+        is called after every iteration.
+        """
+        self._check_hyper()
+        n_features = self.n_features
+        if n_features is None and "e" not in self.init_params and hasattr(self, "emissionprob_"):
+            n_features = np.asarray(self.emissionprob_).shape[1]
+        X, seqs = self._validate(X, lengths, n_features)
+        family_cls = FAMILIES[self.emission]
+        if n_features is None:
+            n_features = family_cls(self.n_states, 1, **self._family_kwargs()).infer_n_features(X)
+        family = self._family(n_features)
+        rng = make_rng(self.random_state)
+        best = None
+        for _ in range(self.n_init):
+            theta = self._initial_params(X, family, rng)
+            monitor = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
+            theta = em(theta, self._e_step(family, X, seqs), self._m_step(family), monitor,
+                       callback)
+            if best is None or monitor.history[-1] > best[1].history[-1]:
+                best = (theta, monitor)
+        theta, self.monitor_ = best
+        self.n_features_ = n_features
+        self._set_params_(*theta)
+        return self
+
+    # -- inference ------------------------------------------------------------------------------
+    def _prepare(self, X, lengths):
+        self._check_is_fitted()
+        X, seqs = self._validate(X, lengths, self.n_features_)
+        family = self._fitted_family()
+        emis = self._get_emission_params()
+        return seqs, family.table(emis, X)
+
+    def score(self, X, lengths=None) -> float:
+        """Log-likelihood log p(X) of the sequences (summed)."""
+        seqs, table = self._prepare(X, lengths)
+        return float(inference.log_likelihood(self.startprob_, self.transmat_, table,
+                                              seqs).sum())
+
+    def score_samples(self, X, lengths=None):
+        """Log-likelihood and state posteriors p(z_t | x) ``(n, K)``."""
+        seqs, table = self._prepare(X, lengths)
+        post = inference.forward_backward(self.startprob_, self.transmat_, table, seqs)
+        return float(post.loglik.sum()), post.post
+
+    def predict_proba(self, X, lengths=None) -> np.ndarray:
+        """State posteriors p(z_t | x_{0:T}) ``(n, K)``."""
+        return self.score_samples(X, lengths)[1]
+
+    def decode(self, X, lengths=None, algorithm: str = "viterbi"):
+        """Most likely states: ``"viterbi"`` (best joint path; returns log p(X, z*)) or
+        ``"map"`` (per-step posterior argmax; returns log p(X))."""
+        if algorithm == "viterbi":
+            seqs, table = self._prepare(X, lengths)
+            logprob, states = inference.viterbi(self.startprob_, self.transmat_, table, seqs)
+            return float(logprob.sum()), states
+        if algorithm == "map":
+            logprob, post = self.score_samples(X, lengths)
+            return logprob, post.argmax(axis=1)
+        raise InvalidInputError(
+            f"algorithm: {algorithm!r} is not 'viterbi' or 'map'")
+
+    def predict(self, X, lengths=None, algorithm: str = "viterbi") -> np.ndarray:
+        """Most likely state of every observation (see :meth:`decode`)."""
+        return self.decode(X, lengths, algorithm)[1]
+
+    def sample_posterior(self, X, lengths=None, random_state=None) -> np.ndarray:
+        """One draw of the hidden path from p(z | x) (forward filtering, backward sampling)."""
+        seqs, table = self._prepare(X, lengths)
+        rng = make_rng(self.random_state if random_state is None else random_state)
+        return inference.sample_posterior(self.startprob_, self.transmat_, table, seqs, rng)
+
+    def sample(self, n_samples: int = 1, random_state=None):
+        """Draw one sequence: returns ``(X, states)``."""
+        self._check_is_fitted()
+        n = check_positive_int(n_samples, "n_samples")
+        rng = make_rng(self.random_state if random_state is None else random_state)
+        states = inference.sample_chain(self.startprob_, self.transmat_, n, rng)
+        X = self._fitted_family().sample(self._get_emission_params(), states, rng)
+        return X, states
+
+    def n_parameters(self) -> int:
+        """Number of free parameters (for AIC/BIC)."""
+        self._check_is_fitted()
+        K = self.n_states
+        return (K - 1) + K * (K - 1) + self._fitted_family().n_free_parameters()
+
+    def bic(self, X, lengths=None) -> float:
+        n = len(self._validate(X, lengths, self.n_features_)[0])
+        return -2 * self.score(X, lengths) + self.n_parameters() * np.log(n)
+
+    def aic(self, X, lengths=None) -> float:
+        return -2 * self.score(X, lengths) + 2 * self.n_parameters()
+
+    # -- persistence ----------------------------------------------------------------------------
+    def learned_arrays(self) -> dict[str, np.ndarray]:
+        """Learned parameters by attribute name (what :meth:`save` writes)."""
+        self._check_is_fitted()
+        out = {"startprob_": self.startprob_, "transmat_": self.transmat_}
+        for key in self._emission_keys().values():
+            attr = "_covars_" if key == "covars" else key + "_"
+            out[attr] = getattr(self, attr)
+        return out
+
+    def _check_learned(self) -> None:
+        """Validate learned parameters (used when loading a saved model)."""
+        K = self.n_states
+        check_stochastic(self.startprob_, (K,), "startprob_")
+        check_stochastic(self.transmat_, (K, K), "transmat_")
+        self._fitted_family().check_params(self._get_emission_params())
+
+    def save(self, path) -> None:
+        """Save to a directory ``path`` (``model.json`` + ``arrays.npz``; no pickle)."""
+        from ..io import save
+
+        save(self, path)

@@ -110,7 +110,8 @@ class GaussianEmissions(EmissionFamily):
         covars = params["covars"].copy()
         mp, mw = self.means_prior, self.means_weight
         if "m" in which:
-            new = (mw * mp + stats["obs"]) / (mw + n[:, None])
+            with np.errstate(divide="ignore", invalid="ignore"):  # dead states are skipped
+                new = (mw * mp + stats["obs"]) / (mw + n[:, None])
             means[live] = np.broadcast_to(new, means.shape)[live]
         floored = []
         if "c" in which:

@@ -57,7 +57,8 @@ class PoissonEmissions(EmissionFamily):
         live = n >= _DEAD
         lam = params["lambdas"].copy()
         a, b = self.lambdas_prior, self.lambdas_weight
-        new = (a + stats["obs"]) / (b + n[:, None])
+        with np.errstate(divide="ignore", invalid="ignore"):  # dead states are skipped
+            new = (a + stats["obs"]) / (b + n[:, None])
         lam[live] = np.broadcast_to(new, lam.shape)[live]
         return {"lambdas": lam}, dead.tolist()
 

@@ -287,6 +287,8 @@ class HMM(BaseEstimator):
     def score_samples(self, X, lengths=None):
         """Log-likelihood and state posteriors p(z_t | x) ``(n, K)``."""
         seqs, table = self._prepare(X, lengths)
+        if table.by_idx:  # per-observation posteriors, not sums per symbol
+            table = inference.EmissionTable(table.emis, table.idx, table.log_offset, False)
         post = inference.forward_backward(self.startprob_, self.transmat_, table, seqs)
         return float(post.loglik.sum()), post.post
 

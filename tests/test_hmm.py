@@ -1,0 +1,277 @@
+"""Estimator-level tests of hiddenstate.HMM: EM behaviour, recovery, errors, persistence."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+import hiddenstate as hs
+from hiddenstate.errors import (
+    DegenerateStateWarning,
+    InvalidInputError,
+    ModelFileError,
+    NotFittedError,
+    ZeroProbabilityError,
+)
+
+
+def _gaussian_data(rng, n=600, lengths=(200, 250, 150)):
+    m = hs.HMM(3, emission="gaussian", covariance_type="full", init_params="")
+    m.startprob_ = np.array([0.6, 0.3, 0.1])
+    m.transmat_ = np.array([[0.9, 0.05, 0.05], [0.1, 0.8, 0.1], [0.05, 0.15, 0.8]])
+    m.means_ = np.array([[0.0, 0.0], [4.0, 1.0], [-3.0, 3.0]])
+    m.covars_ = np.array([np.eye(2), [[1.0, 0.5], [0.5, 1.0]], 0.5 * np.eye(2)])
+    m.n_features_ = 2
+    X, Z = m.sample(n, random_state=rng)
+    return m, X, Z, list(lengths)
+
+
+@pytest.mark.parametrize("emission,ct", [
+    ("categorical", None), ("poisson", None), ("gaussian", "spherical"),
+    ("gaussian", "diag"), ("gaussian", "full"), ("gaussian", "tied")])
+def test_em_never_decreases(emission, ct):
+    rng = np.random.default_rng(3)
+    if emission == "categorical":
+        X = rng.integers(0, 6, size=(500, 1))
+    elif emission == "poisson":
+        X = rng.poisson(rng.choice([1.0, 6.0], size=(500, 1)), size=(500, 2))
+    else:
+        X = _gaussian_data(rng, 500, (200, 300))[1]
+    kw = {"covariance_type": ct} if ct else {}
+    m = hs.HMM(4, emission=emission, n_iter=40, tol=-np.inf, random_state=1, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateStateWarning)
+        m.fit(X, [200, 300])
+    h = np.array(m.monitor_.history)
+    assert len(h) == 40  # tol=-inf runs every iteration
+    rel = np.diff(h) / np.abs(h[1:])
+    assert rel.min() > -1e-9
+    assert h[-1] > h[0]
+
+
+def test_gaussian_recovery_and_decoding():
+    rng = np.random.default_rng(0)
+    true, X, Z, L = _gaussian_data(rng, 3000, (1000, 1000, 1000))
+    m = hs.HMM(3, emission="gaussian", covariance_type="full", n_init=3, random_state=0)
+    m.fit(X, L)
+    order = np.argsort(m.means_[:, 0])
+    true_order = np.argsort(true.means_[:, 0])
+    assert np.allclose(m.means_[order], true.means_[true_order], atol=0.15)
+    assert np.allclose(m.transmat_[np.ix_(order, order)],
+                       true.transmat_[np.ix_(true_order, true_order)], atol=0.05)
+    # decoded states agree with the truth up to the label permutation
+    perm = np.empty(3, dtype=int)
+    perm[order] = true_order
+    acc = np.mean(perm[m.predict(X, L)] == Z)
+    assert acc > 0.95
+    # the fitted model explains the data at least as well as the truth (it is the MLE)
+    assert m.score(X, L) >= true.score(X, L) - 1e-6
+
+
+def test_categorical_identical_emissions_score_exactly_long_sequence():
+    """With identical emission rows the hidden chain is irrelevant: log p(x) = sum log b(x_t).
+    A 10^6-step sequence must give exactly that (no underflow)."""
+    rng = np.random.default_rng(5)
+    b = rng.dirichlet(np.ones(7))
+    m = hs.HMM(3, init_params="")
+    m.startprob_ = rng.dirichlet(np.ones(3))
+    m.transmat_ = rng.dirichlet(np.ones(3), size=3)
+    m.emissionprob_ = np.tile(b, (3, 1))
+    m.n_features_ = 7
+    x = rng.integers(0, 7, size=10**6)
+    expected = np.log(b)[x].sum()
+    got = m.score(x)
+    assert np.isfinite(got)
+    assert abs(got - expected) <= 1e-10 * abs(expected)
+    lp, states = m.decode(x[:1000])
+    assert np.isfinite(lp)
+
+
+def test_sampling_matches_parameters():
+    rng = np.random.default_rng(11)
+    m = hs.HMM(2, init_params="")
+    m.startprob_ = np.array([1.0, 0.0])
+    m.transmat_ = np.array([[0.7, 0.3], [0.2, 0.8]])
+    m.emissionprob_ = np.array([[0.5, 0.5, 0.0], [0.0, 0.1, 0.9]])
+    m.n_features_ = 3
+    n = 200_000
+    X, Z = m.sample(n, random_state=rng)
+    assert Z[0] == 0
+    counts = np.zeros((2, 2))
+    np.add.at(counts, (Z[:-1], Z[1:]), 1)
+    est = counts / counts.sum(1, keepdims=True)
+    # binomial standard error at n_i ~ 1e5 is ~1.5e-3: 5 sigma
+    assert np.allclose(est, m.transmat_, atol=8e-3)
+    emis = np.array([np.bincount(X[Z == k, 0], minlength=3) / np.sum(Z == k) for k in (0, 1)])
+    assert np.allclose(emis, m.emissionprob_, atol=8e-3)
+
+
+def test_init_params_keeps_user_values_and_params_freezes():
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 4, size=(300, 1))
+    m = hs.HMM(2, init_params="e", params="e", n_iter=5, random_state=0)
+    m.startprob_ = np.array([0.25, 0.75])
+    m.transmat_ = np.array([[0.9, 0.1], [0.3, 0.7]])
+    m.fit(X)
+    assert np.array_equal(m.startprob_, [0.25, 0.75])
+    assert np.array_equal(m.transmat_, [[0.9, 0.1], [0.3, 0.7]])
+    with pytest.raises(InvalidInputError, match="transmat_"):
+        hs.HMM(2, init_params="se").fit(X)
+
+
+def test_n_init_reproducible_and_keeps_best():
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 5, size=(400, 1))
+    a = hs.HMM(3, n_init=4, n_iter=30, random_state=7).fit(X)
+    b = hs.HMM(3, n_init=4, n_iter=30, random_state=7).fit(X)
+    assert np.array_equal(a.transmat_, b.transmat_)
+    singles = []
+    gen = np.random.default_rng(7)
+    for _ in range(4):  # the same stream of initialisations, one at a time
+        s = hs.HMM(3, n_init=1, n_iter=30, random_state=gen).fit(X)
+        singles.append(s.monitor_.history[-1])
+    assert a.monitor_.history[-1] == pytest.approx(max(singles), rel=1e-12)
+
+
+def test_clone_and_params():
+    m = hs.HMM(4, emission="gaussian", covariance_type="tied", n_iter=7, random_state=3)
+    c = clone(m)
+    assert c.get_params() == m.get_params()
+    assert not hasattr(c, "transmat_")
+
+
+def test_dead_state_is_kept_with_warning_no_nan():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(300, 1))
+    m = hs.HMM(2, emission="gaussian", init_params="", n_iter=3)
+    m.startprob_ = np.array([1.0, 0.0])
+    m.transmat_ = np.array([[1.0, 0.0], [0.5, 0.5]])
+    m.means_ = np.array([[0.0], [50.0]])
+    m.covars_ = np.array([[1.0], [1.0]])
+    with pytest.warns(DegenerateStateWarning, match=r"\[1\]"):
+        m.fit(X)
+    assert np.all(np.isfinite(m.means_)) and np.all(np.isfinite(m._covars_))
+    assert m.means_[1, 0] == 50.0
+
+
+def test_singular_covariance_floored_with_warning():
+    X = np.vstack([np.zeros((100, 2)), np.ones((100, 2))])
+    m = hs.HMM(2, emission="gaussian", covariance_type="full", random_state=0, n_iter=5)
+    with pytest.warns(DegenerateStateWarning, match="min_covar"):
+        m.fit(X)
+    assert np.all(np.isfinite(m.covars_))
+    assert np.linalg.eigvalsh(m.covars_).min() >= m.min_covar * (1 - 1e-9)
+    assert np.isfinite(m.score(X))
+
+
+@pytest.mark.parametrize("X,lengths,kw,match", [
+    (np.array([[0], [1], [-1]]), None, {}, "negative"),
+    (np.array([[0.5], [1.0]]), None, {}, "whole numbers"),
+    (np.array([["a"], ["b"]]), None, {}, "integers"),
+    (np.array([[0], [1], [2]]), [2, 2], {}, "sums to 4"),
+    (np.array([[0], [1], [2]]), [3, 0], {}, "empty sequences"),
+    (np.zeros((0, 1), dtype=int), None, {}, "no samples"),
+    (np.array([[0.0, np.nan]]), None, {"emission": "gaussian"}, "NaN"),
+    (np.ones((3, 2, 2)), None, {"emission": "gaussian"}, "2-D"),
+    (np.array([[1.5]]), None, {"emission": "poisson"}, "integer counts"),
+])
+def test_bad_input_names_argument(X, lengths, kw, match):
+    with pytest.raises(InvalidInputError, match=match):
+        hs.HMM(2, **kw).fit(X, lengths)
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"n_states": 0}, "n_states"), ({"emission": "beta"}, "emission"),
+    ({"emission": "gaussian", "covariance_type": "round"}, "covariance_type"),
+    ({"init_params": "xyz"}, "init_params"), ({"n_iter": 0}, "n_iter")])
+def test_bad_hyper_parameters(kw, match):
+    with pytest.raises(InvalidInputError, match=match):
+        hs.HMM(**kw).fit(np.array([[0], [1]]))
+
+
+def test_bad_user_parameters_and_unfitted():
+    m = hs.HMM(2, init_params="e")
+    m.startprob_ = np.array([0.5, 0.6])
+    m.transmat_ = np.eye(2)
+    with pytest.raises(InvalidInputError, match="startprob_.*sums to"):
+        m.fit(np.array([[0], [1]]))
+    with pytest.raises(NotFittedError):
+        hs.HMM(2).score(np.array([[0]]))
+    fitted = hs.HMM(2, random_state=0, n_iter=2).fit(np.array([[0], [1], [2]]))
+    with pytest.raises(InvalidInputError, match="out of range"):
+        fitted.score(np.array([[5]]))
+
+
+def test_impossible_sequence_is_an_error_not_nan():
+    m = hs.HMM(2, init_params="", n_iter=2)
+    m.startprob_ = np.array([1.0, 0.0])
+    m.transmat_ = np.array([[1.0, 0.0], [0.0, 1.0]])
+    m.emissionprob_ = np.array([[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(ZeroProbabilityError, match="sequence 0"):
+        m.fit(np.array([[0], [1]]))
+
+
+@pytest.mark.parametrize("emission,ct", [("categorical", None), ("gaussian", "full"),
+                                         ("gaussian", "spherical"), ("poisson", None)])
+def test_save_load_round_trip(tmp_path, emission, ct):
+    rng = np.random.default_rng(9)
+    X = (rng.integers(0, 5, size=(200, 1)) if emission == "categorical"
+         else rng.poisson(3, size=(200, 2)) if emission == "poisson"
+         else rng.normal(size=(200, 2)))
+    kw = {"covariance_type": ct} if ct else {}
+    m = hs.HMM(2, emission=emission, n_iter=5, tol=-np.inf, random_state=0, **kw).fit(X)
+    m.save(tmp_path / "m")
+    r = hs.load(tmp_path / "m")
+    assert r.get_params() == m.get_params()
+    assert r.score(X) == m.score(X)
+    assert r.monitor_.history == m.monitor_.history
+    assert np.array_equal(r.predict(X), m.predict(X))
+
+
+def test_load_rejects_tampering(tmp_path):
+    X = np.array([[0], [1], [2], [1]])
+    m = hs.HMM(2, n_iter=3, random_state=0).fit(X)
+    m.save(tmp_path / "m")
+    # changed array contents: checksum mismatch
+    arrs = dict(np.load(tmp_path / "m" / "arrays.npz"))
+    arrs["transmat_"] = arrs["transmat_"][::-1].copy()
+    np.savez(tmp_path / "m" / "arrays.npz", **arrs)
+    with pytest.raises(ModelFileError, match="checksum"):
+        hs.load(tmp_path / "m")
+    # an object array (pickle) in the archive is refused, never unpickled
+    m.save(tmp_path / "p")
+    np.savez(tmp_path / "p" / "arrays.npz", transmat_=np.array([object()], dtype=object))
+    with pytest.raises(ModelFileError):
+        hs.load(tmp_path / "p")
+    # unknown class, bad version, bad JSON, bad hyper-parameters
+    for edit, match in [(lambda d: d.update({"class": "os.system"}), "unknown model class"),
+                        (lambda d: d.update({"version": 99}), "version"),
+                        (lambda d: d["params"].update({"n_states": -1}), "n_states")]:
+        m.save(tmp_path / "j")
+        meta = json.loads((tmp_path / "j" / "model.json").read_text())
+        edit(meta)
+        (tmp_path / "j" / "model.json").write_text(json.dumps(meta))
+        with pytest.raises(ModelFileError, match=match):
+            hs.load(tmp_path / "j")
+    (tmp_path / "j" / "model.json").write_text("{not json")
+    with pytest.raises(ModelFileError, match="JSON"):
+        hs.load(tmp_path / "j")
+    with pytest.raises(ModelFileError, match="not a saved model"):
+        hs.load(tmp_path / "nowhere")
+
+
+def test_map_decoding_and_posteriors_consistent():
+    rng = np.random.default_rng(12)
+    X = rng.integers(0, 4, size=(120, 1))
+    m = hs.HMM(3, n_iter=10, random_state=0).fit(X, [60, 60])
+    lp, post = m.score_samples(X, [60, 60])
+    assert np.allclose(post.sum(1), 1.0, atol=1e-12)
+    assert lp == pytest.approx(m.score(X, [60, 60]), rel=1e-12)
+    lp_map, states = m.decode(X, [60, 60], algorithm="map")
+    assert np.array_equal(states, post.argmax(1))
+    lp_vit, vstates = m.decode(X, [60, 60])
+    assert lp_vit <= lp  # log p(x, z*) <= log p(x)

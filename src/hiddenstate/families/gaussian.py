@@ -20,6 +20,8 @@ state: a state with no posterior mass keeps its previous mean and covariance; a 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import linalg
 
@@ -155,7 +157,9 @@ class GaussianEmissions(EmissionFamily):
         K, D = self.n_states, X.shape[1]
         if len(X) >= K:
             km = KMeans(n_clusters=K, n_init=1, random_state=int(rng.integers(2**31 - 1)))
-            means = km.fit(X).cluster_centers_
+            with warnings.catch_warnings():  # fewer distinct points than states is fine here
+                warnings.simplefilter("ignore")
+                means = km.fit(X).cluster_centers_
         else:
             means = X[rng.integers(len(X), size=K)] + rng.standard_normal((K, D))
         cv = np.atleast_2d(np.cov(X.T)) if len(X) > 1 else np.eye(D)

@@ -12,8 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_stochastic, check_symbols
+from ..errors import InvalidInputError
 from ..inference import EmissionTable
 from .base import EmissionFamily
+
+#: an alphabet inferred from the data may not exceed this; pass n_features to go beyond
+MAX_INFERRED_SYMBOLS = 2**24
 
 
 def estimate_rows(counts: np.ndarray, current: np.ndarray, prior=1.0) -> tuple[np.ndarray, list]:
@@ -48,7 +52,13 @@ class CategoricalEmissions(EmissionFamily):
         return check_symbols(X, fitted_n_features)
 
     def infer_n_features(self, X):
-        return int(X.max()) + 1
+        W = int(X.max()) + 1
+        if W > MAX_INFERRED_SYMBOLS:
+            raise InvalidInputError(
+                f"X: the largest symbol, {W - 1}, implies an alphabet of {W} symbols; "
+                "relabel symbols to 0..W-1 (np.unique(X, return_inverse=True)) or pass "
+                "n_features explicitly")
+        return W
 
     def log_likelihood(self, params, X):
         with np.errstate(divide="ignore"):

@@ -54,7 +54,8 @@ def check_real_X(X, n_features: int | None, name: str = "X") -> np.ndarray:
     try:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{name}: cannot be read as numbers ({exc}); pass a numeric array") from exc
+        raise InvalidInputError(
+            f"{name}: cannot be read as numbers ({exc}); pass a numeric array") from exc
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:

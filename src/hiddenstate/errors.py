@@ -27,6 +27,10 @@ class ZeroProbabilityError(HiddenStateError, ValueError):
     """A sequence has probability zero under the model's current parameters."""
 
 
+class NumericalError(HiddenStateError, FloatingPointError):
+    """A learning objective became NaN or infinite."""
+
+
 class DegenerateStateWarning(UserWarning):
     """A state received (almost) no posterior mass, or its covariance hit the floor."""
 

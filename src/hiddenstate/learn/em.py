@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConvergenceWarning
+from ..errors import ConvergenceWarning, NumericalError
 
 
 @dataclass
@@ -65,7 +65,9 @@ def em(params: Any, e_step: Callable[[Any], tuple[float, Any]],
     for _ in range(monitor.n_iter):
         objective, stats = e_step(params)
         if not np.isfinite(objective):
-            raise FloatingPointError(f"objective is {objective} at iteration {monitor.iter}")
+            raise NumericalError(
+                f"objective is {objective} at iteration {monitor.iter}; check the data for "
+                "extreme values or set min_covar / priors")
         params = m_step(params, stats)
         stop = monitor.report(objective)
         if callback is not None:

@@ -16,7 +16,7 @@ from ..errors import (
     NotFittedError,
     ZeroProbabilityError,
 )
-from ..families import FAMILIES, COVARIANCE_TYPES, estimate_rows
+from ..families import COVARIANCE_TYPES, FAMILIES, estimate_rows
 from ..families.gaussian import full_covars
 from ..inference import Sequences
 from ..learn import ConvergenceMonitor, em
@@ -278,11 +278,14 @@ class HMM(BaseEstimator):
         emis = self._get_emission_params()
         return seqs, family.table(emis, X)
 
+    def score_sequences(self, X, lengths=None) -> np.ndarray:
+        """Log-likelihood log p(x) of each sequence, shape ``(n_sequences,)``."""
+        seqs, table = self._prepare(X, lengths)
+        return inference.log_likelihood(self.startprob_, self.transmat_, table, seqs)
+
     def score(self, X, lengths=None) -> float:
         """Log-likelihood log p(X) of the sequences (summed)."""
-        seqs, table = self._prepare(X, lengths)
-        return float(inference.log_likelihood(self.startprob_, self.transmat_, table,
-                                              seqs).sum())
+        return float(self.score_sequences(X, lengths).sum())
 
     def score_samples(self, X, lengths=None):
         """Log-likelihood and state posteriors p(z_t | x) ``(n, K)``."""

@@ -1,0 +1,517 @@
+"""The ``hiddenstate`` command line: ``fit``, ``score``, ``decode``, ``sample``, ``report``.
+
+Every subcommand reads input through :mod:`hiddenstate.textio`. A model directory written by
+``fit`` holds the model (``hiddenstate.load`` reads it), ``cli.json`` (the input format the
+model was trained on) and, for text models, ``vocabulary.json``.
+
+Errors that the user can fix (a :class:`~hiddenstate.errors.HiddenStateError`) are printed
+as one line on stderr and exit with status 2, like argparse's own usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from . import textio
+from .errors import HiddenStateError, InvalidInputError, ModelFileError
+
+PROG = "hiddenstate"
+META_FILE = "cli.json"
+VOCAB_FILE = "vocabulary.json"
+_META_FORMAT = "hiddenstate.cli"
+
+
+# --------------------------------------------------------------------------- progress bar
+
+
+class ProgressBar:
+    """A one-line EM progress bar on a stream (stderr); use as ``fit(callback=bar)``.
+
+    ``bar(iteration, objective)`` redraws the line. ``iteration`` counts from 1 within a
+    restart; a smaller value than the previous one means a new restart began.
+    """
+
+    def __init__(self, n_iter: int, n_init: int = 1, stream=None, width: int = 24,
+                 enabled: bool = True, min_interval: float = 0.05):
+        self.n_iter = n_iter
+        self.n_init = n_init
+        self.stream = sys.stderr if stream is None else stream
+        self.width = width
+        self.enabled = enabled
+        self.min_interval = min_interval
+        self.init = 1
+        self._last_iter = 0
+        self._last_value: float | None = None
+        self._last_draw = 0.0
+        self._start = time.perf_counter()
+        self._drawn = False
+
+    def __call__(self, iteration: int, objective: float) -> None:
+        if iteration <= self._last_iter:
+            self.init += 1
+            self._last_value = None
+        delta = None if self._last_value is None else objective - self._last_value
+        self._last_iter, self._last_value = iteration, objective
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self._last_draw < self.min_interval and iteration < self.n_iter:
+            return
+        self._last_draw = now
+        frac = min(1.0, iteration / max(1, self.n_iter))
+        filled = int(round(frac * self.width))
+        bar = "#" * filled + "-" * (self.width - filled)
+        restart = f"init {self.init}/{self.n_init} " if self.n_init > 1 else ""
+        d = "" if delta is None else f"  delta {delta:+.3g}"
+        line = (f"\rfit {restart}[{bar}] {iteration:>{len(str(self.n_iter))}}/{self.n_iter}"
+                f"  log-lik {objective:.6g}{d}  {now - self._start:.1f}s")
+        self.stream.write(line.ljust(getattr(self, "_width_drawn", 0)))
+        self._width_drawn = len(line)
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._drawn = False
+
+
+# --------------------------------------------------------------------------- argument types
+
+
+def _int_at_least(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if math.isnan(value):
+        raise argparse.ArgumentTypeError("expected a number, got nan")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Fit hidden Markov models to text, CSV or .npy data, then score, decode "
+                    "and sample.",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add_input(p: argparse.ArgumentParser, with_lengths: bool = True) -> None:
+        p.add_argument("input", metavar="INPUT",
+                       help="data file ('-' reads text or CSV from stdin)")
+        p.add_argument("--format", choices=textio.FORMATS, default=None,
+                       help="input format (default: from the extension: .txt/.tokens -> text, "
+                            ".csv -> csv, .npy -> npy; text for text models)")
+        if with_lengths:
+            p.add_argument("--lengths", metavar="FILE", default=None,
+                           help="sequence lengths for CSV/npy input (.npy or integers in a "
+                                "text file); CSV can instead separate sequences by blank lines")
+
+    # fit
+    p = sub.add_parser("fit", help="learn an HMM from data and save it",
+                       description="Learn an HMM by EM and save it to a model directory.")
+    add_input(p)
+    p.add_argument("--out", "-o", metavar="MODEL_DIR", required=True,
+                   help="directory to save the model in (created; overwritten if it exists)")
+    p.add_argument("--n-states", type=_int_at_least(1), default=2, help="hidden states (2)")
+    p.add_argument("--emission", choices=("categorical", "gaussian", "poisson"), default=None,
+                   help="emission family (default: categorical for text, gaussian otherwise)")
+    p.add_argument("--covariance-type", choices=("spherical", "diag", "full", "tied"),
+                   default="diag", help="Gaussian covariance type (diag)")
+    p.add_argument("--n-iter", type=_int_at_least(1), default=100,
+                   help="maximum EM iterations (100)")
+    p.add_argument("--tol", type=_finite_float, default=1e-4,
+                   help="stop when the log-likelihood gains less than this (1e-4)")
+    p.add_argument("--n-init", type=_int_at_least(1), default=1,
+                   help="random restarts; the best is kept (1)")
+    p.add_argument("--random-state", type=int, default=None, help="seed (default: random)")
+    p.add_argument("--max-vocab", type=_int_at_least(2), default=None,
+                   help="text: keep this many symbols including <unk> (default: all)")
+    p.add_argument("--min-count", type=_int_at_least(1), default=1,
+                   help="text: words seen fewer times map to <unk> (1)")
+    p.add_argument("--report", metavar="REPORT_DIR", default=None,
+                   help="also write an HTML report (index.html + PNGs) to this directory")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show a progress bar on stderr (default: when stderr is a terminal)")
+    p.set_defaults(func=cmd_fit)
+
+    # score
+    p = sub.add_parser("score", help="log-likelihood of data under a model",
+                       description="Print the log-likelihood of every sequence and the total.")
+    p.add_argument("model", metavar="MODEL_DIR")
+    add_input(p)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_score)
+
+    # decode
+    p = sub.add_parser("decode", help="most likely hidden states",
+                       description="Print the decoded state sequence of every input sequence, "
+                                   "one line per sequence.")
+    p.add_argument("model", metavar="MODEL_DIR")
+    add_input(p)
+    p.add_argument("--algorithm", choices=("viterbi", "map"), default="viterbi",
+                   help="viterbi: best joint path; map: per-step posterior argmax (viterbi)")
+    p.add_argument("--tokens", action="store_true",
+                   help="text models: print word/state pairs instead of states only")
+    p.add_argument("--json", action="store_true", help="print JSON instead of lines")
+    p.set_defaults(func=cmd_decode)
+
+    # sample
+    p = sub.add_parser("sample", help="draw sequences from a model",
+                       description="Draw sequences from a model: text models print one line "
+                                   "of words per sequence, numeric models CSV rows with a "
+                                   "blank line between sequences.")
+    p.add_argument("model", metavar="MODEL_DIR")
+    p.add_argument("--n-samples", "-n", type=_int_at_least(1), default=20,
+                   help="observations per sequence (20)")
+    p.add_argument("--n-sequences", type=_int_at_least(1), default=1, help="sequences (1)")
+    p.add_argument("--random-state", type=int, default=None, help="seed (default: random)")
+    p.add_argument("--states", action="store_true",
+                   help="also print the hidden states (text: word/state; numeric: a "
+                        "'# states:' comment line before each sequence)")
+    p.set_defaults(func=cmd_sample)
+
+    # report
+    p = sub.add_parser("report", help="HTML report of a saved model on some data",
+                       description="Write index.html and PNG plots describing a model and "
+                                   "its fit to INPUT.")
+    p.add_argument("model", metavar="MODEL_DIR")
+    add_input(p)
+    p.add_argument("--out", "-o", metavar="REPORT_DIR", required=True)
+    p.set_defaults(func=cmd_report)
+    return parser
+
+
+@contextlib.contextmanager
+def _about_file(path) -> Iterator[None]:
+    """Prefix the estimator's data errors ("X: ...") with the file they came from."""
+    try:
+        yield
+    except InvalidInputError as exc:
+        msg = str(exc)
+        if msg.startswith(("X:", "lengths:")):
+            raise InvalidInputError(f"{path}: {msg}") from exc
+        raise
+
+
+def _finite_or_none(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite_or_none(v) for v in obj]
+    return obj
+
+
+def _dumps(obj, **kw) -> str:
+    """Strict JSON: a log-likelihood of -inf (probability zero) is written as null."""
+    return json.dumps(_finite_or_none(obj), allow_nan=False, **kw)
+
+
+def _warn(command: str, message: str) -> None:
+    print(f"{PROG} {command}: warning: {message}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- model dirs
+
+
+def _write_meta(model_dir: Path, input_format: str, vocabulary: textio.Vocabulary | None,
+                extra: dict) -> None:
+    meta = {"format": _META_FORMAT, "version": 1, "input_format": input_format,
+            "vocabulary": VOCAB_FILE if vocabulary is not None else None, **extra}
+    if vocabulary is not None:
+        vocabulary.save(model_dir / VOCAB_FILE)
+    (model_dir / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+
+def load_model_dir(path: str | Path):
+    """``(model, meta, vocabulary)`` from a directory written by ``hiddenstate fit``.
+
+    A directory saved with ``HMM.save`` alone (no ``cli.json``) is accepted as a numeric
+    model.
+    """
+    from .io import load
+
+    d = Path(path)
+    if not d.is_dir():
+        raise ModelFileError(
+            f"{d}: model directory not found; create one with `hiddenstate fit ... --out {d}`"
+        )
+    model = load(d)
+    meta: dict = {"input_format": None, "vocabulary": None}
+    meta_path = d / META_FILE
+    if meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ModelFileError(f"{meta_path}: not valid JSON ({exc}); refit the model") from exc
+        if not isinstance(meta, dict) or meta.get("format") != _META_FORMAT:
+            raise ModelFileError(f"{meta_path}: not a hiddenstate CLI metadata file")
+    vocabulary = None
+    if meta.get("vocabulary"):
+        vocabulary = textio.Vocabulary.load(d / Path(meta["vocabulary"]).name)
+        n = getattr(model, "n_features_", None)
+        if n is not None and n != len(vocabulary):
+            raise ModelFileError(
+                f"{d}: the vocabulary has {len(vocabulary)} words but the model has {n} "
+                "symbols; the directory mixes files from different fits, refit it"
+            )
+    return model, meta, vocabulary
+
+
+def _read_for_model(args, meta: dict, vocabulary):
+    fmt = args.format
+    if vocabulary is not None:
+        if fmt not in (None, "text"):
+            raise InvalidInputError(
+                f"--format: the model in {args.model} was trained on text; pass text input "
+                "(one sequence of words per line)"
+            )
+        fmt = "text"
+    elif fmt is None:
+        fmt = textio.infer_format(args.input)
+        if fmt == "text":
+            raise InvalidInputError(
+                f"{args.input}: looks like text but the model in {args.model} is numeric; "
+                "pass CSV or .npy input (or --format csv)"
+            )
+    X, lengths, _ = textio.read_data(args.input, fmt, lengths_path=args.lengths,
+                                     vocabulary=vocabulary)
+    return X, lengths
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_fit(args, out) -> int:
+    from .models import HMM
+
+    if args.report is not None:
+        from .report import require_matplotlib
+
+        require_matplotlib()
+    fmt = args.format or textio.infer_format(args.input)
+    if fmt != "text" and (args.max_vocab is not None or args.min_count != 1):
+        raise InvalidInputError("--max-vocab/--min-count: only apply to text input; drop them")
+    X, lengths, vocabulary = textio.read_data(
+        args.input, fmt, lengths_path=args.lengths, max_size=args.max_vocab,
+        min_count=args.min_count)
+    emission = args.emission or ("categorical" if fmt == "text" else "gaussian")
+    if fmt == "text" and emission != "categorical":
+        raise InvalidInputError(
+            f"--emission: text input needs categorical emissions, got {emission!r}; "
+            "drop --emission or pass numeric CSV/npy data"
+        )
+    if emission == "categorical" and fmt != "text" and X.shape[1] != 1:
+        raise InvalidInputError(
+            f"{args.input}: categorical emissions need one column of integer symbols, got "
+            f"{X.shape[1]} columns; pass --emission gaussian or poisson, or one column"
+        )
+    model = HMM(
+        n_states=args.n_states, emission=emission,
+        n_features=len(vocabulary) if vocabulary is not None else None,
+        covariance_type=args.covariance_type, n_iter=args.n_iter, tol=args.tol,
+        n_init=args.n_init, random_state=args.random_state,
+    )
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    bar = ProgressBar(args.n_iter, args.n_init, enabled=show)
+    start = time.perf_counter()
+    try:
+        with _about_file(args.input):
+            model.fit(X, lengths, callback=bar)
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - start
+
+    out_dir = Path(args.out)
+    model.save(out_dir)
+    _write_meta(out_dir, fmt, vocabulary,
+                {"source": str(args.input), "n_sequences": len(lengths),
+                 "n_observations": int(lengths.sum()), "fit_seconds": round(seconds, 3)})
+
+    loglik = model.score(X, lengths)
+    n_obs = int(lengths.sum())
+    history = model.monitor_.history
+    parts = [f"fitted a {args.n_states}-state {emission} HMM on {len(lengths)} sequences "
+             f"({n_obs} observations) in {seconds:.1f}s",
+             f"iterations: {len(history)}"
+             f" ({'converged' if model.monitor_.converged else 'not converged'})",
+             f"log-likelihood: {loglik:.6f} ({loglik / n_obs:.6f} per observation)"]
+    if emission == "categorical":
+        parts.append(f"perplexity: {math.exp(-loglik / n_obs):.3f}")
+    if vocabulary is not None:
+        unk_share = float(np.mean(X[:, 0] == vocabulary.unk_id))
+        parts.append(f"vocabulary: {len(vocabulary)} symbols ({unk_share:.1%} of tokens are "
+                     f"{vocabulary.unk_token})")
+        if unk_share == 0.0:
+            _warn("fit", f"no training token maps to {vocabulary.unk_token}, so unseen words "
+                  "will have probability zero; use --max-vocab or --min-count 2 to reserve "
+                  "mass for them")
+    parts.append(f"model saved to {out_dir}")
+    if args.report is not None:
+        from .report import write_report
+
+        index = write_report(model, args.report, X=X, lengths=lengths, vocabulary=vocabulary,
+                             source=str(args.input), fit_seconds=seconds)
+        parts.append(f"report written to {index}")
+    print("\n".join(parts), file=out)
+    return 0
+
+
+def cmd_score(args, out) -> int:
+    model, meta, vocabulary = load_model_dir(args.model)
+    X, lengths = _read_for_model(args, meta, vocabulary)
+    with _about_file(args.input):  # wrong number of features, symbols out of range, ...
+        per_seq = [float(v) for v in model.score_sequences(X, lengths)]
+        total = float(sum(per_seq))
+    n_obs = int(lengths.sum())
+    result = {"total": total, "n_sequences": len(lengths), "n_observations": n_obs,
+              "per_observation": total / n_obs,
+              "sequences": [{"length": int(n), "log_likelihood": ll}
+                            for n, ll in zip(lengths, per_seq, strict=True)]}
+    if model.emission == "categorical":
+        result["perplexity"] = math.exp(-total / n_obs)
+    zero = [i for i, ll in enumerate(per_seq) if ll == -math.inf]
+    if zero:
+        hint = (f" (they contain {vocabulary.unk_token}, which the model never saw in "
+                "training; refit with --min-count 2 or --max-vocab)"
+                if vocabulary is not None and vocabulary.counts[vocabulary.unk_id] == 0
+                else "")
+        shown = ", ".join(map(str, zero[:10])) + (", ..." if len(zero) > 10 else "")
+        _warn("score", f"{len(zero)} sequence(s) have probability zero: {shown}{hint}")
+    if args.json:
+        print(_dumps(result, indent=2), file=out)
+        return 0
+    print("sequence\tlength\tlog_likelihood", file=out)
+    for i, s in enumerate(result["sequences"]):
+        print(f"{i}\t{s['length']}\t{s['log_likelihood']!r}", file=out)
+    print(f"total\t{n_obs}\t{total!r}", file=out)
+    tail = f"# per observation: {total / n_obs:.6f}"
+    if "perplexity" in result:
+        tail += f"  perplexity: {result['perplexity']:.4f}"
+    print(tail, file=out)
+    return 0
+
+
+def cmd_decode(args, out) -> int:
+    model, meta, vocabulary = load_model_dir(args.model)
+    if args.tokens and vocabulary is None:
+        raise InvalidInputError("--tokens: only text models have words; drop --tokens")
+    X, lengths = _read_for_model(args, meta, vocabulary)
+    with _about_file(args.input):
+        logprob, states = model.decode(X, lengths, algorithm=args.algorithm)
+    seq_states = textio.split_sequences(states, lengths)
+    if args.json:
+        result = {"algorithm": args.algorithm, "log_probability": logprob,
+                  "states": [s.tolist() for s in seq_states]}
+        if vocabulary is not None:
+            result["tokens"] = [vocabulary.decode(x[:, 0])
+                                for x in textio.split_sequences(X, lengths)]
+        print(_dumps(result), file=out)
+        return 0
+    xs = textio.split_sequences(X, lengths)
+    for x, s in zip(xs, seq_states, strict=True):
+        if args.tokens:
+            words = vocabulary.decode(x[:, 0])
+            print(" ".join(f"{w}/{int(k)}" for w, k in zip(words, s, strict=True)), file=out)
+        else:
+            print(" ".join(str(int(k)) for k in s), file=out)
+    return 0
+
+
+def _sequence_seeds(seed: int | None, n: int) -> list:
+    if seed is None:
+        return [None] * n
+    return [int(v) for v in np.random.SeedSequence(seed).generate_state(n, dtype=np.uint32)]
+
+
+def cmd_sample(args, out) -> int:
+    model, meta, vocabulary = load_model_dir(args.model)
+    seeds = [args.random_state] if args.n_sequences == 1 else _sequence_seeds(
+        args.random_state, args.n_sequences)
+    for i, seed in enumerate(seeds):
+        X, states = model.sample(args.n_samples, random_state=seed)
+        X = np.asarray(X)
+        if vocabulary is not None:
+            words = vocabulary.decode(X.reshape(len(X), -1)[:, 0])
+            if args.states:
+                print(" ".join(f"{w}/{int(k)}" for w, k in zip(words, states, strict=True)),
+                      file=out)
+            else:
+                print(" ".join(words), file=out)
+            continue
+        if i:
+            print("", file=out)
+        if args.states:
+            print("# states: " + " ".join(str(int(k)) for k in states), file=out)
+        for line in textio.iter_rows_csv(X.reshape(len(X), -1)):
+            print(line, file=out)
+    return 0
+
+
+def cmd_report(args, out) -> int:
+    from .report import require_matplotlib, write_report
+
+    require_matplotlib()
+    model, meta, vocabulary = load_model_dir(args.model)
+    X, lengths = _read_for_model(args, meta, vocabulary)
+    with _about_file(args.input):
+        index = write_report(model, args.out, X=X, lengths=lengths, vocabulary=vocabulary,
+                             source=str(args.input), fit_seconds=meta.get("fit_seconds"))
+    print(f"report written to {index}", file=out)
+    return 0
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 2 usage or input error)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    try:
+        return args.func(args, sys.stdout)
+    except HiddenStateError as exc:
+        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. no permission to write --out
+        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

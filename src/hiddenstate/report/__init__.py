@@ -1,0 +1,258 @@
+"""HTML report of a fitted HMM: one ``index.html`` with its PNG plots embedded (base64) and
+the same PNG files beside it.
+
+Sections: a summary table (data size, states, iterations, convergence, final
+log-likelihood, perplexity for categorical models), the log-likelihood per EM iteration, the
+transition matrix, the emissions (most probable symbols per state for categorical models,
+means per state for Gaussian models, rates for Poisson models), the state occupancy and, for
+text models, a few decoded sentences coloured by state.
+
+Needs matplotlib (``pip install 'hiddenstate[plot]'``); every string put into the HTML is
+escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import HiddenStateError
+
+__all__ = ["write_report", "require_matplotlib", "top_symbols"]
+
+SECTION_IDS = ("summary", "loglik", "transitions", "emissions", "occupancy", "examples")
+
+
+def require_matplotlib() -> None:
+    """Raise a clear error when matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise HiddenStateError(
+            "report: matplotlib is not installed; pip install 'hiddenstate[plot]' "
+            "(or leave out --report)"
+        ) from exc
+
+
+def _esc(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def top_symbols(emissionprob, vocabulary=None, n: int = 10) -> list[list[tuple[str, float]]]:
+    """The ``n`` most probable symbols of every state as ``(symbol, probability)`` lists."""
+    B = np.asarray(emissionprob, dtype=float)
+    out = []
+    for row in B:
+        order = np.argsort(-row, kind="stable")[:n]
+        names = (vocabulary.decode(order) if vocabulary is not None
+                 else [str(int(i)) for i in order])
+        out.append([(w, float(row[i])) for w, i in zip(names, order, strict=True)])
+    return out
+
+
+def _img(path: Path, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (f'<figure><img src="data:image/png;base64,{data}" alt="{_esc(alt)}">'
+            f'<figcaption>{_esc(alt)} (<a href="{_esc(path.name)}">{_esc(path.name)}</a>)'
+            "</figcaption></figure>")
+
+
+def _table(header: list[str], rows: list[list], cls: str = "") -> str:
+    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="{_esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _fmt(x, digits: int = 6) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, (bool, np.bool_)):
+        return "yes" if x else "no"
+    if isinstance(x, (int, np.integer)):
+        return f"{int(x):,}"
+    return f"{float(x):.{digits}g}"
+
+
+_CSS = """
+body { font-family: system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif;
+       max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; }
+table { border-collapse: collapse; margin: .5em 0 1em; font-size: .92em; }
+th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; }
+table.summary td:first-child { font-weight: 600; }
+figure { margin: .5em 0 1.5em; } img { max-width: 100%; }
+figcaption { font-size: .85em; color: #666; }
+.tok { padding: 0 .15em; border-radius: 3px; margin: 0 .05em; line-height: 1.9; }
+.tok sub { font-size: .65em; color: #444; }
+p.seq { margin: .4em 0 .9em; }
+code { background: #f4f4f4; padding: 0 .2em; }
+"""
+
+
+def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
+                 source: str | None = None, fit_seconds: float | None = None,
+                 title: str = "hiddenstate report", n_top: int = 10,
+                 n_examples: int = 3) -> Path:
+    """Write ``index.html`` and PNG plots for a fitted ``model`` into ``out_dir``.
+
+    ``X, lengths`` (the training data, as passed to ``fit``) give the summary's data size,
+    final log-likelihood, perplexity, the state occupancy and the decoded examples; without
+    them those parts are left out. ``vocabulary`` (a :class:`hiddenstate.textio.Vocabulary`)
+    names the symbols of a text model. Returns the path of ``index.html``.
+    """
+    require_matplotlib()
+    from . import plots
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    K = int(model.n_states)
+    emission = model.emission
+    history = list(getattr(getattr(model, "monitor_", None), "history", []) or [])
+    converged = getattr(getattr(model, "monitor_", None), "converged", None)
+
+    loglik = n_obs = n_seq = None
+    occupancy = None
+    if X is not None:
+        lengths = (np.array([len(X)], dtype=np.int64) if lengths is None
+                   else np.asarray(lengths, dtype=np.int64))
+        loglik, post = model.score_samples(X, lengths)
+        occupancy = post.mean(axis=0)
+        n_obs, n_seq = int(lengths.sum()), len(lengths)
+
+    # --- summary
+    rows: list[tuple[str, str]] = []
+    if source is not None:
+        rows.append(("data", _esc(source)))
+    if n_seq is not None:
+        rows.append(("sequences", _fmt(n_seq)))
+        rows.append(("observations", _fmt(n_obs)))
+    rows.append(("emission", _esc(emission)))
+    rows.append(("hidden states", _fmt(K)))
+    n_features = getattr(model, "n_features_", None)
+    if emission == "categorical":
+        rows.append(("symbols", _fmt(n_features)))
+    else:
+        rows.append(("features", _fmt(n_features)))
+        if emission == "gaussian":
+            rows.append(("covariance type", _esc(model.covariance_type)))
+    if vocabulary is not None and X is not None:
+        unk = float(np.mean(np.asarray(X).reshape(len(X), -1)[:, 0] == vocabulary.unk_id))
+        rows.append(("unknown-word share", _esc(f"{unk:.2%} of tokens are {vocabulary.unk_token}")))
+    rows.append(("EM iterations", f"{len(history)} (limit {_fmt(model.n_iter)}, "
+                                  f"tol {_esc(model.tol)})"))
+    rows.append(("converged", _fmt(converged) if converged is not None else "n/a"))
+    if getattr(model, "n_init", 1) != 1:
+        rows.append(("random restarts", _fmt(model.n_init)))
+    rows.append(("random state", _esc(model.random_state)))
+    if loglik is not None:
+        rows.append(("final log-likelihood", _fmt(loglik, 10)))
+        rows.append(("log-likelihood per observation", _fmt(loglik / n_obs)))
+        if emission == "categorical":
+            label = "per-token perplexity" if vocabulary is not None else "perplexity"
+            rows.append((label, _fmt(math.exp(-loglik / n_obs), 6)))
+    elif history:
+        rows.append(("last EM log-likelihood", _fmt(history[-1], 10)))
+    if fit_seconds is not None:
+        rows.append(("fit time", f"{float(fit_seconds):.2f} s"))
+    parts = [f'<section id="summary"><h2>Summary</h2>'
+             f'{_table(["quantity", "value"], [list(r) for r in rows], "summary")}</section>']
+
+    # --- log-likelihood
+    if history:
+        p = plots.plot_loglik(history, out / "loglik.png", n_obs)
+        parts.append('<section id="loglik"><h2>Log-likelihood per iteration</h2>'
+                     "<p>The objective at the parameters entering each EM iteration; it never "
+                     "decreases under exact EM.</p>"
+                     f"{_img(p, 'log-likelihood per EM iteration')}</section>")
+
+    # --- transitions
+    p = plots.plot_transmat(model.transmat_, out / "transmat.png")
+    start = _table(["state"] + [str(k) for k in range(K)],
+                   [["start prob."] + [f"{v:.3f}" for v in np.asarray(model.startprob_)]])
+    parts.append('<section id="transitions"><h2>Transition matrix</h2>'
+                 f"{_img(p, 'transition-matrix heat map')}{start}</section>")
+
+    # --- emissions
+    occ_cell = (lambda k: f"{occupancy[k]:.3f}") if occupancy is not None else (lambda k: "")
+    if emission == "categorical":
+        top = top_symbols(model.emissionprob_, vocabulary, n_top)
+        p = plots.plot_top_symbols(top, out / "top_symbols.png")
+        trows = [[str(k), occ_cell(k),
+                  " ".join(f"<code>{_esc(w)}</code>&nbsp;{pr:.3f}" for w, pr in top[k])]
+                 for k in range(K)]
+        what = "words" if vocabulary is not None else "symbols"
+        parts.append(f'<section id="emissions"><h2>Top {what} per state</h2>'
+                     f"{_img(p, f'most probable {what} per state')}"
+                     f"{_table(['state', 'occupancy', f'top {n_top} {what} (probability)'], trows)}"
+                     "</section>")
+    elif emission == "gaussian":
+        means = np.asarray(model.means_)
+        cov = np.asarray(model.covars_)
+        sd = np.sqrt(np.diagonal(cov, axis1=-2, axis2=-1)) if cov.ndim == 3 else np.sqrt(cov)
+        p = plots.plot_state_matrix(means, out / "means.png", "Means per state")
+        trows = [[str(k), occ_cell(k),
+                  ", ".join(f"{m:.4g} &plusmn; {s:.3g}"
+                            for m, s in zip(means[k], np.broadcast_to(sd[k], means[k].shape),
+                                            strict=True))]
+                 for k in range(K)]
+        parts.append('<section id="emissions"><h2>Means per state</h2>'
+                     f"{_img(p, 'means per state')}"
+                     f"{_table(['state', 'occupancy', 'mean ± sd per feature'], trows)}"
+                     "</section>")
+    elif emission == "poisson":
+        lam = np.asarray(model.lambdas_)
+        p = plots.plot_state_matrix(lam, out / "rates.png", "Poisson rates per state",
+                                    cmap="viridis", center=False)
+        trows = [[str(k), occ_cell(k), ", ".join(f"{v:.4g}" for v in lam[k])]
+                 for k in range(K)]
+        parts.append('<section id="emissions"><h2>Rates per state</h2>'
+                     f"{_img(p, 'Poisson rates per state')}"
+                     f"{_table(['state', 'occupancy', 'rate per feature'], trows)}</section>")
+
+    # --- occupancy
+    if occupancy is not None:
+        p = plots.plot_occupancy(occupancy, out / "occupancy.png")
+        parts.append('<section id="occupancy"><h2>State occupancy</h2>'
+                     "<p>Average posterior probability of each state over the data.</p>"
+                     f"{_img(p, 'state occupancy')}</section>")
+
+    # --- decoded examples (text)
+    if vocabulary is not None and X is not None and n_examples > 0:
+        colors = plots.state_colors_hex(K)
+        bounds = np.concatenate([[0], np.cumsum(lengths)])
+        m = min(n_examples, len(lengths))
+        _, states = model.decode(X[: bounds[m]], lengths[:m], algorithm="viterbi")
+        lines = []
+        for i in range(m):
+            ids = np.asarray(X[bounds[i]:bounds[i + 1]]).reshape(-1)[:80]
+            st = states[bounds[i]:bounds[i + 1]][:80]
+            toks = "".join(
+                f'<span class="tok" style="background:{colors[int(k)]}" '
+                f'title="state {int(k)}">{_esc(w)}<sub>{int(k)}</sub></span> '
+                for w, k in zip(vocabulary.decode(ids), st, strict=True))
+            more = " &hellip;" if bounds[i + 1] - bounds[i] > 80 else ""
+            lines.append(f'<p class="seq">{toks}{more}</p>')
+        parts.append('<section id="examples"><h2>Decoded examples</h2>'
+                     f"<p>The first {m} sequences, each word tagged with its Viterbi state.</p>"
+                     + "".join(lines) + "</section>")
+
+    from .. import __version__
+
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    doc = (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{_esc(title)}</h1>"
+        f"<p>A {K}-state {_esc(emission)} HMM, written by hiddenstate {_esc(__version__)} "
+        f"on {_esc(stamp)}.</p>"
+        + "".join(parts) + "</body></html>\n"
+    )
+    index = out / "index.html"
+    index.write_text(doc, encoding="utf-8")
+    return index

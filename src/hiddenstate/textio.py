@@ -1,0 +1,554 @@
+"""Turning files into ``(X, lengths)``: a token vocabulary and readers for text, CSV and .npy.
+
+Everything here sits at the public boundary, so every problem with a file is reported as an
+:class:`~hiddenstate.errors.InvalidInputError` that names the file (and the line, where
+there is one) and says how to fix it.
+
+Formats
+-------
+text
+    One sequence per line, tokens separated by whitespace. Blank lines are skipped (an HMM
+    sequence cannot be empty). Tokens are mapped to integer ids by a :class:`Vocabulary`;
+    the result is a categorical ``X`` of shape ``(n_tokens, 1)``.
+csv
+    One observation per row, numbers separated by commas. A blank line ends a sequence.
+    Lines starting with ``#`` are comments. A first row in which no field is a number is a
+    header and is skipped. Instead of blank lines, sequence lengths can come from a separate
+    lengths file.
+npy
+    A 1-D or 2-D array saved with :func:`numpy.save` (read with ``allow_pickle=False``), plus
+    an optional lengths file. A 1-D array is one feature (or one symbol) per row.
+
+A lengths file is either ``.npy`` (1-D integers) or text with whitespace- or comma-separated
+integers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InvalidInputError, ModelFileError
+
+__all__ = [
+    "UNK",
+    "Vocabulary",
+    "infer_format",
+    "read_text_sequences",
+    "read_text",
+    "encode_sequences",
+    "read_csv",
+    "read_npy",
+    "read_lengths",
+    "read_data",
+    "split_sequences",
+    "FORMATS",
+]
+
+UNK = "<unk>"
+FORMATS = ("text", "csv", "npy")
+_VOCAB_FORMAT = "hiddenstate.vocabulary"
+_VOCAB_VERSION = 1
+
+_EXTENSIONS = {
+    ".txt": "text",
+    ".text": "text",
+    ".tokens": "text",
+    ".csv": "csv",
+    ".npy": "npy",
+}
+
+
+def _name(path) -> str:
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
+# --------------------------------------------------------------------------- vocabulary
+
+
+class Vocabulary:
+    """A fixed mapping between tokens and integer ids, with an explicit unknown token.
+
+    Id 0 is always the unknown token (``"<unk>"`` by default); the other ids follow in order
+    of decreasing training count, ties broken alphabetically, so the same corpus always gives
+    the same ids. Encoding maps every token that is not in the vocabulary to the unknown id;
+    a corpus token that *is* the unknown token (WikiText writes ``<unk>`` for rare words)
+    maps there too.
+
+    Saved as JSON (:meth:`save` / :meth:`load`), never pickle.
+    """
+
+    def __init__(self, tokens: Sequence[str], counts: Sequence[int] | None = None,
+                 unk_token: str = UNK):
+        tokens = list(tokens)
+        if not isinstance(unk_token, str) or not unk_token or any(c.isspace() for c in unk_token):
+            raise InvalidInputError(
+                f"unk_token: expected a non-empty string without whitespace, got {unk_token!r}"
+            )
+        if not tokens or tokens[0] != unk_token:
+            tokens = [unk_token] + [t for t in tokens if t != unk_token]
+            if counts is not None:
+                raise InvalidInputError(
+                    "tokens: when counts are given, tokens[0] must be the unknown token "
+                    f"{unk_token!r}"
+                )
+        for i, t in enumerate(tokens):
+            if not isinstance(t, str) or not t or any(c.isspace() for c in t):
+                raise InvalidInputError(
+                    f"tokens: entry {i} ({t!r}) is not a non-empty string without whitespace"
+                )
+        index = {t: i for i, t in enumerate(tokens)}
+        if len(index) != len(tokens):
+            dup = next(t for t in tokens if tokens.count(t) > 1)
+            raise InvalidInputError(
+                f"tokens: {dup!r} appears more than once; tokens must be unique"
+            )
+        if counts is None:
+            counts = [0] * len(tokens)
+        counts = [int(c) for c in counts]
+        if len(counts) != len(tokens) or any(c < 0 for c in counts):
+            raise InvalidInputError(
+                f"counts: expected {len(tokens)} non-negative integers (one per token), "
+                f"got {len(counts)}"
+            )
+        self.unk_token = unk_token
+        self.tokens: list[str] = tokens
+        self.counts: list[int] = counts
+        self._index = index
+
+    # ---- construction
+    @classmethod
+    def build(cls, sequences: Iterable[Iterable[str]], max_size: int | None = None,
+              min_count: int = 1, unk_token: str = UNK) -> Vocabulary:
+        """Vocabulary of the most frequent tokens in ``sequences``.
+
+        Parameters
+        ----------
+        sequences : iterable of iterables of str
+            Token streams (e.g. the output of :func:`read_text_sequences`).
+        max_size : int, optional
+            Largest vocabulary size *including* the unknown token, so a model over this
+            vocabulary has exactly ``max_size`` symbols. ``None`` keeps every token.
+        min_count : int
+            Tokens seen fewer times than this map to the unknown token.
+        """
+        if max_size is not None and (isinstance(max_size, bool) or int(max_size) != max_size
+                                     or max_size < 2):
+            raise InvalidInputError(
+                f"max_size: expected an integer >= 2 (the unknown token plus at least one word), "
+                f"got {max_size!r}"
+            )
+        if isinstance(min_count, bool) or int(min_count) != min_count or min_count < 1:
+            raise InvalidInputError(f"min_count: expected an integer >= 1, got {min_count!r}")
+        counter: Counter[str] = Counter()
+        for seq in sequences:
+            counter.update(seq)
+        if not counter:
+            raise InvalidInputError("sequences: no tokens; pass at least one non-empty sequence")
+        unk_count = counter.pop(unk_token, 0)
+        ranked = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+        kept = [(t, c) for t, c in ranked if c >= min_count]
+        if max_size is not None:
+            kept = kept[: int(max_size) - 1]
+        kept_set = {t for t, _ in kept}
+        unk_count += sum(c for t, c in ranked if t not in kept_set)
+        return cls([unk_token] + [t for t, _ in kept], [unk_count] + [c for _, c in kept],
+                   unk_token=unk_token)
+
+    # ---- mapping
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __contains__(self, token: object) -> bool:
+        return token in self._index
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Vocabulary) and self.tokens == other.tokens
+                and self.counts == other.counts and self.unk_token == other.unk_token)
+
+    def __repr__(self) -> str:
+        return f"Vocabulary(size={len(self)}, unk_token={self.unk_token!r})"
+
+    @property
+    def unk_id(self) -> int:
+        return 0
+
+    def id_of(self, token: str) -> int:
+        """Id of ``token``; the unknown id when it is not in the vocabulary."""
+        return self._index.get(token, 0)
+
+    def encode(self, tokens: Iterable[str]) -> np.ndarray:
+        """1-D int64 ids of ``tokens``; unknown tokens get :attr:`unk_id`."""
+        get = self._index.get
+        return np.fromiter((get(t, 0) for t in tokens), dtype=np.int64)
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        """Tokens of integer ``ids``."""
+        out = []
+        n = len(self.tokens)
+        for i in np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids).ravel():
+            i = int(i)
+            if not 0 <= i < n:
+                raise InvalidInputError(
+                    f"ids: {i} is out of range for a vocabulary of {n} tokens"
+                )
+            out.append(self.tokens[i])
+        return out
+
+    # ---- persistence
+    def to_dict(self) -> dict:
+        return {
+            "format": _VOCAB_FORMAT,
+            "version": _VOCAB_VERSION,
+            "unk_token": self.unk_token,
+            "tokens": list(self.tokens),
+            "counts": list(self.counts),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "vocabulary") -> Vocabulary:
+        if not isinstance(d, dict) or d.get("format") != _VOCAB_FORMAT:
+            raise ModelFileError(
+                f"{source}: not a hiddenstate vocabulary (missing \"format\": "
+                f"\"{_VOCAB_FORMAT}\"); write it with Vocabulary.save"
+            )
+        if d.get("version") != _VOCAB_VERSION:
+            raise ModelFileError(
+                f"{source}: vocabulary version {d.get('version')!r} is not supported "
+                f"(expected {_VOCAB_VERSION}); upgrade hiddenstate or rebuild the vocabulary"
+            )
+        tokens, counts, unk = d.get("tokens"), d.get("counts"), d.get("unk_token")
+        if not isinstance(tokens, list) or not isinstance(counts, list) or not isinstance(unk, str):
+            raise ModelFileError(
+                f"{source}: \"tokens\" and \"counts\" must be lists and \"unk_token\" a string"
+            )
+        if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+            raise ModelFileError(f"{source}: \"counts\" must be integers")
+        try:
+            return cls(tokens, counts, unk_token=unk)
+        except InvalidInputError as exc:
+            raise ModelFileError(f"{source}: malformed vocabulary ({exc})") from exc
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the vocabulary as UTF-8 JSON."""
+        Path(path).write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=0) + "\n",
+                              encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Vocabulary:
+        """Read a vocabulary written by :meth:`save`."""
+        p = Path(path)
+        if not p.is_file():
+            raise ModelFileError(
+                f"{p}: vocabulary file not found; text models keep it in the model directory "
+                "as vocabulary.json (refit with `hiddenstate fit` if it was deleted)"
+            )
+        try:
+            d = json.loads(p.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ModelFileError(f"{p}: not valid UTF-8 JSON ({exc})") from exc
+        return cls.from_dict(d, source=str(p))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def infer_format(path: str | os.PathLike, default: str | None = None) -> str:
+    """``"text"``, ``"csv"`` or ``"npy"`` from the file extension (or ``default``)."""
+    ext = Path(str(path)).suffix.lower()
+    fmt = _EXTENSIONS.get(ext, default)
+    if fmt is None:
+        raise InvalidInputError(
+            f"{_name(path)}: cannot tell the format from the extension {ext or '(none)'!r}; "
+            "pass --format text|csv|npy (or format=...)"
+        )
+    return fmt
+
+
+def _read_lines(path: str | os.PathLike) -> list[str]:
+    if str(path) == "-":
+        return sys.stdin.read().splitlines()
+    p = Path(path)
+    if not p.exists():
+        raise InvalidInputError(f"{p}: file not found; check the path")
+    if p.is_dir():
+        raise InvalidInputError(f"{p}: is a directory; pass a file")
+    try:
+        return p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"{p}: not UTF-8 text (byte {exc.start}); re-encode the file as UTF-8"
+            + (" or pass --format npy for a NumPy file" if p.suffix.lower() == ".npy" else "")
+        ) from exc
+
+
+def split_sequences(X: np.ndarray, lengths: Sequence[int]) -> list[np.ndarray]:
+    """Split concatenated rows back into one array per sequence."""
+    bounds = np.cumsum(np.asarray(lengths, dtype=np.int64))[:-1]
+    return np.split(np.asarray(X), bounds)
+
+
+# --------------------------------------------------------------------------- text
+
+
+def read_text_sequences(path: str | os.PathLike) -> list[list[str]]:
+    """Token lists, one per non-blank line of a UTF-8 text file (``"-"`` is stdin)."""
+    seqs = [line.split() for line in _read_lines(path)]
+    seqs = [s for s in seqs if s]
+    if not seqs:
+        raise InvalidInputError(
+            f"{_name(path)}: empty (no tokens); text input needs one whitespace-separated "
+            "sequence per line"
+        )
+    return seqs
+
+
+def encode_sequences(sequences: Sequence[Sequence[str]], vocabulary: Vocabulary
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, lengths)`` with ``X`` of shape ``(n_tokens, 1)`` int64 from token lists."""
+    seqs = [s for s in sequences if len(s)]
+    if not seqs:
+        raise InvalidInputError("sequences: no tokens; pass at least one non-empty sequence")
+    lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+    X = vocabulary.encode(t for s in seqs for t in s)
+    return X[:, None], lengths
+
+
+def read_text(path: str | os.PathLike, vocabulary: Vocabulary | None = None, *,
+              max_size: int | None = None, min_count: int = 1
+              ) -> tuple[np.ndarray, np.ndarray, Vocabulary]:
+    """Read a text file into ``(X, lengths, vocabulary)``.
+
+    With ``vocabulary=None`` a vocabulary is built from the file (``max_size``,
+    ``min_count`` as in :meth:`Vocabulary.build`); otherwise the given one encodes it.
+    """
+    seqs = read_text_sequences(path)
+    if vocabulary is None:
+        vocabulary = Vocabulary.build(seqs, max_size=max_size, min_count=min_count)
+    X, lengths = encode_sequences(seqs, vocabulary)
+    return X, lengths, vocabulary
+
+
+# --------------------------------------------------------------------------- lengths
+
+
+def read_lengths(path: str | os.PathLike) -> np.ndarray:
+    """Sequence lengths from a ``.npy`` file or a text file of integers."""
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidInputError(f"{p}: lengths file not found; check the --lengths path")
+    if p.suffix.lower() == ".npy":
+        arr = _load_npy(p, what="lengths")
+    else:
+        text = " ".join(_read_lines(p)).replace(",", " ").split()
+        try:
+            arr = np.array([int(tok) for tok in text], dtype=np.int64)
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"{p}: lengths must be whole numbers separated by spaces, commas or newlines "
+                f"({exc})"
+            ) from exc
+    arr = np.asarray(arr)
+    if arr.ndim != 1 or arr.size == 0:
+        raise InvalidInputError(
+            f"{p}: expected a non-empty 1-D list of sequence lengths, got shape {arr.shape}"
+        )
+    if not np.issubdtype(arr.dtype, np.integer):
+        if np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise InvalidInputError(f"{p}: lengths must be integers, got dtype {arr.dtype}")
+    if np.any(arr <= 0):
+        i = int(np.flatnonzero(arr <= 0)[0])
+        raise InvalidInputError(
+            f"{p}: length {i} is {int(arr[i])}; every sequence needs at least one row"
+        )
+    return arr.astype(np.int64)
+
+
+def _check_total(lengths: np.ndarray, n_rows: int, data_path, lengths_path) -> None:
+    total = int(lengths.sum())
+    if total != n_rows:
+        raise InvalidInputError(
+            f"{lengths_path}: lengths add up to {total} but {_name(data_path)} has {n_rows} "
+            "rows; the lengths must sum to the number of rows"
+        )
+
+
+# --------------------------------------------------------------------------- csv
+
+
+def _parse_float(field: str) -> float | None:
+    try:
+        return float(field)
+    except ValueError:
+        return None
+
+
+def read_csv(path: str | os.PathLike, lengths_path: str | os.PathLike | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Read numeric CSV rows into ``(X, lengths)``; ``X`` is float64 ``(n, n_columns)``.
+
+    A blank line ends a sequence (several blank lines count as one). ``#`` lines are
+    comments. A first row with no numeric field is a header and is skipped. With
+    ``lengths_path`` the file must not also be split by blank lines.
+    """
+    name = _name(path)
+    lines = _read_lines(path)
+    rows: list[list[float]] = []
+    lengths: list[int] = []
+    current = 0
+    n_cols: int | None = None
+    seen_data = False
+    for lineno, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if line.startswith("#"):
+            continue
+        if not line:
+            if current:
+                lengths.append(current)
+                current = 0
+            continue
+        fields = [f.strip() for f in line.split(",")]
+        values = [_parse_float(f) for f in fields]
+        if not seen_data:
+            seen_data = True
+            if all(v is None for v in values):
+                continue  # header row
+        bad = [i for i, v in enumerate(values) if v is None]
+        if bad:
+            col = bad[0]
+            raise InvalidInputError(
+                f"{name}, line {lineno}, column {col + 1}: {fields[col]!r} is not a number; "
+                "CSV input must be numeric (comma-separated; only the first row may be a header)"
+            )
+        if n_cols is None:
+            n_cols = len(values)
+        elif len(values) != n_cols:
+            raise InvalidInputError(
+                f"{name}, line {lineno}: has {len(values)} columns but earlier rows have "
+                f"{n_cols}; every row needs the same number of comma-separated values"
+            )
+        if not all(np.isfinite(v) for v in values):
+            raise InvalidInputError(
+                f"{name}, line {lineno}: contains NaN or inf; remove or impute missing values"
+            )
+        rows.append(values)  # type: ignore[arg-type]
+        current += 1
+    if current:
+        lengths.append(current)
+    if not rows:
+        raise InvalidInputError(
+            f"{name}: empty (no numeric rows); CSV input needs one comma-separated row per "
+            "observation"
+        )
+    X = np.asarray(rows, dtype=np.float64)
+    if lengths_path is not None:
+        if len(lengths) > 1:
+            raise InvalidInputError(
+                f"{name}: sequences are separated by blank lines and a lengths file "
+                f"({lengths_path}) was also given; use one or the other"
+            )
+        lens = read_lengths(lengths_path)
+        _check_total(lens, len(X), path, lengths_path)
+        return X, lens
+    return X, np.asarray(lengths, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------- npy
+
+
+def _load_npy(p: Path, what: str) -> np.ndarray:
+    if not p.exists():
+        raise InvalidInputError(f"{p}: file not found; check the path")
+    try:
+        arr = np.load(p, allow_pickle=False)
+    except ValueError as exc:
+        # Object arrays need pickle; refuse them rather than run code.
+        raise InvalidInputError(
+            f"{p}: cannot read {what} without pickle ({exc}); save a numeric array with "
+            "numpy.save"
+        ) from exc
+    except (OSError, EOFError) as exc:
+        raise InvalidInputError(
+            f"{p}: not a valid .npy file ({exc}); write it with numpy.save"
+        ) from exc
+    if not isinstance(arr, np.ndarray):
+        raise InvalidInputError(f"{p}: holds several arrays (.npz); pass a single .npy array")
+    return arr
+
+
+def read_npy(path: str | os.PathLike, lengths_path: str | os.PathLike | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Read a ``.npy`` array into ``(X, lengths)``; a 1-D array becomes one column.
+
+    The dtype is kept (integer symbols stay integers).
+    """
+    p = Path(path)
+    X = _load_npy(p, what="data")
+    if X.dtype.kind not in "biuf":
+        raise InvalidInputError(
+            f"{p}: dtype {X.dtype} is not numeric; save integers (symbols) or floats"
+        )
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.ndim != 2:
+        raise InvalidInputError(
+            f"{p}: expected a 1-D or 2-D array (n_samples, n_features), got shape {X.shape}"
+        )
+    if X.shape[0] == 0:
+        raise InvalidInputError(f"{p}: empty (0 rows); pass at least one observation")
+    if X.dtype.kind == "f" and not np.all(np.isfinite(X)):
+        row = int(np.argwhere(~np.isfinite(X))[0][0])
+        raise InvalidInputError(f"{p}: contains NaN or inf (first in row {row}); remove them")
+    if X.dtype.kind == "b":
+        X = X.astype(np.int64)
+    if lengths_path is None:
+        return X, np.array([X.shape[0]], dtype=np.int64)
+    lens = read_lengths(lengths_path)
+    _check_total(lens, X.shape[0], path, lengths_path)
+    return X, lens
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+def read_data(path: str | os.PathLike, fmt: str | None = None, *,
+              lengths_path: str | os.PathLike | None = None,
+              vocabulary: Vocabulary | None = None,
+              max_size: int | None = None, min_count: int = 1
+              ) -> tuple[np.ndarray, np.ndarray, Vocabulary | None]:
+    """Read any supported format into ``(X, lengths, vocabulary)``.
+
+    ``vocabulary`` is ``None`` for CSV and npy input. ``fmt=None`` infers the format from
+    the extension.
+    """
+    fmt = infer_format(path) if fmt is None else fmt
+    if fmt not in FORMATS:
+        raise InvalidInputError(f"format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    if fmt == "text":
+        if lengths_path is not None:
+            raise InvalidInputError(
+                "--lengths: text input has one sequence per line; drop the lengths file"
+            )
+        return read_text(path, vocabulary, max_size=max_size, min_count=min_count)
+    if fmt == "csv":
+        X, lengths = read_csv(path, lengths_path)
+    else:
+        if str(path) == "-":
+            raise InvalidInputError("-: .npy input cannot come from stdin; pass a file path")
+        X, lengths = read_npy(path, lengths_path)
+    return X, lengths, None
+
+
+def iter_rows_csv(X: np.ndarray) -> Iterator[str]:
+    """CSV lines for the rows of a 2-D numeric array (``repr`` precision)."""
+    X = np.asarray(X)
+    for row in X.reshape(len(X), -1):
+        yield ",".join(repr(v.item()) for v in row)

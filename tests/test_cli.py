@@ -1,0 +1,377 @@
+"""The command line (hiddenstate.cli), the HTML report and the demo."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hiddenstate
+from hiddenstate import HMM, cli, textio
+from hiddenstate.textio import Vocabulary
+
+SENTENCES = [
+    "the cat sat on the mat .",
+    "the dog sat on the log .",
+    "a cat and a dog met on a mat .",
+    "the <b>bold</b> cat & dog sat .",  # HTML-special characters must be escaped in reports
+    "a dog sat .",
+    "the cat saw the dog on the log .",
+    "a zebra sat .",
+    "the mat and the log .",
+]
+
+
+def run(argv, capsys):
+    rc = cli.main([str(a) for a in argv])
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+@pytest.fixture
+def text_file(tmp_path):
+    p = tmp_path / "corpus.txt"
+    p.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def text_model(tmp_path, text_file, capsys):
+    out = tmp_path / "model"
+    rc, _, err = run(["fit", text_file, "--n-states", 3, "--out", out, "--random-state", 7,
+                      "--n-iter", 30, "--min-count", 2], capsys)
+    assert rc == 0, err
+    return out
+
+
+def _api_text_model(path, **kw):
+    X, lengths, vocab = textio.read_text(path, min_count=2)
+    model = HMM(n_states=3, emission="categorical", n_features=len(vocab), n_iter=30,
+                random_state=7, **kw).fit(X, lengths)
+    return model, X, lengths, vocab
+
+
+# --------------------------------------------------------------------------- fit / score
+
+
+def test_fit_writes_model_vocabulary_and_summary(tmp_path, text_file, capsys):
+    out = tmp_path / "m"
+    rc, stdout, err = run(["fit", text_file, "--n-states", 3, "--out", out,
+                           "--random-state", 7, "--n-iter", 30, "--min-count", 2], capsys)
+    assert rc == 0, err
+    assert (out / "vocabulary.json").is_file() and (out / "cli.json").is_file()
+    meta = json.loads((out / "cli.json").read_text())
+    assert meta["input_format"] == "text" and meta["n_sequences"] == len(SENTENCES)
+    vocab = Vocabulary.load(out / "vocabulary.json")
+    assert vocab == textio.read_text(text_file, min_count=2)[2]
+    model = hiddenstate.load(out)
+    assert model.n_features_ == len(vocab)
+    api, X, lengths, _ = _api_text_model(text_file)
+    np.testing.assert_allclose(model.transmat_, api.transmat_, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(model.emissionprob_, api.emissionprob_, rtol=0, atol=1e-12)
+    ll = api.score(X, lengths)
+    assert f"log-likelihood: {ll:.6f}" in stdout
+    assert f"perplexity: {math.exp(-ll / len(X)):.3f}" in stdout
+    assert "3-state categorical HMM on 8 sequences" in stdout
+
+
+def test_score_matches_python_api(text_model, text_file, capsys):
+    api, X, lengths, _ = _api_text_model(text_file)
+    rc, stdout, err = run(["score", text_model, text_file], capsys)
+    assert rc == 0, err
+    lines = stdout.splitlines()
+    assert lines[0] == "sequence\tlength\tlog_likelihood"
+    rows = [ln.split("\t") for ln in lines[1:1 + len(SENTENCES)]]
+    per_seq = [api.score(x) for x in textio.split_sequences(X, lengths)]
+    assert [int(r[1]) for r in rows] == lengths.tolist()
+    np.testing.assert_allclose([float(r[2]) for r in rows], per_seq, rtol=1e-12)
+    total = lines[1 + len(SENTENCES)].split("\t")
+    assert total[0] == "total" and int(total[1]) == len(X)
+    assert float(total[2]) == pytest.approx(api.score(X, lengths), rel=1e-12)
+    assert sum(per_seq) == pytest.approx(float(total[2]), rel=1e-9)
+
+    rc, stdout, _ = run(["score", text_model, text_file, "--json"], capsys)
+    res = json.loads(stdout)
+    assert res["total"] == pytest.approx(api.score(X, lengths), rel=1e-12)
+    assert res["perplexity"] == pytest.approx(math.exp(-res["total"] / len(X)))
+    assert [s["length"] for s in res["sequences"]] == lengths.tolist()
+
+
+def test_score_maps_unknown_words_to_unk(text_model, tmp_path, capsys):
+    new = tmp_path / "new.txt"
+    new.write_text("the giraffe sat on the sofa .\n")
+    model, _, vocab = cli.load_model_dir(text_model)
+    ids = vocab.encode("the <unk> sat on the <unk> .".split())
+    rc, stdout, err = run(["score", text_model, new, "--json"], capsys)
+    assert rc == 0, err
+    assert json.loads(stdout)["total"] == pytest.approx(model.score(ids[:, None]), rel=1e-12)
+
+
+def test_zero_probability_is_reported_not_hidden(tmp_path, capsys):
+    # Without --min-count/--max-vocab no training word is <unk>: unseen words get p = 0.
+    train = tmp_path / "train.txt"
+    train.write_text("a b a b\nb a b a\n")
+    rc, _, err = run(["fit", train, "--n-states", 2, "--out", tmp_path / "m",
+                      "--random-state", 0, "--n-iter", 5], capsys)
+    assert rc == 0 and "warning: no training token maps to <unk>" in err
+    new = tmp_path / "new.txt"
+    new.write_text("a b\na zzz b\n")
+    rc, stdout, err = run(["score", tmp_path / "m", new, "--json"], capsys)
+    assert rc == 0
+    res = json.loads(stdout)  # strict JSON: -inf is written as null
+    assert res["total"] is None and res["sequences"][1]["log_likelihood"] is None
+    assert res["sequences"][0]["log_likelihood"] < 0
+    assert "1 sequence(s) have probability zero: 1" in err
+
+
+def test_decode_matches_model_decode(text_model, text_file, capsys):
+    model, _, vocab = cli.load_model_dir(text_model)
+    X, lengths, _ = textio.read_text(text_file, vocab)
+    for algorithm in ("viterbi", "map"):
+        _, states = model.decode(X, lengths, algorithm=algorithm)
+        rc, stdout, err = run(["decode", text_model, text_file, "--algorithm", algorithm],
+                              capsys)
+        assert rc == 0, err
+        got = [[int(s) for s in line.split()] for line in stdout.splitlines()]
+        assert got == [s.tolist() for s in textio.split_sequences(states, lengths)]
+    rc, stdout, _ = run(["decode", text_model, text_file, "--tokens"], capsys)
+    first = stdout.splitlines()[0].split()
+    _, states = model.decode(X, lengths)
+    assert first == [f"{w}/{k}" for w, k in zip(SENTENCES[0].split(), states[:7], strict=True)]
+    rc, stdout, _ = run(["decode", text_model, text_file, "--json"], capsys)
+    res = json.loads(stdout)
+    assert res["log_probability"] == pytest.approx(model.decode(X, lengths)[0], rel=1e-12)
+    assert sum(len(s) for s in res["states"]) == len(X)
+
+
+def test_sample_prints_words_from_model_sample(text_model, capsys):
+    model, _, vocab = cli.load_model_dir(text_model)
+    rc, stdout, err = run(["sample", text_model, "-n", 9, "--random-state", 3], capsys)
+    assert rc == 0, err
+    Xs, states = model.sample(9, random_state=3)
+    assert stdout.split() == vocab.decode(np.asarray(Xs).ravel())
+    rc, stdout, _ = run(["sample", text_model, "-n", 9, "--random-state", 3, "--states"], capsys)
+    assert [p.rsplit("/", 1)[1] for p in stdout.split()] == [str(int(k)) for k in states]
+    rc, stdout, _ = run(["sample", text_model, "-n", 4, "--n-sequences", 3,
+                         "--random-state", 3], capsys)
+    lines = stdout.splitlines()
+    assert len(lines) == 3 and all(len(ln.split()) == 4 for ln in lines)
+
+
+# --------------------------------------------------------------------------- numeric input
+
+
+def _gaussian_data(seed=0):
+    rng = np.random.default_rng(seed)
+    seqs = []
+    for n in (40, 25, 35):
+        z = (np.arange(n) // 8) % 2
+        seqs.append(np.column_stack([rng.normal(3.0 * z, 0.5), rng.normal(-z, 0.3)]))
+    return seqs
+
+
+def test_csv_gaussian_fit_score_decode_match_api(tmp_path, capsys):
+    seqs = _gaussian_data()
+    csv = tmp_path / "g.csv"
+    csv.write_text("a,b\n" + "\n\n".join(
+        "\n".join(",".join(repr(float(v)) for v in row) for row in s) for s in seqs) + "\n")
+    X, lengths = textio.read_csv(csv)
+    np.testing.assert_array_equal(X, np.concatenate(seqs))
+    out = tmp_path / "gm"
+    rc, stdout, err = run(["fit", csv, "--n-states", 2, "--out", out, "--random-state", 1,
+                           "--n-iter", 20], capsys)
+    assert rc == 0, err
+    assert "2-state gaussian HMM on 3 sequences (100 observations)" in stdout
+    api = HMM(n_states=2, emission="gaussian", n_iter=20, random_state=1).fit(X, lengths)
+    rc, stdout, _ = run(["score", out, csv, "--json"], capsys)
+    assert json.loads(stdout)["total"] == pytest.approx(api.score(X, lengths), rel=1e-12)
+    rc, stdout, _ = run(["decode", out, csv], capsys)
+    _, states = api.decode(X, lengths)
+    assert " ".join(stdout.split()) == " ".join(str(int(s)) for s in states)
+    # sampled CSV (blank lines between sequences, states as comments) reads back
+    rc, stdout, _ = run(["sample", out, "-n", 5, "--n-sequences", 2, "--random-state", 0,
+                         "--states"], capsys)
+    back = tmp_path / "s.csv"
+    back.write_text(stdout)
+    Xb, lb = textio.read_csv(back)
+    assert Xb.shape == (10, 2) and lb.tolist() == [5, 5]
+
+
+def test_npy_categorical_with_lengths(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 4, size=60)
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "len.npy", np.array([20, 30, 10]))
+    out = tmp_path / "cm"
+    rc, _, err = run(["fit", tmp_path / "x.npy", "--lengths", tmp_path / "len.npy",
+                      "--emission", "categorical", "--n-states", 2, "--out", out,
+                      "--random-state", 0, "--n-iter", 10], capsys)
+    assert rc == 0, err
+    api = HMM(n_states=2, emission="categorical", n_iter=10, random_state=0)
+    api.fit(X[:, None], [20, 30, 10])
+    rc, stdout, _ = run(["score", out, tmp_path / "x.npy", "--lengths", tmp_path / "len.npy",
+                         "--json"], capsys)
+    res = json.loads(stdout)
+    assert [s["length"] for s in res["sequences"]] == [20, 30, 10]
+    assert res["total"] == pytest.approx(api.score(X[:, None], [20, 30, 10]), rel=1e-12)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["fit", "{tmp}/missing.txt", "--out", "{tmp}/m"], "missing.txt: file not found"),
+    (["fit", "{tmp}/ragged.csv", "--out", "{tmp}/m"], "ragged.csv, line 2: has 3 columns"),
+    (["fit", "{tmp}/words.csv", "--out", "{tmp}/m"], "words.csv, line 2, column 1: 'x'"),
+    (["fit", "{tmp}/data.dat", "--out", "{tmp}/m"], "pass --format text|csv|npy"),
+    (["fit", "{tmp}/ok.csv", "--out", "{tmp}/m", "--max-vocab", "5"], "--max-vocab"),
+    (["fit", "{tmp}/ok.txt", "--out", "{tmp}/m", "--emission", "gaussian"], "--emission"),
+    (["fit", "{tmp}/ok.txt", "--out", "{tmp}/m", "--n-states", "0"], "--n-states"),
+    (["fit", "{tmp}/ok.txt", "--out", "{tmp}/m", "--tol", "abc"], "--tol"),
+    (["score", "{tmp}/nomodel", "{tmp}/ok.txt"], "nomodel: model directory not found"),
+    (["decode", "{tmp}/ok.txt"], "required"),
+])
+def test_bad_input_exits_2_with_one_clean_line(tmp_path, capsys, argv, needle):
+    (tmp_path / "ragged.csv").write_text("1,2\n3,4,5\n")
+    (tmp_path / "words.csv").write_text("1\nx\n")
+    (tmp_path / "data.dat").write_text("1\n")
+    (tmp_path / "ok.csv").write_text("1\n2\n3\n")
+    (tmp_path / "ok.txt").write_text("a b c\n")
+    rc, stdout, err = run([a.format(tmp=tmp_path) for a in argv], capsys)
+    assert rc == 2
+    assert needle in err
+    assert "Traceback" not in err
+    if argv[0] != "decode" and "--n-states" not in argv and "--tol" not in argv:
+        assert len(err.strip().splitlines()) == 1  # one line, no usage dump
+
+
+def test_numeric_model_rejects_text_and_text_model_rejects_csv(text_model, tmp_path, capsys):
+    csv = tmp_path / "x.csv"
+    csv.write_text("1\n2\n")
+    rc, _, err = run(["score", text_model, csv, "--format", "csv"], capsys)
+    assert rc == 2 and "trained on text" in err
+    np.save(tmp_path / "g.npy", np.random.default_rng(0).normal(size=(30, 1)))
+    rc, _, err = run(["fit", tmp_path / "g.npy", "--out", tmp_path / "g", "--n-iter", 3,
+                      "--random-state", 0], capsys)
+    assert rc == 0, err
+    rc, _, err = run(["score", tmp_path / "g", tmp_path / "x.txt"], capsys)
+    assert rc == 2 and "model in" in err and "is numeric" in err
+    wide = tmp_path / "wide.csv"
+    wide.write_text("1,2\n3,4\n")
+    rc, _, err = run(["decode", tmp_path / "g", wide], capsys)
+    assert rc == 2 and "wide.csv: X:" in err and "features" in err
+    np.save(tmp_path / "two.npy", np.zeros((4, 2), dtype=np.int64))
+    rc, _, err = run(["fit", tmp_path / "two.npy", "--emission", "categorical",
+                      "--out", tmp_path / "c"], capsys)
+    assert rc == 2 and "two.npy: categorical emissions need one column" in err
+
+
+def test_vocabulary_mismatch_is_detected(text_model, capsys):
+    Vocabulary(["a", "b"]).save(text_model / "vocabulary.json")
+    rc, _, err = run(["score", text_model, text_model / "vocabulary.json"], capsys)
+    assert rc == 2 and "mixes files from different fits" in err
+
+
+def test_module_entry_point_exit_code_and_stderr(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "hiddenstate", "score", str(tmp_path / "nope"),
+                           str(tmp_path / "x.txt")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("hiddenstate score: error: ")
+    assert "nope: model directory not found" in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+# --------------------------------------------------------------------------- progress bar
+
+
+def test_progress_bar_draws_iterations_and_restarts():
+    buf = io.StringIO()
+    bar = cli.ProgressBar(n_iter=4, n_init=2, stream=buf, min_interval=0.0)
+    for it, ll in [(1, -10.0), (2, -9.0), (3, -8.5), (1, -12.0), (2, -11.0)]:
+        bar(it, ll)
+    bar.close()
+    text = buf.getvalue()
+    assert text.count("\r") == 5 and text.endswith("\n")
+    assert "init 1/2 [##################------] 3/4" in text
+    assert "init 2/2" in text and "delta +1" in text
+    quiet = io.StringIO()
+    off = cli.ProgressBar(n_iter=4, stream=quiet, enabled=False)
+    off(1, -1.0)
+    off.close()
+    assert quiet.getvalue() == ""
+
+
+def test_fit_progress_flag_writes_bar_to_stderr(tmp_path, text_file, capsys):
+    rc, _, err = run(["fit", text_file, "--out", tmp_path / "m", "--n-iter", 5, "--tol=-inf",
+                      "--random-state", 0, "--progress"], capsys)
+    assert rc == 0
+    assert "fit [" in err and "5/5" in err
+
+
+# --------------------------------------------------------------------------- report
+
+
+def test_text_report_sections_and_escaping(tmp_path, text_file, capsys):
+    rep = tmp_path / "report"
+    rc, stdout, err = run(["fit", text_file, "--n-states", 3, "--out", tmp_path / "m",
+                           "--random-state", 7, "--n-iter", 30, "--report", rep], capsys)
+    assert rc == 0, err
+    assert f"report written to {rep / 'index.html'}" in stdout
+    html = (rep / "index.html").read_text(encoding="utf-8")
+    for section in ('id="summary"', 'id="loglik"', 'id="transitions"', 'id="emissions"',
+                    'id="occupancy"', 'id="examples"'):
+        assert section in html
+    assert "Top words per state" in html and "per-token perplexity" in html
+    for png in ("loglik.png", "transmat.png", "top_symbols.png", "occupancy.png"):
+        assert (rep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert html.count('src="data:image/png;base64,') == 4
+    # the corpus token "<b>bold</b>" and "&" must appear escaped, never as markup
+    assert "<b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
+    assert " & " not in html
+    # the reported perplexity is the model's
+    model = hiddenstate.load(tmp_path / "m")
+    X, lengths, _ = textio.read_text(text_file, Vocabulary.load(tmp_path / "m/vocabulary.json"))
+    ppl = math.exp(-model.score(X, lengths) / len(X))
+    assert f"<td>per-token perplexity</td><td>{ppl:.6g}</td>" in html
+    assert f"<td>observations</td><td>{len(X):,}</td>" in html
+
+
+def test_gaussian_report_via_report_command(tmp_path, capsys):
+    np.save(tmp_path / "g.npy", np.concatenate(_gaussian_data()))
+    rc, _, err = run(["fit", tmp_path / "g.npy", "--n-states", 2, "--out", tmp_path / "m",
+                      "--n-iter", 10, "--random-state", 0], capsys)
+    assert rc == 0, err
+    rc, stdout, err = run(["report", tmp_path / "m", tmp_path / "g.npy", "--out",
+                           tmp_path / "rep"], capsys)
+    assert rc == 0, err
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert "Means per state" in html and (tmp_path / "rep" / "means.png").is_file()
+    assert 'id="examples"' not in html and "perplexity" not in html
+    model = hiddenstate.load(tmp_path / "m")
+    assert f"{model.means_[0, 0]:.4g} &plusmn;" in html
+
+
+# --------------------------------------------------------------------------- demo
+
+
+def test_bundled_corpus_and_small_demo(tmp_path, capsys):
+    from hiddenstate import demo
+
+    path = demo.corpus_path()
+    first = path.read_text(encoding="utf-8").splitlines()
+    assert len(first) == 1157 and first[1] == " = Valkyria Chronicles III = "
+    sents = demo.corpus_sentences(50)
+    assert len(sents) == 50 and all(4 <= len(s) <= 40 for s in sents)
+    assert all(s[-1] in (".", "?", "!") for s in sents)
+    rc = demo.main(["--out", str(tmp_path / "d"), "--n-sentences", "60", "--n-states", "4",
+                    "--max-vocab", "60", "--n-iter", "5"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert (tmp_path / "d" / "index.html").is_file()
+    assert "fitted a 4-state categorical HMM on 60 sequences" in out
+    assert "vocabulary: 60 symbols" in out

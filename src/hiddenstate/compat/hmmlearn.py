@@ -1,0 +1,742 @@
+"""hmmlearn 0.3.3's ``CategoricalHMM``, ``GaussianHMM`` and ``PoissonHMM``, backed by
+:class:`hiddenstate.HMM`.
+
+Switching is a changed import::
+
+    from hiddenstate.compat import hmmlearn as hmm   # was: from hmmlearn import hmm
+
+    model = hmm.GaussianHMM(n_components=3, covariance_type="full", n_iter=100)
+    model.fit(X, lengths)
+
+The classes take hmmlearn's constructor arguments with hmmlearn's defaults (``n_iter=10``,
+``tol=1e-2``, its priors), expose the same attributes (``startprob_``, ``transmat_``,
+``emissionprob_``/``means_``/``covars_``/``lambdas_``, ``n_features``, ``monitor_``) and
+methods, and initialise like hmmlearn: a parameter whose letter is in ``init_params`` is
+(re)initialised by ``fit`` (with a logged warning if it was already set), a parameter that
+is missing is initialised whatever ``init_params`` says, and the random draws are
+hmmlearn's own (same ``random_state``, same starting point). Inference and learning run
+on hiddenstate's kernels and emission families.
+
+Deliberate differences (see ``docs/migrating-from-hmmlearn.md``): ``monitor_.converged``
+is False when EM stopped at ``n_iter`` without meeting ``tol``; errors are
+:class:`~hiddenstate.errors.HiddenStateError` subclasses (still ``ValueError`` where
+hmmlearn raises ``ValueError``); a state that receives no posterior mass keeps its previous
+parameters (with a :class:`~hiddenstate.errors.DegenerateStateWarning`) instead of turning
+into zero or NaN rows; ``min_covar`` floors variances at every M-step; spherical
+covariances are stored as ``(n_components,)``; ``implementation`` is accepted and ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections import deque
+
+import numpy as np
+from scipy import linalg
+from sklearn import cluster
+from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+from sklearn.utils import check_random_state
+
+from .. import errors
+from .._validation import check_lengths, check_stochastic
+from ..errors import InvalidInputError
+from ..families import COVARIANCE_TYPES
+from ..families.categorical import MAX_INFERRED_SYMBOLS
+from ..families.gaussian import full_covars
+from ..inference import Sequences
+from ..learn import em
+from ..models.hmm import HMM
+
+__all__ = [
+    "CategoricalHMM",
+    "ConvergenceMonitor",
+    "GaussianHMM",
+    "NotFittedError",
+    "PoissonHMM",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Supported decoder algorithms (hmmlearn's ``DECODER_ALGORITHMS``).
+DECODER_ALGORITHMS = frozenset(("viterbi", "map"))
+_IMPLEMENTATIONS = ("log", "scaling")
+# hmmlearn's np.allclose(sum, 1): |sum - 1| <= 1e-8 + 1e-5
+_SUM_ATOL = 1e-5 + 1e-8
+
+
+class NotFittedError(errors.NotFittedError, _SklearnNotFittedError):
+    """A method needs parameters that are not set yet (caught by ``except`` clauses for
+    hiddenstate's and for scikit-learn's ``NotFittedError``)."""
+
+
+class ConvergenceMonitor:
+    """hmmlearn's convergence monitor: ``history`` of the log-likelihood per iteration
+    (at the parameters entering it), ``iter``, ``n_iter``, ``tol``, ``verbose``.
+
+    ``converged`` is True when the last iteration improved the log-likelihood by less than
+    ``tol``. Unlike hmmlearn it is *not* set merely because ``n_iter`` was reached: check
+    ``monitor_.iter == monitor_.n_iter`` for that. A custom monitor (any object with
+    ``report``, ``converged``, ``iter`` and ``_reset``) may replace ``model.monitor_``
+    before ``fit``, as in hmmlearn.
+    """
+
+    _template = "{iter:>10d} {log_prob:>16.8f} {delta:>+16.8f}"
+
+    def __init__(self, tol, n_iter, verbose):
+        self.tol = tol
+        self.n_iter = n_iter
+        self.verbose = verbose
+        self.history = deque()
+        self.iter = 0
+
+    def __repr__(self):
+        params = sorted(dict(vars(self), history=list(self.history)).items())
+        return (f"{type(self).__name__}(\n"
+                + "".join(f"    {k}={v},\n" for k, v in params) + ")")
+
+    def _reset(self):
+        """Forget the history (called at the start of every ``fit``)."""
+        self.iter = 0
+        self.history.clear()
+
+    def report(self, log_prob):
+        """Record the log-likelihood of one iteration (printed to stderr if verbose)."""
+        if self.verbose:
+            delta = log_prob - self.history[-1] if self.history else np.nan
+            print(self._template.format(iter=self.iter + 1, log_prob=log_prob, delta=delta),
+                  file=sys.stderr)
+        precision = np.finfo(float).eps ** 0.5
+        if self.history and (log_prob - self.history[-1]) < -precision:
+            _log.warning("Model is not converging.  Current: %s is not greater than %s. "
+                         "Delta is %s", log_prob, self.history[-1],
+                         log_prob - self.history[-1])
+        self.history.append(log_prob)
+        self.iter += 1
+
+    @property
+    def converged(self):
+        """Whether the last iteration improved the log-likelihood by less than ``tol``."""
+        return len(self.history) >= 2 and self.history[-1] - self.history[-2] < self.tol
+
+
+class _StopRule:
+    """Adapts an hmmlearn-style monitor (``report`` + ``converged``) to
+    :func:`hiddenstate.learn.em`'s stopping protocol."""
+
+    def __init__(self, monitor, n_iter: int):
+        self.monitor = monitor
+        self.n_iter = n_iter
+
+    @property
+    def iter(self) -> int:
+        return self.monitor.iter
+
+    def report(self, value: float) -> bool:
+        self.monitor.report(value)
+        return bool(self.monitor.converged)
+
+
+def _check_dist(value, shape, name) -> np.ndarray:
+    """A probability vector / row-stochastic matrix with hmmlearn's sum tolerance."""
+    return check_stochastic(value, shape, name, atol=_SUM_ATOL)
+
+
+def _as_prior(value):
+    arr = np.asarray(value, dtype=np.float64)
+    return float(arr) if arr.ndim == 0 else arr
+
+
+class _HmmlearnHMM(HMM):
+    """What the three hmmlearn classes share: hmmlearn's hyper-parameters, initialisation,
+    checks, decoding defaults and sampling on top of :class:`hiddenstate.HMM`."""
+
+    #: hmmlearn letters of this class's parameters (``params`` / ``init_params``)
+    _letters = "st"
+    #: emission-parameter attribute names by letter (hmmlearn's, with ``covars_``)
+    _emission_attrs: dict[str, str] = {}
+    n_init = 1  # hmmlearn has no restarts
+
+    # -- hiddenstate.HMM's names for hmmlearn's hyper-parameters --------------------------
+    @property
+    def n_states(self) -> int:
+        return self.n_components
+
+    @property
+    def n_features_(self):
+        return self.n_features
+
+    @n_features_.setter
+    def n_features_(self, value) -> None:
+        self.n_features = value
+
+    def _startprob_prior(self):
+        return _as_prior(self.startprob_prior)
+
+    def _transmat_prior(self):
+        return _as_prior(self.transmat_prior)
+
+    def _check_hyper(self) -> None:
+        n = self.n_components
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise InvalidInputError(f"n_components: expected an integer >= 1, got {n!r}")
+        n_iter = self.n_iter
+        if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 0:
+            raise InvalidInputError(f"n_iter: expected an integer >= 0, got {n_iter!r}")
+        if not (isinstance(self.tol, (int, float, np.floating)) and not np.isnan(self.tol)):
+            raise InvalidInputError(f"tol: expected a number, got {self.tol!r}")
+        for name in ("params", "init_params"):
+            letters = getattr(self, name)
+            if not isinstance(letters, str) or set(letters) - set(self._letters):
+                raise InvalidInputError(
+                    f"{name}: {type(self).__name__} takes letters from {self._letters!r}, "
+                    f"got {letters!r}")
+        if self.implementation not in _IMPLEMENTATIONS:
+            raise InvalidInputError(
+                f"implementation: expected one of {_IMPLEMENTATIONS}, got "
+                f"{self.implementation!r} (accepted for compatibility; hiddenstate always "
+                "uses its scaled kernels)")
+
+    # -- hmmlearn's initialisation ---------------------------------------------------------
+    def _validate_X(self, X) -> np.ndarray:
+        return self._validate(X, None, None)[0]
+
+    def _needs_init(self, code: str, name: str) -> bool:
+        if code in self.init_params:
+            if hasattr(self, name):
+                _log.warning(
+                    "Even though the %r attribute is set, it will be overwritten during "
+                    "initialization because 'init_params' contains %r", name, code)
+            return True
+        return not hasattr(self, name)
+
+    def _check_and_set_n_features(self, X) -> None:
+        X = self._validate_X(X)
+        n_features = X.shape[1]
+        if hasattr(self, "n_features"):
+            if self.n_features != n_features:
+                raise InvalidInputError(
+                    f"X: has {n_features} features but the model expects {self.n_features}; "
+                    "pass data with the columns used before (or a new model)")
+        else:
+            self.n_features = n_features
+
+    def _get_n_fit_scalars_per_param(self) -> dict[str, int]:
+        K = self.n_components
+        return {"s": K - 1, "t": K * (K - 1)}
+
+    def _init(self, X, lengths=None) -> None:
+        """hmmlearn's ``_init``: set ``n_features`` and initialise the parameters that
+        ``_needs_init`` asks for, drawing from ``random_state`` exactly as hmmlearn does."""
+        X = self._validate_X(X)
+        self._check_and_set_n_features(X)
+        K = self.n_components
+        init = 1.0 / K
+        random_state = check_random_state(self.random_state)
+        if self._needs_init("s", "startprob_"):
+            self.startprob_ = random_state.dirichlet(np.full(K, init))
+        if self._needs_init("t", "transmat_"):
+            self.transmat_ = random_state.dirichlet(np.full(K, init), size=K)
+        per_param = self._get_n_fit_scalars_per_param()
+        n_fit_scalars = sum(per_param[p] for p in self.params)
+        if X.size < n_fit_scalars:
+            _log.warning(
+                "Fitting a model with %d free scalar parameters with only %d data points "
+                "will result in a degenerate solution.", n_fit_scalars, X.size)
+        self._init_emissions(X)
+
+    def _init_emissions(self, X) -> None:
+        raise NotImplementedError
+
+    # -- hmmlearn's checks -----------------------------------------------------------------
+    def _attr(self, name: str):
+        if not hasattr(self, name):
+            raise NotFittedError(
+                f"{name} is not set: call fit, or set {name} before using "
+                f"{type(self).__name__} with init_params excluding it")
+        return getattr(self, name)
+
+    def _check(self) -> None:
+        """Validate (and convert to float arrays) the parameters set on the model."""
+        K = self.n_components
+        self.startprob_ = _check_dist(self._attr("startprob_"), (K,), "startprob_")
+        self.transmat_ = _check_dist(self._attr("transmat_"), (K, K), "transmat_")
+        self._check_emissions()
+
+    def _check_emissions(self) -> None:
+        raise NotImplementedError
+
+    def _check_is_fitted(self) -> None:
+        if not hasattr(self, "startprob_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} instance is not fitted yet: call fit, or set "
+                "its parameters (startprob_, transmat_, ...) first")
+        self._check()
+
+    def _get_emission_params(self) -> dict:
+        return {key: self._attr(attr) for attr, key in self._emission_items()}
+
+    def _emission_items(self):
+        family_keys = self._emission_keys()
+        return [(self._emission_attrs[letter], key) for letter, key in family_keys.items()]
+
+    # -- fitting ---------------------------------------------------------------------------
+    def fit(self, X, lengths=None):
+        """Estimate the parameters by EM (hmmlearn's ``fit``: ``_init``, ``_check``, then
+        at most ``n_iter`` iterations until ``monitor_.converged``)."""
+        self._check_hyper()
+        X = self._validate_X(X)
+        if lengths is None:
+            lengths = np.asarray([len(X)])
+        seqs = Sequences.from_lengths(check_lengths(lengths, len(X)))
+        self._init(X, lengths)
+        self._check()
+        X = self._validate(X, None, self.n_features)[0]  # X agrees with the set parameters
+        family = self._family(self.n_features)
+        theta = (self.startprob_, self.transmat_,
+                 family.check_params(self._get_emission_params()))
+        monitor = getattr(self, "monitor_", None)
+        if monitor is None:
+            monitor = self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
+        elif type(monitor) is ConvergenceMonitor:  # follow set_params / attribute changes
+            monitor.tol, monitor.n_iter, monitor.verbose = self.tol, self.n_iter, self.verbose
+        monitor._reset()
+        theta = em(theta, self._e_step(family, X, seqs), self._m_step(family),
+                   _StopRule(monitor, int(self.n_iter)))
+        self._set_params_(*theta)
+        return self
+
+    # -- inference -------------------------------------------------------------------------
+    def _compute_log_likelihood(self, X) -> np.ndarray:
+        """``(n_samples, n_components)`` emission log-likelihoods log p(x_t | z_t)."""
+        self._check()
+        X = self._validate(X, None, self.n_features)[0]
+        return self._family(self.n_features).log_likelihood(self._get_emission_params(), X)
+
+    def decode(self, X, lengths=None, algorithm=None):
+        """Most likely states. ``"viterbi"`` returns (log p(X, z*), z*). ``"map"`` returns
+        the per-step posterior argmax and, as hmmlearn 0.3.3 does, the sum over samples of
+        the largest posterior *probability* (not a log-probability; ``score`` gives
+        log p(X)). ``algorithm=None`` uses ``self.algorithm``."""
+        algorithm = algorithm or self.algorithm
+        if algorithm not in DECODER_ALGORITHMS:
+            raise InvalidInputError(
+                f"algorithm: unknown decoder {algorithm!r}; use 'viterbi' or 'map'")
+        if algorithm == "map":
+            posteriors = self.predict_proba(X, lengths)
+            return float(posteriors.max(axis=1).sum()), posteriors.argmax(axis=1)
+        return super().decode(X, lengths, algorithm)
+
+    def predict(self, X, lengths=None):
+        """Most likely state of every sample (decoded with ``self.algorithm``)."""
+        return self.decode(X, lengths)[1]
+
+    def get_stationary_distribution(self) -> np.ndarray:
+        """Stationary distribution of the chain (left eigenvector of ``transmat_`` for the
+        largest eigenvalue)."""
+        if not hasattr(self, "transmat_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} instance has no transmat_ yet; call fit first")
+        eigvals, eigvecs = linalg.eig(np.asarray(self.transmat_, dtype=np.float64).T)
+        eigvec = np.real_if_close(eigvecs[:, np.argmax(eigvals)])
+        return eigvec / eigvec.sum()
+
+    def sample(self, n_samples=1, random_state=None, currstate=None):
+        """Draw ``n_samples`` observations and their states, exactly as hmmlearn does
+        (same ``random_state`` -> same draws). ``currstate`` fixes the first state."""
+        self._check_is_fitted()
+        if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) \
+                or n_samples < 1:
+            raise InvalidInputError(f"n_samples: expected an integer >= 1, got {n_samples!r}")
+        if random_state is None:
+            random_state = self.random_state
+        random_state = check_random_state(random_state)
+        transmat_cdf = np.cumsum(self.transmat_, axis=1)
+        if currstate is None:
+            startprob_cdf = np.cumsum(self.startprob_)
+            currstate = (startprob_cdf > random_state.rand()).argmax()
+        elif not 0 <= int(currstate) < self.n_components:
+            raise InvalidInputError(
+                f"currstate: {currstate!r} is not a state in 0..{self.n_components - 1}")
+        draw = self._sampler()
+        states = [int(currstate)]
+        X = [draw(currstate, random_state)]
+        for _ in range(n_samples - 1):
+            currstate = (transmat_cdf[currstate] > random_state.rand()).argmax()
+            states.append(int(currstate))
+            X.append(draw(currstate, random_state))
+        return np.atleast_2d(X), np.array(states, dtype=int)
+
+    def _sampler(self):
+        """``draw(state, random_state)`` -> one observation (hmmlearn's
+        ``_generate_sample_from_state``, with per-model work hoisted out of the loop)."""
+        raise NotImplementedError
+
+    # -- persistence -----------------------------------------------------------------------
+    def to_hmm(self) -> HMM:
+        """The equivalent :class:`hiddenstate.HMM` (same parameters and fitted state;
+        prior hyper-parameters are not carried over)."""
+        from ..learn import ConvergenceMonitor as NativeMonitor
+
+        self._check_is_fitted()
+        kwargs = {}
+        if self.emission == "gaussian":
+            kwargs = {"covariance_type": self.covariance_type, "min_covar": self.min_covar}
+        rs = self.random_state
+        out = HMM(n_states=self.n_components, emission=self.emission,
+                  n_features=int(self.n_features), n_iter=max(int(self.n_iter), 1),
+                  tol=float(self.tol), init_params="", params=self.params,
+                  random_state=int(rs) if isinstance(rs, (int, np.integer)) else None,
+                  **kwargs)
+        monitor = getattr(self, "monitor_", None)
+        history = [float(v) for v in getattr(monitor, "history", [])]
+        out.monitor_ = NativeMonitor(out.tol, out.n_iter, False, history,
+                                     bool(getattr(monitor, "converged", False)))
+        out.n_features_ = int(self.n_features)
+        out._set_params_(self.startprob_.copy(), self.transmat_.copy(),
+                         {k: np.array(v, dtype=np.float64)
+                          for k, v in self._get_emission_params().items()})
+        return out
+
+    def save(self, path) -> None:
+        """Save as the equivalent :class:`hiddenstate.HMM` (JSON + ``.npz``, no pickle);
+        :func:`hiddenstate.load` returns that ``HMM``."""
+        self.to_hmm().save(path)
+
+
+class CategoricalHMM(_HmmlearnHMM):
+    """Hidden Markov model with categorical (discrete) emissions (hmmlearn's
+    ``CategoricalHMM``). ``X`` holds integer symbols, shape ``(n_samples, 1)``.
+
+    Attributes: ``n_features`` (number of symbols), ``monitor_``, ``startprob_``,
+    ``transmat_``, ``emissionprob_`` ``(n_components, n_features)``.
+    """
+
+    emission = "categorical"
+    _letters = "ste"
+    _emission_attrs = {"e": "emissionprob_"}
+    min_covar = 1e-3  # unused; read by hiddenstate.HMM's degenerate-state message
+
+    def __init__(self, n_components=1, startprob_prior=1.0, transmat_prior=1.0, *,
+                 emissionprob_prior=1.0, n_features=None, algorithm="viterbi",
+                 random_state=None, n_iter=10, tol=1e-2, verbose=False, params="ste",
+                 init_params="ste", implementation="log"):
+        self.n_components = n_components
+        self.startprob_prior = startprob_prior
+        self.transmat_prior = transmat_prior
+        self.emissionprob_prior = emissionprob_prior
+        self.n_features = n_features
+        self.algorithm = algorithm
+        self.random_state = random_state
+        self.n_iter = n_iter
+        self.tol = tol
+        self.verbose = verbose
+        self.params = params
+        self.init_params = init_params
+        self.implementation = implementation
+        self.monitor_ = ConvergenceMonitor(tol, n_iter, verbose)
+
+    def _family_kwargs(self) -> dict:
+        return {"emissionprob_prior": _as_prior(self.emissionprob_prior)}
+
+    def _validate(self, X, lengths, n_features):
+        arr = np.asarray(X)
+        if arr.dtype == object or not np.issubdtype(arr.dtype, np.integer):
+            raise InvalidInputError(
+                f"X: symbols should be integers, got dtype {arr.dtype}; encode them as ints "
+                "(e.g. sklearn.preprocessing.LabelEncoder) with shape (n_samples, 1)")
+        return super()._validate(arr, lengths, n_features)
+
+    def _check_and_set_n_features(self, X) -> None:
+        arr = np.asarray(X)
+        if arr.dtype == object or not np.issubdtype(arr.dtype, np.integer):
+            raise InvalidInputError(f"X: symbols should be integers, got dtype {arr.dtype}")
+        if arr.size and arr.min() < 0:
+            raise InvalidInputError(
+                f"X: symbols should be non-negative, got {int(arr.min())}")
+        top = int(arr.max())
+        if self.n_features is not None:
+            if self.n_features - 1 < top:
+                raise InvalidInputError(
+                    f"X: largest symbol is {top} but the model only emits symbols up to "
+                    f"{self.n_features - 1}; raise n_features")
+        else:
+            if top + 1 > MAX_INFERRED_SYMBOLS:
+                raise InvalidInputError(
+                    f"X: the largest symbol, {top}, implies an alphabet of {top + 1} symbols; "
+                    "relabel symbols to 0..W-1 (np.unique(X, return_inverse=True)) or pass "
+                    "n_features explicitly")
+            self.n_features = top + 1
+
+    def _get_n_fit_scalars_per_param(self):
+        out = super()._get_n_fit_scalars_per_param()
+        out["e"] = self.n_components * (self.n_features - 1)
+        return out
+
+    def _init_emissions(self, X) -> None:
+        self.random_state = check_random_state(self.random_state)
+        if self._needs_init("e", "emissionprob_"):
+            B = self.random_state.rand(self.n_components, self.n_features)
+            B /= B.sum(axis=1, keepdims=True)
+            self.emissionprob_ = B
+
+    def _check_emissions(self) -> None:
+        B = np.atleast_2d(np.asarray(self._attr("emissionprob_"), dtype=np.float64))
+        if self.n_features is None:
+            self.n_features = B.shape[1]
+        self.emissionprob_ = _check_dist(B, (self.n_components, self.n_features),
+                                         "emissionprob_")
+
+    def _sampler(self):
+        cdfs = np.cumsum(self.emissionprob_, axis=1)
+
+        def draw(state, random_state):
+            return [(cdfs[state] > random_state.rand()).argmax()]
+        return draw
+
+
+class GaussianHMM(_HmmlearnHMM):
+    """Hidden Markov model with Gaussian emissions (hmmlearn's ``GaussianHMM``).
+
+    ``covariance_type``: ``"spherical"``, ``"diag"`` (default), ``"full"`` or ``"tied"``.
+    ``covars_`` reads as ``(n_components, n_features, n_features)`` matrices whatever the
+    type and is set in the type's own shape (``(n_components,)``, ``(n_components,
+    n_features)``, ``(n_components, n_features, n_features)`` or ``(n_features,
+    n_features)``); the stored form is ``_covars_``.
+    """
+
+    emission = "gaussian"
+    _letters = "stmc"
+    _emission_attrs = {"m": "means_", "c": "_covars_"}
+
+    def __init__(self, n_components=1, covariance_type="diag", min_covar=1e-3,
+                 startprob_prior=1.0, transmat_prior=1.0, means_prior=0, means_weight=0,
+                 covars_prior=1e-2, covars_weight=1, algorithm="viterbi", random_state=None,
+                 n_iter=10, tol=1e-2, verbose=False, params="stmc", init_params="stmc",
+                 implementation="log"):
+        self.n_components = n_components
+        self.covariance_type = covariance_type
+        self.min_covar = min_covar
+        self.startprob_prior = startprob_prior
+        self.transmat_prior = transmat_prior
+        self.means_prior = means_prior
+        self.means_weight = means_weight
+        self.covars_prior = covars_prior
+        self.covars_weight = covars_weight
+        self.algorithm = algorithm
+        self.random_state = random_state
+        self.n_iter = n_iter
+        self.tol = tol
+        self.verbose = verbose
+        self.params = params
+        self.init_params = init_params
+        self.implementation = implementation
+        self.monitor_ = ConvergenceMonitor(tol, n_iter, verbose)
+
+    def _check_hyper(self) -> None:
+        super()._check_hyper()
+        if self.covariance_type not in COVARIANCE_TYPES:
+            raise InvalidInputError(
+                f"covariance_type: {self.covariance_type!r} is not one of {COVARIANCE_TYPES}")
+
+    def _family_kwargs(self) -> dict:
+        return {"covariance_type": self.covariance_type, "min_covar": self.min_covar,
+                "means_prior": _as_prior(self.means_prior),
+                "means_weight": _as_prior(self.means_weight),
+                "covars_prior": _as_prior(self.covars_prior),
+                "covars_weight": _as_prior(self.covars_weight)}
+
+    @property
+    def covars_(self) -> np.ndarray:
+        """Covariances as ``(n_components, n_features, n_features)`` matrices."""
+        if not hasattr(self, "_covars_"):
+            raise AttributeError("covars_")
+        cov = self._covars_
+        if hasattr(self, "n_features"):
+            D = self.n_features
+        elif hasattr(self, "means_"):
+            D = np.shape(self.means_)[1]
+        else:
+            D = 1 if self.covariance_type == "spherical" else cov.shape[-1]
+        return full_covars(cov, self.covariance_type, self.n_components, D)
+
+    @covars_.setter
+    def covars_(self, value) -> None:
+        self._covars_ = _validate_covars(np.array(value, dtype=np.float64, copy=True),
+                                         self.covariance_type, self.n_components)
+
+    def _get_n_fit_scalars_per_param(self):
+        out = super()._get_n_fit_scalars_per_param()
+        K, D = self.n_components, self.n_features
+        out["m"] = K * D
+        out["c"] = {"spherical": K, "diag": K * D, "full": K * D * (D + 1) // 2,
+                    "tied": D * (D + 1) // 2}[self.covariance_type]
+        return out
+
+    def _init_emissions(self, X) -> None:
+        K = self.n_components
+        if self._needs_init("m", "means_"):
+            if len(X) < K:
+                raise InvalidInputError(
+                    f"X: {len(X)} samples cannot initialise {K} means by k-means; pass more "
+                    "data, or set means_ and remove 'm' from init_params")
+            kmeans = cluster.KMeans(n_clusters=K, random_state=self.random_state, n_init=10)
+            kmeans.fit(X)
+            self.means_ = kmeans.cluster_centers_
+        if self._needs_init("c", "covars_"):
+            cv = np.cov(X.T) + self.min_covar * np.eye(X.shape[1])
+            if not cv.shape:
+                cv.shape = (1, 1)
+            ct = self.covariance_type
+            if ct == "spherical":
+                covars = np.tile(cv.mean() * np.ones(cv.shape[1]), (K, 1))
+            elif ct == "tied":
+                covars = cv
+            elif ct == "diag":
+                covars = np.tile(np.diag(cv), (K, 1))
+            else:
+                covars = np.tile(cv, (K, 1, 1))
+            self.covars_ = covars
+
+    def _check_emissions(self) -> None:
+        means = np.asarray(self._attr("means_"), dtype=np.float64)
+        if means.ndim != 2 or means.shape[0] != self.n_components:
+            raise InvalidInputError(
+                f"means_: expected shape (n_components, n_features) with n_components="
+                f"{self.n_components}, got {means.shape}")
+        self.n_features = means.shape[1]
+        if self.covariance_type not in COVARIANCE_TYPES:
+            raise InvalidInputError(
+                f"covariance_type: {self.covariance_type!r} is not one of {COVARIANCE_TYPES}")
+        checked = self._family(self.n_features).check_params(
+            {"means": means, "covars": self._attr("_covars_")})
+        self.means_ = checked["means"]
+        self._covars_ = checked["covars"]
+
+    def _sampler(self):
+        means, covs = self.means_, self.covars_
+
+        def draw(state, random_state):
+            return random_state.multivariate_normal(means[state], covs[state])
+        return draw
+
+
+class PoissonHMM(_HmmlearnHMM):
+    """Hidden Markov model with Poisson emissions (hmmlearn's ``PoissonHMM``). ``X`` holds
+    non-negative integer counts, shape ``(n_samples, n_features)``.
+
+    ``lambdas_prior`` and ``lambdas_weight`` are the shape and rate of a Gamma prior on the
+    rates; the M-step is the conjugate posterior mean
+    ``(lambdas_prior + sum_t gamma_tk x_t) / (lambdas_weight + sum_t gamma_tk)``. With the
+    default ``0, 0`` this is the maximum-likelihood estimate, identical to hmmlearn's. (With
+    a non-zero prior hmmlearn 0.3.3 weighs the data by the total posterior mass of *all*
+    states instead of state k's; we do not reproduce that.)
+    """
+
+    emission = "poisson"
+    _letters = "stl"
+    _emission_attrs = {"l": "lambdas_"}
+    min_covar = 1e-3  # unused; read by hiddenstate.HMM's degenerate-state message
+
+    def __init__(self, n_components=1, startprob_prior=1.0, transmat_prior=1.0,
+                 lambdas_prior=0.0, lambdas_weight=0.0, algorithm="viterbi",
+                 random_state=None, n_iter=10, tol=1e-2, verbose=False, params="stl",
+                 init_params="stl", implementation="log"):
+        self.n_components = n_components
+        self.startprob_prior = startprob_prior
+        self.transmat_prior = transmat_prior
+        self.lambdas_prior = lambdas_prior
+        self.lambdas_weight = lambdas_weight
+        self.algorithm = algorithm
+        self.random_state = random_state
+        self.n_iter = n_iter
+        self.tol = tol
+        self.verbose = verbose
+        self.params = params
+        self.init_params = init_params
+        self.implementation = implementation
+        self.monitor_ = ConvergenceMonitor(tol, n_iter, verbose)
+
+    def _family_kwargs(self) -> dict:
+        return {"lambdas_prior": _as_prior(self.lambdas_prior),
+                "lambdas_weight": _as_prior(self.lambdas_weight)}
+
+    def _get_n_fit_scalars_per_param(self):
+        out = super()._get_n_fit_scalars_per_param()
+        out["l"] = self.n_components * self.n_features
+        return out
+
+    def _init_emissions(self, X) -> None:
+        self.random_state = check_random_state(self.random_state)
+        mean_X = X.mean()
+        var_X = X.var()
+        if self._needs_init("l", "lambdas_"):
+            if not (mean_X > 0 and var_X > 0):
+                raise InvalidInputError(
+                    "X: cannot initialise lambdas_ by the method of moments from data whose "
+                    f"mean ({mean_X:g}) or variance ({var_X:g}) is zero; set lambdas_ and "
+                    "remove 'l' from init_params")
+            self.lambdas_ = self.random_state.gamma(
+                shape=mean_X**2 / var_X, scale=var_X / mean_X,
+                size=(self.n_components, self.n_features))
+
+    def _check_emissions(self) -> None:
+        lam = np.atleast_2d(np.asarray(self._attr("lambdas_"), dtype=np.float64))
+        n_features = getattr(self, "n_features", lam.shape[1])
+        if lam.shape != (self.n_components, n_features):
+            raise InvalidInputError(
+                f"lambdas_: expected shape (n_components, n_features) = "
+                f"{(self.n_components, n_features)}, got {lam.shape}")
+        self.n_features = n_features
+        self.lambdas_ = self._family(n_features).check_params({"lambdas": lam})["lambdas"]
+
+    def _sampler(self):
+        lambdas = self.lambdas_
+
+        def draw(state, random_state):
+            return random_state.poisson(lambdas[state])
+        return draw
+
+
+def _validate_covars(covars: np.ndarray, covariance_type: str, n_components: int):
+    """hmmlearn's covariance checks (at assignment), raising InvalidInputError; spherical
+    covariances are stored as ``(n_components,)``."""
+    if covariance_type == "spherical":
+        if covars.ndim == 0 or len(covars) != n_components:
+            raise InvalidInputError(
+                f"covars_: 'spherical' covars have length n_components={n_components}")
+        flat = covars.reshape(n_components, -1)
+        if flat.shape[1] == 0 or not np.all(flat == flat[:, :1]):
+            raise InvalidInputError(
+                "covars_: 'spherical' covars hold one variance per state, shape "
+                "(n_components,)")
+        covars = flat[:, 0].copy()
+        if np.any(covars <= 0) or not np.all(np.isfinite(covars)):
+            raise InvalidInputError("covars_: 'spherical' covars must be positive")
+    elif covariance_type == "tied":
+        if covars.ndim != 2 or covars.shape[0] != covars.shape[1]:
+            raise InvalidInputError("covars_: 'tied' covars must have shape (n_dim, n_dim)")
+        if not np.all(np.isfinite(covars)) or not np.allclose(covars, covars.T) \
+                or np.any(linalg.eigvalsh(covars) <= 0):
+            raise InvalidInputError("covars_: 'tied' covars must be symmetric, "
+                                    "positive-definite")
+    elif covariance_type == "diag":
+        if covars.ndim != 2:
+            raise InvalidInputError("covars_: 'diag' covars must have shape "
+                                    "(n_components, n_dim)")
+        if np.any(covars <= 0) or not np.all(np.isfinite(covars)):
+            raise InvalidInputError("covars_: 'diag' covars must be positive")
+    elif covariance_type == "full":
+        if covars.ndim != 3 or covars.shape[1] != covars.shape[2]:
+            raise InvalidInputError("covars_: 'full' covars must have shape "
+                                    "(n_components, n_dim, n_dim)")
+        for n, cv in enumerate(covars):
+            if not np.all(np.isfinite(cv)) or not np.allclose(cv, cv.T) \
+                    or np.any(linalg.eigvalsh(cv) <= 0):
+                raise InvalidInputError(
+                    f"covars_: component {n} of 'full' covars must be symmetric, "
+                    "positive-definite")
+    else:
+        raise InvalidInputError(
+            f"covariance_type: {covariance_type!r} is not one of {COVARIANCE_TYPES}")
+    return covars

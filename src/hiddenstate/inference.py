@@ -1,17 +1,153 @@
 """Inference as pure functions of parameters and data (the layer right above ``kernels``).
 
-Prepares the sequence layout once (:class:`Sequences`), calls the numba kernels and reduces
-their per-chunk outputs in a fixed order. No validation happens here: estimators validate at
-their public boundary.
+Prepares the sequence layout once (:class:`Sequences`, with its lane plans), calls the numba
+kernels and reduces their per-chunk outputs in a fixed order. No validation happens here:
+estimators validate at their public boundary.
+
+**Long sequences.** Scoring and Viterbi decoding split a sequence longer than
+``_SEGMENT`` rows into equal segments that run as independent lanes (in parallel and in
+lockstep). Segment ``m > 0`` starts ``_WARMUP`` rows early from a flat prior; the filter
+(or the max-normalised Viterbi scores) forgets where it started, and the result of segment
+``m`` is kept only if its state at the end of the warm-up agrees with the state at the end
+of segment ``m - 1``: to a relative ``_FILTER_RTOL`` in every state for the forward filter
+(the log-likelihood then matches the serial recursion to about that relative accuracy),
+bit for bit for Viterbi (the path and the per-step scores are then exactly those of the
+serial recursion). Otherwise the segment is run again, serially, from that exact state. The
+segments, the checks and the order of every sum depend on the data only, so the result does
+not depend on the thread count.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from . import kernels
+
+_SEGMENT = 16384  # longest sequence run as a single lane by scoring and Viterbi
+_WARMUP = 1024  # rows of warm-up before each further segment
+_FILTER_RTOL = 1e-13  # agreement required of the warmed-up filter, in every state
+
+
+@dataclass(frozen=True)
+class LanePlan:
+    """Rows that each lane of the lockstep kernels runs (see :mod:`hiddenstate.kernels`).
+
+    Entry ``l`` runs rows ``first[l] .. end[l] - 1``; rows before ``lo[l]`` are a warm-up.
+    ``init[l]`` is 0 for the start of a sequence (prior ``startprob``) and 1 for a warm-up
+    (flat prior). ``seq[l]`` and ``part[l]`` name the sequence and its segment (``-1`` for
+    the padding entries that fill the last block of 8). Entries are sorted by decreasing
+    length so that the lanes of a block finish together.
+    """
+
+    first: np.ndarray
+    lo: np.ndarray
+    end: np.ndarray
+    init: np.ndarray
+    seq: np.ndarray
+    part: np.ndarray
+    chunks: np.ndarray
+
+    @classmethod
+    def build(cls, bounds: np.ndarray, segment: int | None = None, warmup: int = 0,
+              only: np.ndarray | None = None) -> LanePlan:
+        """One entry per sequence, or per segment of at most ``segment`` rows (segments after
+        the first start ``warmup`` rows early); only the sequences selected by ``only``."""
+        lengths = np.diff(bounds)
+        if segment is None:
+            n_parts = np.ones(len(lengths), dtype=np.int64)
+        else:
+            n_parts = np.maximum(1, -(-lengths // segment))
+        if only is not None:
+            n_parts = np.where(only, n_parts, 0)
+        seq = np.repeat(np.arange(len(lengths), dtype=np.int64), n_parts)
+        part = np.arange(len(seq), dtype=np.int64) - np.repeat(np.cumsum(n_parts) - n_parts,
+                                                               n_parts)
+        start, length, n = bounds[seq], lengths[seq], n_parts[seq]
+        lo = start + part * length // n
+        end = start + (part + 1) * length // n
+        first = np.where(part > 0, np.maximum(lo - warmup, start), lo)
+        order = np.argsort(first - end, kind="stable")
+        pad = -len(seq) % kernels.LANES
+
+        def padded(x, fill):
+            return np.concatenate((x[order], np.full(pad, fill, dtype=np.int64)))
+
+        first, lo, end = padded(first, 0), padded(lo, 0), padded(end, 0)
+        block_len = (end - first).reshape(-1, kernels.LANES).max(axis=1)
+        return cls(first, lo, end, padded((part > 0).astype(np.int64), 0), padded(seq, -1),
+                   padded(part, 0), kernels.chunk_bounds(block_len))
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.chunks) - 1
+
+    def _by_sequence(self) -> list[np.ndarray]:
+        """The real entries of each sequence that has several, in segment order."""
+        real = np.flatnonzero(self.seq >= 0)
+        real = real[np.lexsort((self.part[real], self.seq[real]))]
+        cuts = np.flatnonzero(np.diff(self.seq[real])) + 1
+        return [group for group in np.split(real, cuts) if len(group) > 1]
+
+    def join(self, n_seq: int, total: np.ndarray, snap_lo: np.ndarray, snap_end: np.ndarray,
+             agree, rerun) -> tuple[np.ndarray, np.ndarray]:
+        """Per-sequence sum of the entries' results, in segment order, after checking warm-ups.
+
+        ``agree(state, reference)`` says whether a warm-up reached the state that the
+        previous segment ended in; if not, ``rerun(l, reference)`` recomputes entry ``l``
+        from that state and returns its ``(total, end state)``. Returns the per-sequence
+        sums and end states.
+        """
+        out = np.zeros(n_seq)
+        last = np.zeros((n_seq, snap_end.shape[1]))
+        heads = np.flatnonzero((self.seq >= 0) & (self.part == 0))
+        out[self.seq[heads]] = total[heads]
+        last[self.seq[heads]] = snap_end[heads]
+        for group in self._by_sequence():
+            s = self.seq[group[0]]
+            for l in group[1:]:
+                if out[s] == -np.inf:
+                    break
+                t, state = total[l], snap_end[l]
+                if not agree(snap_lo[l], last[s]):
+                    t, state = rerun(l, last[s])
+                out[s] += t
+                last[s] = state
+        return out, last
+
+    def join_backward(self, snap_g_end: np.ndarray, snap_g_lo: np.ndarray,
+                      snap_b_lo: np.ndarray, agree, rerun) -> np.ndarray:
+        """The exact scaled beta at row ``end`` of every entry but the last of its sequence.
+
+        Goes through each sequence's segments from the last one: segment ``m``'s warm-up
+        must have reached (``agree``) the posterior that segment ``m + 1`` has on its first
+        row; if not, ``rerun(l, beta)`` recomputes entry ``l``'s backward pass from segment
+        ``m + 1``'s beta and returns its ``(gamma, beta)`` on row ``lo``. Updates
+        ``snap_g_lo`` and ``snap_b_lo`` in place.
+        """
+        states = np.zeros_like(snap_b_lo)
+        for group in self._by_sequence():
+            for l, nxt in zip(group[-2::-1], group[:0:-1], strict=True):
+                states[l] = snap_b_lo[nxt]
+                if not agree(snap_g_end[l], snap_g_lo[nxt]):
+                    snap_g_lo[l], snap_b_lo[l] = rerun(l, states[l])
+        return states
+
+    def single(self, l: int) -> tuple[LanePlan, np.ndarray]:
+        """Entry ``l`` alone and without its warm-up, to run again from a given state.
+
+        Returns the plan and its ``from_state`` flags (lane 0 starts from ``inits[0]``).
+        """
+        def lane(x):
+            y = np.zeros(kernels.LANES, dtype=np.int64)
+            y[0] = x
+            return y
+
+        plan = LanePlan(lane(self.lo[l]), lane(self.lo[l]), lane(self.end[l]), lane(0),
+                        lane(self.seq[l]), lane(self.part[l]), np.array([0, 1], dtype=np.int64))
+        return plan, np.arange(kernels.LANES) == 0
 
 
 @dataclass(frozen=True)
@@ -38,6 +174,26 @@ class Sequences:
     def n_chunks(self) -> int:
         return len(self.chunks) - 1
 
+    @cached_property
+    def lanes(self) -> LanePlan:
+        """One lane per sequence (sampling)."""
+        return LanePlan.build(self.bounds)
+
+    @cached_property
+    def segments(self) -> LanePlan:
+        """Long sequences split into warmed-up segments (scoring, Viterbi)."""
+        return LanePlan.build(self.bounds, _SEGMENT, _WARMUP)
+
+    @cached_property
+    def short_lanes(self) -> LanePlan:
+        """One lane per sequence of at most ``_SEGMENT`` rows (forward-backward)."""
+        return LanePlan.build(self.bounds, only=self.lengths <= _SEGMENT)
+
+    @cached_property
+    def long_segments(self) -> LanePlan:
+        """The longer sequences in warmed-up segments (forward-backward)."""
+        return LanePlan.build(self.bounds, _SEGMENT, _WARMUP, only=self.lengths > _SEGMENT)
+
     def per_sequence_sum(self, values: np.ndarray) -> np.ndarray:
         """Sum of a per-row array within each sequence."""
         return np.add.reduceat(values, self.bounds[:-1]) if len(values) else values
@@ -60,18 +216,23 @@ class EmissionTable:
 
     @classmethod
     def from_log_likelihood(cls, log_frame: np.ndarray) -> EmissionTable:
-        """Scale a dense ``(N, K)`` log-likelihood table row by row so its max is 1."""
-        shift = log_frame.max(axis=1)
-        # a row of all -inf has probability zero in every state: keep it zero
-        safe = np.where(np.isfinite(shift), shift, 0.0)
-        emis = np.exp(log_frame - safe[:, None])
-        offset = np.where(np.isfinite(shift), shift, -np.inf)
+        """Scale a dense ``(N, K)`` log-likelihood table row by row so its max is 1.
+
+        A row of all ``-inf`` (impossible in every state) stays a row of zeros with offset
+        ``-inf``.
+        """
+        log_frame = np.ascontiguousarray(log_frame, dtype=np.float64)
+        emis = np.empty_like(log_frame)
+        offset = np.empty(len(log_frame))
+        kernels.shift_rows(log_frame, emis, offset)
+        np.exp(emis, out=emis)
         return cls(emis, np.arange(len(log_frame), dtype=np.int64), offset, False)
 
     @classmethod
     def from_symbols(cls, emissionprob: np.ndarray, symbols: np.ndarray) -> EmissionTable:
         """Categorical emissions: ``emissionprob`` is ``(K, W)``; no per-row table is built."""
-        return cls(np.ascontiguousarray(emissionprob.T), symbols, None, True)
+        return cls(np.ascontiguousarray(emissionprob.T, dtype=np.float64),
+                   np.ascontiguousarray(symbols, dtype=np.int64), None, True)
 
     def log_emis(self) -> np.ndarray:
         with np.errstate(divide="ignore"):
@@ -93,10 +254,23 @@ class Posteriors:
     post: np.ndarray  # (M, K) summed by emission row if by_idx, else (N, K) per observation
 
 
+def _f64(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
 def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences) -> Posteriors:
-    """Expected counts and state posteriors (scaled forward-backward, fused statistics)."""
+    """Expected counts and state posteriors (scaled forward-backward, fused statistics).
+
+    Sequences of at most ``_SEGMENT`` rows run as one lane each; longer ones in segments
+    (see ``_segmented_forward_backward``). An impossible sequence (log-likelihood ``-inf``)
+    contributes exactly zero to every statistic and its rows of ``post`` (dense tables) are
+    zero.
+    """
+    startprob, transmat = _f64(startprob), _f64(transmat)
+    transmat_t = np.ascontiguousarray(transmat.T)
     K = len(startprob)
-    C = seqs.n_chunks
+    short, long = seqs.short_lanes, seqs.long_segments
+    C = short.n_chunks + long.n_chunks
     if table.by_idx:
         post_acc = np.zeros((C, table.emis.shape[0], K))
         post_dense = np.empty((0, K))
@@ -105,12 +279,18 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences)
         post_dense = np.empty((seqs.n_samples, K))
     start_acc = np.zeros((C, K))
     trans_acc = np.zeros((C, K, K))
-    loglik = np.empty(len(seqs.lengths))
-    kernels.forward_backward(
-        startprob, transmat, np.ascontiguousarray(transmat.T), table.emis, table.idx,
-        seqs.bounds, seqs.chunks, seqs.max_len, table.by_idx, post_acc, post_dense,
-        start_acc, trans_acc, loglik,
-    )
+    loglik = np.zeros(len(seqs.lengths))
+    if short.n_chunks:
+        Cs = short.n_chunks
+        kernels.forward_backward(
+            startprob, transmat, transmat_t, table.emis, table.idx, short.first, short.end,
+            short.seq, short.chunks, table.by_idx, post_acc[:Cs], post_dense, start_acc[:Cs],
+            trans_acc[:Cs], loglik)
+    if long.n_chunks:
+        Cs = short.n_chunks
+        loglik += _segmented_forward_backward(
+            startprob, transmat, transmat_t, table, seqs, post_acc[Cs:], post_dense,
+            start_acc[Cs:], trans_acc[Cs:])
     # fixed-order reductions: identical for any thread count
     trans = trans_acc[0].copy()
     start = start_acc[0].copy()
@@ -124,46 +304,191 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences)
             post += post_acc[c]
     else:
         post = post_dense
-        impossible = ~np.isfinite(loglik)
-        if impossible.any():
-            for s in np.flatnonzero(impossible):
-                post[seqs.bounds[s]:seqs.bounds[s + 1]] = 0.0
     return Posteriors(loglik + table.offset_per_sequence(seqs), start, trans, post)
 
 
+def _agree(state: np.ndarray, ref: np.ndarray) -> bool:
+    """Every entry of ``state`` within a relative ``_FILTER_RTOL`` of ``ref`` (>= 0)."""
+    return bool(np.all(np.abs(state - ref) <= _FILTER_RTOL * ref))
+
+
+def _filter_segments(startprob, transmat_t, table: EmissionTable, plan: LanePlan, n_seq: int,
+                     store=None) -> np.ndarray:
+    r"""Per-sequence log p(x) of a segmented plan: forward pass, warm-up checks, reruns.
+
+    ``store = (alpha, alpha_base, inv_c)`` also keeps :math:`\hat\alpha` and :math:`1/c`
+    of every row (a rerun overwrites its segment's rows).
+    """
+    K = len(startprob)
+    n = len(plan.first)
+    alpha, alpha_base, inv_c = store or (np.empty((0, K)), np.zeros(n, np.int64), np.empty(0))
+    total, snap_lo, snap_end = np.empty(n), np.zeros((n, K)), np.zeros((n, K))
+    kernels.forward_loglik(np.stack([startprob, np.full(K, 1.0 / K)]), np.zeros(n, np.bool_),
+                           transmat_t, table.emis, table.idx, plan.first, plan.lo, plan.end,
+                           plan.init, plan.chunks, total, snap_lo, snap_end, alpha, alpha_base,
+                           inv_c)
+
+    def rerun(l, ref):
+        one, from_state = plan.single(l)
+        t, s_lo, s_end = (np.empty(kernels.LANES), np.zeros((kernels.LANES, K)),
+                          np.zeros((kernels.LANES, K)))
+        kernels.forward_loglik(ref[None, :], from_state, transmat_t, table.emis, table.idx,
+                               one.first, one.lo, one.end, one.init, one.chunks, t, s_lo, s_end,
+                               alpha, np.full(kernels.LANES, alpha_base[l]), inv_c)
+        return t[0], s_end[0]
+
+    return plan.join(n_seq, total, snap_lo, snap_end, _agree, rerun)[0]
+
+
+def _segmented_forward_backward(startprob, transmat, transmat_t, table: EmissionTable,
+                                seqs: Sequences, post_acc, post_dense, start_acc,
+                                trans_acc) -> np.ndarray:
+    r"""Forward-backward of the sequences longer than ``_SEGMENT``, segment by segment.
+
+    1. Forward pass of all segments (warm-ups, checks and reruns as in scoring), keeping
+       :math:`\hat\alpha` and :math:`1/c` of every row.
+    2. A backward pass without statistics: segment ``m`` starts :math:`\hat\beta = 1`
+       ``_WARMUP`` rows past its end and is rescaled on reaching it; its posterior on the
+       first row of segment ``m + 1`` must agree (``_FILTER_RTOL``) with the one that
+       segment computed, else it is rerun from that segment's exact :math:`\hat\beta`.
+    3. The backward pass with the statistics, each segment starting from the exact
+       :math:`\hat\beta` of the row after it: no warm-up, every row counted once.
+
+    Returns the per-sequence log-likelihoods (0 for the sequences not in the plan).
+    """
+    plan = seqs.long_segments
+    K = len(startprob)
+    n = len(plan.first)
+    bounds, lengths = seqs.bounds, seqs.lengths
+    in_plan = np.zeros(len(lengths), dtype=bool)
+    in_plan[plan.seq[plan.seq >= 0]] = True
+    seq_base = np.cumsum(np.where(in_plan, lengths, 0)) - np.where(in_plan, lengths, 0)
+    n_rows = int(lengths[in_plan].sum())
+    real = plan.seq >= 0
+    seq = np.where(real, plan.seq, 0)
+    alpha_base = np.where(real, seq_base[seq] + plan.lo - bounds[seq], n_rows)
+    alpha = np.empty((n_rows + 1, K))
+    inv_c = np.empty(n_rows + 1)
+    alpha[n_rows] = 0.0  # the row where empty lanes are parked
+    inv_c[n_rows] = 0.0
+    loglik = _filter_segments(startprob, transmat_t, table, plan, len(lengths),
+                              (alpha, alpha_base, inv_c))
+    # the backward passes skip impossible sequences: they contribute nothing
+    ok = real & np.isfinite(loglik[seq])
+    alpha_base = np.where(ok, alpha_base, n_rows)
+    lo = np.where(ok, plan.lo, 0)
+    end = np.where(ok, plan.end, 0)
+    seq_end = bounds[seq + 1]
+    last = end == seq_end
+    no_states = np.zeros((0, K))
+    snaps = [np.zeros((n, K)) for _ in range(3)]
+
+    def backward(lo, stop, end, from_state, states, stats, chunks, base, snaps):
+        kernels.backward_pass(transmat, table.emis, table.idx, lo, stop, end, ok & (plan.part == 0),
+                              chunks, alpha, base, inv_c, states, from_state, stats,
+                              table.by_idx, post_acc, post_dense, start_acc, trans_acc, *snaps)
+
+    warm_stop = np.where(ok & ~last, np.minimum(end + _WARMUP, seq_end), end)
+    backward(lo, warm_stop, end, np.zeros(n, np.bool_), no_states, False, plan.chunks,
+             alpha_base, snaps)
+
+    def rerun(l, beta):
+        def lane(x):
+            y = np.zeros(kernels.LANES, dtype=np.int64)
+            y[0] = x
+            return y
+
+        one = [np.zeros((kernels.LANES, K)) for _ in range(3)]
+        backward(lane(lo[l]), lane(end[l] + 1), lane(end[l]), np.arange(kernels.LANES) == 0,
+                 beta[None, :], False, np.array([0, 1], dtype=np.int64),
+                 np.full(kernels.LANES, alpha_base[l]), one)
+        return one[1][0], one[2][0]
+
+    states = plan.join_backward(*snaps, _agree, rerun)
+    backward(lo, np.where(ok & ~last, end + 1, end), end, ok & ~last, states, True, plan.chunks,
+             alpha_base, snaps)
+    if not table.by_idx:
+        for s in np.flatnonzero(in_plan & ~np.isfinite(loglik)):
+            post_dense[bounds[s]:bounds[s + 1]] = 0.0
+    return loglik
+
+
 def log_likelihood(startprob, transmat, table: EmissionTable, seqs: Sequences) -> np.ndarray:
-    """Per-sequence log p(x) by the forward pass alone."""
-    loglik = np.empty(len(seqs.lengths))
-    kernels.forward_loglik(startprob, transmat, table.emis, table.idx, seqs.bounds,
-                           seqs.chunks, loglik)
+    """Per-sequence log p(x) by the forward pass alone (long sequences in segments)."""
+    startprob, transmat = _f64(startprob), _f64(transmat)
+    loglik = _filter_segments(startprob, np.ascontiguousarray(transmat.T), table,
+                              seqs.segments, len(seqs.lengths))
     return loglik + table.offset_per_sequence(seqs)
 
 
 def viterbi(startprob, transmat, table: EmissionTable, seqs: Sequences):
-    """Most probable state path of each sequence: returns (per-sequence log p(x, z*), states)."""
+    """Most probable state path of each sequence: returns (per-sequence log p(x, z*), states).
+
+    Ties go to the lowest state index; an impossible sequence gets ``-inf`` and states -1.
+    """
     K = len(startprob)
+    plan = seqs.segments
     bp_dtype = np.uint8 if K <= 256 else (np.uint16 if K <= 65536 else np.uint32)
     backptr = np.empty((seqs.n_samples, K), dtype=bp_dtype)
-    logprob = np.empty(len(seqs.lengths))
-    states = np.empty(seqs.n_samples, dtype=np.int64)
     with np.errstate(divide="ignore"):
-        kernels.viterbi(np.log(startprob), np.log(transmat), table.log_emis(), table.idx,
-                        seqs.bounds, seqs.chunks, backptr, logprob, states)
+        log_start = np.log(_f64(startprob))
+        log_transmat_t = np.ascontiguousarray(np.log(_f64(transmat)).T)
+    log_emis = table.log_emis()
+    n = len(plan.first)
+    total, snap_lo, snap_end = np.empty(n), np.zeros((n, K)), np.zeros((n, K))
+    kernels.viterbi_forward(np.stack([log_start, np.zeros(K)]), np.zeros(n, np.bool_),
+                            log_transmat_t, log_emis, table.idx, plan.first, plan.lo, plan.end,
+                            plan.init, plan.chunks, backptr, total, snap_lo, snap_end)
+
+    def rerun(l, ref):
+        one, from_state = plan.single(l)
+        t, s_lo, s_end = np.empty(kernels.LANES), np.zeros((kernels.LANES, K)), np.zeros(
+            (kernels.LANES, K))
+        kernels.viterbi_forward(ref[None, :], from_state, log_transmat_t, log_emis, table.idx,
+                                one.first, one.lo, one.end, one.init, one.chunks, backptr, t,
+                                s_lo, s_end)
+        return t[0], s_end[0]
+
+    logprob, last = plan.join(len(seqs.lengths), total, snap_lo, snap_end, np.array_equal,
+                              rerun)
+    last_state = np.where(logprob > -np.inf, np.argmax(last, axis=1), -1)
+    states = np.empty(seqs.n_samples, dtype=np.int64)
+    kernels.viterbi_backtrack(seqs.bounds, seqs.chunks, last_state, backptr, states)
     return logprob + table.offset_per_sequence(seqs), states
 
 
 def sample_posterior(startprob, transmat, table: EmissionTable, seqs: Sequences,
                      rng: np.random.Generator) -> np.ndarray:
-    """One draw of the hidden path of every sequence from p(z | x) (FFBS)."""
+    """One draw of the hidden path of every sequence from p(z | x) (FFBS).
+
+    Uses one ``rng.random()`` draw per observation; an impossible sequence gets states -1.
+    """
+    startprob, transmat = _f64(startprob), _f64(transmat)
     uniforms = rng.random(seqs.n_samples)
     states = np.empty(seqs.n_samples, dtype=np.int64)
-    kernels.sample_posterior_paths(startprob, transmat, table.emis, table.idx, seqs.bounds,
-                                   seqs.chunks, seqs.max_len, uniforms, states)
+    plan = seqs.lanes
+    kernels.sample_posterior_paths(startprob, transmat, np.ascontiguousarray(transmat.T),
+                                   table.emis, table.idx, plan.first, plan.end, plan.chunks,
+                                   uniforms, states)
     return states
 
 
 def sample_chain(startprob, transmat, n: int, rng: np.random.Generator) -> np.ndarray:
     """A path of ``n`` states of the Markov chain."""
     states = np.empty(n, dtype=np.int64)
-    kernels.sample_states(startprob, transmat, rng.random(n), states)
+    kernels.sample_states(_f64(startprob), _f64(transmat), rng.random(n), states)
     return states
+
+
+def kbest(startprob, transmat, table: EmissionTable, seqs: Sequences, k: int):
+    """The ``k`` most probable state paths of each sequence.
+
+    Returns ``(logprob (S, k), paths (k, N))``: log p(x, z_r) in decreasing order and the
+    paths laid out like the data (``-inf`` and state -1 where fewer than k paths exist).
+    """
+    logprob = np.empty((len(seqs.lengths), k))
+    paths = np.empty((k, seqs.n_samples), dtype=np.int64)
+    with np.errstate(divide="ignore"):
+        kernels.kbest_paths(np.log(startprob), np.log(transmat), table.log_emis(), table.idx,
+                            seqs.bounds, seqs.chunks, seqs.max_len, k, logprob, paths)
+    return logprob + table.offset_per_sequence(seqs)[:, None], paths

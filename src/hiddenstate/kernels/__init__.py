@@ -6,27 +6,42 @@ Emission probabilities reach every kernel in the same form: a table ``emis`` of 
 transposed emission matrix and the symbols (no gather, no ``(N, K)`` table); dense families
 pass their per-frame table and ``arange(N)``.
 
-Sequences are described by ``bounds`` (``S + 1`` offsets into the concatenated data) and
-are processed in fixed ``chunks`` (offsets into the sequence list), in parallel over chunks.
-Chunk boundaries depend only on the data, so results are identical for any thread count.
+Work is described by a *lane plan* (built by :mod:`hiddenstate.inference`): plan entry ``l``
+runs rows ``first[l] .. end[l] - 1`` of the concatenated data (one sequence, or one segment
+of a long sequence with a warm-up). Entries are taken 8 at a time, as the 8 lanes of a block
+that run in lockstep with the lane index innermost (:mod:`.simd`), so the recursions
+vectorise across sequences instead of waiting on their own dependency chains. Blocks are
+grouped in fixed ``chunks`` that run in parallel. Plans and chunks depend only on the
+sequence lengths, and every lane's numbers are independent of its block-mates, so results
+are identical for any thread count.
 """
 
+from .emissions import gaussian_diag_loglik
 from .forward_backward import (
+    LANES,
+    backward_pass,
     chunk_bounds,
     forward_backward,
     forward_loglik,
     sample_posterior_paths,
     sample_states,
 )
-from .emissions import gaussian_diag_loglik
-from .viterbi import viterbi
+from .kbest import kbest_paths, path_counts
+from .tables import shift_rows
+from .viterbi import viterbi_backtrack, viterbi_forward
 
 __all__ = [
+    "LANES",
+    "backward_pass",
     "chunk_bounds",
     "forward_backward",
     "forward_loglik",
     "gaussian_diag_loglik",
+    "kbest_paths",
+    "path_counts",
     "sample_posterior_paths",
     "sample_states",
-    "viterbi",
+    "shift_rows",
+    "viterbi_backtrack",
+    "viterbi_forward",
 ]

@@ -12,7 +12,6 @@ evaluated directly on the differences (no expansion of the square, so no cancell
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit, prange
 
 

@@ -1,211 +1,484 @@
-r"""Scaled forward-backward, forward-only scoring and sampling kernels.
+r"""Scaled forward-backward, forward-only scoring and sampling, 8 lanes in lockstep.
 
 Scaled recursions (Rabiner 1989, sec. V.A; Bishop PRML eq. 13.59-13.62), with
-:math:`e_t(j)` the emission probability of observation *t* in state *j*:
+:math:`e_t(j)` the emission probability of observation *t* in state *j* and :math:`p` the
+lane's prior (``startprob`` at the start of a sequence):
 
 .. math::
     c_t\,\hat\alpha_t(j) = e_t(j) \sum_i \hat\alpha_{t-1}(i) A_{ij}, \qquad
-    \hat\alpha_0(j) \propto \pi_j e_0(j), \qquad \sum_j \hat\alpha_t(j) = 1,
+    c_0\,\hat\alpha_0(j) = p_j\, e_0(j), \qquad \sum_j \hat\alpha_t(j) = 1,
 
     \hat\beta_{T-1} = 1, \qquad
-    \hat\beta_t(i) = \sum_j A_{ij}\, e_{t+1}(j)\, \hat\beta_{t+1}(j) / c_{t+1},
+    \hat\beta_{t-1}(i) = \sum_j A_{ij}\, u_t(j), \qquad u_t(j) = e_t(j)\,\hat\beta_t(j) / c_t,
 
-    \log p(x_{0:T}) = \sum_t \log c_t, \qquad \gamma_t = \hat\alpha_t \hat\beta_t, \qquad
-    \xi_t(i,j) = \hat\alpha_t(i) A_{ij} e_{t+1}(j) \hat\beta_{t+1}(j) / c_{t+1}.
+    \log p(x_{0:T}) = \sum_t \log c_t, \qquad \gamma_t = \hat\alpha_t \circ \hat\beta_t, \qquad
+    \textstyle\sum_t \xi_t = A \circ \sum_{t \ge 1} \hat\alpha_{t-1} u_t^\top .
 
-The backward pass is fused with the accumulation of the statistics: with
-:math:`u_{t+1}(j) = e_{t+1}(j)\hat\beta_{t+1}(j)/c_{t+1}`, the expected transition counts are
-:math:`A \circ \sum_t \hat\alpha_t u_{t+1}^\top`, so each step costs two rank-1 updates.
+A step whose scale :math:`c_t` is zero (or below the smallest normal float64) marks the
+sequence impossible: from then on :math:`1/c_t` is taken as 0, so every :math:`\hat\alpha`,
+:math:`\hat\beta`, :math:`\gamma` and :math:`\xi` of that sequence is exactly 0 (it
+contributes no statistics) and its log-likelihood is :math:`-\infty`.
+
+**Lanes.** The kernels run blocks of :data:`LANES` = 8 *lanes* in lockstep: lane ``b`` of
+block ``k`` is plan entry ``l = 8k + b`` and processes rows ``first[l] .. end[l] - 1``; its
+state is one ``f64x8`` value per hidden state (layout ``(K, 8)``, the lane index innermost),
+so every step is ``K**2`` vector multiply-adds with no dependency between lanes. A lane that
+has finished (or a padding lane, ``first == end``) keeps computing on its last row with a
+lane mask of 0: its :math:`u` is 0, its :math:`\hat\beta` stays exactly 1 and nothing it
+computes is stored or counted, so each lane's numbers are bitwise independent of the other
+lanes of its block. Rows before ``lo[l]`` are a *warm-up* (used by the segmented scoring of
+long sequences, see :mod:`hiddenstate.inference`): they are filtered but their scales are
+not counted. Blocks are grouped in fixed ``chunks`` that run in parallel; each chunk owns
+its accumulators, reduced in a fixed order by the caller.
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit, prange
 
-_TINY = 1e-280  # renormalise the running product of scales before it underflows
+from .simd import LANES, vadd, vdiv, vfma, vgather, vload, vmul, vsplat, vstore, vsub, vwhere_gt
+
+_TINY = 1e-280  # fold the running product of scales into the log before it underflows
 _HUGE = 1e280
+_MIN_NORMAL = 2.2250738585072014e-308  # a scale below this counts as zero
 
 
-def chunk_bounds(lengths: np.ndarray, max_chunks: int = 32) -> np.ndarray:
-    """Split sequences into at most ``max_chunks`` contiguous groups of similar total length.
+def chunk_bounds(work: np.ndarray, max_chunks: int = 32) -> np.ndarray:
+    """Split items into at most ``max_chunks`` contiguous groups of similar total ``work``.
 
-    Depends only on ``lengths``, never on the thread count, which keeps every reduction
-    order (and so every result) the same for any number of threads.
+    Depends only on ``work``, never on the thread count, which keeps every reduction order
+    (and so every result) the same for any number of threads.
     """
-    n_seq = len(lengths)
-    n_chunks = min(n_seq, max_chunks)
+    n_items = len(work)
+    n_chunks = min(n_items, max_chunks)
     if n_chunks <= 1:
-        return np.array([0, n_seq], dtype=np.int64)
-    cum = np.cumsum(lengths)
+        return np.array([0, n_items][:n_chunks + 1], dtype=np.int64)
+    cum = np.cumsum(work)
     targets = cum[-1] * np.arange(1, n_chunks) / n_chunks
     cuts = np.searchsorted(cum, targets, side="left") + 1
-    out = np.unique(np.concatenate(([0], np.minimum(cuts, n_seq), [n_seq])))
+    out = np.unique(np.concatenate(([0], np.minimum(cuts, n_items), [n_items])))
     return out.astype(np.int64)
 
 
-@njit(cache=True, nogil=True)
-def _forward_one(startprob, transmat, emis, idx, lo, hi, alpha, inv_c):
-    """Scaled forward pass over rows ``lo:hi``; fills ``alpha`` and ``inv_c``; returns log p."""
-    K = startprob.shape[0]
-    T = hi - lo
-    row = emis[idx[lo]]
-    s = 0.0
-    for j in range(K):
-        v = startprob[j] * row[j]
-        alpha[0, j] = v
-        s += v
-    if s <= 0.0:
-        return -np.inf
-    inv = 1.0 / s
-    inv_c[0] = inv
-    for j in range(K):
-        alpha[0, j] *= inv
-    logp = 0.0
-    prod = s
-    for t in range(1, T):
-        row = emis[idx[lo + t]]
-        for j in range(K):
-            alpha[t, j] = 0.0
+@njit(cache=True)
+def _block_length(l0, first, end):
+    """Number of lockstep steps of the block starting at plan entry ``l0``."""
+    n = 0
+    for b in range(LANES):
+        n = max(n, end[l0 + b] - first[l0 + b])
+    return n
+
+
+@njit(cache=True)
+def _lane_rows(l0, first, end, t, idx, n_cols, rows, offs, active):
+    """Row of step ``t`` of every lane, the flat offset of its emission row and its mask.
+
+    A lane past its end is parked on its last row (row 0 for a padding lane) with mask 0.
+    """
+    for b in range(LANES):
+        r = first[l0 + b] + t
+        stop = end[l0 + b]
+        if r < stop:
+            active[b] = 1.0
+        else:
+            active[b] = 0.0
+            r = max(stop - 1, 0)
+        rows[b] = r
+        offs[b] = idx[r] * n_cols
+
+
+@njit(cache=True)
+def _matvec(x, m, out):
+    """``out[j] = sum_i m[j, i] * x[i]`` for every lane (``x``, ``out``: layout ``(K, 8)``).
+
+    Four rows of ``m`` at a time, so that four independent multiply-add chains overlap.
+    """
+    K = m.shape[0]
+    zero = vsplat(0.0)
+    j = 0
+    while j + 4 <= K:
+        acc0, acc1, acc2, acc3 = zero, zero, zero, zero
         for i in range(K):
-            a = alpha[t - 1, i]
-            for j in range(K):
-                alpha[t, j] += a * transmat[i, j]
-        s = 0.0
+            xi = vload(x, i * LANES)
+            acc0 = vfma(xi, vsplat(m[j, i]), acc0)
+            acc1 = vfma(xi, vsplat(m[j + 1, i]), acc1)
+            acc2 = vfma(xi, vsplat(m[j + 2, i]), acc2)
+            acc3 = vfma(xi, vsplat(m[j + 3, i]), acc3)
+        vstore(out, j * LANES, acc0)
+        vstore(out, (j + 1) * LANES, acc1)
+        vstore(out, (j + 2) * LANES, acc2)
+        vstore(out, (j + 3) * LANES, acc3)
+        j += 4
+    for jj in range(j, K):
+        acc = zero
+        for i in range(K):
+            acc = vfma(vload(x, i * LANES), vsplat(m[jj, i]), acc)
+        vstore(out, jj * LANES, acc)
+
+
+_ForwardWork = namedtuple("_ForwardWork", "a v rows offs active s inv prod logp from_state")
+
+
+@njit(cache=True)
+def _forward_work(K):
+    """Scratch arrays of ``_forward_block`` (one set per chunk)."""
+    return _ForwardWork(np.empty(K * LANES), np.empty(K * LANES),
+                        np.empty(LANES, dtype=np.int64), np.empty(LANES, dtype=np.int64),
+                        np.empty(LANES), np.empty(LANES), np.empty(LANES), np.empty(LANES),
+                        np.empty(LANES), np.empty(LANES))
+
+
+@njit(cache=True)
+def _forward_block(l0, first, lo, end, init, inits, from_state, transmat_t, emis, idx,
+                   alpha, alpha_base, inv_c, snap_lo, snap_end, loglik, w):
+    r"""Scaled forward recursion of the 8 lanes of the block that starts at plan entry ``l0``.
+
+    Lane ``b`` (plan entry ``l = l0 + b``) starts at row ``first[l]`` from the vector
+    ``inits[init[l]]``: a prior :math:`p` (:math:`c_0\hat\alpha_0 = p \circ e_0`) or, if
+    ``from_state[l]``, the normalised filter of the row before (then the first step is a
+    regular one). ``loglik[l]`` receives :math:`\sum \log c_t` over the rows ``>= lo[l]``.
+    If ``alpha`` has rows, :math:`\hat\alpha_t` and :math:`1/c_t` of each row ``r >= lo[l]``
+    go to ``alpha[q]`` and ``inv_c[q]``, ``q = alpha_base[b] + r - lo[l]``. If ``snap_lo`` has
+    rows, the filter at rows ``lo - 1`` (the end of a warm-up) and ``end - 1`` goes to
+    ``snap_lo[l]`` and ``snap_end[l]``. ``w`` is the chunk's ``_forward_work``.
+    """
+    K = transmat_t.shape[0]
+    a, v = w.a, w.v
+    keep_alpha = alpha.shape[0] > 0
+    keep_snap = snap_lo.shape[0] > 0
+    for b in range(LANES):
+        w.offs[b] = init[l0 + b] * K
+        w.from_state[b] = 1.0 if from_state[l0 + b] else 0.0
+        w.prod[b] = 1.0
+        w.logp[b] = 0.0
+    for j in range(K):
+        vstore(a, j * LANES, vgather(inits, w.offs, j))
+    state_lanes = vload(w.from_state, 0)
+    half = vsplat(0.5)
+    tiny = vsplat(_MIN_NORMAL)
+    zero = vsplat(0.0)
+    one = vsplat(1.0)
+    for t in range(_block_length(l0, first, end)):
+        _lane_rows(l0, first, end, t, idx, K, w.rows, w.offs, w.active)
+        _matvec(a, transmat_t, v)
+        s = zero
         for j in range(K):
-            v = alpha[t, j] * row[j]
-            alpha[t, j] = v
-            s += v
-        if s <= 0.0:
-            return -np.inf
-        inv = 1.0 / s
-        inv_c[t] = inv
+            x = vload(v, j * LANES)
+            if t == 0:  # prior lanes: p_j instead of (alpha A)_j
+                x = vwhere_gt(state_lanes, half, x, vload(a, j * LANES))
+            x = vmul(x, vgather(emis, w.offs, j))
+            vstore(v, j * LANES, x)
+            s = vadd(s, x)
+        inv = vwhere_gt(s, tiny, vdiv(one, s), zero)
         for j in range(K):
-            alpha[t, j] *= inv
-        prod *= s
-        if prod < _TINY or prod > _HUGE:
-            logp += np.log(prod)
-            prod = 1.0
-    return logp + np.log(prod)
+            vstore(a, j * LANES, vmul(vload(v, j * LANES), inv))
+        vstore(w.s, 0, s)
+        vstore(w.inv, 0, inv)
+        for b in range(LANES):
+            if w.active[b] == 0.0:
+                continue
+            r = w.rows[b]
+            if r >= lo[l0 + b]:
+                w.prod[b] *= w.s[b] if w.inv[b] > 0.0 else 0.0
+                if w.prod[b] < _TINY or w.prod[b] > _HUGE:
+                    w.logp[b] += np.log(w.prod[b])
+                    w.prod[b] = 1.0
+            if keep_alpha and r >= lo[l0 + b]:
+                q = alpha_base[b] + r - lo[l0 + b]
+                inv_c[q] = w.inv[b]
+                for j in range(K):
+                    alpha[q, j] = a[j * LANES + b]
+            if keep_snap:
+                if r == lo[l0 + b] - 1:
+                    for j in range(K):
+                        snap_lo[l0 + b, j] = a[j * LANES + b]
+                if r == end[l0 + b] - 1:
+                    for j in range(K):
+                        snap_end[l0 + b, j] = a[j * LANES + b]
+    for b in range(LANES):
+        loglik[l0 + b] = w.logp[b] + np.log(w.prod[b])
 
 
 @njit(parallel=True, cache=True)
-def forward_backward(startprob, transmat, transmat_t, emis, idx, bounds, chunks, max_len,
+def forward_backward(startprob, transmat, transmat_t, emis, idx, first, end, seq, chunks,
                      by_idx, post_acc, post_dense, start_acc, trans_acc, loglik):
-    """Forward-backward over all sequences, fused with the sufficient statistics.
+    r"""Forward-backward of whole sequences (one lane each), fused with the statistics.
 
     Parameters
     ----------
-    transmat_t : the transpose of ``transmat``, C-contiguous (the backward pass reads rows).
+    transmat_t : the transpose of ``transmat``, C-contiguous.
+    first, end, seq : the lane plan: rows ``first[l] .. end[l] - 1`` are sequence
+        ``seq[l]`` (``-1`` and ``first == end`` for padding entries); a multiple of 8 long.
+    chunks : offsets into the blocks of 8 lanes; chunk ``c`` owns ``post_acc[c]``,
+        ``start_acc[c]`` and ``trans_acc[c]``.
     by_idx : if True, posteriors are summed into ``post_acc[c, idx[t]]`` (categorical
-        counts, one buffer per chunk); otherwise written to ``post_dense[t]``.
+        counts); otherwise written to ``post_dense[t]``.
     start_acc, trans_acc : per-chunk outputs ``(C, K)`` and ``(C, K, K)``; ``trans_acc``
-        holds :math:`\\sum_t \\hat\\alpha_t u_{t+1}^\\top`, multiply by ``transmat``
-        elementwise to get expected transition counts.
-    loglik : per-sequence log-likelihood output ``(S,)``; ``-inf`` marks an impossible
-        sequence, which contributes no statistics.
+        holds :math:`\sum_t \hat\alpha_{t-1} u_t^\top`: multiply it elementwise by
+        ``transmat`` to get expected transition counts.
+    loglik : per-sequence log-likelihood ``(S,)`` (``-inf``: impossible sequence, which
+        contributes exactly zero statistics).
     """
+    lane_ll = np.empty(first.shape[0])
+    for c in prange(chunks.shape[0] - 1):
+        _forward_backward_chunk(c, startprob, transmat, transmat_t, emis, idx, first, end, seq,
+                                chunks, by_idx, post_acc[c], post_dense, start_acc[c],
+                                trans_acc[c], loglik, lane_ll)
+
+
+@njit(cache=True)
+def _forward_backward_chunk(c, startprob, transmat, transmat_t, emis, idx, first, end, seq,
+                            chunks, by_idx, post_acc, post_dense, start_acc, trans_acc, loglik,
+                            lane_ll):
+    """Chunk ``c`` of ``forward_backward``: block by block, forward then backward."""
     K = startprob.shape[0]
-    n_chunks = chunks.shape[0] - 1
-    for c in prange(n_chunks):
-        alpha = np.empty((max_len, K))
-        inv_c = np.empty(max_len)
-        beta = np.empty(K)
-        nbeta = np.empty(K)
-        u = np.empty(K)
-        for s in range(chunks[c], chunks[c + 1]):
-            lo = bounds[s]
-            hi = bounds[s + 1]
-            T = hi - lo
-            lp = _forward_one(startprob, transmat, emis, idx, lo, hi, alpha, inv_c)
-            loglik[s] = lp
-            if lp == -np.inf:
-                continue
+    inits = startprob.reshape((1, K))
+    l_lo = chunks[c] * LANES
+    l_hi = chunks[c + 1] * LANES
+    init = np.zeros(l_hi, dtype=np.int64)
+    from_state = np.zeros(l_hi, dtype=np.bool_)
+    no_snap = np.empty((0, K))
+    base, alpha, inv_c = _chunk_buffers(l_lo, l_hi, first, end, K)
+    fw = _forward_work(K)
+    bw = _backward_work(K)
+    real = seq >= 0
+    for l0 in range(l_lo, l_hi, LANES):
+        block_base = base[l0 - l_lo:l0 - l_lo + LANES]
+        _forward_block(l0, first, first, end, init, inits, from_state, transmat_t, emis, idx,
+                       alpha, block_base, inv_c, no_snap, no_snap, lane_ll, fw)
+        _backward_block(l0, first, end, end, transmat, emis, idx, alpha, block_base, inv_c,
+                        no_snap, from_state, True, by_idx, post_acc, post_dense, no_snap,
+                        no_snap, no_snap, bw)
+        for b in range(LANES):
+            if seq[l0 + b] >= 0:
+                loglik[seq[l0 + b]] = lane_ll[l0 + b]
+        _add_lane_statistics(l0, real, bw, start_acc, trans_acc)
+
+
+@njit(cache=True)
+def _chunk_buffers(l_lo, l_hi, first, end, K):
+    """Chunk-local storage of alpha and 1/c: lane ``l`` uses rows ``base[l - l_lo] + t``.
+
+    A zeroed spare row at the end is where empty (padding) lanes are parked.
+    """
+    n = 0
+    for l in range(l_lo, l_hi):
+        n += end[l] - first[l]
+    base = np.empty(l_hi - l_lo, dtype=np.int64)
+    q = 0
+    for l in range(l_lo, l_hi):
+        base[l - l_lo] = q if end[l] > first[l] else n
+        q += end[l] - first[l]
+    alpha = np.empty((n + 1, K))
+    inv_c = np.empty(n + 1)
+    alpha[n] = 0.0
+    inv_c[n] = 0.0
+    return base, alpha, inv_c
+
+
+@njit(cache=True)
+def _add_lane_statistics(l0, counts_start, w, start_acc, trans_acc):
+    """Add the lane accumulators of a block to the chunk's, in lane order."""
+    K = start_acc.shape[0]
+    for b in range(LANES):
+        if counts_start[l0 + b]:
             for j in range(K):
-                beta[j] = 1.0
-            # t = T-1: gamma = alpha
-            for t in range(T - 1, -1, -1):
-                r = lo + t
-                if by_idx:
-                    acc = post_acc[c, idx[r]]
+                start_acc[j] += w.st[j * LANES + b]
+    for b in range(LANES):
+        for i in range(K):
+            for j in range(K):
+                trans_acc[i, j] += w.tr[(i * K + j) * LANES + b]
+
+
+_BackwardWork = namedtuple("_BackwardWork",
+                           "beta u a_cur a_prev tr st rows offs arow aoffs active inv")
+
+
+@njit(cache=True)
+def _backward_work(K):
+    """Scratch arrays and lane accumulators of ``_backward_block`` (one set per chunk)."""
+    i64 = np.int64
+    return _BackwardWork(np.empty(K * LANES), np.empty(K * LANES), np.empty(K * LANES),
+                         np.empty(K * LANES), np.empty(K * K * LANES), np.empty(K * LANES),
+                         np.empty(LANES, dtype=i64), np.empty(LANES, dtype=i64),
+                         np.empty(LANES, dtype=i64), np.empty(LANES, dtype=i64),
+                         np.empty(LANES), np.empty(LANES))
+
+
+@njit(cache=True)
+def _alpha_rows(l0, lo, stop, alpha_base, t, K, arow, aoffs):
+    """Each lane's stored row at step ``t`` (clamped to its rows) and its flat offset."""
+    for b in range(LANES):
+        n = stop[l0 + b] - lo[l0 + b]
+        arow[b] = alpha_base[b] + max(min(t, n - 1), 0)
+        aoffs[b] = arow[b] * K
+
+
+@njit(cache=True)
+def _normalised_product(x, y, b, K, out):
+    """``out = x[:, b] * y[:, b]``, scaled to sum to 1 (zeros stay zeros); returns the sum."""
+    s = 0.0
+    for j in range(K):
+        out[j] = x[j * LANES + b] * y[j * LANES + b]
+        s += out[j]
+    if s > 0.0:
+        for j in range(K):
+            out[j] /= s
+    return s
+
+
+@njit(cache=True)
+def _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha, alpha_base, inv_c, binits,
+                    from_state, stats, by_idx, post_acc, post_dense, snap_g_end, snap_g_lo,
+                    snap_b_lo, w):
+    r"""Scaled backward recursion of one block, with or without the statistics.
+
+    Lane ``b`` (plan entry ``l = l0 + b``) runs from row ``stop[l] - 1`` down to ``lo[l]``
+    (lanes are aligned on ``lo``: step ``t`` is row ``lo + t``), reading :math:`\hat\alpha`
+    and :math:`1/c` of row ``r`` from ``alpha[q]``, ``inv_c[q]``, ``q = alpha_base[b] + r -
+    lo[l]``. It starts from :math:`\hat\beta = 1` or, if ``from_state[l]``, from
+    ``binits[l]`` (the scaled :math:`\hat\beta` of its top row).
+
+    With ``stats``: the posteriors :math:`\gamma_r` of the rows ``r < end[l]`` go to
+    ``post_dense`` rows or are summed into ``post_acc``, and the lane accumulators ``w.tr``
+    (:math:`\sum \hat\alpha_{t-1} u_t^\top`, layout ``(K, K, 8)``, every transition into
+    the lane's rows above ``lo``) and ``w.st`` (:math:`\gamma` of row ``lo``) are filled.
+
+    Without: a pass that only computes :math:`\hat\beta` (for the checks of segmented
+    forward-backward). Rows ``>= end`` of a lane that starts from 1 are a warm-up: on
+    reaching row ``end - 1`` its :math:`\hat\beta` is rescaled so that
+    :math:`\sum_j \hat\alpha(j)\hat\beta(j) = 1`, which makes it the scaled
+    :math:`\hat\beta` of the whole sequence once the warm-up has forgotten its start.
+    ``snap_g_end[l]`` receives the normalised :math:`\gamma` of row ``end`` (warm-up lanes),
+    ``snap_g_lo[l]`` and ``snap_b_lo[l]`` the normalised :math:`\gamma` and the
+    :math:`\hat\beta` of row ``lo``.
+    """
+    K = transmat.shape[0]
+    beta, u, a_cur, a_prev = w.beta, w.u, w.a_cur, w.a_prev
+    zero = vsplat(0.0)
+    one = vsplat(1.0)
+    for j in range(K):
+        vstore(beta, j * LANES, one)
+        vstore(w.st, j * LANES, zero)
+    for k in range(K * K):
+        vstore(w.tr, k * LANES, zero)
+    T = _block_length(l0, lo, stop)
+    _alpha_rows(l0, lo, stop, alpha_base, T - 1, K, w.arow, w.aoffs)
+    for j in range(K):
+        vstore(a_cur, j * LANES, vgather(alpha, w.aoffs, j))
+    for t in range(T - 1, -1, -1):
+        _lane_rows(l0, lo, stop, t, idx, K, w.rows, w.offs, w.active)
+        for b in range(LANES):
+            l = l0 + b
+            if w.active[b] == 0.0:
+                continue
+            r = w.rows[b]
+            if r == stop[l] - 1 and from_state[l]:  # the lane's first step
+                for j in range(K):
+                    beta[j * LANES + b] = binits[l, j]
+            if not stats:
+                if r == end[l]:
+                    _normalised_product(a_cur, beta, b, K, snap_g_end[l])
+                if t == 0:
+                    _normalised_product(a_cur, beta, b, K, snap_g_lo[l])
                     for j in range(K):
-                        acc[j] += alpha[t, j] * beta[j]
+                        snap_b_lo[l, j] = beta[j * LANES + b]
+            elif r < end[l]:  # gamma_r = alpha_r * beta_r
+                if by_idx:
+                    pr = idx[r]
+                    for j in range(K):
+                        post_acc[pr, j] += a_cur[j * LANES + b] * beta[j * LANES + b]
                 else:
                     for j in range(K):
-                        post_dense[r, j] = alpha[t, j] * beta[j]
-                if t == 0:
-                    break
-                row = emis[idx[r]]
-                ic = inv_c[t]
+                        post_dense[r, j] = a_cur[j * LANES + b] * beta[j * LANES + b]
+        m = vload(w.active, 0)
+        if t == 0:
+            if stats:
                 for j in range(K):
-                    u[j] = row[j] * beta[j] * ic
-                    nbeta[j] = 0.0
-                tr = trans_acc[c]
-                for i in range(K):
-                    a = alpha[t - 1, i]
+                    x = vmul(vload(a_cur, j * LANES), vload(beta, j * LANES))
+                    vstore(w.st, j * LANES, vmul(x, m))
+            break
+        # u_t = e_t * beta_t / c_t (0 on lanes that have no step t)
+        for b in range(LANES):
+            w.inv[b] = inv_c[w.arow[b]]
+        scale = vmul(vload(w.inv, 0), m)
+        for j in range(K):
+            x = vmul(vgather(emis, w.offs, j), vload(beta, j * LANES))
+            vstore(u, j * LANES, vmul(x, scale))
+        _alpha_rows(l0, lo, stop, alpha_base, t - 1, K, w.arow, w.aoffs)
+        for i in range(K):
+            ai = vgather(alpha, w.aoffs, i)
+            vstore(a_prev, i * LANES, ai)
+            if stats:  # tr += alpha_{t-1} u_t^T
+                for j in range(K):
+                    k = (i * K + j) * LANES
+                    vstore(w.tr, k, vfma(ai, vload(u, j * LANES), vload(w.tr, k)))
+        # beta_{t-1} = A u_t, exactly 1 on lanes that have no step t
+        _matvec(u, transmat, beta)
+        rest = vsub(one, m)
+        for i in range(K):
+            vstore(beta, i * LANES, vadd(vload(beta, i * LANES), rest))
+            vstore(a_cur, i * LANES, vload(a_prev, i * LANES))
+        if not stats:  # the end of a warm-up: make sum_j alpha beta = 1 on row end - 1
+            for b in range(LANES):
+                l = l0 + b
+                if (w.active[b] != 0.0 and w.rows[b] == end[l] and not from_state[l]):
+                    s = 0.0
                     for j in range(K):
-                        tr[i, j] += a * u[j]
-                for j in range(K):
-                    uj = u[j]
-                    for i in range(K):
-                        nbeta[i] += transmat_t[j, i] * uj
-                for i in range(K):
-                    beta[i] = nbeta[i]
-            for j in range(K):
-                start_acc[c, j] += alpha[0, j] * beta[j]
+                        s += a_cur[j * LANES + b] * beta[j * LANES + b]
+                    f = 1.0 / s if s > 0.0 else 0.0
+                    for j in range(K):
+                        beta[j * LANES + b] *= f
 
 
 @njit(parallel=True, cache=True)
-def forward_loglik(startprob, transmat, emis, idx, bounds, chunks, loglik):
-    """Log-likelihood of each sequence by the scaled forward pass alone (O(K) memory)."""
-    K = startprob.shape[0]
-    n_chunks = chunks.shape[0] - 1
-    for c in prange(n_chunks):
-        a = np.empty(K)
-        b = np.empty(K)
-        for s in range(chunks[c], chunks[c + 1]):
-            lo = bounds[s]
-            hi = bounds[s + 1]
-            row = emis[idx[lo]]
-            tot = 0.0
-            for j in range(K):
-                v = startprob[j] * row[j]
-                a[j] = v
-                tot += v
-            logp = 0.0
-            prod = 1.0
-            t = lo
-            while True:
-                if tot <= 0.0:
-                    logp = -np.inf
-                    break
-                inv = 1.0 / tot
-                prod *= tot
-                if prod < _TINY or prod > _HUGE:
-                    logp += np.log(prod)
-                    prod = 1.0
-                t += 1
-                if t >= hi:
-                    logp += np.log(prod)
-                    break
-                for j in range(K):
-                    b[j] = 0.0
-                for i in range(K):
-                    ai = a[i] * inv
-                    for j in range(K):
-                        b[j] += ai * transmat[i, j]
-                row = emis[idx[t]]
-                tot = 0.0
-                for j in range(K):
-                    v = b[j] * row[j]
-                    a[j] = v
-                    tot += v
-            loglik[s] = logp
+def backward_pass(transmat, emis, idx, lo, stop, end, counts_start, chunks, alpha, alpha_base,
+                  inv_c, binits, from_state, stats, by_idx, post_acc, post_dense, start_acc,
+                  trans_acc, snap_g_end, snap_g_lo, snap_b_lo):
+    """The backward half of segmented forward-backward: every block of a lane plan.
+
+    See ``_backward_block`` for the lanes, ``stats`` and the snapshots; ``alpha_base`` is
+    per plan entry. With ``stats``, chunk ``c`` adds its lanes' statistics to
+    ``post_acc[c]`` (or ``post_dense`` rows), ``trans_acc[c]`` and, for the entries with
+    ``counts_start``, ``start_acc[c]``.
+    """
+    K = transmat.shape[0]
+    for c in prange(chunks.shape[0] - 1):
+        w = _backward_work(K)
+        for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
+            _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha,
+                            alpha_base[l0:l0 + LANES], inv_c, binits, from_state, stats, by_idx,
+                            post_acc[c], post_dense, snap_g_end, snap_g_lo, snap_b_lo, w)
+            if stats:
+                _add_lane_statistics(l0, counts_start, w, start_acc[c], trans_acc[c])
+
+
+@njit(parallel=True, cache=True)
+def forward_loglik(inits, from_state, transmat_t, emis, idx, first, lo, end, init, chunks,
+                   loglik, snap_lo, snap_end, alpha, alpha_base, inv_c):
+    r"""Forward pass of every lane: :math:`\sum_{t \ge lo} \log c_t` and filter snapshots.
+
+    Lane ``l`` starts at row ``first[l]`` from ``inits[init[l]]`` (see ``_forward_block``);
+    rows ``first .. lo - 1`` are a warm-up whose scales are not counted. ``snap_lo[l]`` and
+    ``snap_end[l]`` receive the normalised filter at rows ``lo - 1`` and ``end - 1`` (for
+    the exactness check of segmented scoring). If ``alpha`` has rows, :math:`\hat\alpha`
+    and :math:`1/c` of the rows ``>= lo`` are stored (``alpha_base`` is per plan entry).
+    """
+    K = transmat_t.shape[0]
+    for c in prange(chunks.shape[0] - 1):
+        w = _forward_work(K)
+        for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
+            _forward_block(l0, first, lo, end, init, inits, from_state, transmat_t, emis, idx,
+                           alpha, alpha_base[l0:l0 + LANES], inv_c, snap_lo, snap_end, loglik,
+                           w)
 
 
 @njit(cache=True)
 def _draw(p, u):
-    """Index drawn from unnormalised weights ``p`` with the uniform ``u`` in [0, 1)."""
+    """Index drawn from the unnormalised weights ``p`` with the uniform ``u`` in [0, 1)."""
     total = 0.0
     for k in range(p.shape[0]):
         total += p[k]
@@ -213,45 +486,58 @@ def _draw(p, u):
     acc = 0.0
     last = 0
     for k in range(p.shape[0]):
-        if p[k] > 0.0:
+        pk = p[k]
+        if pk > 0.0:
             last = k
-            acc += p[k]
+            acc += pk
             if target < acc:
                 return k
     return last
 
 
 @njit(parallel=True, cache=True)
-def sample_posterior_paths(startprob, transmat, emis, idx, bounds, chunks, max_len, uniforms,
-                           states):
-    """Forward-filtering backward-sampling (Chib 1996; Frühwirth-Schnatter 1994).
+def sample_posterior_paths(startprob, transmat, transmat_t, emis, idx, first, end, chunks,
+                           uniforms, states):
+    r"""Forward-filtering backward-sampling (Chib 1996; Frühwirth-Schnatter 1994).
 
-    Draws one path per sequence from p(z | x): z_{T-1} ~ alpha_{T-1},
-    z_t ~ alpha_t(i) A[i, z_{t+1}]. ``uniforms`` has one U[0,1) draw per row, so the
-    result does not depend on the thread count.
+    Draws one path per sequence from p(z | x): :math:`z_{T-1} \sim \hat\alpha_{T-1}`,
+    :math:`z_t \sim \hat\alpha_t(i) A_{i, z_{t+1}}`. ``uniforms`` has one U[0,1) draw per
+    row, so the result does not depend on the thread count. Impossible sequences get -1.
     """
     K = startprob.shape[0]
-    n_chunks = chunks.shape[0] - 1
-    for c in prange(n_chunks):
-        alpha = np.empty((max_len, K))
-        inv_c = np.empty(max_len)
-        w = np.empty(K)
-        for s in range(chunks[c], chunks[c + 1]):
-            lo = bounds[s]
-            hi = bounds[s + 1]
-            T = hi - lo
-            lp = _forward_one(startprob, transmat, emis, idx, lo, hi, alpha, inv_c)
-            if lp == -np.inf:
-                for t in range(T):
-                    states[lo + t] = -1
-                continue
-            z = _draw(alpha[T - 1], uniforms[hi - 1])
-            states[hi - 1] = z
-            for t in range(T - 2, -1, -1):
-                for i in range(K):
-                    w[i] = alpha[t, i] * transmat[i, z]
-                z = _draw(w, uniforms[lo + t])
-                states[lo + t] = z
+    inits = startprob.reshape((1, K))
+    init = np.zeros(first.shape[0], dtype=np.int64)
+    from_state = np.zeros(first.shape[0], dtype=np.bool_)
+    lane_ll = np.empty(first.shape[0])
+    for c in prange(chunks.shape[0] - 1):
+        l_lo = chunks[c] * LANES
+        l_hi = chunks[c + 1] * LANES
+        base, alpha, inv_c = _chunk_buffers(l_lo, l_hi, first, end, K)
+        w = _forward_work(K)
+        no_snap = np.empty((0, K))
+        wts = np.empty(K)
+        for l0 in range(l_lo, l_hi, LANES):
+            bb = base[l0 - l_lo:l0 - l_lo + LANES]
+            _forward_block(l0, first, first, end, init, inits, from_state, transmat_t, emis, idx,
+                           alpha, bb, inv_c, no_snap, no_snap, lane_ll, w)
+            for b in range(LANES):
+                lo = first[l0 + b]
+                hi = end[l0 + b]
+                if lane_ll[l0 + b] == -np.inf:
+                    for r in range(lo, hi):
+                        states[r] = -1
+                    continue
+                if hi == lo:
+                    continue
+                q = bb[b] + hi - 1 - lo
+                z = _draw(alpha[q], uniforms[hi - 1])
+                states[hi - 1] = z
+                for r in range(hi - 2, lo - 1, -1):
+                    q -= 1
+                    for i in range(K):
+                        wts[i] = alpha[q, i] * transmat[i, z]
+                    z = _draw(wts, uniforms[r])
+                    states[r] = z
 
 
 @njit(cache=True)

@@ -1,0 +1,342 @@
+"""Kernels and the inference layer against brute-force enumeration over all state paths.
+
+Tiny models (K <= 3, T <= 6, several sequences of different lengths including length 1),
+categorical tables and dense scaled tables. Every random generator is seeded.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+from brute_force import dataset_posteriors, log_space_sequence
+from scipy import stats
+
+from hiddenstate import inference
+from hiddenstate.inference import EmissionTable, Sequences
+
+TOL = 1e-10
+LENGTHS = [1, 4, 6, 2, 5, 3, 6, 1, 3, 2]  # 10 sequences: a partly filled second block
+
+
+def random_stochastic(rng, shape, zeros=0.0):
+    p = rng.random(shape) + 0.05
+    if zeros:
+        p[rng.random(shape) < zeros] = 0.0
+        p[..., 0] += 0.01  # keep every row summable
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+def make_case(seed, K, kind, lengths=LENGTHS, n_symbols=4):
+    """Parameters, an EmissionTable, the enumeration's log-emission table and the symbols."""
+    rng = np.random.default_rng(seed)
+    startprob = random_stochastic(rng, K)
+    transmat = random_stochastic(rng, (K, K))
+    N = int(np.sum(lengths))
+    if kind == "categorical":
+        emissionprob = random_stochastic(rng, (K, n_symbols))
+        symbols = rng.integers(0, n_symbols, N)
+        table = EmissionTable.from_symbols(emissionprob, symbols)
+        log_e = np.log(emissionprob.T[symbols])
+    else:
+        symbols = None
+        log_e = rng.normal(size=(N, K)) * 3.0 - 50.0  # far from 1: the scaling matters
+        table = EmissionTable.from_log_likelihood(log_e)
+    return startprob, transmat, table, log_e, symbols
+
+
+CASES = [(seed, K, kind) for seed, K in [(0, 1), (1, 2), (2, 3)]
+         for kind in ("categorical", "dense")]
+
+
+@pytest.mark.parametrize(("seed", "K", "kind"), CASES)
+def test_forward_backward_matches_enumeration(seed, K, kind):
+    startprob, transmat, table, log_e, symbols = make_case(seed, K, kind)
+    seqs = Sequences.from_lengths(LENGTHS)
+    ref = dataset_posteriors(startprob, transmat, log_e, LENGTHS, symbols, 4)
+    res = inference.forward_backward(startprob, transmat, table, seqs)
+    np.testing.assert_allclose(res.loglik, ref["loglik"], rtol=TOL, atol=0)
+    np.testing.assert_allclose(res.start, ref["start"], rtol=0, atol=TOL)
+    np.testing.assert_allclose(res.trans, ref["trans"], rtol=0, atol=TOL)
+    if kind == "categorical":
+        np.testing.assert_allclose(res.post, ref["emission"], rtol=0, atol=TOL)
+    else:
+        np.testing.assert_allclose(res.post, ref["gamma"], rtol=0, atol=TOL)
+
+
+@pytest.mark.parametrize(("seed", "K", "kind"), CASES)
+def test_log_likelihood_matches_enumeration(seed, K, kind):
+    startprob, transmat, table, log_e, _ = make_case(seed, K, kind)
+    seqs = Sequences.from_lengths(LENGTHS)
+    ref = dataset_posteriors(startprob, transmat, log_e, LENGTHS)
+    np.testing.assert_allclose(inference.log_likelihood(startprob, transmat, table, seqs),
+                               ref["loglik"], rtol=TOL, atol=0)
+
+
+@pytest.mark.parametrize(("seed", "K", "kind"), CASES)
+def test_viterbi_matches_enumeration(seed, K, kind):
+    startprob, transmat, table, log_e, _ = make_case(seed, K, kind)
+    seqs = Sequences.from_lengths(LENGTHS)
+    ref = dataset_posteriors(startprob, transmat, log_e, LENGTHS)
+    logprob, states = inference.viterbi(startprob, transmat, table, seqs)
+    np.testing.assert_array_equal(states, ref["viterbi_path"])
+    np.testing.assert_allclose(logprob, ref["viterbi_logprob"], rtol=TOL, atol=0)
+
+
+def test_segmented_inference_matches_enumeration(monkeypatch):
+    """Segments of 2 rows with a 1-row warm-up: the checks fail and rerun, or pass."""
+    monkeypatch.setattr(inference, "_SEGMENT", 2)
+    monkeypatch.setattr(inference, "_WARMUP", 1)
+    for seed, K, kind in CASES:
+        startprob, transmat, table, log_e, symbols = make_case(seed, K, kind)
+        seqs = Sequences.from_lengths(LENGTHS)
+        assert (seqs.segments.part > 0).any() and seqs.long_segments.n_chunks
+        ref = dataset_posteriors(startprob, transmat, log_e, LENGTHS, symbols, 4)
+        np.testing.assert_allclose(inference.log_likelihood(startprob, transmat, table, seqs),
+                                   ref["loglik"], rtol=TOL, atol=0)
+        res = inference.forward_backward(startprob, transmat, table, seqs)
+        np.testing.assert_allclose(res.loglik, ref["loglik"], rtol=TOL, atol=0)
+        np.testing.assert_allclose(res.start, ref["start"], rtol=0, atol=TOL)
+        np.testing.assert_allclose(res.trans, ref["trans"], rtol=0, atol=TOL)
+        np.testing.assert_allclose(res.post, ref["emission" if symbols is not None else "gamma"],
+                                   rtol=0, atol=TOL)
+        logprob, states = inference.viterbi(startprob, transmat, table, seqs)
+        np.testing.assert_array_equal(states, ref["viterbi_path"])
+        np.testing.assert_allclose(logprob, ref["viterbi_logprob"], rtol=TOL, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["categorical", "dense"])
+def test_ffbs_draws_paths_with_their_posterior_probability(kind):
+    """Empirical path frequencies of many FFBS draws against exact p(z | x).
+
+    Each of 3 sequences (lengths 1, 3, 4; K = 3, so 3, 27 and 81 paths) is repeated
+    n = 30000 times in one call. For a path of probability p the frequency has standard
+    deviation sqrt(p (1 - p) / n) <= 0.0029; we require every path within 5 standard
+    deviations (+ 1/n) and the chi-square statistic below its 1e-6 upper quantile. For a
+    correct sampler both fail with probability < 1e-4 (and the seed is fixed).
+    """
+    K, n = 3, 30000
+    base = [1, 3, 4]
+    startprob, transmat, _, log_e_base, _ = make_case(7, K, "dense", base)
+    if kind == "categorical":
+        rng = np.random.default_rng(8)
+        emissionprob = random_stochastic(rng, (K, 5))
+        symbols_base = rng.integers(0, 5, sum(base))
+        log_e_base = np.log(emissionprob.T[symbols_base])
+    ref = dataset_posteriors(startprob, transmat, log_e_base, base)
+    lengths = np.tile(base, n)
+    log_e = np.tile(log_e_base, (n, 1))
+    if kind == "categorical":
+        table = EmissionTable.from_symbols(emissionprob, np.tile(symbols_base, n))
+    else:
+        table = EmissionTable.from_log_likelihood(log_e)
+    seqs = Sequences.from_lengths(lengths)
+    states = inference.sample_posterior(startprob, transmat, table, seqs,
+                                        np.random.default_rng(123))
+    draws = states.reshape(n, sum(base))
+    offset = 0
+    for T, r in zip(base, ref["per_sequence"], strict=True):
+        z = draws[:, offset:offset + T]
+        offset += T
+        code = z @ (K ** np.arange(T - 1, -1, -1))  # row of r["paths"] (lexicographic)
+        freq = np.bincount(code, minlength=K**T) / n
+        p = r["path_prob"]
+        assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1.0 / n)
+        support = p > 0
+        assert np.all(freq[~support] == 0)
+        chi2 = np.sum((freq[support] - p[support]) ** 2 / p[support]) * n
+        assert chi2 < stats.chi2.isf(1e-6, df=support.sum() - 1)
+
+
+def test_sample_chain_is_a_markov_chain():
+    rng = np.random.default_rng(3)
+    startprob, transmat = random_stochastic(rng, 3), random_stochastic(rng, (3, 3))
+    z = inference.sample_chain(startprob, transmat, 200000, np.random.default_rng(4))
+    counts = np.zeros((3, 3))
+    np.add.at(counts, (z[:-1], z[1:]), 1)
+    est = counts / counts.sum(axis=1, keepdims=True)
+    assert np.abs(est - transmat).max() < 0.01  # ~ 5 standard deviations at n ~ 66000/row
+
+
+def _impossible_case():
+    """State 0 emits only symbol 0, state 1 only symbol 1, and 0 -> 1 is forbidden."""
+    startprob = np.array([0.5, 0.5])
+    transmat = np.array([[1.0, 0.0], [0.4, 0.6]])
+    emissionprob = np.array([[1.0, 0.0, 0.0], [0.0, 0.7, 0.3]])
+    return startprob, transmat, emissionprob
+
+
+@pytest.mark.parametrize("kind", ["categorical", "dense"])
+def test_impossible_sequence_gives_minus_inf_and_no_statistics(kind):
+    startprob, transmat, emissionprob = _impossible_case()
+    # sequence 1 = [0, 1] is impossible (0 -> 1 forbidden); the others are possible
+    lengths = [3, 2, 4]
+    symbols = np.array([1, 2, 0, 0, 1, 1, 1, 0, 0])
+    possible = np.r_[0:3, 5:9]
+
+    def table(sym):
+        if kind == "categorical":
+            return EmissionTable.from_symbols(emissionprob, sym)
+        with np.errstate(divide="ignore"):
+            return EmissionTable.from_log_likelihood(np.log(emissionprob.T[sym]))
+
+    seqs = Sequences.from_lengths(lengths)
+    res = inference.forward_backward(startprob, transmat, table(symbols), seqs)
+    ref = inference.forward_backward(startprob, transmat, table(symbols[possible]),
+                                     Sequences.from_lengths([3, 4]))
+    assert res.loglik[1] == -np.inf and np.all(np.isfinite(res.loglik[[0, 2]]))
+    np.testing.assert_array_equal(res.loglik[[0, 2]], ref.loglik)
+    np.testing.assert_array_equal(res.start, ref.start)
+    np.testing.assert_array_equal(res.trans, ref.trans)
+    if kind == "categorical":
+        np.testing.assert_array_equal(res.post, ref.post)
+    else:
+        assert np.all(res.post[3:5] == 0.0)
+        np.testing.assert_array_equal(res.post[possible], ref.post)
+    ll = inference.log_likelihood(startprob, transmat, table(symbols), seqs)
+    np.testing.assert_array_equal(ll, res.loglik)
+    logprob, states = inference.viterbi(startprob, transmat, table(symbols), seqs)
+    assert logprob[1] == -np.inf and np.all(states[3:5] == -1)
+    assert np.all(states[possible] >= 0)
+    draws = inference.sample_posterior(startprob, transmat, table(symbols), seqs,
+                                       np.random.default_rng(0))
+    assert np.all(draws[3:5] == -1) and np.all(draws[possible] >= 0)
+
+
+def test_lanes_are_independent_of_their_block_mates():
+    """A sequence alone and among others of other lengths gives bitwise the same numbers."""
+    startprob, transmat, table, log_e, _ = make_case(4, 3, "dense")
+    seqs = Sequences.from_lengths(LENGTHS)
+    together = inference.forward_backward(startprob, transmat, table, seqs)
+    bounds = seqs.bounds
+    for s in [0, 2, 6]:
+        alone_table = EmissionTable.from_log_likelihood(log_e[bounds[s]:bounds[s + 1]])
+        alone = inference.forward_backward(startprob, transmat, alone_table,
+                                           Sequences.from_lengths([LENGTHS[s]]))
+        assert alone.loglik[0] == together.loglik[s]
+        np.testing.assert_array_equal(alone.post, together.post[bounds[s]:bounds[s + 1]])
+
+
+def _long_case(T, seed=5, K=4, W=20, sticky=0.0):
+    rng = np.random.default_rng(seed)
+    startprob = random_stochastic(rng, K)
+    transmat = random_stochastic(rng, (K, K))
+    transmat = sticky * np.eye(K) + (1 - sticky) * transmat
+    emissionprob = random_stochastic(rng, (K, W))
+    symbols = rng.integers(0, W, T)
+    return startprob, transmat, emissionprob, EmissionTable.from_symbols(emissionprob, symbols)
+
+
+def _serial(monkeypatch, fn, startprob, transmat, table, seqs):
+    """``fn`` with every sequence in a single lane (a fresh plan: plans are cached)."""
+    with monkeypatch.context() as m:
+        m.setattr(inference, "_SEGMENT", 10**12)
+        return fn(startprob, transmat, table, Sequences.from_lengths(seqs.lengths))
+
+
+@pytest.mark.parametrize("sticky", [0.0, 0.999])
+def test_segmented_long_sequences_match_the_serial_recursion(monkeypatch, sticky):
+    """Segments with warm-ups (checks pass) and a chain that forgets slowly (reruns)."""
+    monkeypatch.setattr(inference, "_SEGMENT", 3000)
+    monkeypatch.setattr(inference, "_WARMUP", 200)
+    startprob, transmat, _, table = _long_case(40000, sticky=sticky)
+    seqs = Sequences.from_lengths([17000, 3, 20000, 2997])
+    assert seqs.segments.part.max() > 4
+    args = (startprob, transmat, table, seqs)
+    np.testing.assert_allclose(inference.log_likelihood(*args),
+                               _serial(monkeypatch, inference.log_likelihood, *args),
+                               rtol=1e-12, atol=0)
+    logprob, states = inference.viterbi(*args)
+    ref_logprob, ref_states = _serial(monkeypatch, inference.viterbi, *args)
+    np.testing.assert_array_equal(states, ref_states)
+    np.testing.assert_allclose(logprob, ref_logprob, rtol=1e-12, atol=0)
+    fb = inference.forward_backward(*args)
+    ref = _serial(monkeypatch, inference.forward_backward, *args)
+    np.testing.assert_allclose(fb.loglik, ref.loglik, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(fb.start, ref.start, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fb.trans, ref.trans, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(fb.post, ref.post, rtol=1e-12, atol=1e-9)
+
+
+def test_million_steps_score_without_underflow(monkeypatch):
+    """log p(x) of a 10**6-step sequence (p(x) ~ 1e-1300000) against the log-space forward.
+
+    The reference is hmmlearn's log-space forward recursion (``implementation="log"``),
+    an independent implementation that never leaves log space.
+    """
+    hmm = pytest.importorskip("hmmlearn.hmm")
+    T = 10**6
+    startprob, transmat, emissionprob, table = _long_case(T, seed=11, K=3, W=30)
+    seqs = Sequences.from_lengths([T])
+    ll = inference.log_likelihood(startprob, transmat, table, seqs)[0]
+    fb = inference.forward_backward(startprob, transmat, table, seqs)
+    ref_model = hmm.CategoricalHMM(3, implementation="log")
+    ref_model.startprob_, ref_model.transmat_ = startprob, transmat
+    ref_model.emissionprob_, ref_model.n_features = emissionprob, 30
+    ref = ref_model.score(table.idx[:, None])
+    assert np.isfinite(ll) and ll < -2e6
+    assert abs(ll - ref) <= 1e-8 * abs(ref)
+    assert abs(fb.loglik[0] - ref) <= 1e-8 * abs(ref)
+    assert abs(fb.start.sum() - 1.0) < 1e-12 and abs(fb.trans.sum() - (T - 1)) < 1e-6 * T
+
+
+def _run_all(startprob, transmat, table, seqs):
+    fb = inference.forward_backward(startprob, transmat, table, seqs)
+    return (fb.loglik, fb.start, fb.trans, fb.post,
+            inference.log_likelihood(startprob, transmat, table, seqs),
+            *inference.viterbi(startprob, transmat, table, seqs),
+            inference.sample_posterior(startprob, transmat, table, seqs,
+                                       np.random.default_rng(1)))
+
+
+def test_results_are_identical_for_one_and_two_threads(monkeypatch):
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has a single thread here")
+    monkeypatch.setattr(inference, "_SEGMENT", 1000)
+    monkeypatch.setattr(inference, "_WARMUP", 100)
+    rng = np.random.default_rng(9)
+    lengths = rng.integers(1, 3000, 150)
+    lengths[7] = 20000
+    startprob, transmat, emissionprob, cat = _long_case(int(lengths.sum()), seed=9, K=5)
+    dense = EmissionTable.from_log_likelihood(rng.normal(size=(int(lengths.sum()), 5)))
+    seqs = Sequences.from_lengths(lengths)
+    assert seqs.lanes.n_chunks > 2 and seqs.segments.n_chunks > 2
+    before = numba.get_num_threads()
+    try:
+        for table in (cat, dense):
+            numba.set_num_threads(1)
+            one = _run_all(startprob, transmat, table, seqs)
+            numba.set_num_threads(2)
+            two = _run_all(startprob, transmat, table, seqs)
+            for a, b in zip(one, two, strict=True):
+                np.testing.assert_array_equal(a, b)
+    finally:
+        numba.set_num_threads(before)
+
+
+@pytest.mark.parametrize("K", [9, 300])
+def test_many_states_match_the_log_space_recursions(K):
+    """K = 9 (two register blocks of 4 and a remainder), K = 300 (uint16 back-pointers)."""
+    lengths = [7, 1, 12]
+    rng = np.random.default_rng(K)
+    startprob = random_stochastic(rng, K)
+    transmat = random_stochastic(rng, (K, K), zeros=0.3)
+    log_e = rng.normal(size=(sum(lengths), K)) * 2.0
+    table = EmissionTable.from_log_likelihood(log_e)
+    seqs = Sequences.from_lengths(lengths)
+    fb = inference.forward_backward(startprob, transmat, table, seqs)
+    ll = inference.log_likelihood(startprob, transmat, table, seqs)
+    logprob, states = inference.viterbi(startprob, transmat, table, seqs)
+    bounds = seqs.bounds
+    start, trans = np.zeros(K), np.zeros((K, K))
+    for s in range(len(lengths)):
+        rows = slice(bounds[s], bounds[s + 1])
+        ref = log_space_sequence(startprob, transmat, log_e[rows])
+        start += ref["start"]
+        trans += ref["trans"]
+        np.testing.assert_allclose([fb.loglik[s], ll[s]], ref["loglik"], rtol=TOL)
+        np.testing.assert_allclose(fb.post[rows], ref["gamma"], rtol=0, atol=TOL)
+        np.testing.assert_array_equal(states[rows], ref["viterbi_path"])
+        np.testing.assert_allclose(logprob[s], ref["viterbi_logprob"], rtol=TOL)
+    np.testing.assert_allclose(fb.start, start, rtol=0, atol=TOL)
+    np.testing.assert_allclose(fb.trans, trans, rtol=0, atol=TOL)

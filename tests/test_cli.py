@@ -221,6 +221,27 @@ def test_npy_categorical_with_lengths(tmp_path, capsys):
     assert res["total"] == pytest.approx(api.score(X[:, None], [20, 30, 10]), rel=1e-12)
 
 
+@pytest.mark.parametrize("learn, extra", [("map", ["--transmat-prior", "2.0"]),
+                                          ("vb", ["--transmat-prior", "0.5"]),
+                                          ("vt", []), ("kvt", ["--k-best", "3"])])
+def test_learning_mode_flags_match_api(tmp_path, capsys, learn, extra):
+    rng = np.random.default_rng(6)
+    X = rng.integers(0, 4, size=80)
+    np.save(tmp_path / "x.npy", X)
+    out = tmp_path / learn
+    rc, _, err = run(["fit", tmp_path / "x.npy", "--emission", "categorical", "--n-states", 3,
+                      "--out", out, "--random-state", 1, "--n-iter", 15, "--learn", learn,
+                      *extra], capsys)
+    assert rc == 0, err
+    kw = {"transmat_prior": float(extra[1])} if "--transmat-prior" in extra else {}
+    api = HMM(n_states=3, n_iter=15, random_state=1, learn=learn,
+              k_best=3 if learn == "kvt" else 1, **kw).fit(X[:, None])
+    saved = hiddenstate.load(out)
+    assert saved.learn == learn
+    assert saved.monitor_.history == api.monitor_.history
+    assert np.array_equal(saved.transmat_, api.transmat_)
+
+
 # --------------------------------------------------------------------------- errors
 
 

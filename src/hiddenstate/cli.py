@@ -23,6 +23,11 @@ import numpy as np
 
 from . import textio
 from .errors import HiddenStateError, InvalidInputError, ModelFileError
+from .learn import MODES
+
+#: the objective's name on the progress bar, per learning mode
+SHORT_OBJECTIVES = {"em": "log-lik", "map": "log-post", "vb": "ELBO", "vt": "log p(X,z*)",
+                    "kvt": "k-best"}
 
 PROG = "hiddenstate"
 META_FILE = "cli.json"
@@ -41,13 +46,14 @@ class ProgressBar:
     """
 
     def __init__(self, n_iter: int, n_init: int = 1, stream=None, width: int = 24,
-                 enabled: bool = True, min_interval: float = 0.05):
+                 enabled: bool = True, min_interval: float = 0.05, label: str = "log-lik"):
         self.n_iter = n_iter
         self.n_init = n_init
         self.stream = sys.stderr if stream is None else stream
         self.width = width
         self.enabled = enabled
         self.min_interval = min_interval
+        self.label = label
         self.init = 1
         self._last_iter = 0
         self._last_value: float | None = None
@@ -73,7 +79,7 @@ class ProgressBar:
         restart = f"init {self.init}/{self.n_init} " if self.n_init > 1 else ""
         d = "" if delta is None else f"  delta {delta:+.3g}"
         line = (f"\rfit {restart}[{bar}] {iteration:>{len(str(self.n_iter))}}/{self.n_iter}"
-                f"  log-lik {objective:.6g}{d}  {now - self._start:.1f}s")
+                f"  {self.label} {objective:.6g}{d}  {now - self._start:.1f}s")
         self.stream.write(line.ljust(getattr(self, "_width_drawn", 0)))
         self._width_drawn = len(line)
         self.stream.flush()
@@ -147,8 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
                    default="diag", help="Gaussian covariance type (diag)")
     p.add_argument("--n-iter", type=_int_at_least(1), default=100,
                    help="maximum EM iterations (100)")
+    p.add_argument("--learn", choices=MODES, default="em",
+                   help="learning mode: em, map, vb (variational Bayes), vt (Viterbi "
+                   "training) or kvt (k best paths); see docs/learning-modes.md (em)")
+    p.add_argument("--k-best", type=_int_at_least(1), default=1,
+                   help="paths per sequence for --learn kvt (1)")
+    for name in ("startprob", "transmat", "emissionprob"):
+        p.add_argument(f"--{name}-prior", type=_finite_float, default=None,
+                       help=f"Dirichlet concentration of {name}_ rows (map/vb/vt/kvt)")
     p.add_argument("--tol", type=_finite_float, default=1e-4,
-                   help="stop when the log-likelihood gains less than this (1e-4)")
+                   help="stop when the objective gains less than this (1e-4; not for vt/kvt, "
+                   "which stop when the best paths stop changing)")
     p.add_argument("--n-init", type=_int_at_least(1), default=1,
                    help="random restarts; the best is kept (1)")
     p.add_argument("--random-state", type=int, default=None, help="seed (default: random)")
@@ -339,10 +354,12 @@ def cmd_fit(args, out) -> int:
         n_states=args.n_states, emission=emission,
         n_features=len(vocabulary) if vocabulary is not None else None,
         covariance_type=args.covariance_type, n_iter=args.n_iter, tol=args.tol,
-        n_init=args.n_init, random_state=args.random_state,
+        n_init=args.n_init, random_state=args.random_state, learn=args.learn,
+        k_best=args.k_best, startprob_prior=args.startprob_prior,
+        transmat_prior=args.transmat_prior, emissionprob_prior=args.emissionprob_prior,
     )
     show = sys.stderr.isatty() if args.progress is None else args.progress
-    bar = ProgressBar(args.n_iter, args.n_init, enabled=show)
+    bar = ProgressBar(args.n_iter, args.n_init, enabled=show, label=SHORT_OBJECTIVES[args.learn])
     start = time.perf_counter()
     try:
         with _about_file(args.input):

@@ -45,7 +45,7 @@ from ..families import COVARIANCE_TYPES
 from ..families.categorical import MAX_INFERRED_SYMBOLS
 from ..families.gaussian import full_covars
 from ..inference import Sequences
-from ..learn import em
+from ..learn import fit as fit_mode
 from ..models.hmm import HMM
 
 __all__ = [
@@ -122,7 +122,7 @@ class ConvergenceMonitor:
 
 class _StopRule:
     """Adapts an hmmlearn-style monitor (``report`` + ``converged``) to
-    :func:`hiddenstate.learn.em`'s stopping protocol."""
+    :func:`hiddenstate.learn.fit`'s stopping protocol."""
 
     def __init__(self, monitor, n_iter: int):
         self.monitor = monitor
@@ -156,6 +156,8 @@ class _HmmlearnHMM(HMM):
     #: emission-parameter attribute names by letter (hmmlearn's, with ``covars_``)
     _emission_attrs: dict[str, str] = {}
     n_init = 1  # hmmlearn has no restarts
+    learn = "em"  # hmmlearn records log p(X); its priors act through the blocks' M-step
+    k_best = 1
 
     # -- hiddenstate.HMM's names for hmmlearn's hyper-parameters --------------------------
     @property
@@ -293,17 +295,19 @@ class _HmmlearnHMM(HMM):
         self._check()
         X = self._validate(X, None, self.n_features)[0]  # X agrees with the set parameters
         family = self._family(self.n_features)
-        theta = (self.startprob_, self.transmat_,
-                 family.check_params(self._get_emission_params()))
+        theta = {"startprob": self.startprob_, "transmat": self.transmat_,
+                 "emission": family.check_params(self._get_emission_params())}
         monitor = getattr(self, "monitor_", None)
         if monitor is None:
             monitor = self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
         elif type(monitor) is ConvergenceMonitor:  # follow set_params / attribute changes
             monitor.tol, monitor.n_iter, monitor.verbose = self.tol, self.n_iter, self.verbose
         monitor._reset()
-        theta = em(theta, self._e_step(family, X, seqs), self._m_step(family),
-                   _StopRule(monitor, int(self.n_iter)))
-        self._set_params_(*theta)
+        # hmmlearn records log p(X) while its M-step uses the priors: the "em" objective
+        # with the priors of this class's blocks (see _family_kwargs / _*_prior)
+        theta = fit_mode(self._problem(family, X, seqs), "em", theta,
+                         _StopRule(monitor, int(self.n_iter)), self.params).params
+        self._set_params_(theta["startprob"], theta["transmat"], theta["emission"])
         return self
 
     # -- inference -------------------------------------------------------------------------
@@ -415,7 +419,6 @@ class CategoricalHMM(_HmmlearnHMM):
     emission = "categorical"
     _letters = "ste"
     _emission_attrs = {"e": "emissionprob_"}
-    min_covar = 1e-3  # unused; read by hiddenstate.HMM's degenerate-state message
 
     def __init__(self, n_components=1, startprob_prior=1.0, transmat_prior=1.0, *,
                  emissionprob_prior=1.0, n_features=None, algorithm="viterbi",
@@ -636,7 +639,6 @@ class PoissonHMM(_HmmlearnHMM):
     emission = "poisson"
     _letters = "stl"
     _emission_attrs = {"l": "lambdas_"}
-    min_covar = 1e-3  # unused; read by hiddenstate.HMM's degenerate-state message
 
     def __init__(self, n_components=1, startprob_prior=1.0, transmat_prior=1.0,
                  lambdas_prior=0.0, lambdas_weight=0.0, algorithm="viterbi",

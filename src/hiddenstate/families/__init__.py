@@ -1,9 +1,11 @@
-"""Emission families: one parameter block each (log-likelihood table, sufficient
-statistics, M-step, initialisation, sampling). The initial distribution and the rows of the
-transition matrix are :func:`categorical.estimate_rows` blocks too."""
+"""Conjugate parameter blocks. Emission families own one block each (log-likelihood table,
+sufficient statistics, MLE/MAP M-step, log prior, variational updates, initialisation,
+sampling); the initial distribution and the transition rows are :class:`DirichletRows`
+blocks, as are categorical emissions."""
 
 from .base import EmissionFamily
-from .categorical import CategoricalEmissions, estimate_rows
+from .categorical import CategoricalEmissions
+from .dirichlet import DirichletRows, estimate_rows
 from .gaussian import COVARIANCE_TYPES, GaussianEmissions
 from .poisson import PoissonEmissions
 
@@ -17,6 +19,7 @@ __all__ = [
     "COVARIANCE_TYPES",
     "FAMILIES",
     "CategoricalEmissions",
+    "DirichletRows",
     "EmissionFamily",
     "GaussianEmissions",
     "PoissonEmissions",

@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from ..errors import InvalidInputError
 from ..inference import EmissionTable
 
 
@@ -53,6 +54,41 @@ class EmissionFamily(ABC):
         Returns the new parameters and the states whose estimate was degenerate (no
         posterior mass, or a covariance floored) and kept or repaired.
         """
+
+    @abstractmethod
+    def log_prior(self, params: dict) -> float:
+        """log p(params) under the family's prior (0 for a flat prior): the MAP and VT
+        objectives add it to the data term."""
+
+    # -- variational Bayes: q(params) in the conjugate family -----------------------------------
+    # A family without a conjugate variational treatment keeps these defaults, which refuse.
+    def _no_vb(self):
+        raise InvalidInputError(
+            f"learn: 'vb' is not available for {type(self).__name__}; use 'em', 'map', 'vt' "
+            "or 'kvt'")
+
+    def vb_init(self, params: dict, n_virtual: float) -> dict:
+        """Posterior hyper-parameters centred on ``params``, as if each state had been
+        estimated from ``n_virtual`` observations."""
+        self._no_vb()
+
+    def vb_update(self, q: dict, stats: dict, which: str) -> dict:
+        """Prior hyper-parameters plus the statistics (blocks whose letter is not in
+        ``which`` keep ``q``)."""
+        self._no_vb()
+
+    def vb_expected(self, q: dict) -> dict:
+        """What the E-step uses under q: ``table(vb_expected(q), X)`` must give
+        exp E_q[log p(x_t | z_t = k)]."""
+        self._no_vb()
+
+    def vb_kl(self, q: dict) -> float:
+        """KL(q || prior), summed over states."""
+        self._no_vb()
+
+    def vb_mean(self, q: dict) -> dict:
+        """Point estimate reported as the learned parameters (the posterior mean)."""
+        self._no_vb()
 
     @abstractmethod
     def initialize(self, X: np.ndarray, rng: np.random.Generator) -> dict:

@@ -1,11 +1,5 @@
-r"""Categorical blocks: discrete emissions, and the initial/transition distributions.
-
-MLE of a categorical row from expected counts :math:`n_w`: :math:`\hat\theta_w = n_w/\sum n`;
-under a Dirichlet(:math:`\alpha`) prior the MAP estimate is
-:math:`\hat\theta_w \propto \max(n_w + \alpha_w - 1, 0)` (hmmlearn's convention).
-Structural zeros (a zero in the current parameters) stay zero, so left-to-right models keep
-their shape.
-"""
+"""Categorical emissions: ``emissionprob`` rows, one Dirichlet block (see
+:mod:`.dirichlet` for the estimates, the prior and the variational updates)."""
 
 from __future__ import annotations
 
@@ -15,28 +9,10 @@ from .._validation import check_stochastic, check_symbols
 from ..errors import InvalidInputError
 from ..inference import EmissionTable
 from .base import EmissionFamily
+from .dirichlet import DirichletRows
 
 #: an alphabet inferred from the data may not exceed this; pass n_features to go beyond
 MAX_INFERRED_SYMBOLS = 2**24
-
-
-def estimate_rows(counts: np.ndarray, current: np.ndarray, prior=1.0) -> tuple[np.ndarray, list]:
-    """Row-normalised MAP estimate (MLE for ``prior == 1``) keeping structural zeros.
-
-    A row with no mass at all (a state never visited) keeps its current value; its index
-    is returned so the caller can warn.
-    """
-    est = np.maximum(counts + (np.asarray(prior, dtype=np.float64) - 1.0), 0.0)
-    est = np.where(current == 0, 0.0, est)
-    est = np.atleast_2d(est)
-    cur = np.atleast_2d(current)
-    sums = est.sum(axis=1)
-    dead = np.flatnonzero(sums <= 0)
-    out = np.empty_like(est)
-    live = sums > 0
-    out[live] = est[live] / sums[live, None]
-    out[~live] = cur[~live]
-    return out.reshape(current.shape), dead.tolist()
 
 
 class CategoricalEmissions(EmissionFamily):
@@ -47,6 +23,7 @@ class CategoricalEmissions(EmissionFamily):
     def __init__(self, n_states: int, n_features: int, emissionprob_prior=1.0):
         super().__init__(n_states, n_features)
         self.emissionprob_prior = emissionprob_prior
+        self.rows = DirichletRows("emissionprob", "e", emissionprob_prior)
 
     def validate_X(self, X, fitted_n_features):
         return check_symbols(X, fitted_n_features)
@@ -72,10 +49,26 @@ class CategoricalEmissions(EmissionFamily):
         return {"counts": post.T}
 
     def mstep(self, params, stats, which):
-        if "e" not in which:
-            return params, []
-        B, dead = estimate_rows(stats["counts"], params["emissionprob"], self.emissionprob_prior)
+        B, dead = self.rows.mstep(params["emissionprob"], stats["counts"], which)
         return {"emissionprob": B}, dead
+
+    def log_prior(self, params):
+        return self.rows.log_prior(params["emissionprob"])
+
+    def vb_init(self, params, n_virtual):
+        return {"emissionprob": self.rows.vb_init(params["emissionprob"], n_virtual)}
+
+    def vb_update(self, q, stats, which):
+        return {"emissionprob": self.rows.vb_update(q["emissionprob"], stats["counts"], which)}
+
+    def vb_expected(self, q):
+        return {"emissionprob": self.rows.vb_expected(q["emissionprob"])}
+
+    def vb_kl(self, q):
+        return self.rows.vb_kl(q["emissionprob"])
+
+    def vb_mean(self, q):
+        return {"emissionprob": self.rows.vb_mean(q["emissionprob"])}
 
     def initialize(self, X, rng):
         B = rng.dirichlet(np.ones(self.n_features), size=self.n_states)

@@ -16,6 +16,41 @@ with posterior weights :math:`\gamma_{tk}`, :math:`n_k = \sum_t \gamma_{tk}`, pr
 Safeguards, each with a :class:`~hiddenstate.errors.DegenerateStateWarning` naming the
 state: a state with no posterior mass keeps its previous mean and covariance; a variance
 (or covariance eigenvalue) below ``min_covar`` is raised to ``min_covar``.
+
+**Variational Bayes** (Bishop, PRML sec. 10.2; Beal 2003, ch. 3). The prior is
+Normal-Wishart on the mean and *precision* :math:`\Lambda_k = \Sigma_k^{-1}`,
+
+.. math::
+    \mu_k \mid \Lambda_k \sim N(m_0, (\beta_0\Lambda_k)^{-1}), \qquad
+    \Lambda_k \sim \mathcal W(\nu_0, W_0), \quad W_0 = S_0^{-1},
+
+with the MAP arguments read as :math:`m_0` = ``means_prior``, :math:`\beta_0` =
+``means_weight``, :math:`\nu_0` = ``covars_weight`` and :math:`S_0` = ``covars_prior``, the
+*covariance-like* scale :math:`W_0^{-1}` (prior covariance times dof, as hmmlearn's
+``VariationalGaussianHMM.scale_prior``; a scalar means that times the identity for
+full/tied, a ``(D,)`` vector a diagonal). The MAP M-step above is the mode of exactly this
+prior times the likelihood in :math:`(\mu, \Lambda)` (the :math:`\max(\nu - D, 0)` is
+:math:`\nu_0 - D` below the Wishart's :math:`|\Lambda|^{(\nu_0-D-1)/2}` plus the Normal's
+:math:`|\Lambda|^{1/2}`), so MAP and VB share one prior. Diagonal: independent Normal-Gamma
+per dimension, :math:`\lambda_{kd} \sim \mathrm{Gamma}(\nu_0/2, \text{rate } s_{0d}/2)` (the
+one-dimensional Wishart). Spherical: one precision per state,
+:math:`\lambda_k \sim \mathrm{Gamma}(D\nu_0/2, \text{rate } D s_0/2)` (:math:`\nu_0`
+pseudo-observations of each of the D coordinates). Tied: one :math:`\Lambda` for all states.
+A proper prior needs :math:`\beta_0 > 0`, :math:`\nu_0 > D - 1` (full, tied) or
+:math:`\nu_0 > 0` (diag, spherical) and a positive (definite) :math:`S_0`; anything else
+raises :class:`~hiddenstate.errors.InvalidInputError` in VB.
+
+The posterior ``q`` has the same form, with keys ``means`` :math:`m` (K, D), ``beta``
+:math:`\beta` (K,), ``dof`` :math:`\nu` ((K,); a scalar when tied) and ``scale`` :math:`S`
+(shaped like ``covars``): hmmlearn's ``VariationalGaussianHMM`` names and conventions
+(``means_posterior_``...). For full and tied covariances the updates, the expected
+log-likelihood and the bound are those of hmmlearn (whose table leaves out the
+:math:`-\frac D2\log 2\pi`). For diagonal and spherical covariances hmmlearn treats
+:math:`\mathrm{diag}(s)` / :math:`sI` as the scale of a D-dimensional Wishart, which is not
+conjugate to those models: the updates agree, but its :math:`E\log|\Lambda|` uses
+:math:`\sum_{i<D}\psi(\frac{\nu-i}2)` where the Gamma model has :math:`D\psi(\frac\nu2)`
+(diag) or :math:`D\psi(\frac{D\nu}2) - D\log D` (spherical), and its KL is a Wishart KL;
+the two coincide for D = 1.
 """
 
 from __future__ import annotations
@@ -24,9 +59,10 @@ import warnings
 
 import numpy as np
 from scipy import linalg
+from scipy.special import digamma, gammaln, multigammaln
 
 from .._validation import check_real_X
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NumericalError
 from ..kernels import gaussian_diag_loglik
 from .base import EmissionFamily
 
@@ -75,12 +111,16 @@ class GaussianEmissions(EmissionFamily):
 
     # -- log-likelihood ---------------------------------------------------------------------
     def log_likelihood(self, params, X):
+        """log N(x_t | means_k, covars_k), plus ``params["log_offset"][k]`` when present
+        (the variational view from :meth:`vb_expected`)."""
         K, D = self.n_states, X.shape[1]
         means, covars = params["means"], params["covars"]
         ct = self.covariance_type
         if ct in ("diag", "spherical"):
             var = covars if ct == "diag" else np.repeat(covars[:, None], D, axis=1)
             log_norm = -0.5 * (D * _LOG_2PI + np.log(var).sum(axis=1))
+            if "log_offset" in params:
+                log_norm = log_norm + params["log_offset"]
             out = np.empty((len(X), K))
             gaussian_diag_loglik(X, means, 1.0 / var, log_norm, out)
             return out
@@ -91,6 +131,8 @@ class GaussianEmissions(EmissionFamily):
             z = linalg.solve_triangular(chol, (X - means[k]).T, lower=True)
             out[:, k] = -0.5 * (D * _LOG_2PI + (z * z).sum(axis=0)) - np.log(
                 np.diag(chol)).sum()
+        if "log_offset" in params:
+            out += params["log_offset"]
         return out
 
     # -- statistics and M-step --------------------------------------------------------------
@@ -149,6 +191,268 @@ class GaussianEmissions(EmissionFamily):
                         if fl:
                             floored.append(int(k))
         return {"means": means, "covars": covars}, sorted(set(dead.tolist()) | set(floored))
+
+    def _is_flat(self) -> bool:
+        D1 = 1 if self.covariance_type in ("diag", "spherical") else self.n_features
+        return (np.all(np.asarray(self.means_weight) == 0)
+                and np.all(np.asarray(self.covars_prior) == 0) and self.covars_weight <= D1)
+
+    def log_prior(self, params):
+        r"""The (unnormalised) log prior density whose joint maximiser with the data is
+        exactly :meth:`mstep`: with :math:`d_k = \mu_k - \mu_0`, :math:`b = \max(\nu-D', 0)`,
+
+        .. math::
+            \sum_k -\tfrac b2 \log|\Sigma_k| - \tfrac12\mathrm{tr}(\Psi\Sigma_k^{-1})
+                    - \tfrac\lambda2 d_k^\top \Sigma_k^{-1} d_k
+
+        (per dimension for diagonal/spherical covariances; one shared Σ when tied).
+        """
+        if self._is_flat():
+            return 0.0
+        K, D = self.n_states, self.n_features
+        means, covars = params["means"], params["covars"]
+        lam = np.broadcast_to(np.asarray(self.means_weight, dtype=np.float64).reshape(-1), (K,))
+        diff = means - self.means_prior
+        ct = self.covariance_type
+        if ct in ("diag", "spherical"):
+            var = covars if ct == "diag" else np.repeat(covars[:, None], D, axis=1)
+            psi = np.broadcast_to(np.asarray(self.covars_prior, dtype=np.float64), (K, D))
+            b = max(self.covars_weight - 1, 0)
+            return float(np.sum(-0.5 * b * np.log(var)
+                                - (psi + lam[:, None] * diff**2) / (2 * var)))
+        b = max(self.covars_weight - D, 0)
+        psi = np.broadcast_to(np.asarray(self.covars_prior, dtype=np.float64), (K, D, D))
+        covs = full_covars(covars, ct, K, D)
+        total = 0.0
+        for k in range(K):
+            inv = np.linalg.inv(covs[k])
+            quad = -0.5 * lam[k] * diff[k] @ inv @ diff[k]
+            if ct == "tied":
+                total += quad
+                continue
+            total += (-0.5 * b * np.linalg.slogdet(covs[k])[1] - 0.5 * np.trace(psi[k] @ inv)
+                      + quad)
+        if ct == "tied":
+            inv = np.linalg.inv(covars)
+            total += -0.5 * b * np.linalg.slogdet(covars)[1] - 0.5 * np.trace(psi[0] @ inv)
+        return float(total)
+
+    # -- variational Bayes: q(mu, Lambda) Normal-Wishart (Normal-Gamma per dimension) ----------
+    def _vb_prior(self) -> dict:
+        r"""The prior's hyper-parameters in the shapes of ``q`` (see the module docstring):
+        ``means`` :math:`m_0` (K, D), ``beta`` :math:`\beta_0` (K,), ``dof`` :math:`\nu_0`
+        ((K,), a scalar when tied) and ``scale`` :math:`S_0` (the covariance-like Wishart
+        scale :math:`W_0^{-1}`, in the shape of ``covars``). Accepted: ``means_prior`` a
+        scalar, (D,) or (K, D); ``means_weight`` a scalar or (K,); ``covars_weight`` a
+        scalar or (K,) (a scalar when tied); ``covars_prior`` a scalar or (K,) (spherical;
+        (K, D) is averaged over D), broadcastable to (K, D) (diag), a scalar (times the
+        identity), a (D,) diagonal, (D, D) or (K, D, D) (full; tied: not (K, D, D)). Raises
+        :class:`~hiddenstate.errors.InvalidInputError` for an improper prior."""
+        K, D, ct = self.n_states, self.n_features, self.covariance_type
+        m0 = _vb_broadcast("means_prior", self.means_prior, (K, D))
+        if not np.all(np.isfinite(m0)):
+            raise InvalidInputError("means_prior: must be finite")
+        b0 = _vb_broadcast("means_weight", self.means_weight, (K,))
+        if not np.all(np.isfinite(b0) & (b0 > 0)):
+            raise InvalidInputError(
+                f"means_weight: learn='vb' needs a proper Normal prior on the means, "
+                f"means_weight > 0 (got {_short(self.means_weight)}); pass e.g. means_weight=1.0 "
+                "(one pseudo-observation at means_prior)")
+        low = D - 1 if ct in ("full", "tied") else 0
+        nu0 = _vb_broadcast("covars_weight", self.covars_weight, () if ct == "tied" else (K,))
+        if not np.all(np.isfinite(nu0) & (nu0 > low)):
+            what = ("Wishart prior on the precision, covars_weight > n_features - 1 = "
+                    f"{low}" if low else "Gamma prior on each precision, covars_weight > 0")
+            raise InvalidInputError(
+                f"covars_weight: learn='vb' needs a proper {what} (got "
+                f"{_short(self.covars_weight)}); pass e.g. covars_weight={D}")
+        cp = _vb_broadcast("covars_prior", self.covars_prior, None)
+        if ct == "spherical":
+            s0 = (_vb_broadcast("covars_prior", cp, (K, D)).mean(axis=1) if cp.ndim == 2
+                  else _vb_broadcast("covars_prior", cp, (K,)))
+        elif ct == "diag":
+            s0 = _vb_broadcast("covars_prior", cp, (K, D))
+        else:
+            if cp.ndim == 0:
+                cp = cp * np.eye(D)
+            elif cp.ndim == 1 and cp.shape == (D,):
+                cp = np.diag(cp)
+            s0 = _vb_broadcast("covars_prior", cp, (D, D) if ct == "tied" else (K, D, D))
+        if ct in ("spherical", "diag"):
+            ok = np.all(np.isfinite(s0) & (s0 > 0))
+        else:
+            mats = s0.reshape(-1, D, D)
+            ok = (np.all(np.isfinite(mats)) and np.allclose(mats, mats.transpose(0, 2, 1))
+                  and np.linalg.eigvalsh(mats).min() > 0)
+        if not ok:
+            kind = ("positive" if ct in ("spherical", "diag")
+                    else "symmetric positive definite")
+            raise InvalidInputError(
+                f"covars_prior: learn='vb' needs a proper prior, a {kind} covariance-like "
+                f"scale (prior covariance times covars_weight); got {_short(cp)}"
+                + ("" if ct in ("spherical", "diag") else
+                   f" (smallest eigenvalue {np.linalg.eigvalsh(mats).min():g})") + ". "
+                "Pass e.g. covars_prior=1e-3 (read as 1e-3 * identity for full/tied)")
+        return {"means": m0, "beta": b0, "dof": nu0, "scale": s0}
+
+    def _vb_stats(self, params: dict, n_virtual: float) -> dict:
+        """Statistics of ``n_virtual`` observations per state with the moments of ``params``."""
+        K, D, ct = self.n_states, self.n_features, self.covariance_type
+        means = params["means"]
+        n = np.full(K, float(n_virtual))
+        stats = {"post": n, "obs": n[:, None] * means}
+        if ct in ("diag", "spherical"):
+            var = params["covars"] if ct == "diag" else params["covars"][:, None]
+            stats["obs**2"] = n[:, None] * (means**2 + var)
+        else:
+            covs = full_covars(params["covars"], ct, K, D)
+            stats["obs*obs.T"] = n[:, None, None] * (covs + np.einsum("ki,kj->kij", means, means))
+        return stats
+
+    def vb_init(self, params, n_virtual):
+        r""":meth:`vb_update` of the prior with the statistics of ``n_virtual`` pseudo-
+        observations per state whose mean and covariance are ``params`` (the same
+        "prior plus virtual counts" as :class:`~.dirichlet.DirichletRows`): for
+        ``n_virtual`` :math:`\to\infty`, :meth:`vb_mean` returns ``params``."""
+        return self.vb_update(None, self._vb_stats(params, n_virtual), "mc")
+
+    def vb_update(self, q, stats, which):
+        r"""Conjugate update (Bishop, PRML eqs. 10.60-10.63; Beal 2003, sec. 3.3):
+        :math:`\beta = \beta_0 + n`, :math:`m = (\beta_0 m_0 + \sum_t\gamma_t x_t)/\beta`,
+        :math:`\nu = \nu_0 + n` and
+
+        .. math::
+            S = S_0 + \sum_t \gamma_t (x_t - m)(x_t - m)^\top + \beta_0 (m - m_0)(m - m_0)^\top
+
+        (equal to :math:`S_0 + \sum_t\gamma_t x_t x_t^\top + \beta_0 m_0 m_0^\top -
+        \beta m m^\top`, hmmlearn's form). Diagonal: the diagonal of that, per dimension;
+        spherical: its mean over dimensions; tied: summed over states, with
+        :math:`\nu = \nu_0 + \sum_k n_k`. With only ``m`` in ``which``, :math:`(\nu, S)`
+        are kept; with only ``c``, :math:`(m, \beta)` are kept and :math:`S` uses the
+        current :math:`m` (each is the exact coordinate update of the bound)."""
+        if "m" not in which and "c" not in which:
+            return q
+        p = self._vb_prior()
+        ct = self.covariance_type
+        n, obs = stats["post"], stats["obs"]
+        if "m" in which:
+            beta = p["beta"] + n
+            means = (p["beta"][:, None] * p["means"] + obs) / beta[:, None]
+        else:
+            beta, means = q["beta"], q["means"]
+        if "c" not in which:
+            return {"means": means, "beta": beta, "dof": q["dof"], "scale": q["scale"]}
+        d = means - p["means"]
+        if ct in ("diag", "spherical"):
+            sq = (stats["obs**2"] - 2.0 * means * obs + means**2 * n[:, None]
+                  + p["beta"][:, None] * d**2)
+            dof = p["dof"] + n
+            scale = p["scale"] + (sq if ct == "diag" else sq.mean(axis=1))
+            if not np.all(scale > 0):
+                raise _lost_definiteness()
+        else:
+            om = np.einsum("ki,kj->kij", obs, means)
+            sq = (stats["obs*obs.T"] - om - om.transpose(0, 2, 1)
+                  + n[:, None, None] * np.einsum("ki,kj->kij", means, means)
+                  + p["beta"][:, None, None] * np.einsum("ki,kj->kij", d, d))
+            if ct == "tied":
+                dof = p["dof"] + n.sum()
+                scale = p["scale"] + sq.sum(axis=0)
+            else:
+                dof = p["dof"] + n
+                scale = p["scale"] + sq
+            scale = 0.5 * (scale + np.swapaxes(scale, -1, -2))
+            if np.linalg.eigvalsh(scale).min() <= 0:
+                raise _lost_definiteness()
+        return {"means": means, "beta": beta, "dof": np.asarray(dof, dtype=np.float64),
+                "scale": scale}
+
+    def _vb_covars(self, q) -> np.ndarray:
+        r""":math:`E_q[\Lambda]^{-1} = S/\nu` in the shape of ``covars``."""
+        dof, scale = q["dof"], q["scale"]
+        if self.covariance_type == "diag":
+            return scale / dof[:, None]
+        if self.covariance_type == "full":
+            return scale / dof[:, None, None]
+        return scale / dof
+
+    def _vb_log_offset(self, q) -> np.ndarray:
+        r""":math:`\tfrac12(E_q\log|\Lambda_k| - \log|E_q\Lambda_k|) - D/(2\beta_k)` per state."""
+        K, D, ct = self.n_states, self.n_features, self.covariance_type
+        dof = np.broadcast_to(q["dof"], (K,))
+        if ct == "spherical":
+            a = 0.5 * D * dof
+            half_gap = 0.5 * D * (digamma(a) - np.log(a))
+        elif ct == "diag":
+            half_gap = 0.5 * D * (digamma(0.5 * dof) - np.log(0.5 * dof))
+        else:
+            i = np.arange(D)[:, None]
+            half_gap = 0.5 * (digamma(0.5 * (dof - i)).sum(axis=0) - D * np.log(0.5 * dof))
+        return half_gap - 0.5 * D / q["beta"]
+
+    def vb_expected(self, q):
+        r"""What :meth:`log_likelihood` needs for :math:`E_q[\log N(x\mid\mu_k,
+        \Lambda_k^{-1})]` (Bishop, PRML eqs. 10.64-10.65):
+
+        .. math::
+            \tfrac12 E\log|\Lambda_k| - \tfrac D2\log 2\pi
+            - \tfrac12\big(D/\beta_k + \nu_k (x - m_k)^\top S_k^{-1} (x - m_k)\big),
+
+        i.e. the Gaussian log density at ``means`` :math:`m_k` and ``covars``
+        :math:`S_k/\nu_k = (E\Lambda_k)^{-1}`, plus the per-state ``log_offset``
+        :math:`\tfrac12(E\log|\Lambda_k| - \log|E\Lambda_k|) - D/(2\beta_k)`, where
+        :math:`E\log|\Lambda| - \log|E\Lambda|` is
+        :math:`\sum_{i<D}\psi(\tfrac{\nu-i}2) - D\log\tfrac\nu2` (full, tied),
+        :math:`D(\psi(\tfrac\nu2) - \log\tfrac\nu2)` (diag) or
+        :math:`D(\psi(\tfrac{D\nu}2) - \log\tfrac{D\nu}2)` (spherical)."""
+        return {"means": q["means"], "covars": self._vb_covars(q),
+                "log_offset": self._vb_log_offset(q)}
+
+    def vb_kl(self, q):
+        r""":math:`\mathrm{KL}(q(\mu,\Lambda)\,\|\,p(\mu,\Lambda))` summed over states, in
+        closed form (Penny 2001, "KL-divergences of Normal, Gamma, Dirichlet and Wishart
+        densities"): the Normal part, averaged over :math:`q(\Lambda)` (exact, since it is
+        linear in :math:`\Lambda`),
+
+        .. math::
+            \tfrac12\big(D\beta_0/\beta - D + D\log(\beta/\beta_0)
+            + \beta_0 (m - m_0)^\top E[\Lambda] (m - m_0)\big),
+
+        plus :math:`\mathrm{KL}(\mathcal W(\nu, S^{-1})\,\|\,\mathcal W(\nu_0, S_0^{-1}))`
+        (full; once when tied), or the Gamma KLs per dimension (diag: shape
+        :math:`\nu/2`, rate :math:`s_d/2`; spherical: shape :math:`D\nu/2`, rate
+        :math:`Ds/2`)."""
+        p = self._vb_prior()
+        K, D, ct = self.n_states, self.n_features, self.covariance_type
+        beta, b0 = q["beta"], p["beta"]
+        d = q["means"] - p["means"]
+        dof = np.broadcast_to(q["dof"], (K,))
+        if ct in ("diag", "spherical"):
+            prec = dof[:, None] / (q["scale"] if ct == "diag" else q["scale"][:, None])
+            quad = np.sum(prec * d**2, axis=1)
+        else:
+            scale = np.broadcast_to(q["scale"], (K, D, D))
+            quad = dof * np.einsum("ki,ki->k", d, np.linalg.solve(scale, d[..., None])[..., 0])
+        total = 0.5 * np.sum(D * b0 / beta - D + D * np.log(beta / b0) + b0 * quad)
+        if ct == "diag":
+            total += _kl_gamma(0.5 * q["dof"][:, None], 0.5 * q["scale"],
+                               0.5 * p["dof"][:, None], 0.5 * p["scale"]).sum()
+        elif ct == "spherical":
+            total += _kl_gamma(0.5 * D * q["dof"], 0.5 * D * q["scale"],
+                               0.5 * D * p["dof"], 0.5 * D * p["scale"]).sum()
+        elif ct == "full":
+            total += sum(_kl_wishart(q["dof"][k], q["scale"][k], p["dof"][k], p["scale"][k])
+                         for k in range(K))
+        else:
+            total += _kl_wishart(float(q["dof"]), q["scale"], float(p["dof"]), p["scale"])
+        return float(total)
+
+    def vb_mean(self, q):
+        r"""``means`` :math:`m_k` (the posterior mean of :math:`\mu_k`) and ``covars``
+        :math:`S_k/\nu_k = (E_q\Lambda_k)^{-1}`, the inverse of the posterior mean
+        precision (not :math:`E_q[\Sigma_k] = S_k/(\nu_k - D - 1)`, which needs
+        :math:`\nu_k > D + 1`); hmmlearn's ``VariationalGaussianHMM.covars_``."""
+        return {"means": q["means"].copy(), "covars": self._vb_covars(q)}
 
     # -- initialisation, checks, sampling -----------------------------------------------------
     def initialize(self, X, rng):
@@ -219,3 +523,73 @@ def _floor_eigen(cov: np.ndarray, floor: float) -> tuple[np.ndarray, bool]:
     if w.min() >= floor:
         return cov, False
     return (v * np.maximum(w, floor)) @ v.T, True
+
+
+def _short(arr) -> str:
+    """A one-line description of a hyper-parameter for error messages."""
+    arr = np.asarray(arr)
+    if arr.size == 1:
+        return f"{arr.item():g}"
+    if arr.size <= 4:
+        return "[" + ", ".join(f"{v:g}" for v in arr.ravel()) + "]"
+    return f"an array of shape {arr.shape}"
+
+
+def _vb_broadcast(name: str, value, shape: tuple[int, ...] | None) -> np.ndarray:
+    """``value`` as a float64 array of ``shape`` (as given if None; a prior hyper-parameter),
+    or a clear error."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+        if shape is None:
+            return arr
+        if arr.ndim > len(shape) and arr.size == 1:
+            arr = arr.reshape(())
+        return np.broadcast_to(arr, shape).copy()
+    except (TypeError, ValueError) as exc:
+        want = f" broadcastable to {shape}" if shape is not None else " of numbers"
+        raise InvalidInputError(
+            f"{name}: expected a number or an array{want}, got {value!r:.80}") from exc
+
+
+def _lost_definiteness() -> NumericalError:
+    return NumericalError(
+        "covars_prior: the variational posterior's scale matrix is not positive definite "
+        "(rounding in the raw second moments when |mean| >> std); standardise X or use a "
+        "larger covars_prior")
+
+
+def _kl_gamma(a, b, a0, b0):
+    r""":math:`\mathrm{KL}(\mathrm{Gamma}(a, b)\,\|\,\mathrm{Gamma}(a_0, b_0))`, shape-rate,
+    elementwise (Penny 2001)."""
+    return ((a - a0) * digamma(a) - gammaln(a) + gammaln(a0) + a0 * (np.log(b) - np.log(b0))
+            + a * (b0 - b) / b)
+
+
+def _wishart_elogdet(dof: float, scale: np.ndarray) -> float:
+    r""":math:`E\log|\Lambda|` for :math:`\Lambda\sim\mathcal W(\nu, S^{-1})`:
+    :math:`\sum_{i<D}\psi(\frac{\nu-i}2) + D\log 2 - \log|S|` (Bishop, PRML eq. B.81)."""
+    D = scale.shape[0]
+    return float(digamma(0.5 * (dof - np.arange(D))).sum() + D * np.log(2.0)
+                 - np.linalg.slogdet(scale)[1])
+
+
+def _wishart_log_norm(dof: float, scale: np.ndarray) -> float:
+    r""":math:`\log Z(\nu, S) = -\log B(S^{-1}, \nu)` (Bishop, PRML eq. B.79):
+    :math:`\frac{\nu D}2\log 2 - \frac\nu2\log|S| + \log\Gamma_D(\frac\nu2)`."""
+    D = scale.shape[0]
+    return float(0.5 * dof * D * np.log(2.0) - 0.5 * dof * np.linalg.slogdet(scale)[1]
+                 + multigammaln(0.5 * dof, D))
+
+
+def _kl_wishart(dof, scale, dof0, scale0) -> float:
+    r""":math:`\mathrm{KL}(\mathcal W(\nu, S^{-1})\,\|\,\mathcal W(\nu_0, S_0^{-1}))`
+    (Penny 2001):
+
+    .. math::
+        \tfrac{\nu-\nu_0}2 E_q\log|\Lambda| - \tfrac{\nu D}2 + \tfrac\nu2\mathrm{tr}(S_0 S^{-1})
+        + \log Z(\nu_0, S_0) - \log Z(\nu, S).
+    """
+    D = scale.shape[0]
+    return float(0.5 * (dof - dof0) * _wishart_elogdet(dof, scale) - 0.5 * dof * D
+                 + 0.5 * dof * np.trace(np.linalg.solve(scale, scale0))
+                 + _wishart_log_norm(dof0, scale0) - _wishart_log_norm(dof, scale))

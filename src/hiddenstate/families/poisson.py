@@ -7,12 +7,27 @@ M-step under a Gamma(:math:`a`, :math:`b`) prior (shape-rate; hmmlearn's ``lambd
 and ``lambdas_weight``): :math:`\lambda_k = (a + \sum_t \gamma_{tk} x_t)/(b + n_k)`;
 EM uses :math:`a = b = 0`. A state with no posterior mass keeps its rates (with a
 :class:`~hiddenstate.errors.DegenerateStateWarning`).
+
+That M-step is the mode of the posterior under the prior
+:math:`\lambda_{kd} \sim \mathrm{Gamma}(a + 1, b)` (shape, rate), and **variational Bayes**
+uses that same prior (conjugate; MacKay 1997, Beal 2003 ch. 3): :math:`q(\lambda_{kd}) =
+\mathrm{Gamma}(\hat a_{kd}, \hat b_{kd})` with
+
+.. math::
+    \hat a = a + 1 + \textstyle\sum_t \gamma_{tk} x_{td}, \qquad \hat b = b + n_k,
+
+the E-step uses :math:`E_q\log p(x\mid\lambda) = \sum_d x_d(\psi(\hat a) - \log\hat b) -
+\hat a/\hat b - \log\Gamma(x_d+1)` and the bound subtracts
+:math:`\sum\mathrm{KL}(\mathrm{Gamma}(\hat a, \hat b)\,\|\,\mathrm{Gamma}(a+1, b))`. The
+learned rates are the posterior means :math:`\hat a/\hat b`; the posterior is reported as
+``lambdas_shape`` and ``lambdas_rate`` (K, D). VB needs a proper prior: ``lambdas_weight``
+:math:`b > 0` and ``lambdas_prior`` :math:`a > -1`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.special import digamma, gammaln
 
 from .._validation import check_counts
 from ..errors import InvalidInputError
@@ -36,7 +51,12 @@ class PoissonEmissions(EmissionFamily):
         return X.shape[1]
 
     def log_likelihood(self, params, X):
+        """log p(x_t | lambdas_k); with ``params["log_lambdas"]`` (the variational view from
+        :meth:`vb_expected`) that replaces log(lambdas): E_q[log p(x_t | lambda_k)]."""
         lam = params["lambdas"]
+        if "log_lambdas" in params:
+            return (X @ params["log_lambdas"].T - lam.sum(axis=1)
+                    - gammaln(X + 1).sum(axis=1)[:, None])
         with np.errstate(divide="ignore", invalid="ignore"):
             logl = np.log(lam)
             # 0 * log(0) = 0: a zero rate explains zero counts with probability one
@@ -61,6 +81,77 @@ class PoissonEmissions(EmissionFamily):
             new = (a + stats["obs"]) / (b + n[:, None])
         lam[live] = np.broadcast_to(new, lam.shape)[live]
         return {"lambdas": lam}, dead.tolist()
+
+    def log_prior(self, params):
+        """Gamma(a + 1, b) log density up to a constant: sum a log(lambda) - b lambda, the
+        prior whose joint maximiser with the data is :meth:`mstep`."""
+        a = np.asarray(self.lambdas_prior, dtype=np.float64)
+        b = np.asarray(self.lambdas_weight, dtype=np.float64)
+        if np.all(a == 0) and np.all(b == 0):
+            return 0.0
+        lam = params["lambdas"]
+        with np.errstate(divide="ignore"):
+            return float(np.sum(np.where(a != 0, a * np.log(lam), 0.0) - b * lam))
+
+    # -- variational Bayes: q(lambda_kd) = Gamma(shape, rate) ------------------------------------
+    def _vb_prior(self) -> tuple[np.ndarray, np.ndarray]:
+        """Prior shape ``lambdas_prior + 1`` and rate ``lambdas_weight``, (K, D) each."""
+        shape = (self.n_states, self.n_features)
+        out = []
+        for name in ("lambdas_prior", "lambdas_weight"):
+            value = getattr(self, name)
+            try:
+                arr = np.broadcast_to(np.asarray(value, dtype=np.float64), shape).copy()
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(
+                    f"{name}: expected a number or an array broadcastable to {shape}, got "
+                    f"{value!r}") from exc
+            out.append(arr)
+        a, b = out[0] + 1.0, out[1]
+        if not np.all(np.isfinite(b) & (b > 0)):
+            raise InvalidInputError(
+                f"lambdas_weight: learn='vb' needs a proper Gamma(lambdas_prior + 1, "
+                f"lambdas_weight) prior, lambdas_weight > 0 (got {self.lambdas_weight!r:.60}); "
+                "pass e.g. lambdas_weight=1e-3")
+        if not np.all(np.isfinite(a) & (a > 0)):
+            raise InvalidInputError(
+                f"lambdas_prior: learn='vb' needs a proper Gamma(lambdas_prior + 1, "
+                f"lambdas_weight) prior, lambdas_prior > -1 (got {self.lambdas_prior!r:.60}); "
+                "pass e.g. lambdas_prior=0.0")
+        return a, b
+
+    def vb_init(self, params, n_virtual):
+        """The prior updated with ``n_virtual`` pseudo-observations per state at the rates
+        ``params["lambdas"]`` (as :class:`~.dirichlet.DirichletRows`)."""
+        n = np.full(self.n_states, float(n_virtual))
+        return self.vb_update(None, {"post": n, "obs": n[:, None] * params["lambdas"]}, "l")
+
+    def vb_update(self, q, stats, which):
+        r""":math:`\hat a = a + 1 + \sum_t\gamma_{tk}x_t`, :math:`\hat b = b + n_k`."""
+        if "l" not in which:
+            return q
+        a, b = self._vb_prior()
+        return {"lambdas_shape": a + stats["obs"], "lambdas_rate": b + stats["post"][:, None]}
+
+    def vb_expected(self, q):
+        r"""``lambdas`` :math:`E_q\lambda = \hat a/\hat b` and ``log_lambdas``
+        :math:`E_q\log\lambda = \psi(\hat a) - \log\hat b` (see :meth:`log_likelihood`)."""
+        shape, rate = q["lambdas_shape"], q["lambdas_rate"]
+        return {"lambdas": shape / rate, "log_lambdas": digamma(shape) - np.log(rate)}
+
+    def vb_kl(self, q):
+        r""":math:`\sum_{kd}\mathrm{KL}(\mathrm{Gamma}(\hat a, \hat b)\,\|\,\mathrm{Gamma}(a_0,
+        b_0))` with :math:`a_0 = a + 1`, :math:`b_0 = b` (Penny 2001):
+        :math:`(\hat a - a_0)\psi(\hat a) - \log\Gamma(\hat a) + \log\Gamma(a_0)
+        + a_0(\log\hat b - \log b_0) + \hat a(b_0 - \hat b)/\hat b`."""
+        a0, b0 = self._vb_prior()
+        a, b = q["lambdas_shape"], q["lambdas_rate"]
+        return float(np.sum((a - a0) * digamma(a) - gammaln(a) + gammaln(a0)
+                            + a0 * (np.log(b) - np.log(b0)) + a * (b0 - b) / b))
+
+    def vb_mean(self, q):
+        """The posterior mean rates :math:`\\hat a/\\hat b`."""
+        return {"lambdas": q["lambdas_shape"] / q["lambdas_rate"]}
 
     def initialize(self, X, rng):
         mean = X.mean(axis=0)

@@ -1,6 +1,7 @@
 """Learning algorithms, generic over models: a model hands statistics, a learner returns
-parameters. Batch EM lives in :mod:`.em`."""
+parameters. Batch modes (EM, MAP, VB, VT, k-best VT) live in :mod:`.batch`."""
 
-from .em import ConvergenceMonitor, em
+from .batch import MODES, OBJECTIVES, Fitted, fit
+from .monitor import ConvergenceMonitor
 
-__all__ = ["ConvergenceMonitor", "em"]
+__all__ = ["MODES", "OBJECTIVES", "ConvergenceMonitor", "Fitted", "fit"]

@@ -1,22 +1,12 @@
-r"""Batch expectation-maximisation, generic over models (Dempster, Laird & Rubin 1977).
-
-Each iteration evaluates the objective and the expected sufficient statistics at the current
-parameters (E-step), then maximises (M-step):
-:math:`\theta^{(i+1)} = \arg\max_\theta \mathbb E_{z \sim p(z|x,\theta^{(i)})} \log p(x, z|\theta)`.
-The learner never looks inside parameters or statistics: models supply both steps.
-"""
+"""The convergence monitor shared by every batch learning mode."""
 
 from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-import numpy as np
-
-from ..errors import ConvergenceWarning, NumericalError
+from ..errors import ConvergenceWarning
 
 
 @dataclass
@@ -53,25 +43,3 @@ class ConvergenceMonitor:
                 self.converged = True
         self.history.append(float(value))
         return self.converged or self.iter >= self.n_iter
-
-
-def em(params: Any, e_step: Callable[[Any], tuple[float, Any]],
-       m_step: Callable[[Any, Any], Any], monitor: ConvergenceMonitor,
-       callback: Callable[[int, float], None] | None = None) -> Any:
-    """Run EM from ``params`` until ``monitor`` says stop; return the final parameters.
-
-    ``e_step(params) -> (objective, stats)``; ``m_step(params, stats) -> params``.
-    """
-    for _ in range(monitor.n_iter):
-        objective, stats = e_step(params)
-        if not np.isfinite(objective):
-            raise NumericalError(
-                f"objective is {objective} at iteration {monitor.iter}; check the data for "
-                "extreme values or set min_covar / priors")
-        params = m_step(params, stats)
-        stop = monitor.report(objective)
-        if callback is not None:
-            callback(monitor.iter, objective)
-        if stop:
-            break
-    return params

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -11,17 +10,105 @@ from sklearn.base import BaseEstimator
 from .. import inference
 from .._validation import check_lengths, check_positive_int, check_stochastic
 from ..errors import (
-    DegenerateStateWarning,
     InvalidInputError,
     NotFittedError,
     ZeroProbabilityError,
 )
-from ..families import COVARIANCE_TYPES, FAMILIES, estimate_rows
+from ..families import COVARIANCE_TYPES, FAMILIES, DirichletRows
 from ..families.gaussian import full_covars
 from ..inference import Sequences
-from ..learn import ConvergenceMonitor, em
+from ..kernels import path_counts
+from ..learn import MODES, ConvergenceMonitor
+from ..learn import fit as fit_mode
 
 _ALL_LETTERS = "stemcl"
+
+#: priors that make every mode's M-step the maximum-likelihood one
+_FLAT_PRIORS = {
+    "startprob_prior": 1.0, "transmat_prior": 1.0, "emissionprob_prior": 1.0,
+    "means_prior": 0.0, "means_weight": 0.0, "covars_prior": 0.0, "covars_weight": 1.0,
+    "lambdas_prior": 0.0, "lambdas_weight": 0.0,
+}
+#: defaults of learn="map" / "vt" / "kvt" (hmmlearn's defaults)
+_MAP_PRIORS = {**_FLAT_PRIORS, "covars_prior": 1e-2}
+#: mode-specific defaults that differ from _MAP_PRIORS. Variational Bayes needs proper
+#: priors: one pseudo-observation at the data mean (set in fit), a Wishart/Gamma with
+#: n_features degrees of freedom around 1e-3 * identity (hmmlearn's VariationalGaussianHMM
+#: defaults), and an exponential prior on Poisson rates with the data mean as its mean.
+_DEFAULT_PRIORS: dict[str, dict] = {
+    "vb": {"means_weight": 1.0, "covars_prior": 1e-3, "covars_weight": None,
+           "lambdas_prior": 0.0, "lambdas_weight": None},
+}
+_FAMILY_PRIORS = {
+    "categorical": ("emissionprob_prior",),
+    "gaussian": ("means_prior", "means_weight", "covars_prior", "covars_weight"),
+    "poisson": ("lambdas_prior", "lambdas_weight"),
+}
+_POSTERIOR_SUFFIX = "_posterior_"
+
+
+class _HMMProblem:
+    """The HMM as the generic learner sees it: blocks ``startprob``, ``transmat``,
+    ``emission`` and the two inference routines (see :mod:`hiddenstate.learn.batch`)."""
+
+    def __init__(self, family, X, seqs: Sequences, startprob_prior, transmat_prior):
+        self.family = family
+        self.X = X
+        self.seqs = seqs
+        self.blocks = {"startprob": DirichletRows("startprob", "s", startprob_prior),
+                       "transmat": DirichletRows("transmat", "t", transmat_prior),
+                       "emission": family}
+        self.letters = {"startprob": "s", "transmat": "t",
+                        "emission": "".join(family.letters)}
+        n = len(X) / family.n_states
+        self.n_virtual = {"startprob": len(seqs.lengths), "transmat": n, "emission": n}
+
+    def _table(self, views):
+        return self.family.table(views["emission"], self.X)
+
+    def _stats(self, start, trans, post):
+        return {"startprob": start, "transmat": trans,
+                "emission": self.family.statistics(self.X, post)}
+
+    def expected_counts(self, views):
+        post = inference.forward_backward(views["startprob"], views["transmat"],
+                                          self._table(views), self.seqs)
+        _check_possible(post.loglik)
+        return float(post.loglik.sum()), self._stats(post.start, post.trans, post.post)
+
+    def path_counts(self, views, k):
+        table = self._table(views)
+        if k == 1:
+            logp, states = inference.viterbi(views["startprob"], views["transmat"], table,
+                                             self.seqs)
+            _check_possible(logp)
+            paths, weights, value = states[None], np.ones((len(logp), 1)), float(logp.sum())
+        else:
+            logp, paths = inference.kbest(views["startprob"], views["transmat"], table,
+                                          self.seqs, k)
+            _check_possible(logp[:, 0])
+            top = logp[:, :1]
+            with np.errstate(invalid="ignore"):
+                w = np.exp(logp - top)
+            weights = np.where(np.isfinite(logp), w, 0.0)
+            mass = weights.sum(axis=1, keepdims=True)
+            weights /= mass
+            value = float(np.sum(top[:, 0] + np.log(mass[:, 0])))
+        K = self.family.n_states
+        start, trans = np.zeros(K), np.zeros((K, K))
+        post = np.zeros((table.emis.shape[0] if table.by_idx else len(self.X), K))
+        path_counts(paths, weights, table.idx if table.by_idx else
+                    np.arange(len(self.X), dtype=np.int64), self.seqs.bounds, start, trans, post)
+        return value, self._stats(start, trans, post), paths
+
+
+def _check_possible(loglik: np.ndarray) -> None:
+    bad = np.flatnonzero(~np.isfinite(loglik))
+    if len(bad):
+        raise ZeroProbabilityError(
+            f"X: sequence {bad[0]} has probability zero under the current parameters "
+            "(an observation no reachable state can emit); check the data or use "
+            "init_params to start from parameters that allow it")
 
 
 def make_rng(random_state) -> np.random.Generator:
@@ -59,6 +146,17 @@ class HMM(BaseEstimator):
     min_covar : floor on variances (and covariance eigenvalues), applied with a warning.
     random_state : seed, numpy Generator or None.
     verbose : print the objective per iteration to stderr.
+    learn : the learning mode (see :mod:`hiddenstate.learn.batch`): ``"em"`` (maximum
+        likelihood), ``"map"`` (posterior mode under the priors below), ``"vb"`` (mean-field
+        variational Bayes; posterior hyper-parameters in ``*_posterior_``), ``"vt"``
+        (Viterbi training: hard EM on the best path) or ``"kvt"`` (the ``k_best`` best paths).
+    k_best : number of paths for ``learn="kvt"``.
+    startprob_prior, transmat_prior, emissionprob_prior : Dirichlet concentrations.
+    means_prior, means_weight, covars_prior, covars_weight : Gaussian priors (hmmlearn's
+        names and meaning: prior mean and its weight, covariance scale and its weight).
+    lambdas_prior, lambdas_weight : Gamma prior on Poisson rates (shape - 1 and rate).
+        Priors are used by every mode but ``"em"``; ``None`` takes the mode's default
+        (see ``docs/learning-modes.md``).
 
     Attributes
     ----------
@@ -71,7 +169,11 @@ class HMM(BaseEstimator):
                  n_features: int | None = None, covariance_type: str = "diag",
                  n_iter: int = 100, tol: float = 1e-4, n_init: int = 1,
                  init_params: str = _ALL_LETTERS, params: str = _ALL_LETTERS,
-                 min_covar: float = 1e-3, random_state=None, verbose: bool = False):
+                 min_covar: float = 1e-3, random_state=None, verbose: bool = False,
+                 learn: str = "em", k_best: int = 1, startprob_prior=None,
+                 transmat_prior=None, emissionprob_prior=None, means_prior=None,
+                 means_weight=None, covars_prior=None, covars_weight=None,
+                 lambdas_prior=None, lambdas_weight=None):
         self.n_states = n_states
         self.emission = emission
         self.n_features = n_features
@@ -84,14 +186,42 @@ class HMM(BaseEstimator):
         self.min_covar = min_covar
         self.random_state = random_state
         self.verbose = verbose
+        self.learn = learn
+        self.k_best = k_best
+        self.startprob_prior = startprob_prior
+        self.transmat_prior = transmat_prior
+        self.emissionprob_prior = emissionprob_prior
+        self.means_prior = means_prior
+        self.means_weight = means_weight
+        self.covars_prior = covars_prior
+        self.covars_weight = covars_weight
+        self.lambdas_prior = lambdas_prior
+        self.lambdas_weight = lambdas_weight
 
     # -- configuration --------------------------------------------------------------------------
+    def _prior(self, name: str):
+        """The prior hyper-parameter ``name`` in force for the learning mode."""
+        value = getattr(self, name)
+        if self.learn == "em":
+            return _FLAT_PRIORS[name]
+        if value is not None:
+            return value
+        mode_defaults = _DEFAULT_PRIORS.get(self.learn, {})
+        return mode_defaults[name] if name in mode_defaults else _MAP_PRIORS[name]
+
     def _family_kwargs(self) -> dict:
-        """Extra constructor arguments of the emission family (priors: overridden by
-        subclasses that learn under priors)."""
+        """Extra constructor arguments of the emission family (its priors included)."""
+        names = _FAMILY_PRIORS[self.emission]
+        kwargs = {name: self._prior(name) for name in names}
         if self.emission == "gaussian":
-            return {"covariance_type": self.covariance_type, "min_covar": self.min_covar}
-        return {}
+            kwargs.update(covariance_type=self.covariance_type, min_covar=self.min_covar)
+        return kwargs
+
+    def _startprob_prior(self):
+        return self._prior("startprob_prior")
+
+    def _transmat_prior(self):
+        return self._prior("transmat_prior")
 
     def _check_hyper(self) -> None:
         check_positive_int(self.n_states, "n_states")
@@ -112,9 +242,30 @@ class HMM(BaseEstimator):
                     f"{name}: expected a string of letters from {_ALL_LETTERS!r}, got {letters!r}")
         if not (isinstance(self.tol, (int, float)) and not np.isnan(self.tol)):
             raise InvalidInputError(f"tol: expected a number, got {self.tol!r}")
+        if self.learn not in MODES:
+            raise InvalidInputError(f"learn: {self.learn!r} is not one of {MODES}")
+        check_positive_int(self.k_best, "k_best")
+        if self.learn == "em":
+            given = [n for n in _FLAT_PRIORS if getattr(self, n, None) is not None]
+            if given:
+                raise InvalidInputError(
+                    f"{given[0]}: priors are not used by learn='em' (maximum likelihood); "
+                    "use learn='map', 'vb', 'vt' or 'kvt', or drop the prior")
 
-    def _family(self, n_features: int):
-        return FAMILIES[self.emission](self.n_states, n_features, **self._family_kwargs())
+    def _family(self, n_features: int, X: np.ndarray | None = None):
+        """The emission family; with data, VB's data-dependent prior defaults are filled in
+        (Gaussian ``means_prior``: the data mean, ``covars_weight``: ``n_features``;
+        Poisson ``lambdas_weight``: one over the data mean)."""
+        kwargs = self._family_kwargs()
+        if self.learn == "vb" and self.emission == "gaussian":
+            if self.means_prior is None and X is not None:
+                kwargs["means_prior"] = X.mean(axis=0)
+            if self.covars_weight is None:
+                kwargs["covars_weight"] = float(n_features)
+        if self.learn == "vb" and self.emission == "poisson" and self.lambdas_weight is None:
+            mean = X.mean(axis=0) if X is not None else np.ones(n_features)
+            kwargs["lambdas_weight"] = 1.0 / np.where(mean > 0, mean, 1.0)
+        return FAMILIES[self.emission](self.n_states, n_features, **kwargs)
 
     # -- learned parameters --------------------------------------------------------------------
     @property
@@ -194,58 +345,21 @@ class HMM(BaseEstimator):
                 f"{name} must be set before fit; set it or add {letter!r} to init_params")
         return getattr(self, attr)
 
-    def _e_step(self, family, X, seqs):
-        def e_step(theta):
-            startprob, transmat, emis = theta
-            table = family.table(emis, X)
-            post = inference.forward_backward(startprob, transmat, table, seqs)
-            bad = np.flatnonzero(~np.isfinite(post.loglik))
-            if len(bad):
-                raise ZeroProbabilityError(
-                    f"X: sequence {bad[0]} has probability zero under the current parameters "
-                    "(an observation no reachable state can emit); check the data or use "
-                    "init_params to start from parameters that allow it")
-            stats = (post.start, post.trans, family.statistics(X, post.post))
-            return float(post.loglik.sum()), stats
-        return e_step
+    def _problem(self, family, X, seqs) -> _HMMProblem:
+        return _HMMProblem(family, X, seqs, self._startprob_prior(), self._transmat_prior())
 
-    def _m_step(self, family):
-        which = self.params
-
-        def m_step(theta, stats):
-            startprob, transmat, emis = theta
-            start_counts, trans_counts, emis_stats = stats
-            if "s" in which:
-                startprob, _ = estimate_rows(start_counts, startprob, self._startprob_prior())
-            if "t" in which:
-                transmat, dead = estimate_rows(trans_counts, transmat, self._transmat_prior())
-                if dead:
-                    warnings.warn(
-                        f"states {dead} were never left in the expected counts; their "
-                        "transmat_ rows are kept unchanged", DegenerateStateWarning,
-                        stacklevel=4)
-            emis, degenerate = family.mstep(emis, emis_stats, which)
-            if degenerate:
-                warnings.warn(
-                    f"states {degenerate} had no posterior mass or a covariance at the floor "
-                    f"min_covar={self.min_covar}; their emission parameters were kept or "
-                    "floored", DegenerateStateWarning, stacklevel=4)
-            return startprob, transmat, emis
-        return m_step
-
-    def _startprob_prior(self):
-        return 1.0
-
-    def _transmat_prior(self):
-        return 1.0
+    def _monitor(self) -> ConvergenceMonitor:
+        tol = -np.inf if self.learn in ("vt", "kvt") else self.tol  # VT stops on paths
+        return ConvergenceMonitor(tol, self.n_iter, self.verbose)
 
     def fit(self, X, lengths=None, callback: Callable[[int, float], None] | None = None):
-        """Estimate parameters by EM (Baum-Welch) from one or more sequences.
+        """Learn the parameters with the mode chosen by ``learn`` from one or more sequences.
 
         ``X`` holds the sequences concatenated (categorical: integer symbols, shape
         ``(n,)`` or ``(n, 1)``; Gaussian/Poisson: ``(n, n_features)``); ``lengths`` gives
         each sequence's length (default: one sequence). ``callback(iteration, objective)``
-        is called after every iteration.
+        is called after every iteration. With ``n_init > 1`` the run with the highest final
+        objective of the mode is kept.
         """
         self._check_hyper()
         n_features = self.n_features
@@ -255,20 +369,37 @@ class HMM(BaseEstimator):
         family_cls = FAMILIES[self.emission]
         if n_features is None:
             n_features = family_cls(self.n_states, 1, **self._family_kwargs()).infer_n_features(X)
-        family = self._family(n_features)
+        family = self._family(n_features, X)
+        problem = self._problem(family, X, seqs)
         rng = make_rng(self.random_state)
         best = None
         for _ in range(self.n_init):
-            theta = self._initial_params(X, family, rng)
-            monitor = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
-            theta = em(theta, self._e_step(family, X, seqs), self._m_step(family), monitor,
-                       callback)
-            if best is None or monitor.history[-1] > best[1].history[-1]:
-                best = (theta, monitor)
-        theta, self.monitor_ = best
+            startprob, transmat, emis = self._initial_params(X, family, rng)
+            theta = {"startprob": startprob, "transmat": transmat, "emission": emis}
+            result = fit_mode(problem, self.learn, theta, self._monitor(), self.params,
+                              self.k_best, callback)
+            if best is None or result.monitor.history[-1] > best.monitor.history[-1]:
+                best = result
+        self.monitor_ = best.monitor
         self.n_features_ = n_features
-        self._set_params_(*theta)
+        self._set_params_(best.params["startprob"], best.params["transmat"],
+                          best.params["emission"])
+        self._set_posterior_(best.posterior)
         return self
+
+    def _set_posterior_(self, posterior: dict | None) -> None:
+        """VB posterior hyper-parameters as ``<name>_posterior_`` attributes."""
+        for attr in self._posterior_attrs():
+            delattr(self, attr)
+        if posterior is None:
+            return
+        for name, value in posterior.items():
+            items = value.items() if isinstance(value, dict) else [(name, value)]
+            for key, arr in items:
+                setattr(self, key + _POSTERIOR_SUFFIX, np.asarray(arr, dtype=np.float64))
+
+    def _posterior_attrs(self) -> list[str]:
+        return sorted(a for a in vars(self) if a.endswith(_POSTERIOR_SUFFIX))
 
     # -- inference ------------------------------------------------------------------------------
     def _prepare(self, X, lengths):
@@ -351,6 +482,8 @@ class HMM(BaseEstimator):
         out = {"startprob_": self.startprob_, "transmat_": self.transmat_}
         for key in self._emission_keys().values():
             attr = "_covars_" if key == "covars" else key + "_"
+            out[attr] = getattr(self, attr)
+        for attr in self._posterior_attrs():
             out[attr] = getattr(self, attr)
         return out
 

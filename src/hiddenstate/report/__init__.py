@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import HiddenStateError
+from ..learn import OBJECTIVES
 
 __all__ = ["write_report", "require_matplotlib", "top_symbols"]
 
@@ -114,6 +115,8 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
     K = int(model.n_states)
     emission = model.emission
     history = list(getattr(getattr(model, "monitor_", None), "history", []) or [])
+    mode = getattr(model, "learn", "em")
+    objective = OBJECTIVES.get(mode, "objective")
     converged = getattr(getattr(model, "monitor_", None), "converged", None)
 
     loglik = n_obs = n_seq = None
@@ -157,7 +160,7 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
             label = "per-token perplexity" if vocabulary is not None else "perplexity"
             rows.append((label, _fmt(math.exp(-loglik / n_obs), 6)))
     elif history:
-        rows.append(("last EM log-likelihood", _fmt(history[-1], 10)))
+        rows.append((f"last training objective ({objective})", _fmt(history[-1], 10)))
     if fit_seconds is not None:
         rows.append(("fit time", f"{float(fit_seconds):.2f} s"))
     parts = [f'<section id="summary"><h2>Summary</h2>'
@@ -165,11 +168,12 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
 
     # --- log-likelihood
     if history:
-        p = plots.plot_loglik(history, out / "loglik.png", n_obs)
-        parts.append('<section id="loglik"><h2>Log-likelihood per iteration</h2>'
-                     "<p>The objective at the parameters entering each EM iteration; it never "
-                     "decreases under exact EM.</p>"
-                     f"{_img(p, 'log-likelihood per EM iteration')}</section>")
+        p = plots.plot_loglik(history, out / "loglik.png", n_obs, objective)
+        parts.append('<section id="loglik"><h2>Training objective per iteration</h2>'
+                     f"<p>Learning mode <code>{html.escape(mode)}</code>: "
+                     f"{html.escape(objective)} at the parameters entering each iteration; "
+                     "it never decreases.</p>"
+                     f"{_img(p, objective + ' per iteration')}</section>")
 
     # --- transitions
     p = plots.plot_transmat(model.transmat_, out / "transmat.png")

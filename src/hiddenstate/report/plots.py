@@ -26,16 +26,17 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def plot_loglik(history, path: Path, n_observations: int | None = None) -> Path:
-    """Log-likelihood per EM iteration (per observation on a second axis when known)."""
+def plot_loglik(history, path: Path, n_observations: int | None = None,
+                objective: str = "log-likelihood") -> Path:
+    """The learning objective per iteration (per observation on a second axis when known)."""
     h = np.asarray(history, dtype=float)
     fig = _figure(6.4, 3.6)
     ax = fig.add_subplot()
     it = np.arange(1, len(h) + 1)
     ax.plot(it, h, marker="o" if len(h) <= 40 else None, markersize=3, color="#1f77b4")
-    ax.set_xlabel("EM iteration")
-    ax.set_ylabel("log-likelihood")
-    ax.set_title("Training log-likelihood")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(objective)
+    ax.set_title(f"Training objective: {objective}")
     ax.grid(True, alpha=0.3)
     if len(h) > 3:
         # Zoom past the first big jump so the later progress is visible.

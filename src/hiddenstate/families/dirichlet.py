@@ -1,0 +1,109 @@
+r"""Categorical rows under independent Dirichlet priors: the conjugate block behind the
+initial distribution, every transition row and categorical emissions.
+
+For a row with expected counts :math:`n` and prior :math:`\mathrm{Dir}(\alpha)`:
+
+- MLE (``alpha = 1``) and MAP: :math:`\hat\theta_w \propto \max(n_w + \alpha_w - 1, 0)`
+  (hmmlearn's convention); structural zeros of the current row stay zero.
+- log prior density: :math:`\sum_w (\alpha_w - 1)\log\theta_w - \log B(\alpha)` over the
+  row's support.
+- Variational Bayes (MacKay 1997; Beal 2003, ch. 3): :math:`q(\theta) = \mathrm{Dir}(\hat\alpha)`
+  with :math:`\hat\alpha = \alpha + n`; inference uses the sub-normalised
+  :math:`\tilde\theta_w = \exp(\psi(\hat\alpha_w) - \psi(\sum_v \hat\alpha_v))`; the bound
+  subtracts :math:`\mathrm{KL}(\mathrm{Dir}(\hat\alpha)\,\|\,\mathrm{Dir}(\alpha))`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import digamma, gammaln
+
+
+def estimate_rows(counts: np.ndarray, current: np.ndarray, prior=1.0) -> tuple[np.ndarray, list]:
+    """Row-normalised MAP estimate (MLE for ``prior == 1``) keeping structural zeros.
+
+    A row with no mass at all (a state never visited) keeps its current value; its index
+    is returned so the caller can warn.
+    """
+    est = np.maximum(counts + (np.asarray(prior, dtype=np.float64) - 1.0), 0.0)
+    est = np.where(current == 0, 0.0, est)
+    est = np.atleast_2d(est)
+    cur = np.atleast_2d(current)
+    sums = est.sum(axis=1)
+    live = sums > 0
+    out = np.empty_like(est)
+    out[live] = est[live] / sums[live, None]
+    out[~live] = cur[~live]
+    return out.reshape(current.shape), np.flatnonzero(~live).tolist()
+
+
+def _support(theta: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    return (theta > 0) | (alpha != 1.0)
+
+
+class DirichletRows:
+    """A block of categorical rows (a vector, or a matrix of rows) with a Dirichlet prior.
+
+    ``key`` names the parameter (``"startprob"``, ``"transmat"``, ``"emissionprob"``),
+    ``letter`` its hmmlearn flag, ``prior`` a scalar or an array broadcastable to the rows.
+    """
+
+    def __init__(self, key: str, letter: str, prior=1.0):
+        self.key = key
+        self.letter = letter
+        self.prior = prior
+
+    def _alpha(self, like: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(np.asarray(self.prior, dtype=np.float64), like.shape)
+
+    # -- point estimates ------------------------------------------------------------------------
+    def mstep(self, theta, counts, which):
+        if self.letter not in which:
+            return theta, []
+        return estimate_rows(counts, theta, self._alpha(theta))
+
+    def log_prior(self, theta) -> float:
+        alpha = self._alpha(theta)
+        if np.all(alpha == 1.0):
+            return 0.0  # flat prior: a constant, left out
+        rows_t = np.atleast_2d(theta)
+        rows_a = np.atleast_2d(alpha)
+        total = 0.0
+        for t, a in zip(rows_t, rows_a, strict=True):
+            s = _support(t, a)
+            with np.errstate(divide="ignore"):
+                total += np.sum((a[s] - 1.0) * np.log(t[s]))
+            total -= np.sum(gammaln(a[s])) - gammaln(a[s].sum())
+        return float(total)
+
+    # -- variational Bayes ----------------------------------------------------------------------
+    def vb_init(self, theta, n_virtual: float) -> np.ndarray:
+        """q centred on ``theta`` as if estimated from ``n_virtual`` observations per row."""
+        return self._alpha(theta) + n_virtual * np.asarray(theta)
+
+    def vb_update(self, q, counts, which):
+        if self.letter not in which:
+            return q
+        return self._alpha(q) + counts
+
+    def vb_expected(self, q) -> np.ndarray:
+        """exp E_q[log theta] (rows sum to less than one)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.exp(digamma(q) - digamma(q.sum(axis=-1, keepdims=True)))
+        return np.where(q > 0, out, 0.0)
+
+    def vb_kl(self, q) -> float:
+        """KL(Dir(q) || Dir(prior)) summed over rows (entries with q = 0 excluded)."""
+        alpha = self._alpha(q)
+        total = 0.0
+        for a_hat, a in zip(np.atleast_2d(q), np.atleast_2d(alpha), strict=True):
+            s = a_hat > 0
+            a_hat, a = a_hat[s], a[s]
+            a0 = a_hat.sum()
+            total += (gammaln(a0) - gammaln(a_hat).sum() - gammaln(a.sum()) + gammaln(a).sum()
+                      + np.sum((a_hat - a) * (digamma(a_hat) - digamma(a0))))
+        return float(total)
+
+    def vb_mean(self, q) -> np.ndarray:
+        sums = q.sum(axis=-1, keepdims=True)
+        return q / sums

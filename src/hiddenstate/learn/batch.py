@@ -20,7 +20,8 @@ mode      E-step                                       objective recorded per it
 EM and MAP maximise with the blocks' M-steps (MAP: under the blocks' priors); VB replaces
 q(θ) by prior plus statistics (MacKay 1997; Beal 2003, ch. 3); VT and k-best VT use the
 MAP M-step on hard counts and stop when the best paths stop changing (Viterbi training as
-in PRISM, Sato & Kameya). Every objective is non-decreasing from one iteration to the next.
+in PRISM, Sato & Kameya) or, with ties, when the objective stops rising. Every objective is
+non-decreasing from one iteration to the next.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ..errors import DegenerateStateWarning, InvalidInputError, NumericalError
 from .monitor import ConvergenceMonitor
 
 MODES = ("em", "map", "vb", "vt", "kvt")
+_STALL = 1e-12  # relative gain below which Viterbi training has stopped moving
 
 #: what ``monitor_.history`` holds for each mode (for progress bars, reports and plots)
 OBJECTIVES = {
@@ -136,21 +138,24 @@ def fit(problem: Problem, mode: str, params: dict, monitor: ConvergenceMonitor, 
                 break
         return Fitted(params, None, monitor)
 
-    if mode in ("vt", "kvt"):  # the monitor's tol is not used: paths decide
+    if mode in ("vt", "kvt"):  # the monitor's tol is not used: the paths decide
         k = k_best if mode == "kvt" else 1
         previous = None
         for _ in range(monitor.n_iter):
             value, stats, paths = problem.path_counts(params, k)
             value += log_prior(params)
+            # Stop when the explanations repeat (the M-step would return params unchanged)
+            # or the objective no longer rises: paths of equal probability can trade places
+            # through rounding forever (at the k-th place of a k-best list, say).
             same = previous is not None and np.array_equal(paths, previous)
-            if not same:  # same explanations: the M-step would return params unchanged
-                params = mstep(params, stats)
-                previous = paths
-            stop = report(value)
-            if same:
+            stalled = bool(monitor.history) and value <= monitor.history[-1] + _STALL * abs(value)
+            if same or stalled:
                 monitor.converged = True
+                report(value)
                 break
-            if stop:
+            params = mstep(params, stats)
+            previous = paths
+            if report(value):
                 break
         return Fitted(params, None, monitor)
 

@@ -275,3 +275,13 @@ def test_map_decoding_and_posteriors_consistent():
     assert np.array_equal(states, post.argmax(1))
     lp_vit, vstates = m.decode(X, [60, 60])
     assert lp_vit <= lp  # log p(x, z*) <= log p(x)
+
+
+def test_save_load_array_priors_and_dtypes(tmp_path):
+    X = np.random.default_rng(2).integers(0, 3, size=(150, 1))
+    prior = np.array([[2.0, 1.0], [1.0, 3.0]])
+    m = hs.HMM(2, learn="map", transmat_prior=prior, n_iter=5, random_state=0).fit(X)
+    m.save(tmp_path / "m")
+    r = hs.load(tmp_path / "m")
+    assert np.array_equal(r.transmat_prior, prior) and r.transmat_prior.dtype == prior.dtype
+    assert np.array_equal(r.transmat_, m.transmat_)

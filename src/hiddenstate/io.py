@@ -20,6 +20,8 @@ from .errors import HiddenStateError, ModelFileError
 FORMAT = "hiddenstate-model"
 VERSION = 1
 _JSON = "model.json"
+#: array dtypes a saved model may hold (little-endian float64, int64, bool)
+_DTYPES = ("<f8", "<i8", "|b1")
 _NPZ = "arrays.npz"
 
 
@@ -34,29 +36,55 @@ def _digest(arr: np.ndarray) -> str:
 
 
 def _jsonable(value):
-    if isinstance(value, (np.integer,)):
+    """JSON form of a hyper-parameter: numbers (inf/nan tagged), strings, None, lists of
+    numbers, arrays (tagged with their dtype) and dicts of these."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, np.integer):
         return int(value)
     if isinstance(value, (np.floating, float)):
         v = float(value)
         return {"float": repr(v)} if not math.isfinite(v) else v
-    if isinstance(value, (str, int, bool)) or value is None:
+    if isinstance(value, (str, int)) or value is None:
         return value
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return {"array": [_jsonable(v) for v in value.ravel().tolist()],
+                "shape": list(value.shape), "dtype": value.dtype.str}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"dict": {k: _jsonable(v) for k, v in value.items()}}
     raise ModelFileError(
         f"cannot save hyper-parameter value {value!r} of type {type(value).__name__}; "
-        "use plain numbers, strings or None")
+        "use numbers, strings, None, numeric arrays or dicts of these")
 
 
 def _from_json(value):
-    if isinstance(value, dict) and set(value) == {"float"}:
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {"float"}:
         return float(value["float"])
-    return value
+    if set(value) == {"dict"}:
+        return {k: _from_json(v) for k, v in dict(value["dict"]).items()}
+    if set(value) == {"array", "shape", "dtype"}:
+        dtype = np.dtype(str(value["dtype"]))
+        if dtype.kind not in "biuf":
+            raise ModelFileError(f"array hyper-parameter of dtype {dtype} is not allowed")
+        return np.array([_from_json(v) for v in value["array"]], dtype=dtype).reshape(
+            [int(n) for n in value["shape"]])
+    raise ModelFileError(f"unrecognised JSON value {value!r}")
 
 
 def save(model, path) -> None:
     """Write ``model`` to the directory ``path`` (created if needed)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    arrays = {k: np.asarray(v, dtype=np.float64) for k, v in model.learned_arrays().items()}
+    arrays = {k: np.asarray(v) for k, v in model.learned_arrays().items()}
+    bad = [k for k, v in arrays.items() if v.dtype.str not in _DTYPES]
+    if bad:
+        raise ModelFileError(f"cannot save array {bad[0]} of dtype {arrays[bad[0]].dtype}")
     params = model.get_params(deep=False)
     if not isinstance(params.get("random_state"), (int, type(None))):
         params["random_state"] = None
@@ -68,7 +96,8 @@ def save(model, path) -> None:
         "n_features_": int(model.n_features_),
         "monitor": {"history": [_jsonable(v) for v in model.monitor_.history],
                     "converged": bool(model.monitor_.converged)},
-        "arrays": {k: {"shape": list(v.shape), "dtype": "float64", "sha256": _digest(v)}
+        "scalars": {k: _jsonable(v) for k, v in model.learned_scalars().items()},
+        "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.str, "sha256": _digest(v)}
                    for k, v in arrays.items()},
     }
     tmp_npz = path / (_NPZ + ".tmp")
@@ -109,6 +138,7 @@ def load(path):
         n_features = int(meta["n_features_"])
         history = [float(_from_json(v)) for v in meta["monitor"]["history"]]
         converged = bool(meta["monitor"]["converged"])
+        scalars = {k: _from_json(v) for k, v in dict(meta.get("scalars", {})).items()}
     except HiddenStateError as exc:
         raise ModelFileError(f"{path / _JSON}: invalid hyper-parameters ({exc})") from exc
     except (KeyError, TypeError, ValueError) as exc:
@@ -124,16 +154,15 @@ def load(path):
             f"{path}: arrays {sorted(arrays)} do not match the manifest {sorted(manifest)}")
     for name, arr in arrays.items():
         entry = manifest[name]
-        if arr.dtype != np.float64 or list(arr.shape) != entry.get("shape") \
-                or _digest(arr) != entry.get("sha256"):
+        if arr.dtype.str not in _DTYPES or arr.dtype.str != entry.get("dtype") \
+                or list(arr.shape) != entry.get("shape") or _digest(arr) != entry.get("sha256"):
             raise ModelFileError(
                 f"{path}: array {name} does not match its manifest (shape, dtype or checksum); "
                 "the file was modified or corrupted")
     model.n_features_ = n_features
     model.monitor_ = ConvergenceMonitor(model.tol, model.n_iter, False, history, converged)
-    for name, arr in arrays.items():
-        setattr(model, name, arr)
     try:
+        model.set_learned(arrays, scalars)
         model._check_learned()
     except HiddenStateError as exc:
         raise ModelFileError(f"{path}: invalid parameters ({exc})") from exc

@@ -45,6 +45,7 @@ _FAMILY_PRIORS = {
     "poisson": ("lambdas_prior", "lambdas_weight"),
 }
 _POSTERIOR_SUFFIX = "_posterior_"
+_STATE_PREFIX = "learner_state_."
 
 
 class _HMMProblem:
@@ -485,7 +486,35 @@ class HMM(BaseEstimator):
             out[attr] = getattr(self, attr)
         for attr in self._posterior_attrs():
             out[attr] = getattr(self, attr)
+        for key, value in getattr(self, "learner_state_", {}).items():
+            if isinstance(value, np.ndarray):
+                out[_STATE_PREFIX + key] = value
         return out
+
+    def learned_scalars(self) -> dict:
+        """Scalar entries of a streaming learner's state (what :meth:`save` writes as JSON)."""
+        return {_STATE_PREFIX + k: v for k, v in getattr(self, "learner_state_", {}).items()
+                if not isinstance(v, np.ndarray)}
+
+    def set_learned(self, arrays: dict, scalars: dict) -> None:
+        """Restore what :meth:`learned_arrays` and :meth:`learned_scalars` returned."""
+        state = {}
+        for key, value in {**arrays, **scalars}.items():
+            if key.startswith(_STATE_PREFIX):
+                state[key[len(_STATE_PREFIX):]] = value
+            elif key in self.learned_attribute_names(arrays):
+                setattr(self, key, value)
+            else:
+                raise InvalidInputError(f"{key}: not a learned attribute of {type(self).__name__}")
+        if state:
+            self.learner_state_ = state
+
+    def learned_attribute_names(self, arrays: dict) -> set[str]:
+        """Names a saved model may set: parameters and VB posteriors."""
+        names = {"startprob_", "transmat_"}
+        names |= {"_covars_" if k == "covars" else k + "_" for k in self._emission_keys().values()}
+        names |= {a for a in arrays if a.endswith(_POSTERIOR_SUFFIX) and a.isidentifier()}
+        return names
 
     def _check_learned(self) -> None:
         """Validate learned parameters (used when loading a saved model)."""

@@ -1,0 +1,540 @@
+r"""Model-comparison and evaluation metrics: KL divergence and divergence rate between HMMs,
+perplexity, and scores for decoded state paths.
+
+Distances between models
+------------------------
+:func:`kl_divergence`
+    The exact Kullback-Leibler divergence between the distributions that two categorical
+    HMMs put on the :math:`W^T` sequences of length ``T``, by enumerating them all and scoring
+    them with the library's forward pass. This is the generalisation error of the learning
+    curves of Alamino & Caticha (2007), who compare a student HMM to its teacher on short
+    sequences.
+:func:`divergence_rate`, :func:`symmetric_divergence_rate`
+    The Juang-Rabiner (1985) divergence rate, the per-step KL divergence in the limit of
+    long sequences, estimated by sampling from the first model with a stated convergence rule
+    and a standard error. Works for every emission family.
+
+Evaluating a model on data
+--------------------------
+:func:`perplexity`
+    :math:`\exp(-\log p(X) / N)`, ``N`` the number of observations.
+:func:`tagging_accuracy`, :func:`relabel`, :func:`variation_of_information`
+    Agreement between true and decoded state (tag) sequences whose labels need not match:
+    best one-to-one relabelling (Hungarian algorithm), many-to-one relabelling, and the
+    variation of information of the two partitions (Meila 2007).
+
+References
+----------
+- B.-H. Juang and L. R. Rabiner, "A probabilistic distance measure for hidden Markov
+  models", AT&T Technical Journal 64(2):391-408, 1985.
+- R. C. Alamino and N. Caticha, "Online learning in discrete hidden Markov models",
+  Bayesian Inference and Maximum Entropy Methods in Science and Engineering (MaxEnt 2006),
+  AIP Conference Proceedings, 2007.
+- M. Meila, "Comparing clusterings - an information based distance", Journal of
+  Multivariate Analysis 98(5):873-895, 2007.
+- H. W. Kuhn, "The Hungarian method for the assignment problem", Naval Research Logistics
+  Quarterly 2:83-97, 1955.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from . import inference
+from ._validation import check_positive_int, check_stochastic
+from .errors import ConvergenceWarning, InvalidInputError, NumericalError
+from .inference import EmissionTable, Sequences
+from .models.hmm import HMM, make_rng
+
+__all__ = [
+    "DivergenceRate",
+    "divergence_rate",
+    "kl_divergence",
+    "kl_divergence_per_step",
+    "perplexity",
+    "relabel",
+    "symmetric_divergence_rate",
+    "tagging_accuracy",
+    "variation_of_information",
+]
+
+#: default limit on the number of sequences :func:`kl_divergence` enumerates
+MAX_SEQUENCES = 2**20
+#: observations scored per call of the forward pass by :func:`kl_divergence`
+_BATCH_ROWS = 2**22
+
+
+# -- exact KL divergence between categorical HMMs ------------------------------------------------
+def _categorical_params(model, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(startprob, transmat, emissionprob)`` of a categorical HMM or of a 3-tuple."""
+    if isinstance(model, (tuple, list)):
+        if len(model) != 3:
+            raise InvalidInputError(
+                f"{name}: expected an HMM or a (startprob, transmat, emissionprob) tuple, got "
+                f"a sequence of length {len(model)}")
+        startprob, transmat, emissionprob = model
+    else:
+        if isinstance(model, HMM) and model.emission != "categorical":
+            raise InvalidInputError(
+                f"{name}: the exact KL divergence needs categorical emissions, got "
+                f"emission={model.emission!r}; use divergence_rate for other families")
+        missing = [a for a in ("startprob_", "transmat_", "emissionprob_")
+                   if not hasattr(model, a)]
+        if missing:
+            raise InvalidInputError(
+                f"{name}: has no {missing[0]}; pass a fitted categorical HMM (or one whose "
+                "parameters were set by hand) or a (startprob, transmat, emissionprob) tuple")
+        startprob, transmat, emissionprob = (model.startprob_, model.transmat_,
+                                             model.emissionprob_)
+    startprob = np.asarray(startprob, dtype=np.float64)
+    if startprob.ndim != 1 or startprob.size == 0:
+        raise InvalidInputError(
+            f"{name}: startprob must be a non-empty 1-D vector, got shape {startprob.shape}")
+    K = startprob.size
+    emissionprob = np.asarray(emissionprob, dtype=np.float64)
+    if emissionprob.ndim != 2 or emissionprob.shape[0] != K or emissionprob.shape[1] == 0:
+        raise InvalidInputError(
+            f"{name}: emissionprob must have shape (n_states={K}, n_symbols), got "
+            f"{emissionprob.shape}")
+    return (check_stochastic(startprob, (K,), f"{name}.startprob"),
+            check_stochastic(transmat, (K, K), f"{name}.transmat"),
+            check_stochastic(emissionprob, emissionprob.shape, f"{name}.emissionprob"))
+
+
+def _all_sequences(W: int, T: int, first: int, stop: int) -> np.ndarray:
+    """Sequences ``first .. stop-1`` of the lexicographic list of all ``W**T`` sequences of
+    length ``T``, concatenated (``(stop - first) * T`` symbols)."""
+    index = np.arange(first, stop, dtype=np.int64)
+    place = W ** np.arange(T - 1, -1, -1, dtype=np.int64)
+    return ((index[:, None] // place) % W).ravel()
+
+
+def kl_divergence(p, q, T: int, max_sequences: int = MAX_SEQUENCES) -> float:
+    r"""Exact KL divergence between the distributions of two categorical HMMs on sequences
+    of length ``T``.
+
+    .. math::
+        D_T(p \,\|\, q) = \sum_{x \in \{0..W-1\}^T} p(x) \log \frac{p(x)}{q(x)}
+
+    computed as the sum of the non-negative terms :math:`q(x) - p(x) + p(x)\log(p(x)/q(x))`
+    (the same number, because both distributions sum to one over the :math:`W^T` sequences;
+    each term is evaluated stably, so the result is never negative and is exactly 0 for
+    ``q = p``). A sequence with :math:`p(x) = 0` contributes :math:`q(x)` (its
+    :math:`p \log p/q` part is 0); a sequence with :math:`p(x) > 0 = q(x)` makes the
+    divergence ``inf``.
+
+    All :math:`W^T` sequences are enumerated in vectorised batches and each batch is scored
+    by one call of the forward pass (:func:`hiddenstate.inference.log_likelihood`) per
+    model, so the cost is :math:`O(W^T \, T \, K^2)`.
+
+    Alamino & Caticha (2007) measure the learning curves of online HMM learners by this
+    divergence between teacher and student (their teacher: 2 states, 3 symbols, ``T = 2``).
+
+    Parameters
+    ----------
+    p, q : a categorical :class:`~hiddenstate.HMM` with parameters (fitted or set by hand),
+        any object with ``startprob_``, ``transmat_`` and ``emissionprob_``, or a
+        ``(startprob, transmat, emissionprob)`` tuple. The numbers of states may differ; the
+        numbers of symbols must agree.
+    T : sequence length (>= 1).
+    max_sequences : refuse (:class:`~hiddenstate.InvalidInputError`) when :math:`W^T`
+        exceeds it.
+
+    Returns
+    -------
+    The divergence in nats (``float``, possibly ``inf``).
+    """
+    T = check_positive_int(T, "T")
+    max_sequences = check_positive_int(max_sequences, "max_sequences")
+    pi_p, A_p, B_p = _categorical_params(p, "p")
+    pi_q, A_q, B_q = _categorical_params(q, "q")
+    W = B_p.shape[1]
+    if B_q.shape[1] != W:
+        raise InvalidInputError(
+            f"q: has {B_q.shape[1]} symbols but p has {W}; both models must share one alphabet")
+    n_total = W**T  # a Python int: no overflow
+    if n_total > max_sequences:
+        raise InvalidInputError(
+            f"T: there are {W}**{T} = {n_total} sequences of length T={T}, more than "
+            f"max_sequences={max_sequences}; use a smaller T, raise max_sequences, or "
+            "estimate the per-step divergence by sampling with divergence_rate")
+    batch = max(1, _BATCH_ROWS // T)
+    terms = np.empty(n_total)
+    for first in range(0, n_total, batch):
+        stop = min(first + batch, n_total)
+        X = _all_sequences(W, T, first, stop)
+        seqs = Sequences.from_lengths(np.full(stop - first, T, dtype=np.int64))
+        log_p = inference.log_likelihood(pi_p, A_p, EmissionTable.from_symbols(B_p, X), seqs)
+        log_q = inference.log_likelihood(pi_q, A_q, EmissionTable.from_symbols(B_q, X), seqs)
+        terms[first:stop] = _kl_terms(log_p, log_q)
+    if np.isnan(terms).any():
+        raise NumericalError("kl_divergence: a sequence log-likelihood was NaN")
+    return float(np.sum(terms))
+
+
+def _kl_terms(log_p: np.ndarray, log_q: np.ndarray) -> np.ndarray:
+    r"""The non-negative terms :math:`q - p + p \log(p/q)` of each sequence.
+
+    With :math:`d = \log q - \log p` the term is :math:`p\,(e^d - 1 - d)`, evaluated as
+    ``p * (expm1(d) - d)`` for :math:`|d| \le 1` (no cancellation against ``q - p``) and as
+    ``q - p - p d`` otherwise (no overflow of :math:`e^d`).
+    """
+    out = np.empty_like(log_p)
+    p_zero = log_p == -np.inf
+    q_zero = (log_q == -np.inf) & ~p_zero
+    ok = ~(p_zero | q_zero)
+    out[p_zero] = np.exp(log_q[p_zero])
+    out[q_zero] = np.inf
+    lp, lq = log_p[ok], log_q[ok]
+    d = lq - lp
+    pr, qr = np.exp(lp), np.exp(lq)
+    near = np.abs(d) <= 1.0
+    out[ok] = np.where(near, pr * (np.expm1(np.where(near, d, 0.0)) - d), qr - pr - pr * d)
+    return out
+
+
+def kl_divergence_per_step(p, q, T: int, max_sequences: int = MAX_SEQUENCES) -> float:
+    r""":math:`D_T(p\,\|\,q) / T`, the exact KL divergence per observation (see
+    :func:`kl_divergence`). For ergodic models it tends to the divergence rate
+    (:func:`divergence_rate`) as ``T`` grows, with an :math:`O(1/T)` difference."""
+    return kl_divergence(p, q, T, max_sequences) / check_positive_int(T, "T")
+
+
+# -- divergence rate by sampling ---------------------------------------------------------------
+@dataclass(frozen=True)
+class DivergenceRate:
+    """An estimate of a divergence rate (nats per observation).
+
+    Attributes
+    ----------
+    value : the estimate.
+    stderr : its standard error (from the independent replicates).
+    length : the sequence length of the final estimate.
+    n_sequences : replicates per length.
+    converged : whether the convergence rule was met before ``max_length``.
+    history : ``(length, value, stderr)`` at every length the rule tried, in order (the
+        reported value is a further, independent estimate at ``length``).
+    components : for :func:`symmetric_divergence_rate`, the two one-sided estimates
+        ``(D(a, b), D(b, a))``; empty otherwise.
+    """
+
+    value: float
+    stderr: float
+    length: int
+    n_sequences: int
+    converged: bool
+    history: tuple[tuple[int, float, float], ...] = ()
+    components: tuple[DivergenceRate, ...] = ()
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+def _as_model(model, name: str):
+    """An estimator with ``sample`` and ``score_sequences``; a 3-tuple becomes a categorical
+    :class:`~hiddenstate.HMM`."""
+    if isinstance(model, (tuple, list)):
+        startprob, transmat, emissionprob = _categorical_params(model, name)
+        hmm = HMM(len(startprob), emission="categorical", init_params="")
+        hmm.startprob_, hmm.transmat_, hmm.emissionprob_ = startprob, transmat, emissionprob
+        hmm.n_features_ = emissionprob.shape[1]
+        return hmm
+    if isinstance(model, HMM):
+        model._check_is_fitted()
+        return model
+    if not (hasattr(model, "sample") and hasattr(model, "score_sequences")):
+        raise InvalidInputError(
+            f"{name}: expected a hiddenstate.HMM (or an object with sample and "
+            "score_sequences) or a (startprob, transmat, emissionprob) tuple, got "
+            f"{type(model).__name__}")
+    return model
+
+
+def _check_compatible(teacher, student) -> None:
+    if isinstance(teacher, HMM) and isinstance(student, HMM):
+        if teacher.emission != student.emission:
+            raise InvalidInputError(
+                f"student: has emission={student.emission!r} but the teacher has "
+                f"{teacher.emission!r}; both models must describe the same observations")
+        if teacher.n_features_ != student.n_features_:
+            raise InvalidInputError(
+                f"student: has n_features_={student.n_features_} but the teacher has "
+                f"{teacher.n_features_}; both models must describe the same observations")
+
+
+def _check_rate_args(length, n_sequences, rtol, atol, max_length) -> tuple[int, int, int]:
+    length = check_positive_int(length, "length")
+    n_sequences = check_positive_int(n_sequences, "n_sequences", minimum=2)
+    max_length = check_positive_int(max_length, "max_length")
+    if max_length < 2 * length:
+        raise InvalidInputError(
+            f"max_length: {max_length} is less than 2 * length = {2 * length}; the rule "
+            "compares estimates at two lengths, so raise max_length or lower length")
+    for value, what in ((rtol, "rtol"), (atol, "atol")):
+        if not (isinstance(value, (int, float, np.floating)) and math.isfinite(value)
+                and value >= 0):
+            raise InvalidInputError(f"{what}: expected a finite number >= 0, got {value!r}")
+    if rtol == 0 and atol == 0:
+        raise InvalidInputError("rtol: rtol and atol are both 0; give at least one of them > 0")
+    return length, n_sequences, max_length
+
+
+def _one_level(teacher, student, T: int, n: int, rng) -> tuple[float, float]:
+    """Mean and standard error of ``(log p0(Y) - log p(Y)) / T`` over ``n`` sequences."""
+    parts = [teacher.sample(T, random_state=rng)[0] for _ in range(n)]
+    X = np.concatenate(parts)
+    lengths = np.full(n, T, dtype=np.int64)
+    log_p0 = np.asarray(teacher.score_sequences(X, lengths), dtype=np.float64)
+    log_p = np.asarray(student.score_sequences(X, lengths), dtype=np.float64)
+    if np.isnan(log_p0).any() or np.isnan(log_p).any():
+        raise NumericalError("divergence_rate: a sequence log-likelihood was NaN")
+    if np.any(log_p0 == -np.inf):
+        raise NumericalError(
+            "divergence_rate: the teacher gave probability zero to its own sample")
+    if np.any(log_p == -np.inf):
+        return np.inf, 0.0
+    d = (log_p0 - log_p) / T
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(n))
+
+
+def divergence_rate(teacher, student, length: int = 128, n_sequences: int = 32,
+                    rtol: float = 0.02, atol: float = 0.0, max_length: int = 2**15,
+                    random_state=None) -> DivergenceRate:
+    r"""The Juang-Rabiner divergence rate of ``student`` from ``teacher``, by sampling.
+
+    .. math::
+        D(\theta_0, \theta) = \lim_{T\to\infty} \frac{1}{T}
+            \left[\log P(Y_T \mid \theta_0) - \log P(Y_T \mid \theta)\right],
+        \qquad Y_T \sim \theta_0,
+
+    the per-step KL divergence between the processes (Juang & Rabiner 1985). It is
+    :math:`\ge 0`, 0 for a model and itself, and not symmetric
+    (see :func:`symmetric_divergence_rate`).
+
+    **Estimator.** At length :math:`T`, ``n_sequences`` independent sequences
+    :math:`Y^{(i)} \sim \theta_0` are drawn and
+    :math:`d_i = [\log P(Y^{(i)}|\theta_0) - \log P(Y^{(i)}|\theta)]/T`;
+    the estimate is :math:`m_T = \bar d` with standard error :math:`s_T = \mathrm{sd}(d)/\sqrt n`.
+    :math:`E[m_T] = D_T/T`, the exact per-step divergence (:func:`kl_divergence_per_step`),
+    which for ergodic models is :math:`D + c/T + o(1/T)`.
+
+    **Convergence rule.** Lengths :math:`T_0 = ` ``length``, :math:`T_j = 2T_{j-1}`, up to
+    ``max_length``, with fresh sequences at each length. Stop at the first :math:`j \ge 1`
+    where, with :math:`\tau_j = ` ``rtol`` :math:`\cdot|m_{T_j}| +` ``atol``,
+
+    1. :math:`s_{T_j} \le \tau_j` (the noise is small), and
+    2. :math:`|m_{T_j} - m_{T_{j-1}}| \le \tau_j + 2\sqrt{s_{T_j}^2 + s_{T_{j-1}}^2}`
+       (doubling the length no longer moves the estimate beyond its noise; since the bias is
+       :math:`c/T`, the change :math:`\approx c/(2T_{j-1})` is the bias left at
+       :math:`T_j`).
+
+    The length :math:`T_j` is then final and ``converged=True``; if ``max_length`` is reached
+    first, the last length is final, ``converged=False``, with a
+    :class:`~hiddenstate.errors.ConvergenceWarning`. The reported ``value`` and ``stderr``
+    come from a *fresh* set of ``n_sequences`` sequences at the final length: the rule
+    stops when an estimate happens to look precise, which would bias the estimate it
+    looked at (its standard error most), not an independent one. ``history`` holds the
+    estimates the rule looked at. If the student gives probability zero to
+    a sampled sequence, the rate is ``inf`` (returned at once, ``converged=True``).
+
+    Parameters
+    ----------
+    teacher, student : :class:`~hiddenstate.HMM` (any emission family, same observations),
+        or a ``(startprob, transmat, emissionprob)`` tuple for a categorical HMM.
+    length : first sequence length.
+    n_sequences : independent sequences per length (>= 2).
+    rtol, atol : tolerances of the rule (nats per step for ``atol``).
+    max_length : longest length tried (>= 2 * ``length``).
+    random_state : seed, numpy Generator or None; the same seed gives the same result.
+
+    Returns
+    -------
+    :class:`DivergenceRate` (``float(result)`` is its value).
+    """
+    teacher = _as_model(teacher, "teacher")
+    student = _as_model(student, "student")
+    _check_compatible(teacher, student)
+    length, n_sequences, max_length = _check_rate_args(length, n_sequences, rtol, atol,
+                                                       max_length)
+    rng = make_rng(random_state)
+    history: list[tuple[int, float, float]] = []
+    T = length
+    converged = False
+    while T <= max_length:
+        m, s = _one_level(teacher, student, T, n_sequences, rng)
+        history.append((T, m, s))
+        if m == np.inf:
+            return DivergenceRate(m, s, T, n_sequences, True, tuple(history))
+        if len(history) >= 2:
+            _, m_prev, s_prev = history[-2]
+            tau = rtol * abs(m) + atol
+            if s <= tau and abs(m - m_prev) <= tau + 2.0 * math.hypot(s, s_prev):
+                converged = True
+                break
+        T *= 2
+    T, m, s = history[-1]
+    if not converged:
+        warnings.warn(
+            f"divergence_rate: the estimate did not meet rtol={rtol}, atol={atol} by "
+            f"max_length={max_length} (value {m:.6g} +- {s:.6g} at length {T}); raise "
+            "max_length or n_sequences, or loosen rtol/atol", ConvergenceWarning, stacklevel=2)
+    # the rule stops when the estimate happens to look precise: report a fresh replicate
+    # at the chosen length, whose value and standard error that choice does not bias
+    m, s = _one_level(teacher, student, T, n_sequences, rng)
+    return DivergenceRate(m, s, T, n_sequences, converged, tuple(history))
+
+
+def symmetric_divergence_rate(a, b, length: int = 128, n_sequences: int = 32,
+                              rtol: float = 0.02, atol: float = 0.0, max_length: int = 2**15,
+                              random_state=None) -> DivergenceRate:
+    r""":math:`D_s(a, b) = [D(a, b) + D(b, a)] / 2` (Juang & Rabiner 1985).
+
+    Both one-sided rates are estimated by :func:`divergence_rate` with the same settings and
+    one random stream (the first from sequences of ``a``, the second from sequences of
+    ``b``); they are in ``result.components``. ``value`` is their mean, ``stderr``
+    :math:`\sqrt{s_1^2 + s_2^2}/2`, ``length`` the longer of the two, ``converged`` both.
+    """
+    rng = make_rng(random_state)
+    kwargs = dict(length=length, n_sequences=n_sequences, rtol=rtol, atol=atol,
+                  max_length=max_length, random_state=rng)
+    ab = divergence_rate(a, b, **kwargs)
+    ba = divergence_rate(b, a, **kwargs)
+    return DivergenceRate((ab.value + ba.value) / 2, math.hypot(ab.stderr, ba.stderr) / 2,
+                          max(ab.length, ba.length), ab.n_sequences,
+                          ab.converged and ba.converged, (), (ab, ba))
+
+
+# -- evaluation on data ----------------------------------------------------------------------
+def perplexity(model, X, lengths=None) -> float:
+    r"""Per-observation perplexity :math:`\exp(-\log p(X) / N)`.
+
+    ``log p(X)`` is ``model.score(X, lengths)`` (the sum over the sequences) and ``N`` the
+    number of observations (rows of ``X``). For categorical data it is the effective number
+    of equally likely symbols the model hesitates between; for continuous emissions it is
+    the exponential of the per-observation negative log density (not scale-free).
+    """
+    arr = np.asarray(X)
+    if arr.ndim == 0 or len(arr) == 0:
+        raise InvalidInputError("X: no observations; pass at least one")
+    return float(np.exp(-model.score(X, lengths) / len(arr)))
+
+
+def _labels(states, name: str) -> np.ndarray:
+    arr = np.asarray(states)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise InvalidInputError(f"{name}: expected a 1-D array of labels, got shape {arr.shape}")
+    if arr.size == 0:
+        raise InvalidInputError(f"{name}: empty; pass at least one label")
+    return arr
+
+
+def _contingency(true_states, predicted_states):
+    """Counts ``C[i, j]`` of (true label i, predicted label j), the two sorted label sets and
+    the index of each predicted label in its set."""
+    t = _labels(true_states, "true_states")
+    p = _labels(predicted_states, "predicted_states")
+    if len(t) != len(p):
+        raise InvalidInputError(
+            f"predicted_states: has {len(p)} labels but true_states has {len(t)}; pass one "
+            "predicted label per observation")
+    t_values, t_idx = np.unique(t, return_inverse=True)
+    p_values, p_idx = np.unique(p, return_inverse=True)
+    C = np.zeros((len(t_values), len(p_values)), dtype=np.int64)
+    np.add.at(C, (t_idx.ravel(), p_idx.ravel()), 1)
+    return C, t_values, p_values, p_idx.ravel()
+
+
+_MAPPINGS = ("one-to-one", "many-to-one", "identity")
+
+
+def _mapping(C: np.ndarray, mapping: str) -> tuple[np.ndarray, np.ndarray]:
+    """For each predicted label (column of ``C``), the row of the true label it maps to
+    (-1: unmatched) and a mask of the columns that are mapped."""
+    n_true, n_pred = C.shape
+    target = np.full(n_pred, -1, dtype=np.int64)
+    if mapping == "one-to-one":
+        rows, cols = linear_sum_assignment(C, maximize=True)
+        target[cols] = rows
+    elif mapping == "many-to-one":
+        target[:] = np.argmax(C, axis=0)
+    else:
+        raise InvalidInputError(f"mapping: {mapping!r} is not one of {_MAPPINGS}")
+    return target, target >= 0
+
+
+def tagging_accuracy(true_states, predicted_states, mapping: str = "one-to-one") -> float:
+    r"""Fraction of observations whose predicted state (tag) matches the true one, after
+    relabelling the predicted states.
+
+    Hidden states are identified only up to a permutation, so the predicted labels are first
+    mapped onto the true ones:
+
+    - ``"one-to-one"``: the bijection (between the label sets, the larger one partly
+      unmatched) that maximises the number of matches, found by the Hungarian algorithm
+      (:func:`scipy.optimize.linear_sum_assignment` on the contingency table
+      :math:`C_{ij} = \#\{t: \text{true}_t = i, \text{pred}_t = j\}`); accuracy
+      :math:`\max_\sigma \sum_j C_{\sigma(j) j} / N`. Invariant under any relabelling of
+      either sequence.
+    - ``"many-to-one"``: each predicted label goes to the true label it co-occurs with most;
+      accuracy :math:`\sum_j \max_i C_{ij} / N` (>= the one-to-one accuracy; it grows with
+      the number of predicted states, so compare it only at equal K).
+    - ``"identity"``: no relabelling (labels compared as they are).
+
+    Labels may be any values ``numpy.unique`` can sort (ints, strings); ``-1`` (Viterbi's
+    label for an impossible sequence) is just another label.
+    """
+    if mapping == "identity":
+        t = _labels(true_states, "true_states")
+        p = _labels(predicted_states, "predicted_states")
+        if len(t) != len(p):
+            raise InvalidInputError(
+                f"predicted_states: has {len(p)} labels but true_states has {len(t)}; pass "
+                "one predicted label per observation")
+        return float(np.mean(t == p))
+    C, _, _, _ = _contingency(true_states, predicted_states)
+    target, mapped = _mapping(C, mapping)
+    cols = np.flatnonzero(mapped)
+    return float(C[target[cols], cols].sum() / C.sum())
+
+
+def relabel(true_states, predicted_states, mapping: str = "one-to-one", fill=-1) -> np.ndarray:
+    """The predicted states rewritten in the true labels by the mapping of
+    :func:`tagging_accuracy` (``"one-to-one"`` or ``"many-to-one"``).
+
+    Predicted labels that the one-to-one mapping leaves unmatched (when there are more
+    predicted than true labels) become ``fill``.
+    """
+    C, t_values, _, p_idx = _contingency(true_states, predicted_states)
+    target, mapped = _mapping(C, mapping)
+    if mapped.all():
+        return t_values[target][p_idx]
+    values = np.full(len(target), fill, dtype=np.result_type(t_values, np.asarray(fill)))
+    values[mapped] = t_values[target[mapped]]
+    return values[p_idx]
+
+
+def variation_of_information(true_states, predicted_states) -> float:
+    r"""Variation of information between two labellings (Meila 2007), in nats.
+
+    .. math::
+        VI = H(T \mid P) + H(P \mid T) = H(T) + H(P) - 2 I(T; P)
+
+    with entropies of the empirical joint distribution :math:`C_{ij}/N`. It is a metric on
+    partitions: 0 exactly when the labellings agree up to a relabelling, at most
+    :math:`\log N`; no mapping between the label sets is needed.
+    """
+    C, _, _, _ = _contingency(true_states, predicted_states)
+    n = C.sum()
+    i, j = np.nonzero(C)
+    c = C[i, j].astype(np.float64)
+    # every term -c log(c / margin) is >= 0 because c <= margin
+    h_t_given_p = -np.sum(c * np.log(c / C.sum(axis=0)[j]))
+    h_p_given_t = -np.sum(c * np.log(c / C.sum(axis=1)[i]))
+    return float((h_t_given_p + h_p_given_t) / n)

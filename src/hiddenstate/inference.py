@@ -4,17 +4,18 @@ Prepares the sequence layout once (:class:`Sequences`, with its lane plans), cal
 kernels and reduces their per-chunk outputs in a fixed order. No validation happens here:
 estimators validate at their public boundary.
 
-**Long sequences.** Scoring and Viterbi decoding split a sequence longer than
-``_SEGMENT`` rows into equal segments that run as independent lanes (in parallel and in
-lockstep). Segment ``m > 0`` starts ``_WARMUP`` rows early from a flat prior; the filter
-(or the max-normalised Viterbi scores) forgets where it started, and the result of segment
-``m`` is kept only if its state at the end of the warm-up agrees with the state at the end
-of segment ``m - 1``: to a relative ``_FILTER_RTOL`` in every state for the forward filter
-(the log-likelihood then matches the serial recursion to about that relative accuracy),
-bit for bit for Viterbi (the path and the per-step scores are then exactly those of the
-serial recursion). Otherwise the segment is run again, serially, from that exact state. The
-segments, the checks and the order of every sum depend on the data only, so the result does
-not depend on the thread count.
+**Long sequences.** A sequence longer than ``_SEGMENT`` rows is split into equal segments
+that run as independent lanes (in parallel and in lockstep). Segment ``m > 0`` starts
+``_WARMUP`` rows early from a flat prior; the filter (or the max-normalised Viterbi scores)
+forgets where it started, and the result of segment ``m`` is kept only if its state at the
+end of the warm-up agrees with the state at the end of segment ``m - 1``: to a relative
+``_FILTER_RTOL`` in every state for the forward filter (the log-likelihood then matches the
+serial recursion to about that relative accuracy), bit for bit for Viterbi (the path and the
+per-step scores are then exactly those of the serial recursion). Otherwise the segment is
+run again, serially, from that exact state. Forward-backward does the same for the backward
+recursion, from the end of the sequence (``_segmented_forward_backward``). The segments, the
+checks and the order of every sum depend on the data only, so the result does not depend on
+the thread count.
 """
 
 from __future__ import annotations
@@ -140,14 +141,16 @@ class LanePlan:
 
         Returns the plan and its ``from_state`` flags (lane 0 starts from ``inits[0]``).
         """
-        def lane(x):
-            y = np.zeros(kernels.LANES, dtype=np.int64)
-            y[0] = x
-            return y
-
-        plan = LanePlan(lane(self.lo[l]), lane(self.lo[l]), lane(self.end[l]), lane(0),
-                        lane(self.seq[l]), lane(self.part[l]), np.array([0, 1], dtype=np.int64))
+        plan = LanePlan(_lane0(self.lo[l]), _lane0(self.lo[l]), _lane0(self.end[l]), _lane0(0),
+                        _lane0(self.seq[l]), _lane0(self.part[l]), np.array([0, 1], np.int64))
         return plan, np.arange(kernels.LANES) == 0
+
+
+def _lane0(x) -> np.ndarray:
+    """A block of 8 plan entries: ``x`` in the first, 0 (an empty lane) in the others."""
+    out = np.zeros(kernels.LANES, dtype=np.int64)
+    out[0] = x
+    return out
 
 
 @dataclass(frozen=True)
@@ -393,15 +396,10 @@ def _segmented_forward_backward(startprob, transmat, transmat_t, table: Emission
              alpha_base, snaps)
 
     def rerun(l, beta):
-        def lane(x):
-            y = np.zeros(kernels.LANES, dtype=np.int64)
-            y[0] = x
-            return y
-
         one = [np.zeros((kernels.LANES, K)) for _ in range(3)]
-        backward(lane(lo[l]), lane(end[l] + 1), lane(end[l]), np.arange(kernels.LANES) == 0,
-                 beta[None, :], False, np.array([0, 1], dtype=np.int64),
-                 np.full(kernels.LANES, alpha_base[l]), one)
+        backward(_lane0(lo[l]), _lane0(end[l] + 1), _lane0(end[l]),
+                 np.arange(kernels.LANES) == 0, beta[None, :], False,
+                 np.array([0, 1], dtype=np.int64), np.full(kernels.LANES, alpha_base[l]), one)
         return one[1][0], one[2][0]
 
     states = plan.join_backward(*snaps, _agree, rerun)

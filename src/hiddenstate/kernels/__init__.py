@@ -8,12 +8,12 @@ pass their per-frame table and ``arange(N)``.
 
 Work is described by a *lane plan* (built by :mod:`hiddenstate.inference`): plan entry ``l``
 runs rows ``first[l] .. end[l] - 1`` of the concatenated data (one sequence, or one segment
-of a long sequence with a warm-up). Entries are taken 8 at a time, as the 8 lanes of a block
-that run in lockstep with the lane index innermost (:mod:`.simd`), so the recursions
-vectorise across sequences instead of waiting on their own dependency chains. Blocks are
-grouped in fixed ``chunks`` that run in parallel. Plans and chunks depend only on the
-sequence lengths, and every lane's numbers are independent of its block-mates, so results
-are identical for any thread count.
+of a long sequence with a warm-up, see ``forward_loglik`` and ``backward_pass``). Entries
+are taken 8 at a time, as the 8 lanes of a block that run in lockstep with the lane index
+innermost (:mod:`.simd`), so the recursions vectorise across sequences instead of waiting
+on their own dependency chains. Blocks are grouped in fixed ``chunks`` that run in
+parallel. Plans and chunks depend only on the sequence lengths, and every lane's numbers
+are independent of its block-mates, so results are identical for any thread count.
 """
 
 from .emissions import gaussian_diag_loglik

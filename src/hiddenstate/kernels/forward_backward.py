@@ -26,10 +26,18 @@ so every step is ``K**2`` vector multiply-adds with no dependency between lanes.
 has finished (or a padding lane, ``first == end``) keeps computing on its last row with a
 lane mask of 0: its :math:`u` is 0, its :math:`\hat\beta` stays exactly 1 and nothing it
 computes is stored or counted, so each lane's numbers are bitwise independent of the other
-lanes of its block. Rows before ``lo[l]`` are a *warm-up* (used by the segmented scoring of
-long sequences, see :mod:`hiddenstate.inference`): they are filtered but their scales are
-not counted. Blocks are grouped in fixed ``chunks`` that run in parallel; each chunk owns
-its accumulators, reduced in a fixed order by the caller.
+lanes of its block. Blocks are grouped in fixed ``chunks`` that run in parallel; each chunk
+owns its accumulators, reduced in a fixed order by the caller.
+
+**Segments.** A lane can also be one segment of a long sequence (see
+:mod:`hiddenstate.inference`). Its forward pass then either starts early (a *warm-up*)
+from a flat prior, or on its first row from the exact filter of the segment before, and
+counts only the scales of its own rows; its backward pass (``backward_pass``) either starts
+late, from :math:`\hat\beta = 1` rescaled on reaching the segment so that
+:math:`\sum_j \hat\alpha(j)\hat\beta(j) = 1`, or from the exact :math:`\hat\beta` of the
+segment after. Snapshots of the filter and of the
+posterior at the segment boundaries let the caller check that the warm-ups forgot their
+start.
 """
 
 from __future__ import annotations
@@ -39,7 +47,20 @@ from collections import namedtuple
 import numpy as np
 from numba import njit, prange
 
-from .simd import LANES, vadd, vdiv, vfma, vgather, vload, vmul, vsplat, vstore, vsub, vwhere_gt
+from .simd import (
+    LANES,
+    aligned_empty,
+    vadd,
+    vdiv,
+    vfma,
+    vgather,
+    vload,
+    vmul,
+    vsplat,
+    vstore,
+    vsub,
+    vwhere_gt,
+)
 
 _TINY = 1e-280  # fold the running product of scales into the log before it underflows
 _HUGE = 1e280
@@ -125,10 +146,10 @@ _ForwardWork = namedtuple("_ForwardWork", "a v rows offs active s inv prod logp 
 @njit(cache=True)
 def _forward_work(K):
     """Scratch arrays of ``_forward_block`` (one set per chunk)."""
-    return _ForwardWork(np.empty(K * LANES), np.empty(K * LANES),
-                        np.empty(LANES, dtype=np.int64), np.empty(LANES, dtype=np.int64),
-                        np.empty(LANES), np.empty(LANES), np.empty(LANES), np.empty(LANES),
-                        np.empty(LANES), np.empty(LANES))
+    f64 = aligned_empty
+    return _ForwardWork(f64(K * LANES), f64(K * LANES), np.empty(LANES, dtype=np.int64),
+                        np.empty(LANES, dtype=np.int64), f64(LANES), f64(LANES), f64(LANES),
+                        f64(LANES), f64(LANES), f64(LANES))
 
 
 @njit(cache=True)
@@ -245,12 +266,14 @@ def _forward_backward_chunk(c, startprob, transmat, transmat_t, emis, idx, first
     fw = _forward_work(K)
     bw = _backward_work(K)
     real = seq >= 0
+    # a run-time True (not a literal): this call and backward_pass share one compilation
+    with_stats = np.bool_(True)
     for l0 in range(l_lo, l_hi, LANES):
         block_base = base[l0 - l_lo:l0 - l_lo + LANES]
         _forward_block(l0, first, first, end, init, inits, from_state, transmat_t, emis, idx,
                        alpha, block_base, inv_c, no_snap, no_snap, lane_ll, fw)
         _backward_block(l0, first, end, end, transmat, emis, idx, alpha, block_base, inv_c,
-                        no_snap, from_state, True, by_idx, post_acc, post_dense, no_snap,
+                        no_snap, from_state, with_stats, by_idx, post_acc, post_dense, no_snap,
                         no_snap, no_snap, bw)
         for b in range(LANES):
             if seq[l0 + b] >= 0:
@@ -300,12 +323,12 @@ _BackwardWork = namedtuple("_BackwardWork",
 @njit(cache=True)
 def _backward_work(K):
     """Scratch arrays and lane accumulators of ``_backward_block`` (one set per chunk)."""
+    f64 = aligned_empty
     i64 = np.int64
-    return _BackwardWork(np.empty(K * LANES), np.empty(K * LANES), np.empty(K * LANES),
-                         np.empty(K * LANES), np.empty(K * K * LANES), np.empty(K * LANES),
+    return _BackwardWork(f64(K * LANES), f64(K * LANES), f64(K * LANES), f64(K * LANES),
+                         f64(K * K * LANES), f64(K * LANES), np.empty(LANES, dtype=i64),
                          np.empty(LANES, dtype=i64), np.empty(LANES, dtype=i64),
-                         np.empty(LANES, dtype=i64), np.empty(LANES, dtype=i64),
-                         np.empty(LANES), np.empty(LANES))
+                         np.empty(LANES, dtype=i64), f64(LANES), f64(LANES))
 
 
 @njit(cache=True)

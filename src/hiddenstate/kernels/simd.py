@@ -21,8 +21,9 @@ know about the setting)::
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils, config
 from numba.core.errors import TypingError
 from numba.extending import intrinsic, models, register_model
@@ -170,3 +171,15 @@ def vwhere_gt(typingctx, a, b, x, y):
         return builder.select(builder.fcmp_ordered(">", args[0], args[1]), args[2], args[3])
 
     return f64x8(a, b, x, y), codegen
+
+
+@njit(cache=True)
+def aligned_empty(n):
+    """``np.empty(n)`` (float64) starting on a 64-byte boundary.
+
+    Vectors at multiples of 8 entries from its start then never straddle two cache lines
+    (numba's own allocations are only 32-byte aligned, which splits every AVX-512 access).
+    """
+    buf = np.empty(n + LANES)
+    skip = (-buf.ctypes.data) % 64 // 8
+    return buf[skip:skip + n]

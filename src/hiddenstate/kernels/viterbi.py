@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit, prange
 
 from .forward_backward import _block_length, _lane_rows
-from .simd import LANES, vadd, vgather, vload, vsplat, vstore, vsub, vwhere_gt
+from .simd import LANES, aligned_empty, vadd, vgather, vload, vsplat, vstore, vsub, vwhere_gt
 
 
 @njit(cache=True)
@@ -92,14 +92,14 @@ def viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo,
     zero = vsplat(0.0)
     half = vsplat(0.5)
     for c in prange(chunks.shape[0] - 1):
-        dn = np.empty(K * LANES)
-        d = np.empty(K * LANES)
-        arg = np.empty(K * LANES)
+        dn = aligned_empty(K * LANES)
+        d = aligned_empty(K * LANES)
+        arg = aligned_empty(K * LANES)
         rows = np.empty(LANES, dtype=np.int64)
         offs = np.empty(LANES, dtype=np.int64)
-        active = np.empty(LANES)
-        mode = np.empty(LANES)
-        mx = np.empty(LANES)
+        active = aligned_empty(LANES)
+        mode = aligned_empty(LANES)
+        mx = aligned_empty(LANES)
         for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
             for b in range(LANES):
                 offs[b] = init[l0 + b] * K

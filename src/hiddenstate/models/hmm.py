@@ -20,6 +20,7 @@ from ..inference import Sequences
 from ..kernels import path_counts
 from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
+from ..learn.online import ONLINE_LEARNERS, ONLINE_MODES
 
 _ALL_LETTERS = "stemcl"
 
@@ -151,7 +152,13 @@ class HMM(BaseEstimator):
         likelihood), ``"map"`` (posterior mode under the priors below), ``"vb"`` (mean-field
         variational Bayes; posterior hyper-parameters in ``*_posterior_``), ``"vt"``
         (Viterbi training: hard EM on the best path) or ``"kvt"`` (the ``k_best`` best paths).
+        Streaming learners (each observation or sequence seen once; ``fit`` is one pass and
+        :meth:`partial_fit` continues the stream): ``"online-em"`` (Cappé 2011),
+        ``"bwo"`` (Baum-Welch online), ``"baldi-chauvin"``, ``"bona"`` (Bayesian online)
+        and ``"mpa"`` (mean posterior approximation); see :mod:`hiddenstate.learn.online`.
     k_best : number of paths for ``learn="kvt"``.
+    learner_options : keyword arguments of the streaming learner (e.g.
+        ``{"step_exponent": 0.7}`` for online EM, ``{"eta": 0.1}`` for BWO).
     startprob_prior, transmat_prior, emissionprob_prior : Dirichlet concentrations.
     means_prior, means_weight, covars_prior, covars_weight : Gaussian priors (hmmlearn's
         names and meaning: prior mean and its weight, covariance scale and its weight).
@@ -174,7 +181,7 @@ class HMM(BaseEstimator):
                  learn: str = "em", k_best: int = 1, startprob_prior=None,
                  transmat_prior=None, emissionprob_prior=None, means_prior=None,
                  means_weight=None, covars_prior=None, covars_weight=None,
-                 lambdas_prior=None, lambdas_weight=None):
+                 lambdas_prior=None, lambdas_weight=None, learner_options: dict | None = None):
         self.n_states = n_states
         self.emission = emission
         self.n_features = n_features
@@ -198,6 +205,7 @@ class HMM(BaseEstimator):
         self.covars_weight = covars_weight
         self.lambdas_prior = lambdas_prior
         self.lambdas_weight = lambdas_weight
+        self.learner_options = learner_options
 
     # -- configuration --------------------------------------------------------------------------
     def _prior(self, name: str):
@@ -243,8 +251,21 @@ class HMM(BaseEstimator):
                     f"{name}: expected a string of letters from {_ALL_LETTERS!r}, got {letters!r}")
         if not (isinstance(self.tol, (int, float)) and not np.isnan(self.tol)):
             raise InvalidInputError(f"tol: expected a number, got {self.tol!r}")
-        if self.learn not in MODES:
-            raise InvalidInputError(f"learn: {self.learn!r} is not one of {MODES}")
+        if self.learn not in MODES + ONLINE_MODES:
+            raise InvalidInputError(
+                f"learn: {self.learn!r} is not one of {MODES + ONLINE_MODES}")
+        if self.learn in ONLINE_MODES and self.n_init != 1:
+            raise InvalidInputError(
+                f"n_init: streaming learners see the data once; use n_init=1 with "
+                f"learn={self.learn!r}")
+        if self.learner_options is not None and not isinstance(self.learner_options, dict):
+            raise InvalidInputError(
+                f"learner_options: expected a dict of the learner's keyword arguments, got "
+                f"{type(self.learner_options).__name__}")
+        if self.learner_options and self.learn not in ONLINE_MODES:
+            raise InvalidInputError(
+                f"learner_options: only streaming learners {ONLINE_MODES} take options; "
+                f"learn={self.learn!r} is configured by the estimator's own arguments")
         check_positive_int(self.k_best, "k_best")
         if self.learn == "em":
             given = [n for n in _FLAT_PRIORS if getattr(self, n, None) is not None]
@@ -371,8 +392,13 @@ class HMM(BaseEstimator):
         if n_features is None:
             n_features = family_cls(self.n_states, 1, **self._family_kwargs()).infer_n_features(X)
         family = self._family(n_features, X)
-        problem = self._problem(family, X, seqs)
         rng = make_rng(self.random_state)
+        if self.learn in ONLINE_MODES:
+            for attr in ("learner_state_",):
+                if hasattr(self, attr):
+                    delattr(self, attr)
+            return self._stream(X, seqs, family, rng, n_features, continues=False)
+        problem = self._problem(family, X, seqs)
         best = None
         for _ in range(self.n_init):
             startprob, transmat, emis = self._initial_params(X, family, rng)
@@ -387,6 +413,57 @@ class HMM(BaseEstimator):
                           best.params["emission"])
         self._set_posterior_(best.posterior)
         return self
+
+    # -- streaming ------------------------------------------------------------------------------
+    def _learner(self):
+        return ONLINE_LEARNERS[self.learn](**(self.learner_options or {}))
+
+    def _stream(self, X, seqs, family, rng, n_features, continues: bool):
+        """Feed sequences to the streaming learner (starting it if needed)."""
+        learner = self._learner()
+        state = getattr(self, "learner_state_", None)
+        if state is None:
+            if continues:
+                raise InvalidInputError(
+                    "continues: there is no stream to continue yet; call partial_fit without "
+                    "continues=True first")
+            startprob, transmat, emis = self._initial_params(X, family, rng)
+            state = learner.start({"startprob": startprob, "transmat": transmat,
+                                   "emission": emis}, family, rng)
+            self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
+            self.n_features_ = n_features
+        state = learner.update(state, X, seqs.lengths, family, continues=continues)
+        theta = learner.params(state, family)
+        self.learner_state_ = state
+        self._set_params_(theta["startprob"], theta["transmat"], theta["emission"])
+        return self
+
+    def partial_fit(self, X, lengths=None, continues: bool = False):
+        """Continue the stream with the sequences ``X`` (streaming learners only).
+
+        Each sequence restarts the filter from ``startprob_``; learned statistics carry
+        over. ``continues=True`` makes the first sequence the continuation of the one the
+        previous call ended in (online EM). The first call initialises the learner from
+        ``init_params`` and its data. Results are identical whether a stream is fed in one
+        call or many, and across :meth:`save` / :func:`hiddenstate.load`.
+        """
+        self._check_hyper()
+        if self.learn not in ONLINE_MODES:
+            raise InvalidInputError(
+                f"learn: partial_fit needs a streaming learner {ONLINE_MODES}, not "
+                f"{self.learn!r}; use fit for batch learning")
+        if hasattr(self, "learner_state_"):
+            X, seqs = self._validate(X, lengths, self.n_features_)
+            family = self._family(self.n_features_, X)
+            return self._stream(X, seqs, family, None, self.n_features_, continues)
+        n_features = self.n_features
+        X, seqs = self._validate(X, lengths, n_features)
+        if n_features is None:
+            n_features = FAMILIES[self.emission](
+                self.n_states, 1, **self._family_kwargs()).infer_n_features(X)
+        family = self._family(n_features, X)
+        return self._stream(X, seqs, family, make_rng(self.random_state), n_features,
+                            continues)
 
     def _set_posterior_(self, posterior: dict | None) -> None:
         """VB posterior hyper-parameters as ``<name>_posterior_`` attributes."""

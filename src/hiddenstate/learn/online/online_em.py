@@ -1,0 +1,464 @@
+r"""Online EM for HMMs, one observation at a time (Cappé 2011, "Online EM algorithm for
+hidden Markov models", JCGS 20(3); as written out in PROPS, Wojnowicz & Zhao, sec. IV).
+
+The recursions are in :mod:`hiddenstate.kernels.online_em`; this module fixes the
+conventions, the priors and the state.
+
+**Time indices.** Observations are numbered :math:`t = 1, 2, \dots` across the whole
+stream (all calls to :meth:`OnlineEM.update`, all sequences); the state's ``t`` is the
+number consumed so far. Observation :math:`t` is processed with the parameters
+:math:`\theta_{t-1}` left by the previous step (:math:`\theta_0` = the ``theta`` given to
+:meth:`OnlineEM.start`):
+
+1. the filter :math:`\phi_t(k) \propto \sum_{k'} \phi_{t-1}(k')\,\tau_{t-1}(k', k)\,
+   b_{t-1,k}(y_t)` is computed from the previous filter :math:`\phi_{t-1}`, and the
+   retrospective kernel :math:`r_t(k' \mid k) \propto \phi_{t-1}(k')\,\tau_{t-1}(k', k)`
+   uses that same :math:`\phi_{t-1}`;
+2. the step size :math:`\gamma_t = \text{step\_scale}\cdot t^{-\text{step\_exponent}}` is
+   applied *at* observation :math:`t`: every auxiliary becomes
+   :math:`\rho_t = (1-\gamma_t)\,\rho_{t-1} r_t + \gamma_t\,\text{new}_t`, so the first
+   observation gets weight :math:`\gamma_1` (1 by default) and the statistics are the
+   weighted averages :math:`\sum_{s \le t} \gamma_s \prod_{s < u \le t} (1-\gamma_u)\,
+   (\cdot)_s` (they sum to one when :math:`\gamma_1 = 1`: they are per-observation
+   averages, not counts);
+3. :math:`S_t = \sum_k \rho_t(\cdot, k)\,\phi_t(k)`, and if :math:`t \ge \max(\text{warmup},
+   1)` the M-step sets :math:`\theta_t = \bar\theta(S_t)`, else :math:`\theta_t =
+   \theta_{t-1}` (the statistics accumulate from the first observation on; the first
+   M-step follows observation ``max(warmup, 1)``).
+
+``step_exponent`` in (0.5, 1] is Cappé's setting (default 0.6); ``step_exponent = 0``
+gives the constant step :math:`\gamma = \text{step\_scale} < 1`, which forgets the past
+geometrically (memory about :math:`1/\gamma` observations) and tracks a drifting source.
+
+**Sequences.** At the first observation of a new sequence the filter restarts from the
+current ``startprob`` (:math:`\phi_t \propto \pi_{t-1} \circ b_{t-1}(y_t)`); the
+statistics carry over. The new sequence is independent of the old one, so its
+retrospective kernel is :math:`r_t(k' \mid k) = \phi_{t-1}(k')` (the last filter of the
+previous sequence) and it contributes no transition term: the recursions stay the same
+at a boundary. ``continues=True`` makes the first sequence of a call continue the one the
+previous call ended in (a stream cut anywhere resumes exactly).
+
+**Initial distribution.** Kept fixed by default. With ``learn_startprob=True`` its
+statistic is the (step-size weighted) frequency of each state at sequence starts,
+:math:`\rho^\pi_t(i, k) = (1-\gamma_t)(\rho^\pi_{t-1} r_t)(i, k) + \gamma_t\,
+[\text{start}_t]\,\delta(i, k)`, and the M-step is its Dirichlet MAP row. (Within one long
+sequence this statistic only decays, so the estimate drifts to the prior's mode: learn it
+from many sequences.)
+
+**M-step and priors.** Every categorical block (transitions, the initial distribution,
+categorical emissions) is a Dirichlet MAP row, exactly the rule of
+:class:`~hiddenstate.families.DirichletRows` (:func:`~hiddenstate.families.estimate_rows`:
+:math:`\hat\theta_j \propto \max(S_j + \alpha_j - 1, 0)` on the support of the
+starting parameters, a row with no mass keeps its value). The pseudo-counts
+:math:`\alpha - 1` are on the scale of the statistics, i.e. *fractions of one
+observation*. No epsilon is added anywhere: empty statistics (a symbol not yet seen, a
+transition not yet used) are handled by the prior. **Default prior**: each row gets a
+total pseudo-count of :data:`PRIOR_MASS` = 1e-6 spread evenly over its entries,
+:math:`\alpha = 1 + 10^{-6}/n` (:math:`n` = K for transition rows and the initial
+distribution, W for emission rows): small enough not to bias any estimate that has data,
+positive so that no probability becomes an exact zero by underflow and a symbol unseen
+before an M-step stays possible. Categorical emissions need :math:`\alpha > 1` (the
+lazy normaliser is linear in the statistics, and with :math:`\alpha = 1` every symbol not
+seen before the first M-step would become impossible forever); they use the learner's
+``emissionprob_prior``, not the family's (whose default is the flat :math:`\alpha = 1`).
+Gaussian and Poisson emissions use ``family.mstep`` with the family's own conjugate prior
+(maximum likelihood by default; a state without mass keeps its values).
+
+**Polyak-Ruppert averaging** (``averaging=True``): the reported parameters are the
+arithmetic means of the iterates :math:`\theta_t`, :math:`t \ge \max(\text{average\_start},
+\text{warmup}, 1)`; the recursions themselves always run on the current iterate. For
+categorical emissions the average is kept lazily too (see the kernel).
+
+**Categorical emissions are lazy**: a step needs only the observed symbol's probability
+:math:`b_{t-1,k}(y_t) = (S_{t-1}(k, y_t) + \alpha_{k y_t} - 1) / (N_{t-1}(k) +
+\sum_w (\alpha_{kw} - 1))` with :math:`N = \sum_w S(\cdot, w)` (the MAP row above,
+one entry of it), so the per-step cost does not depend on the alphabet
+size W (amortised :math:`O(K^4 + K^3 \log B + W K^3 / B)` with the window ``block`` B,
+default the power of two at or above W, between 1024 and 65536); the emission matrix is
+materialised only by :meth:`OnlineEM.params`.
+
+**State.** A flat dict of NumPy arrays and Python scalars (the step counter ``t``, the
+filter ``phi``, the auxiliaries, the window and its tree, the averages): saving and loading
+it and continuing gives bit-identical parameters, wherever the stream was cut.
+:meth:`OnlineEM.update` returns a new state and leaves its argument unchanged.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..._validation import check_lengths, check_stochastic
+from ...errors import InvalidInputError, ZeroProbabilityError
+from ...families.categorical import CategoricalEmissions
+from ...families.dirichlet import DirichletRows
+from ...families.gaussian import GaussianEmissions
+from ...families.poisson import PoissonEmissions
+from ...kernels.online_em import (
+    MAX_WINDOW,
+    categorical_statistics,
+    online_em_categorical,
+    online_em_dense,
+)
+
+__all__ = ["PRIOR_MASS", "OnlineEM"]
+
+#: total pseudo-count per Dirichlet row of the default priors (in observations)
+PRIOR_MASS = 1e-6
+_TREE_ENTRIES = 1 << 21  # the default window's tree holds at most this many numbers (16 MB)
+
+
+def _default_window(K: int, W: int) -> int:
+    """The power of two at or above W, at least 1024, at most 65536 and at most
+    ``_TREE_ENTRIES / (2 K^2)`` (and at least 16)."""
+    B = 1 << max(W - 1, 1).bit_length()
+    B = min(max(B, 1024), 1 << 16)
+    while B > 16 and 2 * B * K * K > _TREE_ENTRIES:
+        B >>= 1
+    return B
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+class OnlineEM:
+    r"""Online EM (Cappé 2011) for HMMs with categorical, Gaussian or Poisson emissions.
+
+    Parameters
+    ----------
+    step_scale, step_exponent : step size :math:`\gamma_t` = ``step_scale *
+        t**(-step_exponent)``; ``step_scale`` in (0, 1], ``step_exponent`` in [0, 1]
+        (0: constant step ``step_scale``, then < 1).
+    warmup : observations before the first M-step (>= 0; the first M-step follows
+        observation ``max(warmup, 1)``).
+    averaging : report Polyak-Ruppert averages of the iterates from observation
+        ``average_start`` (default ``warmup``) on.
+    learn_startprob : learn the initial distribution from the sequence starts.
+    startprob_prior, transmat_prior, emissionprob_prior : Dirichlet :math:`\alpha`
+        (scalar or broadcastable array); None: :math:`1 + 10^{-6}/n` per entry (see the
+        module docstring). ``emissionprob_prior`` (categorical only) must be > 1.
+    block : window length B of the lazy categorical scheme (a power of two >= 2); None:
+        the power of two at or above W, clipped to [1024, 65536] (and smaller for large K,
+        so that the tree stays under 16 MB).
+    """
+
+    name = "online-em"
+
+    def __init__(self, step_scale: float = 1.0, step_exponent: float = 0.6, warmup: int = 20,
+                 averaging: bool = False, average_start: int | None = None,
+                 learn_startprob: bool = False, startprob_prior=None, transmat_prior=None,
+                 emissionprob_prior=None, block: int | None = None):
+        self.step_scale = step_scale
+        self.step_exponent = step_exponent
+        self.warmup = warmup
+        self.averaging = averaging
+        self.average_start = average_start
+        self.learn_startprob = learn_startprob
+        self.startprob_prior = startprob_prior
+        self.transmat_prior = transmat_prior
+        self.emissionprob_prior = emissionprob_prior
+        self.block = block
+
+    # -- hyper-parameters ----------------------------------------------------------------------
+    def _check(self) -> None:
+        s, e = self.step_scale, self.step_exponent
+        if not (_is_number(s) and 0.0 < s <= 1.0):
+            raise InvalidInputError(f"step_scale: expected a number in (0, 1], got {s!r}")
+        if not (_is_number(e) and 0.0 <= e <= 1.0):
+            raise InvalidInputError(
+                f"step_exponent: expected a number in [0, 1] (Cappé: (0.5, 1]; 0 for a constant "
+                f"step), got {e!r}")
+        if not s * 2.0 ** (-e) < 1.0:  # gamma_t < 1 from t = 2 on
+            raise InvalidInputError(
+                "step_scale: the step size must be < 1 from the second observation on (a "
+                "step of 1 forgets everything before it); with a constant step "
+                "(step_exponent=0) pass e.g. step_scale=0.01")
+        for name in ("warmup", "average_start"):
+            value = getattr(self, name)
+            if value is None and name == "average_start":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise InvalidInputError(f"{name}: expected an integer >= 0, got {value!r}")
+        for name in ("averaging", "learn_startprob"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise InvalidInputError(
+                    f"{name}: expected True or False, got {getattr(self, name)!r}")
+        B = self.block
+        if B is not None and (isinstance(B, bool) or not isinstance(B, (int, np.integer))
+                              or B < 2 or B > MAX_WINDOW or B & (B - 1)):
+            raise InvalidInputError(
+                f"block: expected a power of two between 2 and {MAX_WINDOW}, got {B!r}")
+
+    def _avg_start(self) -> int:
+        """First averaged observation in the kernels' convention (-1: no averaging)."""
+        if not self.averaging:
+            return -1
+        return int(self.warmup if self.average_start is None else self.average_start)
+
+    def _alpha(self, name: str, value, shape: tuple[int, ...], n: int) -> np.ndarray:
+        if value is None:
+            return np.full(shape, 1.0 + PRIOR_MASS / n)
+        try:
+            alpha = np.broadcast_to(np.asarray(value, dtype=np.float64), shape).copy()
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"{name}: expected a number or an array broadcastable to {shape}, got "
+                f"{value!r:.80}") from exc
+        if not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
+            raise InvalidInputError(f"{name}: Dirichlet parameters must be finite and > 0")
+        return alpha
+
+    def _priors(self, K: int) -> tuple[np.ndarray, np.ndarray]:
+        """``alpha - 1`` of the transition rows and the initial distribution."""
+        ta = self._alpha("transmat_prior", self.transmat_prior, (K, K), K) - 1.0
+        sa = self._alpha("startprob_prior", self.startprob_prior, (K,), K) - 1.0
+        return np.ascontiguousarray(ta), np.ascontiguousarray(sa)
+
+    def _emission_prior(self, emission0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Categorical ``alpha`` (K, W) and ``alpha - 1`` on the support of the initial
+        emission matrix (the support never changes: structural zeros stay zero)."""
+        K, W = emission0.shape
+        alpha = self._alpha("emissionprob_prior", self.emissionprob_prior, (K, W), W)
+        if np.any(alpha[emission0 > 0] <= 1.0):
+            raise InvalidInputError(
+                "emissionprob_prior: learn='online-em' needs a Dirichlet alpha > 1 for "
+                "categorical emissions (alpha = 1 would make every symbol not seen before the "
+                "first M-step impossible forever); pass e.g. emissionprob_prior=1 + 1e-6 / "
+                "n_features, or leave it None")
+        return alpha, np.ascontiguousarray(np.where(emission0 > 0, alpha - 1.0, 0.0))
+
+    # -- protocol -----------------------------------------------------------------------------
+    def start(self, theta: dict, family, rng: np.random.Generator | None = None) -> dict:
+        """Initial state from ``theta`` (``rng`` is not used: the learner is deterministic)."""
+        self._check()
+        K = family.n_states
+        startprob = check_stochastic(theta["startprob"], (K,), "startprob_").copy()
+        transmat = check_stochastic(theta["transmat"], (K, K), "transmat_").copy()
+        self._priors(K)
+        state = {
+            "learner": self.name,
+            "t": 0,
+            "n_avg": 0,
+            "startprob": startprob,
+            "transmat": transmat,
+            "phi": startprob.copy(),
+            "rho_trans": np.zeros((K, K, K)),
+            "rho_start": np.zeros((K, K)),
+            "avg_startprob": np.zeros(K),
+            "avg_transmat": np.zeros((K, K)),
+        }
+        avg = self.averaging
+        if isinstance(family, CategoricalEmissions):
+            W = family.n_features
+            emission0 = check_stochastic(theta["emission"]["emissionprob"], (K, W),
+                                         "emissionprob_").copy()
+            self._emission_prior(emission0)
+            B = self.block
+            if B is None:
+                B = _default_window(K, W)
+            state.update({
+                "emission0": emission0,
+                "G": np.zeros((K, K)),
+                "E": np.zeros((W, K, K)),
+                "touch": np.zeros(W, dtype=np.int64),
+                "window": 0,
+                "decay": 1.0,
+                "tree_P": np.zeros((2 * B, K, K)),
+                "tree_Q": np.zeros((2 * B if avg else 0, K, K)),
+                "avg_acc": np.zeros((W if avg else 0, K)),
+                "avg_U": np.zeros(K),
+            })
+            return state
+        layout = _layout(family)
+        params = family.check_params(theta["emission"])
+        state["rho_emission"] = np.zeros((K, layout.P, K))
+        for key, value in params.items():
+            state["emission." + key] = np.array(value, dtype=np.float64)
+            state["avg.emission." + key] = np.zeros_like(value, dtype=np.float64)
+        return state
+
+    def update(self, state: dict, X: np.ndarray, lengths: np.ndarray | None, family,
+               continues: bool = False) -> dict:
+        """Consume the sequences ``X`` (concatenated) in order; return the new state."""
+        self._check()
+        state = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
+        X = np.asarray(X)
+        lengths = check_lengths(lengths, len(X))
+        starts = np.zeros(len(X), dtype=np.bool_)
+        starts[np.concatenate(([0], np.cumsum(lengths)[:-1]))] = True
+        if continues:
+            if state["t"] == 0:
+                raise InvalidInputError(
+                    "continues: there is no previous sequence to continue (no observation "
+                    "seen yet); pass continues=False")
+            starts[0] = False
+        K = family.n_states
+        trans_a, start_a = self._priors(K)
+        if isinstance(family, CategoricalEmissions):
+            self._update_categorical(state, X, starts, trans_a, start_a)
+        else:
+            self._update_dense(state, X, starts, family, trans_a, start_a)
+        return state
+
+    def params(self, state: dict, family) -> dict:
+        """Current parameters (Polyak-Ruppert averages when ``averaging`` and at least one
+        iterate was averaged)."""
+        n_avg = state["n_avg"]
+        averaged = self.averaging and n_avg > 0
+        if averaged:
+            startprob = (state["avg_startprob"] / n_avg if self.learn_startprob
+                         else state["startprob"].copy())
+            transmat = state["avg_transmat"] / n_avg
+        else:
+            startprob, transmat = state["startprob"].copy(), state["transmat"].copy()
+        if isinstance(family, CategoricalEmissions):
+            emission = {"emissionprob": self._categorical_emission(state, averaged)}
+        else:
+            prefix = "avg.emission." if averaged else "emission."
+            emission = {key[len(prefix):]: (value / n_avg if averaged else value.copy())
+                        for key, value in state.items() if key.startswith(prefix)}
+        return {"startprob": startprob, "transmat": transmat, "emission": emission}
+
+    # -- categorical ----------------------------------------------------------------------------
+    def _update_categorical(self, state, X, starts, trans_a, start_a) -> None:
+        emission0 = state["emission0"]
+        W = emission0.shape[1]
+        y = X[:, 0] if X.ndim == 2 and X.shape[1] == 1 else X
+        y = np.ascontiguousarray(y, dtype=np.int64)
+        if y.ndim != 1 or (len(y) and (y.min() < 0 or y.max() >= W)):
+            raise InvalidInputError(
+                f"X: expected symbols 0 .. {W - 1} (one column), got shape {X.shape} with "
+                f"values {y.min() if len(y) else ''} .. {y.max() if len(y) else ''}")
+        _, emis_a = self._emission_prior(emission0)
+        emis_A = emis_a.sum(axis=1)
+        counters = np.array([state["t"], state["window"], state["n_avg"]], dtype=np.int64)
+        scale = np.array([state["decay"]])
+        status = online_em_categorical(
+            y, starts, float(self.step_scale), float(self.step_exponent), int(self.warmup),
+            self._avg_start(), bool(self.learn_startprob), trans_a, start_a, emis_a, emis_A,
+            emission0, state["startprob"], state["transmat"], state["phi"],
+            state["rho_trans"], state["rho_start"], state["G"], state["E"], state["touch"],
+            state["tree_P"], state["tree_Q"], state["avg_acc"], state["avg_U"],
+            state["avg_transmat"], state["avg_startprob"], counters, scale)
+        if status >= 0:
+            raise _impossible(status, int(counters[0]))
+        state["t"], state["window"], state["n_avg"] = (int(v) for v in counters)
+        state["decay"] = float(scale[0])
+
+    def _categorical_emission(self, state, averaged: bool) -> np.ndarray:
+        emission0 = state["emission0"]
+        K, W = emission0.shape
+        t = state["t"]
+        if not averaged and t < max(int(self.warmup), 1):
+            return emission0.copy()
+        alpha, emis_a = self._emission_prior(emission0)
+        S = np.empty((K, W))
+        acc_now = np.empty((W, K)) if averaged else np.empty((0, K))
+        categorical_statistics(state["E"], state["touch"], state["tree_P"], state["tree_Q"],
+                               state["avg_acc"], state["phi"], float(state["decay"]),
+                               int(state["window"]), averaged, S, acc_now)
+        if averaged:
+            return (acc_now.T + emis_a * state["avg_U"][:, None]) / state["n_avg"]
+        return DirichletRows("emissionprob", "e", alpha).mstep(emission0, S, "e")[0]
+
+    # -- Gaussian, Poisson ----------------------------------------------------------------------
+    def _update_dense(self, state, X, starts, family, trans_a, start_a) -> None:
+        layout = _layout(family)
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != family.n_features:
+            raise InvalidInputError(
+                f"X: expected shape (n, {family.n_features}), got {X.shape}")
+        rows = layout.rows(X)
+        keys = [k[len("emission."):] for k in state if k.startswith("emission.")]
+        em = {key: state["emission." + key] for key in keys}
+        K = family.n_states
+        Sg = np.empty((K, layout.P))
+        counters = np.array([state["t"], state["n_avg"]], dtype=np.int64)
+        # one row per call: a parallel kernel's thread launch would cost more than the row
+        threads = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            self._dense_loop(state, X, rows, starts, family, layout, em, keys, Sg, counters,
+                             trans_a, start_a)
+        finally:
+            numba.set_num_threads(threads)
+
+    def _dense_loop(self, state, X, rows, starts, family, layout, em, keys, Sg, counters,
+                    trans_a, start_a) -> None:
+        which = "".join(family.letters)
+        first_m = max(int(self.warmup), 1)
+        avg_start = self._avg_start()
+        first_avg = max(avg_start, first_m)
+        n, N = 0, len(X)
+        while n < N:
+            t = int(counters[0])
+            chunk = min(N - n, first_m - t) if t < first_m else 1
+            # one row at a time: each row's numbers never depend on how the stream was cut
+            loglik = np.vstack([family.log_likelihood(em, X[i:i + 1])
+                                for i in range(n, n + chunk)])
+            status = online_em_dense(
+                loglik, rows[n:n + chunk], starts[n:n + chunk], float(self.step_scale),
+                float(self.step_exponent), int(self.warmup), avg_start,
+                bool(self.learn_startprob), trans_a, start_a, state["startprob"],
+                state["transmat"], state["phi"], state["rho_trans"], state["rho_start"],
+                state["rho_emission"], Sg, state["avg_transmat"], state["avg_startprob"],
+                counters)
+            if status >= 0:
+                raise _impossible(n + status, t + status + 1)
+            t = int(counters[0])
+            if t >= first_m:
+                em = {key: np.asarray(value, dtype=np.float64) for key, value in
+                      family.mstep(em, layout.stats(Sg), which)[0].items()}
+            if avg_start >= 0 and t >= first_avg:
+                for key in keys:
+                    state["avg.emission." + key] += em[key]
+            n += chunk
+        for key in keys:
+            state["emission." + key] = em[key]
+        state["t"], state["n_avg"] = int(counters[0]), int(counters[1])
+
+
+def _impossible(index: int, t: int) -> ZeroProbabilityError:
+    return ZeroProbabilityError(
+        f"X: observation {index} of this call (observation {t} of the stream) has probability "
+        "zero under the current parameters of learn='online-em' (a symbol outside every "
+        "state's support, a structural zero, or a count with a zero Poisson rate); the state "
+        "passed in is unchanged")
+
+
+class _Layout:
+    """The statistic vector s(x) of a dense family and its split into ``family.statistics``
+    keys: Poisson (1, x); Gaussian diag/spherical (1, x, x**2); full/tied (1, x, vec(x x^T))."""
+
+    def __init__(self, family):
+        self.D = D = family.n_features
+        self.kind = ("poisson" if isinstance(family, PoissonEmissions)
+                     else "diag" if family.covariance_type in ("diag", "spherical") else "full")
+        self.P = {"poisson": 1 + D, "diag": 1 + 2 * D, "full": 1 + D + D * D}[self.kind]
+
+    def rows(self, X: np.ndarray) -> np.ndarray:
+        N, D = X.shape
+        parts = [np.ones((N, 1)), X]
+        if self.kind == "diag":
+            parts.append(X * X)
+        elif self.kind == "full":
+            parts.append((X[:, :, None] * X[:, None, :]).reshape(N, D * D))
+        return np.ascontiguousarray(np.hstack(parts))
+
+    def stats(self, S: np.ndarray) -> dict:
+        D = self.D
+        out = {"post": S[:, 0].copy(), "obs": S[:, 1:1 + D].copy()}
+        if self.kind == "diag":
+            out["obs**2"] = S[:, 1 + D:].copy()
+        elif self.kind == "full":
+            out["obs*obs.T"] = S[:, 1 + D:].reshape(-1, D, D).copy()
+        return out
+
+
+def _layout(family) -> _Layout:
+    if isinstance(family, (PoissonEmissions, GaussianEmissions)):
+        return _Layout(family)
+    raise InvalidInputError(
+        f"emission: learn='online-em' needs a family with sufficient statistics (categorical, "
+        f"Gaussian, Poisson), got {type(family).__name__}")

@@ -95,7 +95,7 @@ from contextlib import contextmanager
 
 import numba
 import numpy as np
-from scipy.special import digamma, gammaln, polygamma
+from scipy.special import digamma, gammaln, zeta
 
 from ... import inference
 from ..._validation import check_lengths, check_stochastic, check_symbols
@@ -516,8 +516,8 @@ def solve_mean_log(mean_log: np.ndarray, starts: np.ndarray, init: np.ndarray,
     for _ in range(max_iter):
         if np.all(np.abs(g) <= tol * scale):
             break
-        q = polygamma(1, u)
-        z = polygamma(1, u0)
+        q = zeta(2.0, u)  # trigamma, without polygamma's Python wrapper
+        z = zeta(2.0, u0)
         b = z * np.add.reduceat(g / q, starts) / (1.0 - z * np.add.reduceat(1.0 / q, starts))
         d = (g + b[row]) / q
         if np.all(np.abs(d) <= 4 * np.finfo(float).eps * u):

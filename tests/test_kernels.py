@@ -294,6 +294,7 @@ def test_results_are_identical_for_one_and_two_threads(monkeypatch):
         pytest.skip("numba has a single thread here")
     monkeypatch.setattr(inference, "_SEGMENT", 1000)
     monkeypatch.setattr(inference, "_WARMUP", 100)
+    monkeypatch.setattr(inference, "_PARALLEL_WORK", 0)  # every call with 2 chunks or more
     rng = np.random.default_rng(9)
     lengths = rng.integers(1, 3000, 150)
     lengths[7] = 20000

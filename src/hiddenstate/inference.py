@@ -23,13 +23,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+import numba
 import numpy as np
 
 from . import kernels
 
-_SEGMENT = 16384  # longest sequence run as a single lane by scoring and Viterbi
+_SEGMENT = 16384  # longest sequence run as a single lane; longer ones are split in segments
 _WARMUP = 1024  # rows of warm-up before each further segment
 _FILTER_RTOL = 1e-13  # agreement required of the warmed-up filter, in every state
+_PARALLEL_WORK = 2e6  # rows x K**2 below which a kernel runs on one thread
+
+
+def _call(kernel, chunks: np.ndarray, rows: int, K: int, *args) -> None:
+    """Call a parallel kernel, on the calling thread alone when parallelism cannot pay.
+
+    Waking numba's other threads costs microseconds on an idle machine but up to an OS time
+    slice (milliseconds) when other processes keep the cores busy, so small calls, and calls
+    with a single chunk, run on one thread. Results do not depend on it.
+    """
+    if len(chunks) > 2 and rows * K * K >= _PARALLEL_WORK:
+        kernel(*args)
+        return
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        kernel(*args)
+    finally:
+        numba.set_num_threads(before)
 
 
 @dataclass(frozen=True)
@@ -84,6 +104,11 @@ class LanePlan:
     @property
     def n_chunks(self) -> int:
         return len(self.chunks) - 1
+
+    @property
+    def rows(self) -> int:
+        """Rows processed by all entries, warm-ups included."""
+        return int((self.end - self.first).sum())
 
     def _by_sequence(self) -> list[np.ndarray]:
         """The real entries of each sequence that has several, in segment order."""
@@ -285,10 +310,10 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences)
     loglik = np.zeros(len(seqs.lengths))
     if short.n_chunks:
         Cs = short.n_chunks
-        kernels.forward_backward(
-            startprob, transmat, transmat_t, table.emis, table.idx, short.first, short.end,
-            short.seq, short.chunks, table.by_idx, post_acc[:Cs], post_dense, start_acc[:Cs],
-            trans_acc[:Cs], loglik)
+        _call(kernels.forward_backward, short.chunks, short.rows, K,
+              startprob, transmat, transmat_t, table.emis, table.idx, short.first, short.end,
+              short.seq, short.chunks, table.by_idx, post_acc[:Cs], post_dense, start_acc[:Cs],
+              trans_acc[:Cs], loglik)
     if long.n_chunks:
         Cs = short.n_chunks
         loglik += _segmented_forward_backward(
@@ -326,18 +351,19 @@ def _filter_segments(startprob, transmat_t, table: EmissionTable, plan: LanePlan
     n = len(plan.first)
     alpha, alpha_base, inv_c = store or (np.empty((0, K)), np.zeros(n, np.int64), np.empty(0))
     total, snap_lo, snap_end = np.empty(n), np.zeros((n, K)), np.zeros((n, K))
-    kernels.forward_loglik(np.stack([startprob, np.full(K, 1.0 / K)]), np.zeros(n, np.bool_),
-                           transmat_t, table.emis, table.idx, plan.first, plan.lo, plan.end,
-                           plan.init, plan.chunks, total, snap_lo, snap_end, alpha, alpha_base,
-                           inv_c)
+    _call(kernels.forward_loglik, plan.chunks, plan.rows, K,
+          np.stack([startprob, np.full(K, 1.0 / K)]), np.zeros(n, np.bool_), transmat_t,
+          table.emis, table.idx, plan.first, plan.lo, plan.end, plan.init, plan.chunks, total,
+          snap_lo, snap_end, alpha, alpha_base, inv_c)
 
     def rerun(l, ref):
         one, from_state = plan.single(l)
         t, s_lo, s_end = (np.empty(kernels.LANES), np.zeros((kernels.LANES, K)),
                           np.zeros((kernels.LANES, K)))
-        kernels.forward_loglik(ref[None, :], from_state, transmat_t, table.emis, table.idx,
-                               one.first, one.lo, one.end, one.init, one.chunks, t, s_lo, s_end,
-                               alpha, np.full(kernels.LANES, alpha_base[l]), inv_c)
+        _call(kernels.forward_loglik, one.chunks, one.rows, K,
+              ref[None, :], from_state, transmat_t, table.emis, table.idx, one.first, one.lo,
+              one.end, one.init, one.chunks, t, s_lo, s_end, alpha,
+              np.full(kernels.LANES, alpha_base[l]), inv_c)
         return t[0], s_end[0]
 
     return plan.join(n_seq, total, snap_lo, snap_end, _agree, rerun)[0]
@@ -363,37 +389,37 @@ def _segmented_forward_backward(startprob, transmat, transmat_t, table: Emission
     K = len(startprob)
     n = len(plan.first)
     bounds, lengths = seqs.bounds, seqs.lengths
-    in_plan = np.zeros(len(lengths), dtype=bool)
-    in_plan[plan.seq[plan.seq >= 0]] = True
-    seq_base = np.cumsum(np.where(in_plan, lengths, 0)) - np.where(in_plan, lengths, 0)
-    n_rows = int(lengths[in_plan].sum())
     real = plan.seq >= 0
     seq = np.where(real, plan.seq, 0)
-    alpha_base = np.where(real, seq_base[seq] + plan.lo - bounds[seq], n_rows)
+    # alpha and 1/c of every row of these sequences, each sequence contiguous, + a zero row
+    in_plan = np.zeros(len(lengths), dtype=bool)
+    in_plan[seq[real]] = True
+    stored = np.where(in_plan, lengths, 0)
+    n_rows = int(stored.sum())
+    alpha_base = np.where(real, (np.cumsum(stored) - stored)[seq] + plan.lo - bounds[seq],
+                          n_rows)
     alpha = np.empty((n_rows + 1, K))
     inv_c = np.empty(n_rows + 1)
-    alpha[n_rows] = 0.0  # the row where empty lanes are parked
+    alpha[n_rows] = 0.0
     inv_c[n_rows] = 0.0
+    # 1. forward
     loglik = _filter_segments(startprob, transmat_t, table, plan, len(lengths),
                               (alpha, alpha_base, inv_c))
-    # the backward passes skip impossible sequences: they contribute nothing
+    # the backward passes leave impossible sequences out: they contribute nothing
     ok = real & np.isfinite(loglik[seq])
     alpha_base = np.where(ok, alpha_base, n_rows)
     lo = np.where(ok, plan.lo, 0)
     end = np.where(ok, plan.end, 0)
     seq_end = bounds[seq + 1]
-    last = end == seq_end
-    no_states = np.zeros((0, K))
+    inner = ok & (end < seq_end)  # segments followed by another one
+    counts_start = ok & (plan.part == 0)
     snaps = [np.zeros((n, K)) for _ in range(3)]
 
     def backward(lo, stop, end, from_state, states, stats, chunks, base, snaps):
-        kernels.backward_pass(transmat, table.emis, table.idx, lo, stop, end, ok & (plan.part == 0),
-                              chunks, alpha, base, inv_c, states, from_state, stats,
-                              table.by_idx, post_acc, post_dense, start_acc, trans_acc, *snaps)
-
-    warm_stop = np.where(ok & ~last, np.minimum(end + _WARMUP, seq_end), end)
-    backward(lo, warm_stop, end, np.zeros(n, np.bool_), no_states, False, plan.chunks,
-             alpha_base, snaps)
+        _call(kernels.backward_pass, chunks, int((stop - lo).sum()), K,
+              transmat, table.emis, table.idx, lo, stop, end, counts_start, chunks, alpha, base,
+              inv_c, states, from_state, stats, table.by_idx, post_acc, post_dense, start_acc,
+              trans_acc, *snaps)
 
     def rerun(l, beta):
         one = [np.zeros((kernels.LANES, K)) for _ in range(3)]
@@ -402,8 +428,12 @@ def _segmented_forward_backward(startprob, transmat, transmat_t, table: Emission
                  np.array([0, 1], dtype=np.int64), np.full(kernels.LANES, alpha_base[l]), one)
         return one[1][0], one[2][0]
 
+    # 2. backward with warm-ups, checked from the end of each sequence
+    backward(lo, np.where(inner, np.minimum(end + _WARMUP, seq_end), end), end,
+             np.zeros(n, np.bool_), np.zeros((0, K)), False, plan.chunks, alpha_base, snaps)
     states = plan.join_backward(*snaps, _agree, rerun)
-    backward(lo, np.where(ok & ~last, end + 1, end), end, ok & ~last, states, True, plan.chunks,
+    # 3. backward with the statistics, from the exact beta of the row after each segment
+    backward(lo, np.where(inner, end + 1, end), end, inner, states, True, plan.chunks,
              alpha_base, snaps)
     if not table.by_idx:
         for s in np.flatnonzero(in_plan & ~np.isfinite(loglik)):
@@ -434,24 +464,26 @@ def viterbi(startprob, transmat, table: EmissionTable, seqs: Sequences):
     log_emis = table.log_emis()
     n = len(plan.first)
     total, snap_lo, snap_end = np.empty(n), np.zeros((n, K)), np.zeros((n, K))
-    kernels.viterbi_forward(np.stack([log_start, np.zeros(K)]), np.zeros(n, np.bool_),
-                            log_transmat_t, log_emis, table.idx, plan.first, plan.lo, plan.end,
-                            plan.init, plan.chunks, backptr, total, snap_lo, snap_end)
+    _call(kernels.viterbi_forward, plan.chunks, plan.rows, K,
+          np.stack([log_start, np.zeros(K)]), np.zeros(n, np.bool_), log_transmat_t, log_emis,
+          table.idx, plan.first, plan.lo, plan.end, plan.init, plan.chunks, backptr, total,
+          snap_lo, snap_end)
 
     def rerun(l, ref):
         one, from_state = plan.single(l)
         t, s_lo, s_end = np.empty(kernels.LANES), np.zeros((kernels.LANES, K)), np.zeros(
             (kernels.LANES, K))
-        kernels.viterbi_forward(ref[None, :], from_state, log_transmat_t, log_emis, table.idx,
-                                one.first, one.lo, one.end, one.init, one.chunks, backptr, t,
-                                s_lo, s_end)
+        _call(kernels.viterbi_forward, one.chunks, one.rows, K,
+              ref[None, :], from_state, log_transmat_t, log_emis, table.idx, one.first, one.lo,
+              one.end, one.init, one.chunks, backptr, t, s_lo, s_end)
         return t[0], s_end[0]
 
     logprob, last = plan.join(len(seqs.lengths), total, snap_lo, snap_end, np.array_equal,
                               rerun)
     last_state = np.where(logprob > -np.inf, np.argmax(last, axis=1), -1)
     states = np.empty(seqs.n_samples, dtype=np.int64)
-    kernels.viterbi_backtrack(seqs.bounds, seqs.chunks, last_state, backptr, states)
+    _call(kernels.viterbi_backtrack, seqs.chunks, seqs.n_samples, 1,
+          seqs.bounds, seqs.chunks, last_state, backptr, states)
     return logprob + table.offset_per_sequence(seqs), states
 
 
@@ -465,9 +497,9 @@ def sample_posterior(startprob, transmat, table: EmissionTable, seqs: Sequences,
     uniforms = rng.random(seqs.n_samples)
     states = np.empty(seqs.n_samples, dtype=np.int64)
     plan = seqs.lanes
-    kernels.sample_posterior_paths(startprob, transmat, np.ascontiguousarray(transmat.T),
-                                   table.emis, table.idx, plan.first, plan.end, plan.chunks,
-                                   uniforms, states)
+    _call(kernels.sample_posterior_paths, plan.chunks, plan.rows, len(startprob),
+          startprob, transmat, np.ascontiguousarray(transmat.T), table.emis, table.idx,
+          plan.first, plan.end, plan.chunks, uniforms, states)
     return states
 
 

@@ -136,11 +136,22 @@ class GaussianEmissions(EmissionFamily):
         return out
 
     # -- statistics and M-step --------------------------------------------------------------
+    def _moments(self, X):
+        """``[X, X**2]`` side by side, computed once per data array (EM reuses it)."""
+        cached = getattr(self, "_moments_cache", None)
+        if cached is None or cached[0] is not X:
+            cached = (X, np.hstack([X, X * X]))
+            self._moments_cache = cached
+        return cached[1]
+
     def statistics(self, X, post):
-        stats = {"post": post.sum(axis=0), "obs": post.T @ X}
+        stats = {"post": post.sum(axis=0)}
         if self.covariance_type in ("diag", "spherical"):
-            stats["obs**2"] = post.T @ (X * X)
+            D = X.shape[1]
+            both = post.T @ self._moments(X)  # one pass over the posteriors for both moments
+            stats["obs"], stats["obs**2"] = both[:, :D], both[:, D:]
         else:
+            stats["obs"] = post.T @ X
             stats["obs*obs.T"] = np.stack(
                 [(post[:, k, None] * X).T @ X for k in range(self.n_states)])
         return stats

@@ -353,7 +353,8 @@ class HMM(BaseEstimator):
             transmat = self._user_param("transmat_", "t")
         startprob = check_stochastic(startprob, (K,), "startprob_")
         transmat = check_stochastic(transmat, (K, K), "transmat_")
-        drawn = family.initialize(X, rng)
+        # data-driven initialisation (k-means for Gaussians) only when something needs it
+        drawn = family.initialize(X, rng) if set(init) & set(family.letters) else {}
         emis = {}
         for letter, key in family.letters.items():
             if letter in init:

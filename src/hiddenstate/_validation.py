@@ -150,3 +150,19 @@ def check_positive_int(value, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise InvalidInputError(f"{name}: expected an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+def broadcast_param(name: str, value, shape: tuple[int, ...] | None) -> np.ndarray:
+    """A (prior) hyper-parameter as a float64 array of ``shape`` (as given if None), or an
+    error naming it."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+        if shape is None:
+            return arr
+        if arr.ndim > len(shape) and arr.size == 1:
+            arr = arr.reshape(())
+        return np.broadcast_to(arr, shape).copy()
+    except (TypeError, ValueError) as exc:
+        want = f" broadcastable to {shape}" if shape is not None else " of numbers"
+        raise InvalidInputError(
+            f"{name}: expected a number or an array{want}, got {value!r:.80}") from exc

@@ -61,7 +61,7 @@ import numpy as np
 from scipy import linalg
 from scipy.special import digamma, gammaln, multigammaln
 
-from .._validation import check_real_X
+from .._validation import broadcast_param, check_real_X
 from ..errors import InvalidInputError, NumericalError
 from ..kernels import gaussian_diag_loglik
 from .base import EmissionFamily
@@ -260,35 +260,35 @@ class GaussianEmissions(EmissionFamily):
         identity), a (D,) diagonal, (D, D) or (K, D, D) (full; tied: not (K, D, D)). Raises
         :class:`~hiddenstate.errors.InvalidInputError` for an improper prior."""
         K, D, ct = self.n_states, self.n_features, self.covariance_type
-        m0 = _vb_broadcast("means_prior", self.means_prior, (K, D))
+        m0 = broadcast_param("means_prior", self.means_prior, (K, D))
         if not np.all(np.isfinite(m0)):
             raise InvalidInputError("means_prior: must be finite")
-        b0 = _vb_broadcast("means_weight", self.means_weight, (K,))
+        b0 = broadcast_param("means_weight", self.means_weight, (K,))
         if not np.all(np.isfinite(b0) & (b0 > 0)):
             raise InvalidInputError(
                 f"means_weight: learn='vb' needs a proper Normal prior on the means, "
                 f"means_weight > 0 (got {_short(self.means_weight)}); pass e.g. means_weight=1.0 "
                 "(one pseudo-observation at means_prior)")
         low = D - 1 if ct in ("full", "tied") else 0
-        nu0 = _vb_broadcast("covars_weight", self.covars_weight, () if ct == "tied" else (K,))
+        nu0 = broadcast_param("covars_weight", self.covars_weight, () if ct == "tied" else (K,))
         if not np.all(np.isfinite(nu0) & (nu0 > low)):
             what = ("Wishart prior on the precision, covars_weight > n_features - 1 = "
                     f"{low}" if low else "Gamma prior on each precision, covars_weight > 0")
             raise InvalidInputError(
                 f"covars_weight: learn='vb' needs a proper {what} (got "
                 f"{_short(self.covars_weight)}); pass e.g. covars_weight={D}")
-        cp = _vb_broadcast("covars_prior", self.covars_prior, None)
+        cp = broadcast_param("covars_prior", self.covars_prior, None)
         if ct == "spherical":
-            s0 = (_vb_broadcast("covars_prior", cp, (K, D)).mean(axis=1) if cp.ndim == 2
-                  else _vb_broadcast("covars_prior", cp, (K,)))
+            s0 = (broadcast_param("covars_prior", cp, (K, D)).mean(axis=1) if cp.ndim == 2
+                  else broadcast_param("covars_prior", cp, (K,)))
         elif ct == "diag":
-            s0 = _vb_broadcast("covars_prior", cp, (K, D))
+            s0 = broadcast_param("covars_prior", cp, (K, D))
         else:
             if cp.ndim == 0:
                 cp = cp * np.eye(D)
             elif cp.ndim == 1 and cp.shape == (D,):
                 cp = np.diag(cp)
-            s0 = _vb_broadcast("covars_prior", cp, (D, D) if ct == "tied" else (K, D, D))
+            s0 = broadcast_param("covars_prior", cp, (D, D) if ct == "tied" else (K, D, D))
         if ct in ("spherical", "diag"):
             ok = np.all(np.isfinite(s0) & (s0 > 0))
         else:
@@ -544,22 +544,6 @@ def _short(arr) -> str:
     if arr.size <= 4:
         return "[" + ", ".join(f"{v:g}" for v in arr.ravel()) + "]"
     return f"an array of shape {arr.shape}"
-
-
-def _vb_broadcast(name: str, value, shape: tuple[int, ...] | None) -> np.ndarray:
-    """``value`` as a float64 array of ``shape`` (as given if None; a prior hyper-parameter),
-    or a clear error."""
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-        if shape is None:
-            return arr
-        if arr.ndim > len(shape) and arr.size == 1:
-            arr = arr.reshape(())
-        return np.broadcast_to(arr, shape).copy()
-    except (TypeError, ValueError) as exc:
-        want = f" broadcastable to {shape}" if shape is not None else " of numbers"
-        raise InvalidInputError(
-            f"{name}: expected a number or an array{want}, got {value!r:.80}") from exc
 
 
 def _lost_definiteness() -> NumericalError:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from .._validation import check_counts
+from .._validation import broadcast_param, check_counts
 from ..errors import InvalidInputError
 from .base import EmissionFamily
 
@@ -97,17 +97,8 @@ class PoissonEmissions(EmissionFamily):
     def _vb_prior(self) -> tuple[np.ndarray, np.ndarray]:
         """Prior shape ``lambdas_prior + 1`` and rate ``lambdas_weight``, (K, D) each."""
         shape = (self.n_states, self.n_features)
-        out = []
-        for name in ("lambdas_prior", "lambdas_weight"):
-            value = getattr(self, name)
-            try:
-                arr = np.broadcast_to(np.asarray(value, dtype=np.float64), shape).copy()
-            except (TypeError, ValueError) as exc:
-                raise InvalidInputError(
-                    f"{name}: expected a number or an array broadcastable to {shape}, got "
-                    f"{value!r}") from exc
-            out.append(arr)
-        a, b = out[0] + 1.0, out[1]
+        a = broadcast_param("lambdas_prior", self.lambdas_prior, shape) + 1.0
+        b = broadcast_param("lambdas_weight", self.lambdas_weight, shape)
         if not np.all(np.isfinite(b) & (b > 0)):
             raise InvalidInputError(
                 f"lambdas_weight: learn='vb' needs a proper Gamma(lambdas_prior + 1, "

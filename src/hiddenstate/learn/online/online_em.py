@@ -88,7 +88,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..._validation import check_lengths, check_stochastic
+from ..._validation import broadcast_param, check_lengths, check_stochastic
 from ...errors import InvalidInputError, ZeroProbabilityError
 from ...families.categorical import CategoricalEmissions
 from ...families.dirichlet import DirichletRows
@@ -199,12 +199,7 @@ class OnlineEM:
     def _alpha(self, name: str, value, shape: tuple[int, ...], n: int) -> np.ndarray:
         if value is None:
             return np.full(shape, 1.0 + PRIOR_MASS / n)
-        try:
-            alpha = np.broadcast_to(np.asarray(value, dtype=np.float64), shape).copy()
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(
-                f"{name}: expected a number or an array broadcastable to {shape}, got "
-                f"{value!r:.80}") from exc
+        alpha = broadcast_param(name, value, shape)
         if not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
             raise InvalidInputError(f"{name}: Dirichlet parameters must be finite and > 0")
         return alpha

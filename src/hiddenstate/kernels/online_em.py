@@ -273,15 +273,8 @@ def _advance(E, w, TP, TQ, nodes, n, avg_on, M, M2, dq):
                 for m in range(K):
                     acc += M[i, m] * TQ[node, m, i]
                 dq[i] += acc
-        for i in range(K):
-            for j in range(K):
-                acc = 0.0
-                for m in range(K):
-                    acc += M[i, m] * TP[node, m, j]
-                M2[i, j] = acc
-        for i in range(K):
-            for j in range(K):
-                M[i, j] = M2[i, j]
+        _mm(M, TP[node], M2)
+        M[:, :] = M2
 
 
 @njit(cache=True)
@@ -307,15 +300,8 @@ def _flush(E, touch, TP, TQ, acc, cur, c, avg_on):
                     for m in range(K):
                         s += Pf[i, m] * TQ[node, m, j]
                     Qf[i, j] += s
-        for i in range(K):
-            for j in range(K):
-                s = 0.0
-                for m in range(K):
-                    s += Pf[i, m] * TP[node, m, j]
-                M2[i, j] = s
-        for i in range(K):
-            for j in range(K):
-                Pf[i, j] = M2[i, j]
+        _mm(Pf, TP[node], M2)
+        Pf[:, :] = M2
     for w in range(W):
         if touch[w] == 0:
             for i in range(K):

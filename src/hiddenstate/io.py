@@ -35,7 +35,7 @@ def _digest(arr: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()
 
 
-def _jsonable(value):
+def to_json(value):
     """JSON form of a hyper-parameter: numbers (inf/nan tagged), strings, None, lists of
     numbers, arrays (tagged with their dtype) and dicts of these."""
     if isinstance(value, (bool, np.bool_)):
@@ -48,55 +48,50 @@ def _jsonable(value):
     if isinstance(value, (str, int)) or value is None:
         return value
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-        return {"array": [_jsonable(v) for v in value.ravel().tolist()],
+        return {"array": [to_json(v) for v in value.ravel().tolist()],
                 "shape": list(value.shape), "dtype": value.dtype.str}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [to_json(v) for v in value]
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {"dict": {k: _jsonable(v) for k, v in value.items()}}
+        return {"dict": {k: to_json(v) for k, v in value.items()}}
     raise ModelFileError(
         f"cannot save hyper-parameter value {value!r} of type {type(value).__name__}; "
         "use numbers, strings, None, numeric arrays or dicts of these")
 
 
-def _from_json(value):
+def from_json(value):
     if isinstance(value, list):
-        return [_from_json(v) for v in value]
+        return [from_json(v) for v in value]
     if not isinstance(value, dict):
         return value
     if set(value) == {"float"}:
         return float(value["float"])
     if set(value) == {"dict"}:
-        return {k: _from_json(v) for k, v in dict(value["dict"]).items()}
+        return {k: from_json(v) for k, v in dict(value["dict"]).items()}
     if set(value) == {"array", "shape", "dtype"}:
         dtype = np.dtype(str(value["dtype"]))
         if dtype.kind not in "biuf":
             raise ModelFileError(f"array hyper-parameter of dtype {dtype} is not allowed")
-        return np.array([_from_json(v) for v in value["array"]], dtype=dtype).reshape(
+        return np.array([from_json(v) for v in value["array"]], dtype=dtype).reshape(
             [int(n) for n in value["shape"]])
     raise ModelFileError(f"unrecognised JSON value {value!r}")
 
 
-def save(model, path) -> None:
-    """Write ``model`` to the directory ``path`` (created if needed)."""
+def write_bundle(path, fmt: str, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``meta`` (JSON-able, see :func:`to_json`) and ``arrays`` to the directory
+    ``path``: ``model.json`` gets ``format``, ``version``, ``meta`` and a manifest of the
+    arrays (shape, dtype, SHA-256); both files are written aside and then swapped in, so a
+    crash never leaves half a file."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    arrays = {k: np.asarray(v) for k, v in model.learned_arrays().items()}
+    arrays = {k: np.asarray(v) for k, v in arrays.items()}
     bad = [k for k, v in arrays.items() if v.dtype.str not in _DTYPES]
     if bad:
         raise ModelFileError(f"cannot save array {bad[0]} of dtype {arrays[bad[0]].dtype}")
-    params = model.get_params(deep=False)
-    if not isinstance(params.get("random_state"), (int, type(None))):
-        params["random_state"] = None
-    meta = {
-        "format": FORMAT,
+    doc = {
+        "format": fmt,
         "version": VERSION,
-        "class": type(model).__name__,
-        "params": {k: _jsonable(v) for k, v in params.items()},
-        "n_features_": int(model.n_features_),
-        "monitor": {"history": [_jsonable(v) for v in model.monitor_.history],
-                    "converged": bool(model.monitor_.converged)},
-        "scalars": {k: _jsonable(v) for k, v in model.learned_scalars().items()},
+        **meta,
         "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.str, "sha256": _digest(v)}
                    for k, v in arrays.items()},
     }
@@ -104,45 +99,32 @@ def save(model, path) -> None:
     with open(tmp_npz, "wb") as fh:
         np.savez(fh, **arrays)
     tmp_json = path / (_JSON + ".tmp")
-    tmp_json.write_text(json.dumps(meta, indent=1))
-    os.replace(tmp_npz, path / _NPZ)  # write both, then swap in: no half-written model
+    tmp_json.write_text(json.dumps(doc, indent=1))
+    os.replace(tmp_npz, path / _NPZ)
     os.replace(tmp_json, path / _JSON)
 
 
-def load(path):
-    """Load a model saved by :func:`save` (or ``model.save``)."""
-    from .learn import ConvergenceMonitor
-
+def read_bundle(path, fmt: str, what: str = "model") -> tuple[dict, dict[str, np.ndarray]]:
+    """Read what :func:`write_bundle` wrote: ``(meta, arrays)``, the arrays checked against
+    the manifest (names, shapes, dtypes, SHA-256). ``meta`` is the raw JSON (decode values
+    with :func:`from_json`)."""
     path = Path(path)
     if not (path / _JSON).is_file() or not (path / _NPZ).is_file():
         raise ModelFileError(
-            f"path: {path} is not a saved model (expected {_JSON} and {_NPZ} inside it)")
+            f"path: {path} is not a saved {what} (expected {_JSON} and {_NPZ} inside it)")
     try:
         meta = json.loads((path / _JSON).read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelFileError(f"{path / _JSON}: not valid JSON ({exc})") from exc
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ModelFileError(f"{path / _JSON}: not a hiddenstate model file")
+    if not isinstance(meta, dict) or meta.get("format") != fmt:
+        raise ModelFileError(f"{path / _JSON}: not a hiddenstate {what} file")
     if meta.get("version") != VERSION:
         raise ModelFileError(
             f"{path / _JSON}: format version {meta.get('version')!r} is not supported by this "
             f"hiddenstate (reads version {VERSION}); upgrade hiddenstate")
-    cls = _registry().get(meta.get("class"))
-    if cls is None:
-        raise ModelFileError(f"{path / _JSON}: unknown model class {meta.get('class')!r}")
-    try:
-        params = {k: _from_json(v) for k, v in dict(meta["params"]).items()}
-        model = cls(**params)
-        model._check_hyper()
-        manifest = dict(meta["arrays"])
-        n_features = int(meta["n_features_"])
-        history = [float(_from_json(v)) for v in meta["monitor"]["history"]]
-        converged = bool(meta["monitor"]["converged"])
-        scalars = {k: _from_json(v) for k, v in dict(meta.get("scalars", {})).items()}
-    except HiddenStateError as exc:
-        raise ModelFileError(f"{path / _JSON}: invalid hyper-parameters ({exc})") from exc
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ModelFileError(f"{path / _JSON}: malformed ({exc!r})") from exc
+    manifest = meta.get("arrays")
+    if not isinstance(manifest, dict):
+        raise ModelFileError(f"{path / _JSON}: malformed (no array manifest)")
     try:
         with np.load(path / _NPZ, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
@@ -154,11 +136,52 @@ def load(path):
             f"{path}: arrays {sorted(arrays)} do not match the manifest {sorted(manifest)}")
     for name, arr in arrays.items():
         entry = manifest[name]
-        if arr.dtype.str not in _DTYPES or arr.dtype.str != entry.get("dtype") \
-                or list(arr.shape) != entry.get("shape") or _digest(arr) != entry.get("sha256"):
+        if not isinstance(entry, dict) or arr.dtype.str not in _DTYPES \
+                or arr.dtype.str != entry.get("dtype") or list(arr.shape) != entry.get("shape") \
+                or _digest(arr) != entry.get("sha256"):
             raise ModelFileError(
                 f"{path}: array {name} does not match its manifest (shape, dtype or checksum); "
                 "the file was modified or corrupted")
+    return meta, arrays
+
+
+def save(model, path) -> None:
+    """Write ``model`` to the directory ``path`` (created if needed)."""
+    params = model.get_params(deep=False)
+    if not isinstance(params.get("random_state"), (int, type(None))):
+        params["random_state"] = None
+    meta = {
+        "class": type(model).__name__,
+        "params": {k: to_json(v) for k, v in params.items()},
+        "n_features_": int(model.n_features_),
+        "monitor": {"history": [to_json(v) for v in model.monitor_.history],
+                    "converged": bool(model.monitor_.converged)},
+        "scalars": {k: to_json(v) for k, v in model.learned_scalars().items()},
+    }
+    write_bundle(path, FORMAT, meta, model.learned_arrays())
+
+
+def load(path):
+    """Load a model saved by :func:`save` (or ``model.save``)."""
+    from .learn import ConvergenceMonitor
+
+    path = Path(path)
+    meta, arrays = read_bundle(path, FORMAT)
+    cls = _registry().get(meta.get("class"))
+    if cls is None:
+        raise ModelFileError(f"{path / _JSON}: unknown model class {meta.get('class')!r}")
+    try:
+        params = {k: from_json(v) for k, v in dict(meta["params"]).items()}
+        model = cls(**params)
+        model._check_hyper()
+        n_features = int(meta["n_features_"])
+        history = [float(from_json(v)) for v in meta["monitor"]["history"]]
+        converged = bool(meta["monitor"]["converged"])
+        scalars = {k: from_json(v) for k, v in dict(meta.get("scalars", {})).items()}
+    except HiddenStateError as exc:
+        raise ModelFileError(f"{path / _JSON}: invalid hyper-parameters ({exc})") from exc
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"{path / _JSON}: malformed ({exc!r})") from exc
     model.n_features_ = n_features
     model.monitor_ = ConvergenceMonitor(model.tol, model.n_iter, False, history, converged)
     try:

@@ -1,0 +1,151 @@
+r"""The source protocol: a pre-trained black-box sequence model as PROPS sees it.
+
+A *source* predicts the next symbol of a sequence over a fixed alphabet of ``n_symbols``
+ids (a :class:`~hiddenstate.textio.Vocabulary` for text: id 0 is ``<unk>``, an ordinary
+symbol whose probability is the mass of every word outside the vocabulary):
+
+- :meth:`Source.reset` starts a new sequence and returns :math:`f(y_1)`, the predictive
+  distribution of its first symbol (shape ``(n_symbols,)``);
+- :meth:`Source.step` consumes the symbol :math:`y_t` and returns
+  :math:`f(y_{t+1} \mid y_1, \dots, y_t)`; its cost must not grow with :math:`t` (carry a
+  state, never replay the history);
+- :meth:`Source.snapshot` / :meth:`Source.restore` save and restore the position in the
+  current sequence as a dict of NumPy arrays (so a stream cut mid-sequence, checkpointed
+  and resumed continues exactly);
+- :meth:`Source.log_probs` gives :math:`\log f(y_t \mid y_{<t})` for a whole sequence; the
+  default runs ``reset``/``step``, a source may override it with a batched computation
+  that gives the same numbers.
+
+**Alignment.** The probability used for :math:`y_t` conditions on :math:`y_{<t}` only:
+``reset()`` scores the first symbol, and the distribution returned by ``step(y_t)`` scores
+:math:`y_{t+1}`.
+
+:class:`CallableSource` adapts a plain function of the history.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import InvalidInputError
+
+__all__ = ["CallableSource", "Source", "check_distribution", "sequence_log_probs"]
+
+#: tolerance on the sum of a predictive distribution
+SUM_TOL = 1e-6
+
+
+def check_distribution(p, n_symbols: int, who: str) -> np.ndarray:
+    """``p`` as a float64 vector of ``n_symbols`` probabilities summing to one (within
+    :data:`SUM_TOL`), else an :class:`InvalidInputError` naming ``who``."""
+    p = np.asarray(p, dtype=np.float64)
+    if p.shape != (n_symbols,):
+        raise InvalidInputError(
+            f"{who}: expected a predictive distribution of shape ({n_symbols},), got "
+            f"{p.shape}")
+    if not np.all(np.isfinite(p)) or np.any(p < 0):
+        raise InvalidInputError(f"{who}: the predictive distribution has negative or "
+                                "non-finite entries")
+    if abs(p.sum() - 1.0) > SUM_TOL:
+        raise InvalidInputError(
+            f"{who}: the predictive distribution sums to {p.sum()!r}, not 1; normalise it")
+    return p
+
+
+class Source(ABC):
+    """A stateful next-symbol predictor over ``n_symbols`` ids (see the module docstring).
+
+    Subclasses set ``n_symbols`` (and ``vocabulary`` for text sources, else None) and
+    implement :meth:`reset`, :meth:`step`, :meth:`snapshot` and :meth:`restore`.
+    """
+
+    n_symbols: int
+    vocabulary = None
+
+    @abstractmethod
+    def reset(self) -> np.ndarray:
+        """Start a new sequence; return the distribution of its first symbol."""
+
+    @abstractmethod
+    def step(self, y: int) -> np.ndarray:
+        """Consume symbol ``y``; return the distribution of the next symbol."""
+
+    @abstractmethod
+    def snapshot(self) -> dict[str, np.ndarray]:
+        """The position in the current sequence (arrays only)."""
+
+    @abstractmethod
+    def restore(self, snapshot: dict[str, np.ndarray]) -> None:
+        """Return to a position saved by :meth:`snapshot`."""
+
+    def log_probs(self, y: np.ndarray) -> np.ndarray:
+        r""":math:`\log f(y_t \mid y_{<t})` for ``t = 0 .. len(y) - 1`` of one sequence
+        (resets the source; leaves it after the last symbol)."""
+        y = np.asarray(y, dtype=np.int64)
+        out = np.empty(len(y))
+        p = self.reset()
+        for t, w in enumerate(y):
+            out[t] = p[w]
+            if t + 1 < len(y):
+                p = self.step(int(w))
+        with np.errstate(divide="ignore"):
+            return np.log(out)
+
+    def describe(self) -> str:
+        """One line for reports."""
+        return f"{type(self).__name__}(n_symbols={self.n_symbols})"
+
+
+class CallableSource(Source):
+    """Adapter for ``fn(history) -> probabilities``: ``history`` is the 1-D int64 array of
+    the symbols seen so far in the sequence (empty at its start). The adapter keeps the
+    history, so each call costs whatever ``fn`` costs on it; every returned distribution is
+    checked (shape, non-negative, sums to one)."""
+
+    def __init__(self, fn: Callable[[np.ndarray], np.ndarray], n_symbols: int,
+                 name: str | None = None, vocabulary=None):
+        if not callable(fn):
+            raise InvalidInputError(f"fn: expected a callable of the history, got {fn!r}")
+        if isinstance(n_symbols, bool) or not isinstance(n_symbols, (int, np.integer)) \
+                or n_symbols < 1:
+            raise InvalidInputError(f"n_symbols: expected an integer >= 1, got {n_symbols!r}")
+        self.fn = fn
+        self.n_symbols = int(n_symbols)
+        self.name = name or getattr(fn, "__name__", "callable")
+        self.vocabulary = vocabulary
+        self._history: list[int] = []
+
+    def _call(self) -> np.ndarray:
+        p = self.fn(np.array(self._history, dtype=np.int64))
+        return check_distribution(p, self.n_symbols, f"source {self.name!r}")
+
+    def reset(self) -> np.ndarray:
+        self._history = []
+        return self._call()
+
+    def step(self, y: int) -> np.ndarray:
+        self._history.append(int(y))
+        return self._call()
+
+    def snapshot(self) -> dict[str, np.ndarray]:
+        return {"history": np.array(self._history, dtype=np.int64)}
+
+    def restore(self, snapshot: dict[str, np.ndarray]) -> None:
+        self._history = [int(v) for v in np.asarray(snapshot["history"]).ravel()]
+
+    def describe(self) -> str:
+        return f"callable {self.name!r} (n_symbols={self.n_symbols})"
+
+
+def sequence_log_probs(source: Source, y: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    r""":math:`\log f(y_t \mid y_{<t})` for concatenated sequences (each one restarts the
+    source), shape ``(len(y),)``."""
+    out = np.empty(len(y))
+    start = 0
+    for n in lengths:
+        out[start:start + n] = source.log_probs(y[start:start + n])
+        start += n
+    return out

@@ -25,12 +25,13 @@ from hiddenstate.learn.online.online_em import PRIOR_MASS, OnlineEM
 # -- the direct transcription ---------------------------------------------------------------------
 def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_exponent=0.6,
                      warmup=20, learn_startprob=False, average_start=None, alpha_t=None,
-                     alpha_s=None, alpha_e=None, family=None):
+                     alpha_s=None, alpha_e=None, family=None, source_b=None):
     """Cappé's recursions written out with full auxiliaries: ``rho_g`` is (K, W, K) for
     categorical emissions (statistic = one-hot of the symbol) or (K, P, K) for a dense family
     (statistic vector s(x)); the M-step runs after every observation t >= max(warmup, 1),
     with :func:`estimate_rows` for every categorical block and ``family.mstep`` otherwise.
-    ``average_start``: Polyak-Ruppert averages of the iterates from there on."""
+    ``average_start``: Polyak-Ruppert averages of the iterates from there on. ``source_b``
+    ``(N, K_s)``: the emission probabilities of the first K_s states, given (PROPS)."""
     pi = np.array(theta["startprob"], dtype=float)
     A = np.array(theta["transmat"], dtype=float)
     K = len(pi)
@@ -61,7 +62,9 @@ def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_expone
     for n in range(len(stat)):
         t = n + 1
         if emission == "categorical":
-            b = em["emissionprob"][:, X[n]]
+            b = em["emissionprob"][:, X[n]].copy()
+            if source_b is not None:
+                b[:source_b.shape[1]] = source_b[n]
         else:
             ll = family.log_likelihood(em, X[n:n + 1])[0]
             b = np.exp(ll - ll.max())

@@ -250,11 +250,18 @@ class EmissionTable:
         ``-inf``.
         """
         log_frame = np.ascontiguousarray(log_frame, dtype=np.float64)
-        emis = np.empty_like(log_frame)
+        shifted = np.empty_like(log_frame)
         offset = np.empty(len(log_frame))
-        kernels.shift_rows(log_frame, emis, offset)
-        np.exp(emis, out=emis)
-        return cls(emis, np.arange(len(log_frame), dtype=np.int64), offset, False)
+        kernels.shift_rows(log_frame, shifted, offset)
+        return cls.from_shifted(shifted, offset)
+
+    @classmethod
+    def from_shifted(cls, shifted: np.ndarray, offset: np.ndarray) -> EmissionTable:
+        """The table of a log-likelihood already split as ``shifted[t] + offset[t]`` with
+        ``max(shifted[t]) = 0`` (or ``-inf`` everywhere); exponentiates ``shifted`` in place
+        (a C-contiguous float64 ``(N, K)`` array)."""
+        np.exp(shifted, out=shifted)
+        return cls(shifted, np.arange(len(shifted), dtype=np.int64), offset, False)
 
     @classmethod
     def from_symbols(cls, emissionprob: np.ndarray, symbols: np.ndarray) -> EmissionTable:
@@ -447,6 +454,33 @@ def log_likelihood(startprob, transmat, table: EmissionTable, seqs: Sequences) -
     loglik = _filter_segments(startprob, np.ascontiguousarray(transmat.T), table,
                               seqs.segments, len(seqs.lengths))
     return loglik + table.offset_per_sequence(seqs)
+
+
+def filter_states(startprob, transmat, table: EmissionTable,
+                  seqs: Sequences) -> tuple[np.ndarray, np.ndarray]:
+    r"""The forward filter of every row: ``(filtered (N, K), log_pred (N,))``.
+
+    ``filtered[t]`` is :math:`p(z_t \mid x_{\le t})` (the normalised
+    :math:`\hat\alpha_t`) and ``log_pred[t]`` is :math:`\log p(x_t \mid x_{<t}) =
+    \log c_t` (plus the table's row offset), so ``log_pred`` summed over a sequence is its
+    log-likelihood. The same forward pass as :func:`log_likelihood`, keeping every row;
+    rows of an impossible sequence from the first impossible one on are 0 and ``-inf``.
+    """
+    startprob, transmat = _f64(startprob), _f64(transmat)
+    K = len(startprob)
+    plan = seqs.segments
+    N = seqs.n_samples
+    alpha = np.zeros((N + 1, K))
+    inv_c = np.zeros(N + 1)
+    base = np.where(plan.seq >= 0, plan.lo, N)  # padding lanes write to the spare row N
+    _filter_segments(startprob, np.ascontiguousarray(transmat.T), table, plan,
+                     len(seqs.lengths), (alpha, base, inv_c))
+    inv_c = inv_c[:N]
+    with np.errstate(divide="ignore"):
+        log_pred = np.where(inv_c > 0, -np.log(inv_c), -np.inf)
+    if table.log_offset is not None:
+        log_pred += table.log_offset
+    return alpha[:N], log_pred
 
 
 def viterbi(startprob, transmat, table: EmissionTable, seqs: Sequences):

@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +27,9 @@ _NPZ = "arrays.npz"
 
 
 def _registry() -> dict:
-    from .models import HMM
+    from .models import HMM, PROPS
 
-    return {"HMM": HMM}
+    return {"HMM": HMM, "PROPS": PROPS}
 
 
 def _digest(arr: np.ndarray) -> str:
@@ -128,7 +129,7 @@ def read_bundle(path, fmt: str, what: str = "model") -> tuple[dict, dict[str, np
     try:
         with np.load(path / _NPZ, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         raise ModelFileError(f"{path / _NPZ}: unreadable or not a plain array archive ({exc})") \
             from exc
     if set(arrays) != set(manifest):
@@ -146,8 +147,12 @@ def read_bundle(path, fmt: str, what: str = "model") -> tuple[dict, dict[str, np
 
 
 def save(model, path) -> None:
-    """Write ``model`` to the directory ``path`` (created if needed)."""
-    params = model.get_params(deep=False)
+    """Write ``model`` to the directory ``path`` (created if needed). A model with
+    ``saved_params(path)`` (PROPS: its sources go to sub-directories) chooses the
+    hyper-parameters written; ``from_saved_params(params, path)`` reads them back."""
+    Path(path).mkdir(parents=True, exist_ok=True)
+    params = (model.saved_params(Path(path)) if hasattr(model, "saved_params")
+              else model.get_params(deep=False))
     if not isinstance(params.get("random_state"), (int, type(None))):
         params["random_state"] = None
     meta = {
@@ -172,7 +177,8 @@ def load(path):
         raise ModelFileError(f"{path / _JSON}: unknown model class {meta.get('class')!r}")
     try:
         params = {k: from_json(v) for k, v in dict(meta["params"]).items()}
-        model = cls(**params)
+        model = (cls.from_saved_params(params, path) if hasattr(cls, "from_saved_params")
+                 else cls(**params))
         model._check_hyper()
         n_features = int(meta["n_features_"])
         history = [float(from_json(v)) for v in meta["monitor"]["history"]]

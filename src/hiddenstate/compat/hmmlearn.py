@@ -442,13 +442,13 @@ class CategoricalHMM(_HmmlearnHMM):
     def _family_kwargs(self) -> dict:
         return {"emissionprob_prior": _as_prior(self.emissionprob_prior)}
 
-    def _validate(self, X, lengths, n_features):
+    def _validate(self, X, lengths, n_features, stream=False, continues=False):
         arr = np.asarray(X)
         if arr.dtype == object or not np.issubdtype(arr.dtype, np.integer):
             raise InvalidInputError(
                 f"X: symbols should be integers, got dtype {arr.dtype}; encode them as ints "
                 "(e.g. sklearn.preprocessing.LabelEncoder) with shape (n_samples, 1)")
-        return super()._validate(arr, lengths, n_features)
+        return super()._validate(arr, lengths, n_features, stream, continues)
 
     def _check_and_set_n_features(self, X) -> None:
         arr = np.asarray(X)

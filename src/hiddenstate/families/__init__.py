@@ -4,6 +4,7 @@ sampling); the initial distribution and the transition rows are :class:`Dirichle
 blocks, as are categorical emissions."""
 
 from .base import EmissionFamily
+from .blackbox import BlackBoxEmissions
 from .categorical import CategoricalEmissions
 from .dirichlet import DirichletRows, estimate_rows
 from .gaussian import COVARIANCE_TYPES, GaussianEmissions
@@ -16,6 +17,7 @@ FAMILIES = {
 }
 
 __all__ = [
+    "BlackBoxEmissions",
     "COVARIANCE_TYPES",
     "FAMILIES",
     "CategoricalEmissions",

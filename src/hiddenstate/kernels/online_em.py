@@ -330,22 +330,26 @@ def _flush(E, touch, TP, TQ, acc, cur, c, avg_on):
 
 # -- categorical emissions ---------------------------------------------------------------------
 @njit(cache=True)
-def online_em_categorical(y, starts, step_scale, step_exponent, warmup, avg_start, learn_start,
-                          trans_a, start_a, emis_a, emis_A, emission0,
+def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, avg_start,
+                          learn_start, trans_a, start_a, emis_a, emis_A, emission0,
                           startprob, transmat, phi, rho_q, rho_pi, G, E, touch, TP, TQ,
                           acc, U, avg_trans, avg_startp, counters, scale):
-    """Consume symbols ``y`` (``starts[n]``: observation ``n`` begins a sequence), updating
+    r"""Consume symbols ``y`` (``starts[n]``: observation ``n`` begins a sequence), updating
     the state arrays in place.
 
     ``counters = [t, cur, n_avg]`` (observations seen, window position, averaged iterates),
     ``scale = [c]``. ``warmup``: the first M-step follows observation ``max(warmup, 1)``;
     ``avg_start < 0``: no averaging, else iterates ``t >= max(avg_start, warmup, 1)`` are
-    averaged. Priors are ``alpha - 1`` (``emis_a`` zero off the support of ``emission0``,
-    ``emis_A`` its row sums). Returns -1, or the index of an observation of probability 0
+    averaged. ``src_b (N, K_s)``: the emission probabilities of the first ``K_s`` states,
+    given (PROPS source states, :math:`f_k(y_t \mid y_{<t})`; ``K_s = 0`` for a plain HMM):
+    their rows of the emission statistics are carried but never used. Priors are
+    ``alpha - 1`` (``emis_a`` zero off the support of ``emission0``, ``emis_A`` its row
+    sums). Returns -1, or the index of an observation of probability 0
     (the state is then left as it was after the observation before).
     """
     N = y.shape[0]
     K = transmat.shape[0]
+    Ks = src_b.shape[1]
     B = TP.shape[0] // 2
     avg_on = avg_start >= 0
     first_m = max(warmup, 1)
@@ -387,6 +391,8 @@ def online_em_categorical(y, starts, step_scale, step_exponent, warmup, avg_star
         else:
             for k in range(K):
                 b[k] = emission0[k, w]
+        for k in range(Ks):
+            b[k] = src_b[n, k]
         z = _filter_step(phi, startprob, transmat, b, start, pred, R, phin)
         if not z > 0.0:
             status = n

@@ -1,5 +1,6 @@
 """Estimators users touch."""
 
 from .hmm import HMM
+from .props import PROPS, TokenScores
 
-__all__ = ["HMM"]
+__all__ = ["HMM", "PROPS", "TokenScores"]

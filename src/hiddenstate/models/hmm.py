@@ -325,7 +325,26 @@ class HMM(BaseEstimator):
                 f"This {type(self).__name__} has no learned parameters yet; call fit first")
 
     # -- data -----------------------------------------------------------------------------------
-    def _validate(self, X, lengths, n_features: int | None):
+    def _known_n_features(self) -> int | None:
+        """``n_features`` if known before seeing the data (given, or from a set
+        ``emissionprob_`` that ``fit`` keeps)."""
+        if self.n_features is None and "e" not in self.init_params \
+                and hasattr(self, "emissionprob_"):
+            return np.asarray(self.emissionprob_).shape[1]
+        return self.n_features
+
+    def _infer_n_features(self, X: np.ndarray) -> int:
+        return FAMILIES[self.emission](self.n_states, 1,
+                                       **self._family_kwargs()).infer_n_features(X)
+
+    def _which(self) -> str:
+        """Letters of the parameters the batch modes learn."""
+        return self.params
+
+    def _validate(self, X, lengths, n_features: int | None, stream: bool = False,
+                  continues: bool = False):
+        """Validated observations and their layout. ``stream``/``continues``: the data feed a
+        streaming learner (and continue its last sequence)."""
         family_cls = FAMILIES[self.emission]
         family = family_cls(self.n_states, n_features or 1, **self._family_kwargs())
         Xv = family.validate_X(X, n_features)
@@ -389,26 +408,23 @@ class HMM(BaseEstimator):
         objective of the mode is kept.
         """
         self._check_hyper()
-        n_features = self.n_features
-        if n_features is None and "e" not in self.init_params and hasattr(self, "emissionprob_"):
-            n_features = np.asarray(self.emissionprob_).shape[1]
-        X, seqs = self._validate(X, lengths, n_features)
-        family_cls = FAMILIES[self.emission]
+        n_features = self._known_n_features()
+        streaming = self.learn in ONLINE_MODES
+        X, seqs = self._validate(X, lengths, n_features, stream=streaming)
         if n_features is None:
-            n_features = family_cls(self.n_states, 1, **self._family_kwargs()).infer_n_features(X)
+            n_features = self._infer_n_features(X)
         family = self._family(n_features, X)
         rng = make_rng(self.random_state)
-        if self.learn in ONLINE_MODES:
-            for attr in ("learner_state_",):
-                if hasattr(self, attr):
-                    delattr(self, attr)
+        if streaming:
+            if hasattr(self, "learner_state_"):
+                delattr(self, "learner_state_")
             return self._stream(X, seqs, family, rng, n_features, continues=False)
         problem = self._problem(family, X, seqs)
         best = None
         for _ in range(self.n_init):
             startprob, transmat, emis = self._initial_params(X, family, rng)
             theta = {"startprob": startprob, "transmat": transmat, "emission": emis}
-            result = fit_mode(problem, self.learn, theta, self._monitor(), self.params,
+            result = fit_mode(problem, self.learn, theta, self._monitor(), self._which(),
                               self.k_best, callback)
             if best is None or result.monitor.history[-1] > best.monitor.history[-1]:
                 best = result
@@ -458,14 +474,14 @@ class HMM(BaseEstimator):
                 f"learn: partial_fit needs a streaming learner {ONLINE_MODES}, not "
                 f"{self.learn!r}; use fit for batch learning")
         if hasattr(self, "learner_state_"):
-            X, seqs = self._validate(X, lengths, self.n_features_)
+            X, seqs = self._validate(X, lengths, self.n_features_, stream=True,
+                                     continues=continues)
             family = self._family(self.n_features_, X)
             return self._stream(X, seqs, family, None, self.n_features_, continues)
-        n_features = self.n_features
-        X, seqs = self._validate(X, lengths, n_features)
+        n_features = self._known_n_features()
+        X, seqs = self._validate(X, lengths, n_features, stream=True, continues=continues)
         if n_features is None:
-            n_features = FAMILIES[self.emission](
-                self.n_states, 1, **self._family_kwargs()).infer_n_features(X)
+            n_features = self._infer_n_features(X)
         family = self._family(n_features, X)
         return self._stream(X, seqs, family, make_rng(self.random_state), n_features,
                             continues)
@@ -508,6 +524,18 @@ class HMM(BaseEstimator):
             table = inference.EmissionTable(table.emis, table.idx, table.log_offset, False)
         post = inference.forward_backward(self.startprob_, self.transmat_, table, seqs)
         return float(post.loglik.sum()), post.post
+
+    def filter_proba(self, X, lengths=None) -> np.ndarray:
+        """Filtered state posteriors p(z_t | x_{0:t}) ``(n, K)``: what the model believes at
+        each step having seen only the past and present."""
+        seqs, table = self._prepare(X, lengths)
+        return inference.filter_states(self.startprob_, self.transmat_, table, seqs)[0]
+
+    def score_tokens(self, X, lengths=None) -> np.ndarray:
+        """Predictive log-probability log p(x_t | x_{0:t-1}) of every observation ``(n,)``
+        (a sequence's entries sum to its log-likelihood)."""
+        seqs, table = self._prepare(X, lengths)
+        return inference.filter_states(self.startprob_, self.transmat_, table, seqs)[1]
 
     def predict_proba(self, X, lengths=None) -> np.ndarray:
         """State posteriors p(z_t | x_{0:T}) ``(n, K)``."""

@@ -1,7 +1,39 @@
 """Black-box predictive sources for PROPS: the protocol (:class:`Source`), an adapter for a
 plain callable, an interpolated Kneser-Ney n-gram model and (with the ``torch`` extra) an
-LSTM language model."""
+LSTM language model (loaded on first use)."""
 
+import json
+from pathlib import Path
+
+from ..errors import ModelFileError
 from .base import CallableSource, Source, check_distribution, sequence_log_probs
+from .kneser_ney import KneserNeySource
 
-__all__ = ["CallableSource", "Source", "check_distribution", "sequence_log_probs"]
+__all__ = ["CallableSource", "KneserNeySource", "LSTMSource", "Source", "check_distribution",
+           "load_source", "sequence_log_probs"]
+
+
+def __getattr__(name: str):
+    # the LSTM source is loaded on first use (it builds on the optional torch extra)
+    if name in ("LSTMSource", "MissingDependencyError"):
+        from . import lstm
+
+        return getattr(lstm, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def load_source(path) -> Source:
+    """Load a source saved with its ``save(path)`` (the class comes from a fixed list, the
+    file is JSON + npz: loading runs no code from it)."""
+    meta_path = Path(path) / "model.json"
+    try:
+        name = json.loads(meta_path.read_text()).get("class")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+        raise ModelFileError(f"{meta_path}: not a saved source ({exc})") from exc
+    if name == "KneserNeySource":
+        return KneserNeySource.load(path)
+    if name == "LSTMSource":
+        from .lstm import LSTMSource
+
+        return LSTMSource.load(path)
+    raise ModelFileError(f"{meta_path}: unknown source class {name!r}")

@@ -12,9 +12,10 @@ symbol whose probability is the mass of every word outside the vocabulary):
 - :meth:`Source.snapshot` / :meth:`Source.restore` save and restore the position in the
   current sequence as a dict of NumPy arrays (so a stream cut mid-sequence, checkpointed
   and resumed continues exactly);
-- :meth:`Source.log_probs` gives :math:`\log f(y_t \mid y_{<t})` for a whole sequence; the
-  default runs ``reset``/``step``, a source may override it with a batched computation
-  that gives the same numbers.
+- :meth:`Source.log_probs` gives :math:`\log f(y_t \mid y_{<t})` for a whole sequence, and
+  :meth:`Source.log_probs_from` continues a sequence from a saved position; the defaults
+  run ``reset``/``step``, a source may override them with a batched computation that gives
+  the same numbers.
 
 **Alignment.** The probability used for :math:`y_t` conditions on :math:`y_{<t}` only:
 ``reset()`` scores the first symbol, and the distribution returned by ``step(y_t)`` scores
@@ -93,6 +94,25 @@ class Source(ABC):
                 p = self.step(int(w))
         with np.errstate(divide="ignore"):
             return np.log(out)
+
+    def log_probs_from(self, y: np.ndarray, start: dict | None = None
+                       ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        r"""Like :meth:`log_probs`, continuing the sequence at the position ``start`` (a
+        dict returned by an earlier call; None: a new sequence). Returns the log-probabilities
+        and the position after the last symbol: the snapshot plus ``"next"``, the
+        distribution of the symbol that would follow (arrays only, so it can be saved)."""
+        y = np.asarray(y, dtype=np.int64)
+        if start is None:
+            p = self.reset()
+        else:
+            self.restore({k: v for k, v in start.items() if k != "next"})
+            p = np.asarray(start["next"], dtype=np.float64)
+        out = np.empty(len(y))
+        for t, w in enumerate(y):
+            out[t] = p[w]
+            p = self.step(int(w))
+        with np.errstate(divide="ignore"):
+            return np.log(out), {**self.snapshot(), "next": np.asarray(p, dtype=np.float64)}
 
     def describe(self) -> str:
         """One line for reports."""

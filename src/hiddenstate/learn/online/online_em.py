@@ -90,6 +90,7 @@ import numpy as np
 
 from ..._validation import broadcast_param, check_lengths, check_stochastic
 from ...errors import InvalidInputError, ZeroProbabilityError
+from ...families.blackbox import BlackBoxEmissions
 from ...families.categorical import CategoricalEmissions
 from ...families.dirichlet import DirichletRows
 from ...families.gaussian import GaussianEmissions
@@ -244,10 +245,13 @@ class OnlineEM:
             "avg_transmat": np.zeros((K, K)),
         }
         avg = self.averaging
-        if isinstance(family, CategoricalEmissions):
+        inner, Ks = _unwrap(family)
+        if isinstance(inner, CategoricalEmissions):
             W = family.n_features
-            emission0 = check_stochastic(theta["emission"]["emissionprob"], (K, W),
-                                         "emissionprob_").copy()
+            emission0 = check_stochastic(theta["emission"]["emissionprob"], (K - Ks, W),
+                                         "emissionprob_")
+            # source rows: placeholders (their emission probabilities come with the data)
+            emission0 = np.vstack([np.full((Ks, W), 1.0 / W), emission0])
             self._emission_prior(emission0)
             B = self.block
             if B is None:
@@ -290,8 +294,8 @@ class OnlineEM:
             starts[0] = False
         K = family.n_states
         trans_a, start_a = self._priors(K)
-        if isinstance(family, CategoricalEmissions):
-            self._update_categorical(state, X, starts, trans_a, start_a)
+        if isinstance(_unwrap(family)[0], CategoricalEmissions):
+            self._update_categorical(state, X, starts, family, trans_a, start_a)
         else:
             self._update_dense(state, X, starts, family, trans_a, start_a)
         return state
@@ -307,8 +311,9 @@ class OnlineEM:
             transmat = state["avg_transmat"] / n_avg
         else:
             startprob, transmat = state["startprob"].copy(), state["transmat"].copy()
-        if isinstance(family, CategoricalEmissions):
-            emission = {"emissionprob": self._categorical_emission(state, averaged)}
+        inner, Ks = _unwrap(family)
+        if isinstance(inner, CategoricalEmissions):
+            emission = {"emissionprob": self._categorical_emission(state, averaged)[Ks:]}
         else:
             prefix = "avg.emission." if averaged else "emission."
             emission = {key[len(prefix):]: (value / n_avg if averaged else value.copy())
@@ -316,10 +321,15 @@ class OnlineEM:
         return {"startprob": startprob, "transmat": transmat, "emission": emission}
 
     # -- categorical ----------------------------------------------------------------------------
-    def _update_categorical(self, state, X, starts, trans_a, start_a) -> None:
+    def _update_categorical(self, state, X, starts, family, trans_a, start_a) -> None:
         emission0 = state["emission0"]
         W = emission0.shape[1]
-        y = X[:, 0] if X.ndim == 2 and X.shape[1] == 1 else X
+        if isinstance(family, BlackBoxEmissions):
+            log_f, y = family.split(X)
+            src_b = np.exp(log_f)
+        else:
+            y = X[:, 0] if X.ndim == 2 and X.shape[1] == 1 else X
+            src_b = np.empty((len(y), 0))
         y = np.ascontiguousarray(y, dtype=np.int64)
         if y.ndim != 1 or (len(y) and (y.min() < 0 or y.max() >= W)):
             raise InvalidInputError(
@@ -330,8 +340,8 @@ class OnlineEM:
         counters = np.array([state["t"], state["window"], state["n_avg"]], dtype=np.int64)
         scale = np.array([state["decay"]])
         status = online_em_categorical(
-            y, starts, float(self.step_scale), float(self.step_exponent), int(self.warmup),
-            self._avg_start(), bool(self.learn_startprob), trans_a, start_a, emis_a, emis_A,
+            y, np.ascontiguousarray(src_b), starts, float(self.step_scale),
+            float(self.step_exponent), int(self.warmup), self._avg_start(), bool(self.learn_startprob), trans_a, start_a, emis_a, emis_A,
             emission0, state["startprob"], state["transmat"], state["phi"],
             state["rho_trans"], state["rho_start"], state["G"], state["E"], state["touch"],
             state["tree_P"], state["tree_Q"], state["avg_acc"], state["avg_U"],
@@ -360,11 +370,12 @@ class OnlineEM:
     # -- Gaussian, Poisson ----------------------------------------------------------------------
     def _update_dense(self, state, X, starts, family, trans_a, start_a) -> None:
         layout = _layout(family)
+        inner, Ks = _unwrap(family)
         X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != family.n_features:
+        if X.ndim != 2 or X.shape[1] != Ks + family.n_features:
             raise InvalidInputError(
                 f"X: expected shape (n, {family.n_features}), got {X.shape}")
-        rows = layout.rows(X)
+        rows = layout.rows(np.ascontiguousarray(X[:, Ks:]))
         keys = [k[len("emission."):] for k in state if k.startswith("emission.")]
         em = {key: state["emission." + key] for key in keys}
         K = family.n_states
@@ -382,6 +393,7 @@ class OnlineEM:
     def _dense_loop(self, state, X, rows, starts, family, layout, em, keys, Sg, counters,
                     trans_a, start_a) -> None:
         which = "".join(family.letters)
+        Ks = _unwrap(family)[1]
         first_m = max(int(self.warmup), 1)
         avg_start = self._avg_start()
         first_avg = max(avg_start, first_m)
@@ -404,7 +416,7 @@ class OnlineEM:
             t = int(counters[0])
             if t >= first_m:
                 em = {key: np.asarray(value, dtype=np.float64) for key, value in
-                      family.mstep(em, layout.stats(Sg), which)[0].items()}
+                      family.mstep(em, layout.stats(Sg[Ks:]), which)[0].items()}
             if avg_start >= 0 and t >= first_avg:
                 for key in keys:
                     state["avg.emission." + key] += em[key]
@@ -451,7 +463,15 @@ class _Layout:
         return out
 
 
+def _unwrap(family):
+    """``(emission family of the learned states, number of source states before them)``."""
+    if isinstance(family, BlackBoxEmissions):
+        return family.inner, family.n_sources
+    return family, 0
+
+
 def _layout(family) -> _Layout:
+    family = _unwrap(family)[0]
     if isinstance(family, (PoissonEmissions, GaussianEmissions)):
         return _Layout(family)
     raise InvalidInputError(

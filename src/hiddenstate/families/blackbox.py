@@ -1,0 +1,116 @@
+r"""Source states next to an ordinary emission family (PROPS, Wojnowicz & Zhao, sec. III).
+
+The first :math:`K_s` states are *source* states: the emission probability of
+observation :math:`t` in source state :math:`k` is the black-box predictive probability
+:math:`f_k(y_t \mid y_{<t})`, fixed, with no statistics and no M-step. The other
+:math:`K_p` states are *perturbation* states of an ordinary family (``inner``), learned
+as usual.
+
+The black-box numbers depend on the history, not on any parameter, so they travel with
+the data: the family's observations are rows ``[log f_1, ..., log f_Ks, x]`` (the source
+log-probabilities of the row, then the inner family's observation; a categorical symbol
+is stored as a float, exact below :math:`2^{53}`). :class:`hiddenstate.PROPS` builds these
+rows from its sources; every learning mode then sees an emission family like any other:
+the table is ``[log f | inner log-likelihood]``, the statistics and the M-step are the
+inner family's on the perturbation columns of the posteriors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..inference import EmissionTable
+from .base import EmissionFamily
+from .categorical import CategoricalEmissions
+
+
+class BlackBoxEmissions(EmissionFamily):
+    """``n_sources`` source states followed by the ``inner`` family's states."""
+
+    def __init__(self, n_sources: int, inner: EmissionFamily):
+        super().__init__(n_sources + inner.n_states, inner.n_features)
+        self.n_sources = n_sources
+        self.inner = inner
+        self.letters = inner.letters
+
+    # -- data -----------------------------------------------------------------------------------
+    def split(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(log f (N, K_s), inner observations)`` of augmented rows."""
+        Ks = self.n_sources
+        Xi = X[:, Ks:]
+        if isinstance(self.inner, CategoricalEmissions):
+            Xi = Xi[:, 0].astype(np.int64)
+        return X[:, :Ks], Xi
+
+    @staticmethod
+    def join(log_f: np.ndarray, Xi: np.ndarray) -> np.ndarray:
+        """Augmented rows from source log-probabilities and inner observations."""
+        Xi = np.asarray(Xi, dtype=np.float64)
+        return np.hstack([log_f, Xi.reshape(len(Xi), -1)])
+
+    def validate_X(self, X, fitted_n_features):
+        raise InvalidInputError(
+            "X: a BlackBoxEmissions family takes rows built by hiddenstate.PROPS from its "
+            "sources; use PROPS")
+
+    def infer_n_features(self, X):
+        return self.inner.n_features
+
+    # -- the emission table and the statistics -----------------------------------------------------
+    def log_likelihood(self, params, X):
+        log_f, Xi = self.split(X)
+        return np.hstack([log_f, self.inner.log_likelihood(params, Xi)])
+
+    def table(self, params, X):
+        return EmissionTable.from_log_likelihood(self.log_likelihood(params, X))
+
+    def statistics(self, X, post):
+        """The inner family's statistics from the perturbation columns of ``post`` (per row;
+        categorical counts are summed by symbol, as the inner family expects)."""
+        _, Xi = self.split(X)
+        post_p = post[:, self.n_sources:]
+        if isinstance(self.inner, CategoricalEmissions):
+            W = self.inner.n_features
+            by_symbol = np.empty((W, post_p.shape[1]))
+            for j in range(post_p.shape[1]):
+                by_symbol[:, j] = np.bincount(Xi, weights=post_p[:, j], minlength=W)
+            return self.inner.statistics(Xi, by_symbol)
+        return self.inner.statistics(Xi, post_p)
+
+    # -- everything else is the inner family's --------------------------------------------------
+    def mstep(self, params, stats, which):
+        new, dead = self.inner.mstep(params, stats, which)
+        return new, [self.n_sources + k for k in dead]
+
+    def log_prior(self, params):
+        return self.inner.log_prior(params)
+
+    def vb_init(self, params, n_virtual):
+        return self.inner.vb_init(params, n_virtual)
+
+    def vb_update(self, q, stats, which):
+        return self.inner.vb_update(q, stats, which)
+
+    def vb_expected(self, q):
+        return self.inner.vb_expected(q)
+
+    def vb_kl(self, q):
+        return self.inner.vb_kl(q)
+
+    def vb_mean(self, q):
+        return self.inner.vb_mean(q)
+
+    def initialize(self, X, rng):
+        return self.inner.initialize(self.split(X)[1], rng)
+
+    def check_params(self, params):
+        return self.inner.check_params(params)
+
+    def sample(self, params, states, rng):
+        raise InvalidInputError(
+            "states: source states emit from their black-box model, which needs the history; "
+            "use PROPS.sample")
+
+    def n_free_parameters(self):
+        return self.inner.n_free_parameters()

@@ -1,0 +1,318 @@
+r"""PROPS: personalise pre-trained black-box sequence models with source states
+(Wojnowicz & Zhao, "PROPS: Probabilistic personalization of black-box sequence models").
+
+An HMM over :math:`K = K_s + K_p` states. In *source* state :math:`k < K_s` the next
+symbol is drawn from the black-box predictive distribution of source :math:`k`,
+
+.. math:: p(y_t \mid z_t = k, y_{<t}) = f_k(y_t \mid y_1, \dots, y_{t-1}),
+
+never updated; in a *perturbation* state it is drawn from an ordinary emission row that
+is learned, and the transitions between all :math:`K` states are learned. The filtered
+posterior :math:`p_t = P(z_t \in K_p \mid y_{\le t})` tells, symbol by symbol, whether the
+user writes like the reference corpus (source states) or like themselves.
+
+Learning is streaming online EM (Cappé 2011; PROPS sec. IV) by default, or any batch
+mode of :mod:`hiddenstate.learn.batch`: the source columns enter as a
+:class:`~hiddenstate.families.BlackBoxEmissions` family with no statistics. The source
+probabilities depend on the history only, so they are computed once per sequence (the
+sources' batched :meth:`~hiddenstate.sources.Source.log_probs`) and travel with the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .._validation import check_lengths, check_positive_int, check_symbols
+from ..errors import InvalidInputError, ModelFileError
+from ..families import FAMILIES
+from ..families.blackbox import BlackBoxEmissions
+from ..inference import Sequences
+from ..learn.online import ONLINE_MODES
+from ..sources import Source, sequence_log_probs
+from .hmm import HMM, make_rng
+
+__all__ = ["PROPS", "TokenScores"]
+
+_SOURCE_STATE = "source."  # learner_state_ keys of the sources' positions in the stream
+
+
+@dataclass
+class TokenScores:
+    """Per-token outputs of :meth:`PROPS.token_scores` (``n`` rows, ``K`` states)."""
+
+    #: log P(y_t | y_<t) under PROPS
+    log_prob: np.ndarray
+    #: log f_k(y_t | y_<t) of each source alone ``(n, K_s)``
+    source_log_prob: np.ndarray
+    #: filtered posteriors P(z_t | y_<=t) ``(n, K)``
+    filtered: np.ndarray
+    #: smoothed posteriors P(z_t | y_1..y_T) ``(n, K)``
+    smoothed: np.ndarray
+    #: the Viterbi path
+    viterbi: np.ndarray
+    #: log(p_t / (1 - p_t)), p_t = P(z_t in perturbation states | y_<=t)
+    membership_log_odds: np.ndarray
+
+
+class PROPS(HMM):
+    r"""PROPS: an HMM whose first ``len(sources)`` states emit from pre-trained black-box
+    sources and whose ``n_perturbation_states`` other states are learned.
+
+    Parameters
+    ----------
+    sources : list of :class:`~hiddenstate.sources.Source` over the same ``n_symbols`` (and
+        the same vocabulary, if they have one): the source states, in order.
+    n_perturbation_states : number of learned states :math:`K_p` (>= 0).
+    emission : emission family of the perturbation states; ``"categorical"`` (the sources
+        predict symbols).
+    n_features : number of symbols; must equal the sources' ``n_symbols`` (None: theirs).
+    learn : ``"online-em"`` (default; one pass, :meth:`partial_fit` continues the stream)
+        or a batch mode ``"em"``, ``"map"``, ``"vb"``, ``"vt"``, ``"kvt"``.
+    learn_startprob : also learn the initial distribution (default: kept at its initial
+        value, uniform unless set and ``"s"`` is not in ``init_params``).
+    learner_options : options of the online EM learner (step size, warm-up, priors...).
+    n_iter, tol, n_init, k_best, init_params, params, random_state, verbose,
+    startprob_prior, transmat_prior, emissionprob_prior : as :class:`hiddenstate.HMM`.
+
+    Attributes
+    ----------
+    startprob_ (K,), transmat_ (K, K), emissionprob_ (K_p, W): the perturbation states'
+    emission rows; n_features_, monitor_ and (streaming) learner_state_.
+    """
+
+    def __init__(self, sources: Sequence[Source] = (), n_perturbation_states: int = 1,
+                 emission: str = "categorical", n_features: int | None = None,
+                 learn: str = "online-em", learn_startprob: bool = False, n_iter: int = 100,
+                 tol: float = 1e-4, n_init: int = 1, k_best: int = 1,
+                 init_params: str = "ste", params: str = "ste", random_state=None,
+                 verbose: bool = False, startprob_prior=None, transmat_prior=None,
+                 emissionprob_prior=None, learner_options: dict | None = None):
+        self.sources = sources
+        self.n_perturbation_states = n_perturbation_states
+        self.emission = emission
+        self.n_features = n_features
+        self.learn = learn
+        self.learn_startprob = learn_startprob
+        self.n_iter = n_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.k_best = k_best
+        self.init_params = init_params
+        self.params = params
+        self.random_state = random_state
+        self.verbose = verbose
+        self.startprob_prior = startprob_prior
+        self.transmat_prior = transmat_prior
+        self.emissionprob_prior = emissionprob_prior
+        self.learner_options = learner_options
+
+    # -- configuration --------------------------------------------------------------------------
+    @property
+    def n_sources(self) -> int:
+        return len(self.sources)
+
+    @property
+    def n_states(self) -> int:
+        """K = K_s + K_p."""
+        return len(self.sources) + self.n_perturbation_states
+
+    def _check_hyper(self) -> None:
+        if isinstance(self.sources, (str, bytes)) or not isinstance(self.sources, Sequence) \
+                or not self.sources:
+            raise InvalidInputError(
+                "sources: expected a non-empty list of hiddenstate.sources.Source objects "
+                "(e.g. KneserNeySource, LSTMSource, CallableSource)")
+        for i, src in enumerate(self.sources):
+            if not isinstance(src, Source):
+                raise InvalidInputError(
+                    f"sources: entry {i} is a {type(src).__name__}, not a Source; wrap a "
+                    "function of the history in hiddenstate.sources.CallableSource")
+        W = {int(src.n_symbols) for src in self.sources}
+        if len(W) != 1:
+            raise InvalidInputError(
+                f"sources: the sources predict over different alphabets (n_symbols {sorted(W)}); "
+                "they must share one vocabulary")
+        vocabs = [src.vocabulary for src in self.sources if src.vocabulary is not None]
+        if any(v != vocabs[0] for v in vocabs[1:]):
+            raise InvalidInputError(
+                "sources: the sources were trained with different vocabularies; build one "
+                "Vocabulary and train every source with it")
+        if isinstance(self.n_perturbation_states, bool) or not isinstance(
+                self.n_perturbation_states, (int, np.integer)) or self.n_perturbation_states < 0:
+            raise InvalidInputError(
+                f"n_perturbation_states: expected an integer >= 0, got "
+                f"{self.n_perturbation_states!r}")
+        if self.emission != "categorical":
+            raise InvalidInputError(
+                f"emission: PROPS sources predict symbols, so the perturbation states are "
+                f"'categorical'; got {self.emission!r}")
+        if self.n_features is not None and self.n_features != W.copy().pop():
+            raise InvalidInputError(
+                f"n_features: {self.n_features} differs from the sources' n_symbols "
+                f"{W.pop()}; leave it None")
+        if self.learn in ONLINE_MODES and self.learn != "online-em":
+            raise InvalidInputError(
+                f"learn: PROPS learns by 'online-em' or a batch mode ('em', 'map', 'vb', 'vt', "
+                f"'kvt'); {self.learn!r} has no source states")
+        if not isinstance(self.learn_startprob, (bool, np.bool_)):
+            raise InvalidInputError(
+                f"learn_startprob: expected True or False, got {self.learn_startprob!r}")
+        check_positive_int(self.n_states, "n_perturbation_states + len(sources)")
+        super()._check_hyper()
+
+    def _family(self, n_features: int, X: np.ndarray | None = None):
+        inner = FAMILIES[self.emission](self.n_perturbation_states, n_features,
+                                        **self._family_kwargs())
+        return BlackBoxEmissions(self.n_sources, inner)
+
+    def _known_n_features(self) -> int:
+        return int(self.sources[0].n_symbols)
+
+    def _which(self) -> str:
+        return self.params if self.learn_startprob else self.params.replace("s", "")
+
+    def _learner(self):
+        from ..learn.online import ONLINE_LEARNERS
+
+        options = {"learn_startprob": bool(self.learn_startprob), **(self.learner_options or {})}
+        return ONLINE_LEARNERS[self.learn](**options)
+
+    # -- data: symbols -> [log f_1 .. log f_Ks, y] ------------------------------------------------
+    def _validate(self, X, lengths, n_features, stream: bool = False, continues: bool = False):
+        W = int(self.sources[0].n_symbols)
+        y = check_symbols(X, W)
+        seqs = Sequences.from_lengths(check_lengths(lengths, len(y)))
+        resume = None
+        if continues:
+            state = getattr(self, "learner_state_", None)
+            if state is None or not any(k.startswith(_SOURCE_STATE) for k in state):
+                raise InvalidInputError(
+                    "continues: there is no stream to continue yet; call partial_fit without "
+                    "continues=True first")
+            resume = [_positions(state, k) for k in range(self.n_sources)]
+        log_f, ends = self._source_columns(y, seqs, resume, keep_end=stream)
+        if stream:  # kept until _stream stores them with the learner's state
+            self._source_ends = ends
+        return BlackBoxEmissions.join(log_f, y), seqs
+
+    def _source_columns(self, y, seqs: Sequences, resume, keep_end: bool):
+        """``log f_k(y_t | y_<t)`` for every source (``(n, K_s)``); with ``keep_end`` also each
+        source's position after the last symbol (to continue the stream later)."""
+        bounds = seqs.bounds
+        S = len(seqs.lengths)
+        log_f = np.empty((len(y), self.n_sources))
+        ends = []
+        for k, src in enumerate(self.sources):
+            lo, hi = 0, S
+            if resume is not None:  # the first sequence continues the previous call's last
+                b = bounds[1]
+                log_f[:b, k], end = src.log_probs_from(y[:b], resume[k])
+                lo = 1
+            if keep_end and hi > lo:
+                hi -= 1
+            if hi > lo:
+                a, b = bounds[lo], bounds[hi]
+                log_f[a:b, k] = sequence_log_probs(src, y[a:b], seqs.lengths[lo:hi])
+            if keep_end and hi < S:
+                a = bounds[S - 1]
+                log_f[a:, k], end = src.log_probs_from(y[a:], None)
+            ends.append(end if keep_end else None)
+        return log_f, ends
+
+    def _stream(self, X, seqs, family, rng, n_features, continues: bool):
+        super()._stream(X, seqs, family, rng, n_features, continues)
+        for k, end in enumerate(self._source_ends):
+            for key, value in end.items():
+                self.learner_state_[f"{_SOURCE_STATE}{k}.{key}"] = np.asarray(value)
+        del self._source_ends
+        return self
+
+    # -- outputs --------------------------------------------------------------------------------
+    def membership_log_odds(self, X, lengths=None) -> np.ndarray:
+        r""":math:`\log(p_t / (1 - p_t))`, :math:`p_t = P(z_t \in K_p \mid y_{\le t})` of every
+        symbol (``+inf``/``-inf`` where the filter is certain)."""
+        return _log_odds(self.filter_proba(X, lengths), self.n_sources)
+
+    def token_scores(self, X, lengths=None) -> TokenScores:
+        """Every per-token output at once (the model is not changed)."""
+        from .. import inference
+
+        self._check_is_fitted()
+        Xa, seqs = self._validate(X, lengths, self.n_features_)
+        table = self._fitted_family().table(self._get_emission_params(), Xa)
+        filtered, log_prob = inference.filter_states(self.startprob_, self.transmat_, table,
+                                                     seqs)
+        post = inference.forward_backward(self.startprob_, self.transmat_, table, seqs).post
+        _, states = inference.viterbi(self.startprob_, self.transmat_, table, seqs)
+        return TokenScores(log_prob, Xa[:, :self.n_sources].copy(), filtered, post, states,
+                           _log_odds(filtered, self.n_sources))
+
+    def sample(self, n_samples: int = 1, random_state=None):
+        """Draw one sequence ``(X, states)``: the state path from the chain, each symbol from
+        its state's distribution (a source's predictive distribution given every symbol so
+        far, whichever state emitted it)."""
+        self._check_is_fitted()
+        n = check_positive_int(n_samples, "n_samples")
+        rng = make_rng(self.random_state if random_state is None else random_state)
+        from .. import inference
+
+        states = inference.sample_chain(self.startprob_, self.transmat_, n, rng)
+        B = self.emissionprob_
+        Ks = self.n_sources
+        probs = [src.reset() for src in self.sources]
+        X = np.empty(n, dtype=np.int64)
+        for t, z in enumerate(states):
+            p = probs[z] if z < Ks else B[z - Ks]
+            X[t] = min(int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), "right")),
+                       len(p) - 1)
+            if t + 1 < n:
+                probs = [src.step(int(X[t])) for src in self.sources]
+        return X[:, None], states
+
+    def n_parameters(self) -> int:
+        """Free parameters: transitions, the initial distribution if learned, the
+        perturbation emissions (the sources are fixed)."""
+        self._check_is_fitted()
+        K = self.n_states
+        start = K - 1 if self.learn_startprob else 0
+        return start + K * (K - 1) + self._fitted_family().n_free_parameters()
+
+    # -- persistence ----------------------------------------------------------------------------
+    def saved_params(self, path: Path) -> dict:
+        """Hyper-parameters for ``model.json``; each source is saved to ``path/source-<k>``."""
+        params = self.get_params(deep=False)
+        for k, src in enumerate(self.sources):
+            if not hasattr(src, "save"):
+                raise ModelFileError(
+                    f"sources: source {k} ({src.describe()}) cannot be saved; save PROPS with "
+                    "sources that have save/load (KneserNeySource, LSTMSource)")
+            src.save(Path(path) / f"source-{k}")
+        params["sources"] = [f"source-{k}" for k in range(len(self.sources))]
+        return params
+
+    @classmethod
+    def from_saved_params(cls, params: dict, path: Path) -> PROPS:
+        from ..sources import load_source
+
+        names = params.get("sources")
+        if not isinstance(names, list) or not all(
+                isinstance(n, str) and n == f"source-{k}" for k, n in enumerate(names)):
+            raise ModelFileError(f"{path}: malformed list of sources {names!r}")
+        params = {**params, "sources": [load_source(Path(path) / n) for n in names]}
+        return cls(**params)
+
+
+def _positions(state: dict, k: int) -> dict:
+    prefix = f"{_SOURCE_STATE}{k}."
+    return {key[len(prefix):]: value for key, value in state.items() if key.startswith(prefix)}
+
+
+def _log_odds(filtered: np.ndarray, n_sources: int) -> np.ndarray:
+    p_pert = filtered[:, n_sources:].sum(axis=1)
+    p_src = filtered[:, :n_sources].sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(p_pert) - np.log(p_src)

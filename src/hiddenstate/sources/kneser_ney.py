@@ -1,0 +1,509 @@
+r"""An interpolated Kneser-Ney n-gram language model as a PROPS source.
+
+:class:`KneserNeySource` predicts the next symbol id from the last ``order - 1`` ids with
+interpolated Kneser-Ney smoothing (Kneser & Ney 1995; Chen & Goodman 1998, "An empirical
+study of smoothing techniques for language modeling", TR-10-98, §3 and §4.1.6-4.1.7).
+
+Model
+-----
+Write :math:`W` for ``n_symbols``, :math:`N` for ``order``, :math:`h` for a context (the
+:math:`m - 1` most recent symbols, oldest first) and :math:`h'` for :math:`h` without its
+oldest symbol. For every order :math:`m = 1 .. N`
+
+.. math::
+
+    p_m(w \mid h) = \frac{\max(a(h w) - D_m, 0)}{a(h \bullet)}
+        + \frac{D_m \, N_{1+}(h \bullet)}{a(h \bullet)} \, p_{m-1}(w \mid h'),
+    \qquad p_0(w) = \frac{1}{W},
+
+where :math:`a(h \bullet) = \sum_v a(h v)` and :math:`N_{1+}(h \bullet) = |\{v : a(h v) > 0\}|`.
+A context never seen in training (:math:`a(h \bullet) = 0`) passes its lower order through:
+:math:`p_m(w \mid h) = p_{m-1}(w \mid h')`. The prediction is :math:`p_N(w \mid h)`.
+
+The counts :math:`a` are the *adjusted* counts of Kneser-Ney (Chen & Goodman eq. 26, the rule
+KenLM and SRILM use):
+
+- at the highest order :math:`N`, the raw count :math:`a(g) = c(g)`;
+- at a lower order, the *continuation count* :math:`a(g) = N_{1+}(\bullet g)
+  = |\{v : c(v g) > 0\}|`, the number of distinct symbols seen just before :math:`g`
+  (the beginning-of-sequence marker counts as one);
+- an n-gram that starts with the beginning-of-sequence marker cannot be extended to the
+  left, so it keeps its raw count at every order.
+
+Sequences. Every sequence starts from a context holding one beginning-of-sequence marker
+(``BOS``, internally the id ``n_symbols``). ``BOS`` is conditioned on, never predicted, and
+contexts never reach back past it: the first symbol is scored with the bigram context
+``(BOS)``, the second with ``(BOS, y_1)``, ... until ``order - 1`` real symbols are
+available. There is no end-of-sequence symbol, so each distribution is over exactly
+``n_symbols`` ids.
+
+Unseen symbols. The lowest order interpolates with the uniform distribution over the
+``n_symbols`` ids, and every discount is in :math:`(0, 1)`, so every id -- including ids never
+seen in training -- has strictly positive probability in every context. Together with
+:class:`~hiddenstate.textio.Vocabulary` (id 0 is ``<unk>``, which collects out-of-vocabulary
+words and is counted like any other id) this is the unknown-word policy.
+
+Discounts. With ``discount=None`` each order gets one discount estimated from the
+count-of-counts of its adjusted counts (Ney, Essen & Kneser 1994; Chen & Goodman eq. 26):
+
+.. math::
+
+    D_m = \frac{n_1}{n_1 + 2 n_2}, \qquad
+    n_r = |\{g \text{ of order } m : a(g) = r\}|,
+
+clipped to :math:`[0.05, 0.95]` (:data:`DISCOUNT_MIN`, :data:`DISCOUNT_MAX`); when
+:math:`n_1 + 2 n_2 = 0` (no n-gram seen once or twice) :math:`D_m = 0.5`. The clip keeps every
+discount strictly inside :math:`(0, 1)`: :math:`D = 0` (when :math:`n_1 = 0`) would give unseen
+symbols probability zero and :math:`D = 1` (when :math:`n_2 = 0`) would erase singletons. A
+scalar ``discount`` in :math:`(0, 1)` is used at every order instead.
+
+Storage. Counts live in NumPy arrays, one set per order :math:`m`: the sorted keys of the
+contexts of length :math:`m - 1` (a context's key is ``id(h') * (W + 1) + oldest symbol``,
+where ``id(h')`` is the index of its suffix among the contexts one shorter, so keys fit in
+int64 for any order) and, sorted, the n-gram keys ``context index * W + symbol`` with their
+adjusted counts. A context lookup is ``order - 1`` binary searches; saving is just the arrays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+
+from .._validation import check_lengths, check_positive_int, check_symbols
+from ..errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
+from ..io import from_json, read_bundle, to_json, write_bundle
+from ..textio import Vocabulary
+from .base import Source
+
+__all__ = ["DISCOUNT_MAX", "DISCOUNT_MIN", "KneserNeySource", "SOURCE_FORMAT",
+           "estimate_discount"]
+
+#: ``format`` of a saved source directory (see :func:`hiddenstate.io.write_bundle`)
+SOURCE_FORMAT = "hiddenstate-source"
+#: bounds of an estimated discount (see the module docstring)
+DISCOUNT_MIN = 0.05
+DISCOUNT_MAX = 0.95
+#: discount used when an order has no n-gram seen once or twice
+DISCOUNT_DEGENERATE = 0.5
+
+
+def estimate_discount(counts: np.ndarray) -> float:
+    r"""Kneser-Ney discount :math:`D = n_1 / (n_1 + 2 n_2)` from the adjusted counts of one
+    order, clipped to ``[DISCOUNT_MIN, DISCOUNT_MAX]``; ``DISCOUNT_DEGENERATE`` when
+    :math:`n_1 + 2 n_2 = 0`."""
+    counts = np.asarray(counts)
+    n1 = int(np.count_nonzero(counts == 1))
+    n2 = int(np.count_nonzero(counts == 2))
+    if n1 + 2 * n2 == 0:
+        return DISCOUNT_DEGENERATE
+    return float(min(max(n1 / (n1 + 2 * n2), DISCOUNT_MIN), DISCOUNT_MAX))
+
+
+def _check_discount(discount) -> float | None:
+    if discount is None:
+        return None
+    if isinstance(discount, (bool, np.bool_)) or not isinstance(
+            discount, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(discount) or not 0.0 < float(discount) < 1.0:
+        raise InvalidInputError(
+            f"discount: expected None (estimate per order) or a number strictly between 0 "
+            f"and 1, got {discount!r}")
+    return float(discount)
+
+
+def _check_range(y: np.ndarray, W: int, name: str, fix: str) -> None:
+    if y.max() >= W:
+        raise InvalidInputError(
+            f"{name}: symbol {int(y.max())} is out of range for a source over {W} symbols "
+            f"(0 .. {W - 1}); {fix}")
+
+
+def _count(y: np.ndarray, lengths: np.ndarray, order: int, W: int) -> list[dict]:
+    """Context keys, n-gram keys and adjusted counts of every order (see the module
+    docstring), computed with sorting only (no Python loop over tokens)."""
+    T, S = len(y), len(lengths)
+    base, bos = W + 1, W
+    seq_of = np.repeat(np.arange(S, dtype=np.int64), lengths)
+    starts = np.cumsum(lengths) - lengths
+    # padded stream: BOS before every sequence; q[t] is token t's index in it
+    q = np.arange(T, dtype=np.int64) + seq_of + 1
+    padded = np.full(T + S, bos, dtype=np.int64)
+    padded[q] = y
+    # number of positions (BOS included) before token t in its padded sequence
+    offset = np.arange(T, dtype=np.int64) - starts[seq_of] + 1
+
+    levels: list[dict] = []
+    ctx_id = np.zeros(T, dtype=np.int64)
+    for j in range(order):  # order m = j + 1, contexts of length j
+        if j == 0:
+            valid = np.ones(T, dtype=bool)
+            ctx_keys = np.zeros(1, dtype=np.int64)
+        else:
+            valid = offset >= j
+            key = ctx_id[valid] * base + padded[q[valid] - j]
+            ctx_keys, inv = np.unique(key, return_inverse=True)
+            ctx_id = np.full(T, -1, dtype=np.int64)
+            ctx_id[valid] = inv.ravel()
+        ng_keys, raw = np.unique(ctx_id[valid] * W + y[valid], return_counts=True)
+        levels.append({"ctx": ctx_keys.astype(np.int64), "ngram": ng_keys.astype(np.int64),
+                       "raw": raw.astype(np.int64)})
+
+    for j, lev in enumerate(levels):
+        if j == order - 1:
+            lev["count"] = lev["raw"]
+            continue
+        child = levels[j + 1]
+        # suffix of each distinct (j+2)-gram (v h w) is the (j+1)-gram (h w)
+        parent = child["ctx"][child["ngram"] // W] // base
+        suffix = parent * W + child["ngram"] % W
+        cont = np.bincount(np.searchsorted(lev["ngram"], suffix),
+                           minlength=len(lev["ngram"])).astype(np.int64)
+        if j == 0:
+            lev["count"] = cont
+        else:
+            starts_bos = lev["ctx"][lev["ngram"] // W] % base == bos
+            lev["count"] = np.where(starts_bos, lev["raw"], cont)
+    return [{"ctx": lev["ctx"], "ngram": lev["ngram"], "count": lev["count"]}
+            for lev in levels]
+
+
+class KneserNeySource(Source):
+    r"""Interpolated Kneser-Ney n-gram model over symbol ids ``0 .. n_symbols - 1``.
+
+    .. math::
+
+        p_m(w \mid h) = \frac{\max(a(h w) - D_m, 0)}{a(h \bullet)}
+            + \frac{D_m N_{1+}(h \bullet)}{a(h \bullet)} \, p_{m-1}(w \mid h'),
+        \qquad p_0(w) = 1 / W,
+
+    with raw counts at the highest order and continuation counts
+    :math:`N_{1+}(\bullet h w)` below it (Chen & Goodman 1998, §3-4); see the module
+    docstring for the beginning-of-sequence, unseen-symbol and discount rules.
+
+    Parameters
+    ----------
+    order : int
+        n-gram order :math:`N \ge 1` (the prediction conditions on ``order - 1`` symbols).
+    discount : float or None
+        ``None`` estimates :math:`D_m = n_1 / (n_1 + 2 n_2)` per order (clipped to
+        ``[0.05, 0.95]``, 0.5 when undefined); a number in :math:`(0, 1)` is used at every
+        order.
+
+    Attributes (after :meth:`fit`)
+    ------------------------------
+    n_symbols : int
+    vocabulary : Vocabulary or None
+    discounts_ : ndarray of shape (order,)
+        The discount of each order, lowest first.
+    """
+
+    def __init__(self, order: int = 3, discount: float | None = None):
+        self.order = order
+        self.discount = discount
+
+    # ------------------------------------------------------------------ hyper-parameters
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor arguments (scikit-learn convention)."""
+        return {"order": self.order, "discount": self.discount}
+
+    def _check_hyper(self) -> tuple[int, float | None]:
+        return check_positive_int(self.order, "order"), _check_discount(self.discount)
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, lengths=None, n_symbols: int | None = None,
+            vocabulary: Vocabulary | None = None) -> KneserNeySource:
+        """Count the n-grams of the concatenated sequences ``X`` (1-D or ``(n, 1)`` integer
+        symbols) split by ``lengths`` (hmmlearn convention; ``None`` is one sequence).
+
+        ``n_symbols`` defaults to ``len(vocabulary)`` when a vocabulary is given, else to
+        ``max(X) + 1``.
+        """
+        order, discount = self._check_hyper()
+        if vocabulary is not None and not isinstance(vocabulary, Vocabulary):
+            raise InvalidInputError(
+                f"vocabulary: expected a hiddenstate.textio.Vocabulary or None, got "
+                f"{type(vocabulary).__name__}")
+        if n_symbols is not None:
+            n_symbols = check_positive_int(n_symbols, "n_symbols")
+            if vocabulary is not None and n_symbols != len(vocabulary):
+                raise InvalidInputError(
+                    f"n_symbols: {n_symbols} differs from the vocabulary size "
+                    f"{len(vocabulary)}; pass one of them or make them agree")
+        elif vocabulary is not None:
+            n_symbols = len(vocabulary)
+        y = check_symbols(X, None, "X")
+        lengths = check_lengths(lengths, len(y))
+        W = int(n_symbols) if n_symbols is not None else int(y.max()) + 1
+        _check_range(y, W, "X", "pass n_symbols (or a vocabulary) covering every symbol")
+        levels = _count(y, lengths, order, W)
+        if discount is None:
+            discounts = np.array([estimate_discount(lev["count"]) for lev in levels])
+        else:
+            discounts = np.full(order, discount)
+        self._set_tables(levels, discounts, W, vocabulary)
+        return self
+
+    def _set_tables(self, levels: list[dict], discounts: np.ndarray, W: int,
+                    vocabulary: Vocabulary | None) -> None:
+        """Install the count tables and precompute, per order, ``gamma`` (the weight
+        ``D N1+(h.) / a(h.)`` of the lower order, per context) and ``dprob`` (the discounted
+        term ``max(a(hw) - D, 0) / a(h.)``, per n-gram); both prediction paths use exactly
+        these numbers, so they agree to the last bit."""
+        self._levels = levels
+        self.discounts_ = np.asarray(discounts, dtype=np.float64)
+        self._n_symbols = W
+        self.vocabulary = vocabulary
+        self._ptr, self._sym, self._gamma, self._dprob = [], [], [], []
+        for lev, D in zip(levels, self.discounts_, strict=True):
+            ctx_of = lev["ngram"] // W
+            n_ctx = len(lev["ctx"])
+            n1p = np.bincount(ctx_of, minlength=n_ctx).astype(np.float64)
+            total = np.bincount(ctx_of, weights=lev["count"].astype(np.float64),
+                                minlength=n_ctx)
+            ptr = np.zeros(n_ctx + 1, dtype=np.int64)
+            np.cumsum(n1p.astype(np.int64), out=ptr[1:])
+            self._ptr.append(ptr)
+            self._sym.append(lev["ngram"] % W)
+            self._gamma.append(D * n1p / total)
+            self._dprob.append(np.maximum(lev["count"] - D, 0.0) / total[ctx_of])
+        self._ctx = self._trim([self._bos])
+
+    # ------------------------------------------------------------------ fitted state
+    @property
+    def order_(self) -> int:
+        return len(self._levels)
+
+    @property
+    def n_symbols(self) -> int:
+        if not hasattr(self, "_levels"):
+            raise NotFittedError(
+                f"This {type(self).__name__} has no counts yet; call fit (or load) first")
+        return self._n_symbols
+
+    @property
+    def _bos(self) -> int:
+        return self._n_symbols
+
+    def _check_is_fitted(self) -> None:
+        self.n_symbols  # noqa: B018 (raises NotFittedError)
+
+    def _trim(self, ctx: list[int]) -> list[int]:
+        keep = self.order_ - 1
+        return ctx[-keep:] if keep else []
+
+    # ------------------------------------------------------------------ prediction
+    def _distribution(self, ctx: list[int]) -> np.ndarray:
+        W = self._n_symbols
+        p = np.full(W, 1.0 / W)
+        cid = 0
+        base = W + 1
+        for j in range(len(ctx) + 1):
+            if j:
+                keys = self._levels[j]["ctx"]
+                key = cid * base + ctx[-j]
+                i = int(np.searchsorted(keys, key))
+                if i == len(keys) or keys[i] != key:
+                    break  # unseen context: every higher order passes this one through
+                cid = i
+            lo, hi = self._ptr[j][cid], self._ptr[j][cid + 1]
+            p *= self._gamma[j][cid]
+            p[self._sym[j][lo:hi]] += self._dprob[j][lo:hi]
+        return p
+
+    def _check_symbol(self, y, name: str = "y") -> int:
+        W = self.n_symbols
+        if isinstance(y, (bool, np.bool_)) or not isinstance(y, (int, np.integer)):
+            raise InvalidInputError(
+                f"{name}: expected an integer symbol id, got {y!r} of type {type(y).__name__}")
+        if not 0 <= int(y) < W:
+            raise InvalidInputError(
+                f"{name}: symbol {int(y)} is out of range for a source over {W} symbols "
+                f"(0 .. {W - 1}); encode it with the training vocabulary")
+        return int(y)
+
+    def reset(self) -> np.ndarray:
+        """Start a sequence (context ``(BOS)``); return the distribution of its first
+        symbol."""
+        self._check_is_fitted()
+        self._ctx = self._trim([self._bos])
+        return self._distribution(self._ctx)
+
+    def step(self, y: int) -> np.ndarray:
+        """Consume symbol ``y``; return the distribution of the next symbol. Only the last
+        ``order - 1`` symbols are kept, so the cost does not grow with the sequence."""
+        y = self._check_symbol(y)
+        self._ctx = self._trim(self._ctx + [y])
+        return self._distribution(self._ctx)
+
+    def snapshot(self) -> dict[str, np.ndarray]:
+        """``{"context": ids}``: the last (up to ``order - 1``) symbols, oldest first; the id
+        ``n_symbols`` stands for the beginning-of-sequence marker."""
+        self._check_is_fitted()
+        return {"context": np.array(self._ctx, dtype=np.int64)}
+
+    def restore(self, snapshot: dict[str, np.ndarray]) -> None:
+        """Return to a position saved by :meth:`snapshot`."""
+        self._check_is_fitted()
+        if not isinstance(snapshot, dict) or "context" not in snapshot:
+            raise InvalidInputError(
+                "snapshot: expected the dict returned by snapshot() (with key 'context')")
+        ctx = np.asarray(snapshot["context"])
+        keep, bos = self.order_ - 1, self._bos
+        ok = ctx.ndim == 1 and ctx.dtype.kind in "iu" and len(ctx) <= keep
+        if ok and len(ctx):
+            ok = bool(np.all((ctx >= 0) & (ctx < self._n_symbols))
+                      if ctx[0] != bos else np.all((ctx[1:] >= 0) & (ctx[1:] < bos)))
+        if ok and keep:
+            ok = len(ctx) == keep or (len(ctx) > 0 and ctx[0] == bos)
+        if not ok:
+            raise InvalidInputError(
+                f"snapshot: 'context' is not a context of this {self.order_}-gram source over "
+                f"{self._n_symbols} symbols; pass a snapshot taken from it")
+        self._ctx = [int(v) for v in ctx]
+
+    def log_probs(self, y: np.ndarray) -> np.ndarray:
+        r""":math:`\log p(y_t \mid y_{<t})` for one sequence, vectorised over the tokens:
+        per order one binary search for the contexts and one for the n-grams, so only the
+        observed symbol's probability is computed. Equal to the :meth:`reset` /
+        :meth:`step` loop (same floating-point operations); leaves the source where that
+        loop does (after ``y[:-1]``)."""
+        self._check_is_fitted()
+        if np.asarray(y).size == 0:
+            self.reset()
+            return np.empty(0)
+        y = check_symbols(y, None, "y")
+        _check_range(y, self._n_symbols, "y", "encode it with the training vocabulary")
+        T, W, base = len(y), self._n_symbols, self._n_symbols + 1
+        padded = np.concatenate(([self._bos], y))  # y[t] sits at padded[t + 1]
+        t_idx = np.arange(T, dtype=np.int64)
+        p = np.full(T, 1.0 / W)
+        cid = np.zeros(T, dtype=np.int64)
+        alive = np.ones(T, dtype=bool)
+        for j in range(self.order_):
+            if j:
+                alive &= t_idx >= j - 1  # a context of length j needs j padded positions
+                idx = np.flatnonzero(alive)
+                keys = self._levels[j]["ctx"]
+                key = cid[idx] * base + padded[idx + 1 - j]
+                pos = np.searchsorted(keys, key)
+                hit = keys[np.minimum(pos, len(keys) - 1)] == key
+                alive[idx[~hit]] = False
+                cid[idx[hit]] = pos[hit]
+            idx = np.flatnonzero(alive)
+            if not len(idx):
+                break
+            c = cid[idx]
+            ngrams = self._levels[j]["ngram"]
+            ng = c * W + y[idx]
+            k = np.minimum(np.searchsorted(ngrams, ng), len(ngrams) - 1)
+            d = np.where(ngrams[k] == ng, self._dprob[j][k], 0.0)
+            p[idx] = self._gamma[j][c] * p[idx] + d
+        self._ctx = self._trim([self._bos] + [int(v) for v in y[:-1]])
+        return np.log(p)
+
+    def describe(self) -> str:
+        if not hasattr(self, "_levels"):
+            return f"{self.order}-gram interpolated Kneser-Ney (unfitted)"
+        return f"{self.order_}-gram interpolated Kneser-Ney (W={self._n_symbols})"
+
+    # ------------------------------------------------------------------ persistence
+    def _meta(self) -> dict:
+        return {
+            "class": type(self).__name__,
+            "params": {k: to_json(v) for k, v in self.get_params().items()},
+            "n_symbols": int(self._n_symbols),
+            "vocabulary": None if self.vocabulary is None else self.vocabulary.to_dict(),
+        }
+
+    @staticmethod
+    def _meta_digest(meta: dict) -> str:
+        return hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the source to the directory ``path`` (``model.json`` + ``arrays.npz``,
+        format ``"hiddenstate-source"``; no pickle)."""
+        self._check_is_fitted()
+        meta = self._meta()
+        meta["meta_sha256"] = self._meta_digest(meta)
+        arrays = {"discounts": self.discounts_}
+        for m, lev in enumerate(self._levels, start=1):
+            arrays[f"ctx{m}"] = lev["ctx"]
+            arrays[f"ngram{m}"] = lev["ngram"]
+            arrays[f"count{m}"] = lev["count"]
+        write_bundle(path, SOURCE_FORMAT, meta, arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> KneserNeySource:
+        """Read a source written by :meth:`save`; a modified, corrupted or inconsistent
+        directory raises :class:`~hiddenstate.errors.ModelFileError`."""
+        meta, arrays = read_bundle(path, SOURCE_FORMAT, what="source")
+        where = f"{os.fspath(path)}"
+        if meta.get("class") != cls.__name__:
+            raise ModelFileError(f"{where}: holds a {meta.get('class')!r}, not a {cls.__name__}")
+        mine = {k: meta.get(k) for k in ("class", "params", "n_symbols", "vocabulary")}
+        if meta.get("meta_sha256") != cls._meta_digest(mine):
+            raise ModelFileError(
+                f"{where}: model.json does not match its checksum; the file was modified or "
+                "corrupted (refit and save again)")
+        try:
+            params = {k: from_json(v) for k, v in dict(meta["params"]).items()}
+            model = cls(**params)
+            order, discount = model._check_hyper()
+            W = check_positive_int(meta["n_symbols"], "n_symbols")
+            vocab = meta["vocabulary"]
+            vocab = None if vocab is None else Vocabulary.from_dict(vocab, source=where)
+            levels = _levels_from_arrays(arrays, order, W)
+            discounts = np.asarray(arrays["discounts"], dtype=np.float64)
+            if discounts.shape != (order,) or not np.all((discounts > 0) & (discounts < 1)):
+                raise InvalidInputError("discounts: not one number in (0, 1) per order")
+            expected = (np.full(order, discount) if discount is not None else
+                        np.array([estimate_discount(lev["count"]) for lev in levels]))
+            if not np.array_equal(discounts, expected):
+                raise InvalidInputError("discounts: do not match the counts and parameters")
+        except ModelFileError:
+            raise
+        except HiddenStateError as exc:
+            raise ModelFileError(f"{where}: invalid source ({exc})") from exc
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"{where}: malformed ({exc!r})") from exc
+        if vocab is not None and len(vocab) != W:
+            raise ModelFileError(f"{where}: vocabulary size {len(vocab)} != n_symbols {W}")
+        model._set_tables(levels, discounts, W, vocab)
+        return model
+
+
+def _levels_from_arrays(arrays: dict, order: int, W: int) -> list[dict]:
+    """The count tables of a saved source, checked for the invariants :func:`_count`
+    guarantees (sorted unique keys, every context with at least one n-gram, every suffix
+    present one order down, positive counts)."""
+    names = {"discounts"} | {f"{a}{m}" for m in range(1, order + 1)
+                             for a in ("ctx", "ngram", "count")}
+    if set(arrays) != names:
+        raise InvalidInputError(f"arrays: expected {sorted(names)}, got {sorted(arrays)}")
+    levels = []
+    base = W + 1
+    for m in range(1, order + 1):
+        ctx, ng, cnt = arrays[f"ctx{m}"], arrays[f"ngram{m}"], arrays[f"count{m}"]
+        if any(a.dtype != np.int64 or a.ndim != 1 for a in (ctx, ng, cnt)):
+            raise InvalidInputError(f"order {m}: count tables must be 1-D int64")
+        if len(ctx) == 0 or len(ng) != len(cnt) or np.any(cnt < 1) \
+                or np.any(np.diff(ctx) <= 0) or np.any(np.diff(ng) <= 0) or ng[0] < 0:
+            raise InvalidInputError(f"order {m}: count tables are not sorted positive counts")
+        ctx_of = ng // W
+        if m == 1 and not np.array_equal(ctx, [0]):
+            raise InvalidInputError("order 1: the only context is the empty one")
+        if not np.array_equal(np.unique(ctx_of), np.arange(len(ctx))):
+            raise InvalidInputError(f"order {m}: every context needs at least one n-gram")
+        if m > 1:
+            parent = ctx // base
+            n_parent = len(levels[-1]["ctx"])
+            if ctx[0] < 0 or np.any(parent >= n_parent):
+                raise InvalidInputError(f"order {m}: context keys out of range")
+            # BOS (= W) may only be the oldest symbol of a context: no suffix may hold it
+            if m > 2 and np.any(levels[-1]["ctx"][parent] % base == W):
+                raise InvalidInputError(f"order {m}: misplaced beginning-of-sequence marker")
+        levels.append({"ctx": ctx, "ngram": ng, "count": cnt})
+    return levels

@@ -341,7 +341,8 @@ class OnlineEM:
         scale = np.array([state["decay"]])
         status = online_em_categorical(
             y, np.ascontiguousarray(src_b), starts, float(self.step_scale),
-            float(self.step_exponent), int(self.warmup), self._avg_start(), bool(self.learn_startprob), trans_a, start_a, emis_a, emis_A,
+            float(self.step_exponent), int(self.warmup), self._avg_start(),
+            bool(self.learn_startprob), trans_a, start_a, emis_a, emis_A,
             emission0, state["startprob"], state["transmat"], state["phi"],
             state["rho_trans"], state["rho_start"], state["G"], state["E"], state["touch"],
             state["tree_P"], state["tree_Q"], state["avg_acc"], state["avg_U"],

@@ -54,6 +54,7 @@ def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_expone
     starts = np.zeros(len(stat), dtype=bool)
     starts[np.concatenate(([0], np.cumsum(lengths)[:-1]))] = True
     phi = pi.copy()
+    log_pred = []
     rho_q = np.zeros((K, K, K))
     rho_g = np.zeros((K, P, K))
     rho_p = np.zeros((K, K))
@@ -68,6 +69,7 @@ def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_expone
         else:
             ll = family.log_likelihood(em, X[n:n + 1])[0]
             b = np.exp(ll - ll.max())
+            top = ll.max()
         if starts[n]:
             pred = pi.copy()
             R = np.repeat(phi[:, None], K, axis=1)
@@ -75,6 +77,7 @@ def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_expone
             pred = phi @ A
             R = phi[:, None] * A / pred[None, :]
         phin = pred * b
+        log_pred.append(np.log(phin.sum()) + (top if emission != "categorical" else 0.0))
         phin /= phin.sum()
         gam = step_scale * float(t) ** (-step_exponent)
         rho_q = (1 - gam) * np.einsum("ijm,mk->ijk", rho_q, R)
@@ -110,7 +113,8 @@ def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_expone
                 v.copy() for v in it]
             n_avg += 1
         phi = phin
-    out = {"startprob": pi, "transmat": A, "emission": em, "phi": phi}
+    out = {"startprob": pi, "transmat": A, "emission": em, "phi": phi,
+           "log_pred": np.array(log_pred)}
     if sums:
         avg = [s / n_avg for s in sums]
         out["avg"] = {"startprob": avg[0], "transmat": avg[1],
@@ -214,12 +218,14 @@ def test_lazy_categorical_matches_direct(case):
     learner = OnlineEM(step_scale=scale, step_exponent=expo, warmup=warmup, averaging=avg,
                        learn_startprob=learn_start, block=B)
     fam = CategoricalEmissions(K, W)
-    state = learner.update(learner.start(theta, fam), y, lengths, fam)
+    log_pred = np.empty(len(y))
+    state = learner.update(learner.start(theta, fam), y, lengths, fam, log_pred=log_pred)
     at, as_, ae = default_alphas(K, W)
     ref = direct_online_em(theta, y, lengths, emission="categorical", step_scale=scale,
                            step_exponent=expo, warmup=warmup, learn_startprob=learn_start,
                            average_start=warmup if avg else None, alpha_t=at, alpha_s=as_,
                            alpha_e=ae)
+    np.testing.assert_allclose(log_pred, ref["log_pred"], rtol=1e-9)
     if avg:
         got = learner.params(state, fam)
         want = ref["avg"]
@@ -297,11 +303,14 @@ def test_dense_matches_direct(kind):
     lengths = [250, 1, 449]
     learner = OnlineEM(warmup=10, averaging=True, learn_startprob=True)
     state = learner.start(theta, fam)
-    state = learner.update(state, X[:300], [250, 1, 49], fam)
-    state = learner.update(state, X[300:], [400], fam, continues=True)
+    log_pred = np.empty(len(X))
+    state = learner.update(state, X[:300], [250, 1, 49], fam, log_pred=log_pred[:300])
+    state = learner.update(state, X[300:], [400], fam, continues=True,
+                           log_pred=log_pred[300:])
     at = as_ = 1 + PRIOR_MASS / K
     ref = direct_online_em(theta, X, lengths, emission="dense", family=fam, warmup=10,
                            learn_startprob=True, average_start=10, alpha_t=at, alpha_s=as_)
+    np.testing.assert_allclose(log_pred, ref["log_pred"], rtol=1e-9)
     for averaged in (True, False):
         learner.averaging = averaged
         got = learner.params(state, fam)

@@ -171,6 +171,8 @@ def test_online_em_matches_the_direct_transcription():
     assert np.allclose(m.emissionprob_, ref["emission"]["emissionprob"][2:], rtol=1e-9,
                        atol=1e-12)
     assert np.array_equal(m.startprob_, pi)  # learn_startprob=False keeps it
+    # the prequential predictive probabilities, each before learning from its symbol
+    assert np.allclose(m.stream_log_prob_, ref["log_pred"], rtol=1e-9)
 
 
 def test_stream_cut_anywhere_resumes_bit_identically():

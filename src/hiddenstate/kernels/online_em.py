@@ -333,7 +333,7 @@ def _flush(E, touch, TP, TQ, acc, cur, c, avg_on):
 def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, avg_start,
                           learn_start, trans_a, start_a, emis_a, emis_A, emission0,
                           startprob, transmat, phi, rho_q, rho_pi, G, E, touch, TP, TQ,
-                          acc, U, avg_trans, avg_startp, counters, scale):
+                          acc, U, avg_trans, avg_startp, counters, scale, log_pred):
     r"""Consume symbols ``y`` (``starts[n]``: observation ``n`` begins a sequence), updating
     the state arrays in place.
 
@@ -344,7 +344,9 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
     given (PROPS source states, :math:`f_k(y_t \mid y_{<t})`; ``K_s = 0`` for a plain HMM):
     their rows of the emission statistics are carried but never used. Priors are
     ``alpha - 1`` (``emis_a`` zero off the support of ``emission0``, ``emis_A`` its row
-    sums). Returns -1, or the index of an observation of probability 0
+    sums). ``log_pred[n]`` receives :math:`\log p(y_t \mid y_{<t}, \theta_{t-1})`, the
+    prequential predictive log-probability of observation ``n`` (the filter's normaliser,
+    before the parameters learn from it). Returns -1, or the index of an observation of probability 0
     (the state is then left as it was after the observation before).
     """
     N = y.shape[0]
@@ -397,6 +399,7 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
         if not z > 0.0:
             status = n
             break
+        log_pred[n] = np.log(z)
         if avg_on:
             for i in range(K):
                 acc[w, i] += dq[i]
@@ -504,11 +507,13 @@ def categorical_statistics(E, touch, TP, TQ, acc, phi, c, cur, avg_on, S, acc_no
 @njit(cache=True)
 def online_em_dense(loglik, stats, starts, step_scale, step_exponent, warmup, avg_start,
                     learn_start, trans_a, start_a, startprob, transmat, phi, rho_q, rho_pi,
-                    rho_g, Sg, avg_trans, avg_startp, counters):
+                    rho_g, Sg, avg_trans, avg_startp, counters, log_pred):
     """Consume rows with emission log-likelihoods ``loglik (N, K)`` (under the parameters
     current at each row: the caller passes one row per call once M-steps have begun) and
     statistic vectors ``stats (N, P)``; ``rho_g (K, P, K)``; on return ``Sg (K, P)`` holds
-    the emission statistics after the last row. ``counters = [t, n_avg]``. Transition and
+    the emission statistics after the last row. ``counters = [t, n_avg]``; ``log_pred[n]``
+    receives the prequential log-probability of row ``n`` (as in
+    :func:`online_em_categorical`). Transition and
     initial-state M-steps and their averages as in :func:`online_em_categorical`.
     Returns -1 or the index of an impossible row."""
     N = loglik.shape[0]
@@ -545,6 +550,7 @@ def online_em_dense(loglik, stats, starts, step_scale, step_exponent, warmup, av
         if not z > 0.0:
             status = n
             break
+        log_pred[n] = np.log(z) + top
         t += 1
         gam = step_size(t, step_scale, step_exponent)
         omg = 1.0 - gam

@@ -171,6 +171,9 @@ class HMM(BaseEstimator):
     startprob_ (K,), transmat_ (K, K), emissionprob_ (K, W), means_ (K, D),
     covars_ (hmmlearn's getter: (K, D, D) whatever the type; set it in the type's own shape),
     lambdas_ (K, D), n_features_, monitor_ (``history``, ``converged``).
+    stream_log_prob_ (``learn="online-em"``): the prequential log-probability
+    log p(x_t | x_<t, θ_{t-1}) of each observation of the last ``fit``/``partial_fit``
+    call, predicted before the parameters learned from it (a running learning curve).
     """
 
     def __init__(self, n_states: int = 2, emission: str = "categorical",
@@ -453,7 +456,13 @@ class HMM(BaseEstimator):
                                    "emission": emis}, family, rng)
             self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
             self.n_features_ = n_features
-        state = learner.update(state, X, seqs.lengths, family, continues=continues)
+        if self.learn == "online-em":
+            log_pred = np.empty(len(X))
+            state = learner.update(state, X, seqs.lengths, family, continues=continues,
+                                   log_pred=log_pred)
+            self.stream_log_prob_ = log_pred
+        else:
+            state = learner.update(state, X, seqs.lengths, family, continues=continues)
         theta = learner.params(state, family)
         self.learner_state_ = state
         self._set_params_(theta["startprob"], theta["transmat"], theta["emission"])

@@ -278,8 +278,13 @@ class OnlineEM:
         return state
 
     def update(self, state: dict, X: np.ndarray, lengths: np.ndarray | None, family,
-               continues: bool = False) -> dict:
-        """Consume the sequences ``X`` (concatenated) in order; return the new state."""
+               continues: bool = False, log_pred: np.ndarray | None = None) -> dict:
+        """Consume the sequences ``X`` (concatenated) in order; return the new state.
+
+        ``log_pred`` (optional, ``(len(X),)``) receives the prequential log-probability
+        :math:`\log p(y_t \mid y_{<t}, \theta_{t-1})` of every observation: predicted with
+        the parameters learned from the stream before it (a learning curve for free).
+        """
         self._check()
         state = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
         X = np.asarray(X)
@@ -294,10 +299,12 @@ class OnlineEM:
             starts[0] = False
         K = family.n_states
         trans_a, start_a = self._priors(K)
+        if log_pred is None:
+            log_pred = np.empty(len(X))
         if isinstance(_unwrap(family)[0], CategoricalEmissions):
-            self._update_categorical(state, X, starts, family, trans_a, start_a)
+            self._update_categorical(state, X, starts, family, trans_a, start_a, log_pred)
         else:
-            self._update_dense(state, X, starts, family, trans_a, start_a)
+            self._update_dense(state, X, starts, family, trans_a, start_a, log_pred)
         return state
 
     def params(self, state: dict, family) -> dict:
@@ -321,7 +328,8 @@ class OnlineEM:
         return {"startprob": startprob, "transmat": transmat, "emission": emission}
 
     # -- categorical ----------------------------------------------------------------------------
-    def _update_categorical(self, state, X, starts, family, trans_a, start_a) -> None:
+    def _update_categorical(self, state, X, starts, family, trans_a, start_a,
+                            log_pred) -> None:
         emission0 = state["emission0"]
         W = emission0.shape[1]
         if isinstance(family, BlackBoxEmissions):
@@ -346,7 +354,7 @@ class OnlineEM:
             emission0, state["startprob"], state["transmat"], state["phi"],
             state["rho_trans"], state["rho_start"], state["G"], state["E"], state["touch"],
             state["tree_P"], state["tree_Q"], state["avg_acc"], state["avg_U"],
-            state["avg_transmat"], state["avg_startprob"], counters, scale)
+            state["avg_transmat"], state["avg_startprob"], counters, scale, log_pred)
         if status >= 0:
             raise _impossible(status, int(counters[0]))
         state["t"], state["window"], state["n_avg"] = (int(v) for v in counters)
@@ -369,7 +377,7 @@ class OnlineEM:
         return DirichletRows("emissionprob", "e", alpha).mstep(emission0, S, "e")[0]
 
     # -- Gaussian, Poisson ----------------------------------------------------------------------
-    def _update_dense(self, state, X, starts, family, trans_a, start_a) -> None:
+    def _update_dense(self, state, X, starts, family, trans_a, start_a, log_pred) -> None:
         layout = _layout(family)
         inner, Ks = _unwrap(family)
         X = np.ascontiguousarray(X, dtype=np.float64)
@@ -387,12 +395,12 @@ class OnlineEM:
         numba.set_num_threads(1)
         try:
             self._dense_loop(state, X, rows, starts, family, layout, em, keys, Sg, counters,
-                             trans_a, start_a)
+                             trans_a, start_a, log_pred)
         finally:
             numba.set_num_threads(threads)
 
     def _dense_loop(self, state, X, rows, starts, family, layout, em, keys, Sg, counters,
-                    trans_a, start_a) -> None:
+                    trans_a, start_a, log_pred) -> None:
         which = "".join(family.letters)
         Ks = _unwrap(family)[1]
         first_m = max(int(self.warmup), 1)
@@ -411,7 +419,7 @@ class OnlineEM:
                 bool(self.learn_startprob), trans_a, start_a, state["startprob"],
                 state["transmat"], state["phi"], state["rho_trans"], state["rho_start"],
                 state["rho_emission"], Sg, state["avg_transmat"], state["avg_startprob"],
-                counters)
+                counters, log_pred[n:n + chunk])
             if status >= 0:
                 raise _impossible(n + status, t + status + 1)
             t = int(counters[0])

@@ -346,8 +346,8 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
     ``alpha - 1`` (``emis_a`` zero off the support of ``emission0``, ``emis_A`` its row
     sums). ``log_pred[n]`` receives :math:`\log p(y_t \mid y_{<t}, \theta_{t-1})`, the
     prequential predictive log-probability of observation ``n`` (the filter's normaliser,
-    before the parameters learn from it). Returns -1, or the index of an observation of probability 0
-    (the state is then left as it was after the observation before).
+    before the parameters learn from it). Returns -1, or the index of an observation of
+    probability 0 (the state is then left as it was after the observation before).
     """
     N = y.shape[0]
     K = transmat.shape[0]

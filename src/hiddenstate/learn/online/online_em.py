@@ -279,7 +279,7 @@ class OnlineEM:
 
     def update(self, state: dict, X: np.ndarray, lengths: np.ndarray | None, family,
                continues: bool = False, log_pred: np.ndarray | None = None) -> dict:
-        """Consume the sequences ``X`` (concatenated) in order; return the new state.
+        r"""Consume the sequences ``X`` (concatenated) in order; return the new state.
 
         ``log_pred`` (optional, ``(len(X),)``) receives the prequential log-probability
         :math:`\log p(y_t \mid y_{<t}, \theta_{t-1})` of every observation: predicted with

@@ -375,3 +375,23 @@ def test_registered_and_cost_bounded():
         src.step(int(v))
     assert len(src.snapshot()["context"]) == 3  # the state never grows with the history
     assert math.isclose(float(src.reset().sum()), 1.0, abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+def test_log_probs_from_matches_the_step_loop(order):
+    """The vectorised continuation equals the base class's reset/step loop, for a sequence
+    cut anywhere (inside the first order - 1 symbols too)."""
+    rng = np.random.default_rng(order)
+    W = 7
+    src = KneserNeySource(order=order).fit(rng.integers(0, W, 300), [100, 200], n_symbols=W)
+    y = rng.integers(0, W, 40)
+    whole, end = src.log_probs_from(y)
+    assert np.array_equal(whole, src.log_probs(y))
+    ref, ref_end = Source.log_probs_from(src, y)
+    np.testing.assert_allclose(whole, ref, rtol=1e-13)
+    np.testing.assert_allclose(end["next"], ref_end["next"], rtol=1e-13)
+    for cut in (0, 1, 2, 5, 40):
+        a, mid = src.log_probs_from(y[:cut])
+        b, end2 = src.log_probs_from(y[cut:], mid)
+        np.testing.assert_allclose(np.concatenate([a, b]), ref, rtol=1e-13)
+        np.testing.assert_array_equal(end2["context"], end["context"])

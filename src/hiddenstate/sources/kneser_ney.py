@@ -376,18 +376,48 @@ class KneserNeySource(Source):
             return np.empty(0)
         y = check_symbols(y, None, "y")
         _check_range(y, self._n_symbols, "y", "encode it with the training vocabulary")
+        out = self._scores([self._bos], y)
+        self._ctx = self._trim([self._bos] + [int(v) for v in y[:-1]])
+        return out
+
+    def log_probs_from(self, y: np.ndarray, start: dict | None = None
+                       ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """:meth:`log_probs` continuing from the position ``start`` (see
+        :meth:`Source.log_probs_from`), vectorised the same way; the returned position
+        holds the context and the next symbol's distribution."""
+        self._check_is_fitted()
+        if start is None:
+            ctx = self._trim([self._bos])
+        else:
+            self.restore({k: v for k, v in start.items() if k != "next"})
+            ctx = list(self._ctx)
+        y = np.asarray(y)
+        if y.size:
+            y = check_symbols(y, None, "y")
+            _check_range(y, self._n_symbols, "y", "encode it with the training vocabulary")
+            out = self._scores(ctx, y)
+            ctx = self._trim(ctx + [int(v) for v in y])
+        else:
+            out = np.empty(0)
+        self._ctx = ctx
+        return out, {**self.snapshot(), "next": self._distribution(ctx)}
+
+    def _scores(self, ctx0: list[int], y: np.ndarray) -> np.ndarray:
+        """log p(y_t | context) for every t, the context of ``y[0]`` being ``ctx0`` (the
+        kept context: up to ``order - 1`` ids, possibly starting with the BOS marker)."""
         T, W, base = len(y), self._n_symbols, self._n_symbols + 1
-        padded = np.concatenate(([self._bos], y))  # y[t] sits at padded[t + 1]
+        m = len(ctx0)
+        padded = np.concatenate((np.asarray(ctx0, dtype=np.int64), y))  # y[t] at t + m
         t_idx = np.arange(T, dtype=np.int64)
         p = np.full(T, 1.0 / W)
         cid = np.zeros(T, dtype=np.int64)
         alive = np.ones(T, dtype=bool)
         for j in range(self.order_):
             if j:
-                alive &= t_idx >= j - 1  # a context of length j needs j padded positions
+                alive &= t_idx >= j - m  # a context of length j needs j earlier positions
                 idx = np.flatnonzero(alive)
                 keys = self._levels[j]["ctx"]
-                key = cid[idx] * base + padded[idx + 1 - j]
+                key = cid[idx] * base + padded[idx + m - j]
                 pos = np.searchsorted(keys, key)
                 hit = keys[np.minimum(pos, len(keys) - 1)] == key
                 alive[idx[~hit]] = False
@@ -401,7 +431,6 @@ class KneserNeySource(Source):
             k = np.minimum(np.searchsorted(ngrams, ng), len(ngrams) - 1)
             d = np.where(ngrams[k] == ng, self._dprob[j][k], 0.0)
             p[idx] = self._gamma[j][c] * p[idx] + d
-        self._ctx = self._trim([self._bos] + [int(v) for v in y[:-1]])
         return np.log(p)
 
     def describe(self) -> str:

@@ -188,6 +188,9 @@ def test_stream_cut_anywhere_resumes_bit_identically():
     whole = new().fit(y, lengths)
     cut = new()
     cut.partial_fit(y[:50], [50])
+    before = cut.transmat_.copy()
+    cut.score_tokens(y[200:230])  # scoring in the middle of a stream changes nothing
+    assert np.array_equal(cut.transmat_, before)
     cut.partial_fit(y[50:120], [70], continues=True)   # ends the first sequence
     cut.partial_fit(y[120:200], [80])                  # a new sequence, cut again
     cut.partial_fit(y[200:], [100], continues=True)

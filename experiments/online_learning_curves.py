@@ -25,7 +25,9 @@ rows uniform up to a relative perturbation ``eps`` (default 0.05): B_kj proporti
 learners (both states get identical updates), so some asymmetry is needed; its size sets
 the length of the symmetry-breaking plateau. The Bayesian learners start from the Dirichlet
 rows u = (row length) x (initial row), i.e. about Dirichlet(1, ..., 1). Everything is
-seeded: numbers are identical from run to run.
+seeded: numbers are identical from run to run. Data come from :mod:`hiddenstate.drift`
+(``sample_sequences`` for a static teacher, ``JumpingTeacher`` and ``RandomWalkTeacher`` for
+abrupt and gradual drift).
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import REPO, markdown_table  # noqa: E402
 
+from hiddenstate.drift import (  # noqa: E402
+    JumpingTeacher,
+    RandomWalkTeacher,
+    sample_sequences,
+)
 from hiddenstate.families import CategoricalEmissions  # noqa: E402
 from hiddenstate.learn.online.per_sequence import (  # noqa: E402
     BaldiChauvin,
@@ -107,27 +114,9 @@ def symmetric_student(rng, eps: float) -> dict:
             "emission": {"emissionprob": B}}
 
 
-def sample(pis, As, Bs, rng) -> np.ndarray:
-    """One length-T sequence per row of ``pis (N, K)``, ``As (N, K, K)``, ``Bs (N, K, W)``
-    (a different teacher for every sequence is allowed); returns ``(N, T)`` symbols."""
-    n = len(pis)
-    rows = np.arange(n)
-
-    def draw(p):  # p: (N, J) probabilities, one categorical draw per row
-        u = rng.random(n)[:, None]
-        return np.minimum((u > np.cumsum(p, axis=1)).sum(axis=1), p.shape[1] - 1)
-
-    z = draw(pis)
-    y = np.empty((n, T), dtype=np.int64)
-    for t in range(T):
-        if t:
-            z = draw(As[rows, z])
-        y[:, t] = draw(Bs[rows, z])
-    return y
-
-
-def repeat_teacher(teacher, n):
-    return tuple(np.broadcast_to(p, (n, *p.shape)) for p in teacher)
+def as_rows(X: np.ndarray, n: int) -> np.ndarray:
+    """The ``(n * T, 1)`` column of :mod:`hiddenstate.drift` as ``(n, T)`` sequences."""
+    return X.reshape(n, T)
 
 
 def student_tuple(learner, state, family):
@@ -160,7 +149,7 @@ def task_static(args):
     rng = np.random.default_rng([1, seed])
     teacher = random_teacher(rng)
     init = symmetric_student(rng, eps)
-    data = sample(*repeat_teacher(teacher, n), rng)
+    data = as_rows(sample_sequences(teacher, n, T, rng)[0], n)
     checks = log_checks(n, 40)
     fam = CategoricalEmissions(K, W)
     return {label: run_curve(lr, init, data, checks, lambda t: teacher, fam)
@@ -183,36 +172,27 @@ def task_abrupt(args):
     n_teachers = -(-n // period)
     teachers = [random_teacher(rng) for _ in range(n_teachers)]
     init = symmetric_student(rng, EPS)
-    epoch = np.arange(n) // period
-    pis = np.stack([teachers[e][0] for e in epoch])
-    As = np.stack([teachers[e][1] for e in epoch])
-    Bs = np.stack([teachers[e][2] for e in epoch])
-    data = sample(pis, As, Bs, rng)
+    source = JumpingTeacher(teachers, every=period, random_state=rng)
+    X, _, path = source.sample(n, T, return_teachers=True)
+    data = as_rows(X, n)
     checks = np.arange(every, n + 1, every)
     fam = CategoricalEmissions(K, W)
-    return {label: run_curve(lr, init, data, checks, lambda t: teachers[(t - 1) // period], fam)
+    return {label: run_curve(lr, init, data, checks, lambda t: path[t - 1], fam)
             for label, lr in drift_learners().items()}
 
 
 def task_gradual(args):
     seed, n, sigma, every = args
     rng = np.random.default_rng([4, seed, int(sigma * 1e6)])
-    logits = [np.log(p) for p in random_teacher(rng)]
+    teacher = random_teacher(rng)
     init = symmetric_student(rng, EPS)
     # a random walk of the teacher's logits: every entry moves by sigma * N(0, 1) per sequence
-    walks = [lg[None] + sigma * np.cumsum(rng.standard_normal((n, *lg.shape)), axis=0)
-             for lg in logits]
-
-    def softmax(a):
-        e = np.exp(a - a.max(axis=-1, keepdims=True))
-        return e / e.sum(axis=-1, keepdims=True)
-
-    pis, As, Bs = (softmax(wk) for wk in walks)
-    data = sample(pis, As, Bs, rng)
+    source = RandomWalkTeacher(teacher, step=sigma, random_state=rng)
+    X, _, path = source.sample(n, T, return_teachers=True)
+    data = as_rows(X, n)
     checks = np.arange(every, n + 1, every)
     fam = CategoricalEmissions(K, W)
-    return {label: run_curve(lr, init, data, checks,
-                             lambda t: (pis[t - 1], As[t - 1], Bs[t - 1]), fam)
+    return {label: run_curve(lr, init, data, checks, lambda t: path[t - 1], fam)
             for label, lr in drift_learners().items()}
 
 

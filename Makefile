@@ -17,7 +17,7 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m hiddenstate.demo --out demo-report
-	@echo "report written to demo-report/index.html"
+	@echo "PROPS personalisation report written to demo-report/index.html"
 
 test: $(STAMP)
 	$(PY) -m pytest -q

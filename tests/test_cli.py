@@ -380,7 +380,7 @@ def test_gaussian_report_via_report_command(tmp_path, capsys):
 # --------------------------------------------------------------------------- demo
 
 
-def test_bundled_corpus_and_small_demo(tmp_path, capsys):
+def test_bundled_corpus(tmp_path, capsys):
     from hiddenstate import demo
 
     path = demo.corpus_path()
@@ -389,10 +389,3 @@ def test_bundled_corpus_and_small_demo(tmp_path, capsys):
     sents = demo.corpus_sentences(50)
     assert len(sents) == 50 and all(4 <= len(s) <= 40 for s in sents)
     assert all(s[-1] in (".", "?", "!") for s in sents)
-    rc = demo.main(["--out", str(tmp_path / "d"), "--n-sentences", "60", "--n-states", "4",
-                    "--max-vocab", "60", "--n-iter", "5"])
-    out = capsys.readouterr().out
-    assert rc == 0
-    assert (tmp_path / "d" / "index.html").is_file()
-    assert "fitted a 4-state categorical HMM on 60 sequences" in out
-    assert "vocabulary: 60 symbols" in out

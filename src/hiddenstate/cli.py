@@ -1,4 +1,5 @@
-"""The ``hiddenstate`` command line: ``fit``, ``score``, ``decode``, ``sample``, ``report``.
+"""The ``hiddenstate`` command line: ``fit``, ``score``, ``decode``, ``sample``, ``report``,
+``personalize``.
 
 Every subcommand reads input through :mod:`hiddenstate.textio`. A model directory written by
 ``fit`` holds the model (``hiddenstate.load`` reads it), ``cli.json`` (the input format the
@@ -46,8 +47,11 @@ class ProgressBar:
     """
 
     def __init__(self, n_iter: int, n_init: int = 1, stream=None, width: int = 24,
-                 enabled: bool = True, min_interval: float = 0.05, label: str = "log-lik"):
+                 enabled: bool = True, min_interval: float = 0.05, label: str = "log-lik",
+                 prefix: str = "fit", show_delta: bool = True):
         self.n_iter = n_iter
+        self.prefix = prefix
+        self.show_delta = show_delta
         self.n_init = n_init
         self.stream = sys.stderr if stream is None else stream
         self.width = width
@@ -77,8 +81,9 @@ class ProgressBar:
         filled = int(round(frac * self.width))
         bar = "#" * filled + "-" * (self.width - filled)
         restart = f"init {self.init}/{self.n_init} " if self.n_init > 1 else ""
-        d = "" if delta is None else f"  delta {delta:+.3g}"
-        line = (f"\rfit {restart}[{bar}] {iteration:>{len(str(self.n_iter))}}/{self.n_iter}"
+        d = "" if delta is None or not self.show_delta else f"  delta {delta:+.3g}"
+        line = (f"\r{self.prefix} {restart}[{bar}] "
+                f"{iteration:>{len(str(self.n_iter))}}/{self.n_iter}"
                 f"  {self.label} {objective:.6g}{d}  {now - self._start:.1f}s")
         self.stream.write(line.ljust(getattr(self, "_width_drawn", 0)))
         self._width_drawn = len(line)
@@ -221,6 +226,48 @@ def build_parser() -> argparse.ArgumentParser:
     add_input(p)
     p.add_argument("--out", "-o", metavar="REPORT_DIR", required=True)
     p.set_defaults(func=cmd_report)
+
+    # personalize
+    p = sub.add_parser(
+        "personalize", help="personalise a black-box language model to a user's text (PROPS)",
+        description="Train a black-box language model on REFERENCE (or load one), personalise "
+                    "it with PROPS on the first --words words of TARGET, compare with a "
+                    "streaming HMM and the black box alone on the next --eval-words words, and "
+                    "write the models, summary.json and an HTML report to --out. Text files "
+                    "hold one sequence per line (blank lines skipped); see docs/props.md.")
+    p.add_argument("--reference", metavar="TEXT", default=None,
+                   help="reference corpus the black box is trained on (not needed with "
+                        "--load-source)")
+    p.add_argument("--target", metavar="TEXT", required=True, help="the user's text")
+    p.add_argument("--out", "-o", metavar="DIR", required=True,
+                   help="output directory (created; files in it are overwritten)")
+    p.add_argument("--words", type=_int_at_least(1), default=2000,
+                   help="personalisation words: the first N words of the target (2000)")
+    p.add_argument("--eval-words", type=_int_at_least(1), default=None,
+                   help="evaluation words after them (default: the rest of the target, at "
+                        "most 20000)")
+    p.add_argument("--source", choices=("ngram", "lstm"), default="ngram",
+                   help="black box: interpolated Kneser-Ney n-gram model or an LSTM (needs "
+                        "the torch extra) (ngram)")
+    p.add_argument("--order", type=_int_at_least(1), default=3, help="n-gram order (3)")
+    p.add_argument("--load-source", metavar="DIR", default=None,
+                   help="reuse a saved source (e.g. OUT/source of an earlier run) instead of "
+                        "training one; its vocabulary is used")
+    p.add_argument("--vocab-size", type=_int_at_least(2), default=10000,
+                   help="vocabulary size including <unk>, built from the reference; target "
+                        "words outside it become <unk> (10000)")
+    p.add_argument("--perturbation-states", type=_int_at_least(1), default=2,
+                   help="learned PROPS states next to the source state (2)")
+    p.add_argument("--hmm-states", type=_int_at_least(1), default=3,
+                   help="states of the baseline streaming HMM (3: as many as PROPS)")
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="random seed (0)")
+    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
+                   help="lower-case both texts (default: yes)")
+    p.add_argument("--report", action=argparse.BooleanOptionalAction, default=True,
+                   help="write index.html and its plots (default: yes; needs matplotlib)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show a progress bar on stderr (default: when stderr is a terminal)")
+    p.set_defaults(func=cmd_personalize)
     return parser
 
 
@@ -504,6 +551,61 @@ def cmd_report(args, out) -> int:
         index = write_report(model, args.out, X=X, lengths=lengths, vocabulary=vocabulary,
                              source=str(args.input), fit_seconds=meta.get("fit_seconds"))
     print(f"report written to {index}", file=out)
+    return 0
+
+
+def stage_progress(show: bool):
+    """``(progress, close)``: a ``progress(stage, done, total, value)`` callback for
+    :func:`hiddenstate.personalize.personalize` that draws one :class:`ProgressBar` per stage
+    on stderr (when ``show``), and the function that ends the last bar."""
+    bars: dict[str, ProgressBar] = {}
+    labels = {"source": "loss", "props": "mean log p", "hmm": "mean log p"}
+
+    def progress(stage: str, done: int, total: int, value: float) -> None:
+        if stage not in labels:
+            return
+        if stage not in bars:
+            close()
+            bars[stage] = ProgressBar(total, enabled=show, label=labels[stage],
+                                      prefix=f"{stage:<6}", show_delta=False)
+        if done > 0:  # done == 0 announces the stage (its clock starts)
+            bars[stage](done, value)
+
+    def close() -> None:
+        for bar in bars.values():
+            bar.close()
+
+    return progress, close
+
+
+def cmd_personalize(args, out) -> int:
+    from .personalize import format_summary_table, personalize
+
+    if args.load_source is not None and args.reference is not None:
+        _warn("personalize", "--reference is not used with --load-source (the saved source "
+              "and its vocabulary are reused); drop one of them")
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    progress, close = stage_progress(show)
+    try:
+        result = personalize(
+            args.reference, args.target, args.out, words=args.words,
+            eval_words=args.eval_words, source=args.source, order=args.order,
+            load_source_dir=args.load_source, vocab_size=args.vocab_size,
+            perturbation_states=args.perturbation_states, hmm_states=args.hmm_states,
+            seed=args.seed, lowercase=args.lowercase, progress=progress, report=args.report)
+    finally:
+        close()
+    s = result.summary
+    voc = s["vocabulary"]
+    d = Path(args.out)
+    parts = [format_summary_table(s), "",
+             f"vocabulary: {voc['size']} symbols; {voc['evaluation_unk_share']:.1%} of the "
+             f"evaluation words are {voc['unk_token']} (outside the vocabulary)",
+             f"models saved to {d / 'props'}, {d / 'hmm'} and {d / 'source'}; numbers in "
+             f"{d / 'summary.json'}"]
+    if result.index is not None:
+        parts.append(f"report written to {result.index}")
+    print("\n".join(parts), file=out)
     return 0
 
 

@@ -1,15 +1,21 @@
-"""The demo: fit a small HMM to sentences from the bundled WikiText-2 extract and write a report.
+"""The demo: personalise a black-box language model to one person's writing with PROPS.
 
-``python -m hiddenstate.demo --out DIR`` (what ``make demo`` runs):
+``python -m hiddenstate.demo --out DIR`` (what ``make demo`` runs) calls the pipeline of
+``hiddenstate personalize`` (:func:`hiddenstate.personalize.personalize`) on bundled data:
 
-1. takes the first ``--n-sentences`` sentences (4 to 40 tokens, lower-cased) from the
-   bundled extract ``hiddenstate/data/wikitext2_train_head.txt`` and writes them, one per
-   line, to ``DIR/sentences.txt``;
-2. runs ``hiddenstate fit DIR/sentences.txt --out DIR/model --report DIR`` with a capped
-   vocabulary (rarer words become ``<unk>``);
-3. prints a few sentences sampled from the model and one decoded sentence.
+- the *reference* corpus is the bundled WikiText-2 extract
+  ``hiddenstate/data/wikitext2_train_head.txt`` (Wikipedia articles; CC BY-SA 3.0);
+- the *user's* text is ``hiddenstate/data/sailing_logbook.txt``, a hobbyist's sailing
+  logbook written for this demo (a different domain and a personal voice, with recurring
+  names and phrases);
+- a 3-gram Kneser-Ney model is trained on the reference, PROPS (one source state, two
+  perturbation states, online EM) is personalised on the first 2,000 words of the logbook,
+  and PROPS, a streaming 3-state HMM and the black box alone are compared on the rest.
 
-The report is ``DIR/index.html``. Everything is seeded, so two runs give the same model.
+It prints the summary table and writes ``DIR/index.html`` (plus ``DIR/summary.json`` and the
+models). Everything is seeded, so two runs give the same numbers. It is equivalent to::
+
+    hiddenstate personalize --reference <extract> --target <logbook> --words 2000 --out DIR
 """
 
 from __future__ import annotations
@@ -20,14 +26,23 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from . import cli
-
 CORPUS = "wikitext2_train_head.txt"
+TARGET = "sailing_logbook.txt"
+
+
+def data_path(name: str) -> Path:
+    """Path of a bundled data file (see ``hiddenstate/data/README.md``)."""
+    return Path(str(resources.files("hiddenstate").joinpath("data", name)))
 
 
 def corpus_path() -> Path:
     """Path of the bundled WikiText-2 extract (see ``hiddenstate/data/README.md``)."""
-    return Path(str(resources.files("hiddenstate").joinpath("data", CORPUS)))
+    return data_path(CORPUS)
+
+
+def target_path() -> Path:
+    """Path of the bundled sailing logbook, the demo's user text."""
+    return data_path(TARGET)
 
 
 def corpus_sentences(n: int | None = None, min_len: int = 4, max_len: int = 40,
@@ -58,45 +73,55 @@ def corpus_sentences(n: int | None = None, min_len: int = 4, max_len: int = 40,
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import cli
+    from .errors import HiddenStateError
+    from .personalize import format_summary_table, personalize
+
     parser = argparse.ArgumentParser(
         prog="python -m hiddenstate.demo",
-        description="Fit an HMM to WikiText-2 sentences and write an HTML report.")
+        description="Personalise an n-gram model trained on WikiText-2 to a sailing logbook "
+                    "with PROPS and write an HTML report.")
     parser.add_argument("--out", default="demo-report", help="report directory (demo-report)")
-    parser.add_argument("--n-sentences", type=int, default=1000, help="sentences to fit (1000)")
-    parser.add_argument("--n-states", type=int, default=12, help="hidden states (12)")
-    parser.add_argument("--max-vocab", type=int, default=400,
-                        help="vocabulary size including <unk> (400)")
-    parser.add_argument("--n-iter", type=int, default=200, help="EM iteration limit (200)")
-    parser.add_argument("--random-state", type=int, default=0, help="seed (0)")
+    parser.add_argument("--words", type=int, default=2000,
+                        help="personalisation words (2000); the rest of the logbook is "
+                             "the evaluation text")
+    parser.add_argument("--seed", type=int, default=0, help="seed (0)")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bar on stderr (default: when stderr is a terminal)")
     args = parser.parse_args(argv)
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    sentences = corpus_sentences(args.n_sentences)
-    data = out / "sentences.txt"
-    data.write_text("".join(" ".join(s) + "\n" for s in sentences), encoding="utf-8")
-    print(f"demo: {len(sentences)} sentences from the bundled WikiText-2 extract -> {data}")
-
+    ref, target = corpus_path(), target_path()
+    print(f"demo: reference = the bundled WikiText-2 extract ({ref.name}); user text = a "
+          f"sailing logbook written for the demo ({target.name})")
+    print(f"demo: the same as `hiddenstate personalize --reference {ref} --target {target} "
+          f"--words {args.words} --seed {args.seed} --out {args.out}`\n")
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    progress, close = cli.stage_progress(show)
     start = time.perf_counter()
-    model_dir = out / "model"
-    rc = cli.main(["fit", str(data), "--format", "text", "--out", str(model_dir),
-                   "--report", str(out), "--n-states", str(args.n_states),
-                   "--max-vocab", str(args.max_vocab), "--n-iter", str(args.n_iter),
-                   "--tol", "0.1", "--random-state", str(args.random_state)])
-    if rc != 0:
-        return rc
-    print("\ndemo: three sentences sampled from the model (word/state):")
-    rc = cli.main(["sample", str(model_dir), "--n-samples", "12", "--n-sequences", "3",
-                   "--random-state", str(args.random_state), "--states"])
-    if rc != 0:
-        return rc
-    first = out / "first_sentence.txt"
-    first.write_text(" ".join(sentences[0]) + "\n", encoding="utf-8")
-    print("\ndemo: the first training sentence, decoded (word/state):")
-    rc = cli.main(["decode", str(model_dir), str(first), "--tokens"])
+    try:
+        result = personalize(ref, target, args.out, words=args.words, seed=args.seed,
+                             progress=progress)
+    except HiddenStateError as exc:
+        print(f"demo: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        close()
+    s = result.summary
+    print(format_summary_table(s))
+    ev = s["models"]
+    ppl_p = ev["props"]["evaluation"]["perplexity"]
+    ppl_b = ev["black_box"]["evaluation"]["perplexity"]
+    ppl_h = ev["hmm"]["evaluation"]["perplexity"]
+    print(f"\nOn the {s['n_evaluation_words']:,} evaluation words PROPS has perplexity "
+          f"{ppl_p:.1f}, against {ppl_b:.1f} for the black box alone and {ppl_h:.1f} for a "
+          f"streaming HMM learned from the same {s['n_personalisation_words']:,} words.")
+    print(f"{s['vocabulary']['evaluation_unk_share']:.1%} of the evaluation words are outside "
+          f"the {s['vocabulary']['size']:,}-word reference vocabulary (<unk>).")
+    top = ", ".join(w for w, _ in ev["props"]["top_symbols"][0][:8])
+    print(f"Most probable words of the first perturbation state: {top}")
     print(f"\ndemo: finished in {time.perf_counter() - start:.1f}s; "
-          f"open {out / 'index.html'}")
-    return rc
+          f"open {Path(args.out) / 'index.html'}")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,529 @@
+r"""Personalise a black-box language model to one user's text with PROPS, and compare.
+
+The pipeline behind ``hiddenstate personalize`` (and ``make demo``), as plain functions:
+
+1. :func:`read_tokens` reads the *reference* corpus and the user's *target* text (one
+   sequence per line, blank lines skipped, optionally lower-cased);
+2. :func:`build_vocabulary` builds the vocabulary from the reference (the ``vocab_size`` most
+   frequent words; id 0 is ``<unk>``, and every target word outside the vocabulary becomes
+   ``<unk>``);
+3. :func:`train_source` trains the black box on the reference (an interpolated Kneser-Ney
+   n-gram model, or an LSTM with the torch extra), or :func:`personalize` loads a saved one;
+4. :func:`split_target` cuts the target's word stream into the first ``words`` words (the
+   personalisation stream) and the next ``eval_words`` (the evaluation words). A line cut in
+   two becomes two sequences: its second part starts a new sequence (every model restarts
+   its filter, the source its context);
+5. :func:`stream_fit` learns PROPS (one source state, ``perturbation_states`` learned
+   states, online EM) and a plain streaming HMM with the same number of states (online EM,
+   every emission learned) from the personalisation stream, fed in chunks; each symbol's
+   prequential log-probability ``log p(y_t | y_<t, theta_{t-1})`` (``stream_log_prob_``) is
+   kept as the learning curve;
+6. :func:`evaluate` scores the evaluation words with both models frozen
+   (``score_tokens``) and with the black box alone;
+7. :func:`personalize` runs all of it and writes ``out/summary.json``, ``out/index.html``
+   (:func:`hiddenstate.report.personalize.write_personalize_report`), the models
+   (``out/props``, ``out/hmm``, ``out/source``; :func:`hiddenstate.load` and
+   :func:`hiddenstate.sources.load_source` read them back), the vocabulary and the two
+   token streams as text (``personalisation.txt``, ``evaluation.txt``; one sequence per
+   line, after lower-casing).
+
+Predictive numbers: for each model and each stretch of words, the mean predictive probability
+:math:`\frac1n\sum_t p(y_t \mid y_{<t})` and the perplexity
+:math:`\exp(-\frac1n\sum_t \log p(y_t \mid y_{<t}))`.
+
+``progress(stage, done, total, value)`` (optional) is called as the work advances: stage
+``"source"`` (LSTM epochs; ``value`` the training loss), ``"props"`` and ``"hmm"`` (words
+seen; ``value`` the running mean prequential log-probability), ``"evaluate"`` and
+``"report"``; ``done == 0`` (``value`` NaN) announces that a stage starts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import textio
+from .errors import HiddenStateError, InvalidInputError, ModelFileError
+from .models import HMM, PROPS
+from .sources import KneserNeySource, Source, load_source, sequence_log_probs
+
+__all__ = ["EVAL_WORDS_CAP", "SUMMARY_FORMAT", "Evaluation", "PersonalizeResult", "Stream",
+           "build_vocabulary", "evaluate", "format_summary_table", "personalize",
+           "predictive_summary", "read_tokens", "require_torch", "split_target", "stream_fit",
+           "train_source"]
+
+#: default cap on the number of evaluation words (the rest of the target, at most this)
+EVAL_WORDS_CAP = 20000
+#: ``format`` field of ``summary.json``
+SUMMARY_FORMAT = "hiddenstate.personalize"
+SOURCES = ("ngram", "lstm")
+
+Progress = Callable[[str, int, int, float], None]
+
+
+# --------------------------------------------------------------------------- text
+
+
+def read_tokens(path, lowercase: bool = True, option: str = "--target") -> list[list[str]]:
+    """Token lists, one per non-blank line of the UTF-8 text file ``path`` (lower-cased
+    unless ``lowercase=False``); errors name ``option``."""
+    try:
+        seqs = textio.read_text_sequences(path)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{option}: {exc}") from exc
+    if lowercase:
+        seqs = [[w.lower() for w in s] for s in seqs]
+    return seqs
+
+
+def build_vocabulary(reference: Sequence[Sequence[str]], vocab_size: int = 10000
+                     ) -> textio.Vocabulary:
+    """The ``vocab_size`` most frequent reference words (``<unk>`` included, id 0)."""
+    _check_int(vocab_size, "--vocab-size", 2)
+    return textio.Vocabulary.build(reference, max_size=vocab_size)
+
+
+@dataclass
+class Stream:
+    """Sequences of a stretch of the target: the words, their ids and the layout."""
+
+    tokens: list[list[str]]
+    X: np.ndarray  # (n,) int64 symbol ids
+    lengths: np.ndarray  # (n_sequences,) int64
+
+    @property
+    def words(self) -> list[str]:
+        return [w for s in self.tokens for w in s]
+
+    def __len__(self) -> int:
+        return int(self.lengths.sum())
+
+    @classmethod
+    def encode(cls, tokens: list[list[str]], vocabulary: textio.Vocabulary) -> Stream:
+        tokens = [s for s in tokens if s]
+        lengths = np.array([len(s) for s in tokens], dtype=np.int64)
+        X = vocabulary.encode(w for s in tokens for w in s)
+        return cls(tokens, X, lengths)
+
+    def write(self, path) -> None:
+        Path(path).write_text("".join(" ".join(s) + "\n" for s in self.tokens),
+                              encoding="utf-8")
+
+
+def split_target(sequences: Sequence[Sequence[str]], words: int, eval_words: int | None = None
+                 ) -> tuple[list[list[str]], list[list[str]]]:
+    """The first ``words`` words of the target and the next ``eval_words`` (default: the
+    rest, at most :data:`EVAL_WORDS_CAP`), each as a list of sequences. A line cut by a
+    boundary contributes its two parts as separate sequences."""
+    _check_int(words, "--words", 1)
+    total = sum(len(s) for s in sequences)
+    if total <= words:
+        raise InvalidInputError(
+            f"--words: the target has only {total} words, so {words} personalisation words "
+            f"leave none to evaluate on; pass --words below {total} (e.g. "
+            f"{max(1, (2 * total) // 3)}) or a longer --target")
+    if eval_words is None:
+        eval_words = min(total - words, EVAL_WORDS_CAP)
+    _check_int(eval_words, "--eval-words", 1)
+    eval_words = min(eval_words, total - words)
+    first: list[list[str]] = []
+    second: list[list[str]] = []
+    seen = 0
+    end = words + eval_words
+    for s in sequences:
+        a, b = seen, seen + len(s)
+        seen = b
+        if a < words:
+            first.append(list(s[: min(b, words) - a]))
+        lo, hi = max(a, words), min(b, end)
+        if lo < hi:
+            second.append(list(s[lo - a: hi - a]))
+        if seen >= end:
+            break
+    return [s for s in first if s], second
+
+
+# --------------------------------------------------------------------------- models
+
+
+def _check_int(value, option: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InvalidInputError(f"{option}: expected an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def require_torch(option: str = "--source lstm") -> None:
+    """A clear error when torch (needed by the LSTM source) is missing."""
+    if importlib.util.find_spec("torch") is None:
+        raise HiddenStateError(
+            f"{option}: the LSTM source needs PyTorch, which is not installed; "
+            "pip install 'hiddenstate[torch]', or use --source ngram")
+
+
+def train_source(kind: str, X: np.ndarray, lengths: np.ndarray,
+                 vocabulary: textio.Vocabulary, order: int = 3, seed: int = 0,
+                 progress: Progress | None = None, options: dict | None = None) -> Source:
+    """Train the black box on the encoded reference: ``"ngram"`` (interpolated Kneser-Ney of
+    the given ``order``) or ``"lstm"`` (:class:`~hiddenstate.sources.LSTMSource` seeded with
+    ``seed``; ``options`` go to its constructor)."""
+    if kind == "ngram":
+        _check_int(order, "--order", 1)
+        return KneserNeySource(order=order, **(options or {})).fit(
+            X, lengths, vocabulary=vocabulary)
+    if kind == "lstm":
+        require_torch()
+        from .sources.lstm import LSTMSource
+
+        src = LSTMSource(random_state=seed, **(options or {}))
+        epochs = src.epochs
+        callback = None
+        if progress is not None:
+            progress("source", 0, epochs, math.nan)
+
+            def callback(epoch: int, loss: float) -> None:
+                progress("source", epoch, epochs, loss)
+        return src.fit(X, lengths, vocabulary=vocabulary, callback=callback)
+    raise InvalidInputError(f"--source: expected one of {SOURCES}, got {kind!r}")
+
+
+def _chunks(lengths: np.ndarray, chunk: int):
+    """``(a, b, piece_lengths, continues)`` for consecutive word ranges ``[a, b)`` of about
+    ``chunk`` words; ``continues``: the range starts inside a sequence."""
+    bounds = np.concatenate(([0], np.cumsum(lengths)))
+    n = int(bounds[-1])
+    starts = set(bounds[:-1].tolist())
+    a = 0
+    while a < n:
+        b = min(n, a + chunk)
+        inner = bounds[(bounds > a) & (bounds < b)]
+        cuts = np.concatenate(([a], inner, [b]))
+        yield a, b, np.diff(cuts).astype(np.int64), a > 0 and a not in starts
+        a = b
+
+
+def stream_fit(model, stream: Stream, chunk: int | None = None, progress: Progress | None = None,
+               stage: str = "props") -> np.ndarray:
+    """Feed ``stream`` to a streaming (online-EM) ``model`` with ``partial_fit`` in chunks of
+    ``chunk`` words (default: a twentieth, at least 50), continuing sequences across chunk
+    boundaries, so the result equals one call; returns the prequential log-probability of
+    every word (the chunks' ``stream_log_prob_`` joined)."""
+    n = len(stream)
+    chunk = max(50, -(-n // 20)) if chunk is None else _check_int(chunk, "chunk", 1)
+    out = np.empty(n)
+    if progress is not None:
+        progress(stage, 0, n, math.nan)
+    for a, b, pieces, continues in _chunks(stream.lengths, chunk):
+        model.partial_fit(stream.X[a:b], pieces, continues=continues)
+        out[a:b] = model.stream_log_prob_
+        if progress is not None:
+            progress(stage, b, n, float(np.mean(out[:b])))
+    return out
+
+
+def predictive_summary(log_prob: np.ndarray) -> dict:
+    """``mean_prob`` (mean of p), ``perplexity`` (exp of minus the mean log p),
+    ``mean_log_prob`` and ``n_words`` of per-word log-probabilities."""
+    lp = np.asarray(log_prob, dtype=np.float64)
+    mean_lp = float(lp.mean())
+    return {"n_words": int(lp.size), "mean_prob": float(np.exp(lp).mean()),
+            "mean_log_prob": mean_lp,
+            "perplexity": math.exp(-mean_lp) if -mean_lp < 709 else math.inf}
+
+
+@dataclass
+class Evaluation:
+    """Per-word outputs on the evaluation words (models frozen)."""
+
+    props_log_prob: np.ndarray
+    hmm_log_prob: np.ndarray
+    source_log_prob: np.ndarray
+    membership_log_odds: np.ndarray
+    perturbation_prob: np.ndarray  # p_t = P(z_t in perturbation states | y_<=t)
+
+
+def evaluate(props: PROPS, hmm: HMM, stream: Stream) -> Evaluation:
+    """Score ``stream`` with PROPS and the HMM frozen (``score_tokens``; the membership
+    log-odds from PROPS's filtered posteriors, as in :meth:`PROPS.token_scores`) and with the
+    black box alone (PROPS's first source)."""
+    X, lengths = stream.X, stream.lengths
+    filtered = props.filter_proba(X, lengths)
+    p_pert = filtered[:, props.n_sources:].sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # +-inf where the filter is certain
+        odds = np.log(p_pert) - np.log(filtered[:, :props.n_sources].sum(axis=1))
+    return Evaluation(props.score_tokens(X, lengths), hmm.score_tokens(X, lengths),
+                      sequence_log_probs(props.sources[0], X, lengths), odds, p_pert)
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+@dataclass
+class PersonalizeResult:
+    """Everything :func:`personalize` computed (``summary`` is what ``summary.json`` holds)."""
+
+    summary: dict
+    out: Path
+    vocabulary: textio.Vocabulary
+    source: Source
+    props: PROPS
+    hmm: HMM
+    personalisation: Stream
+    evaluation: Stream
+    curves: dict[str, np.ndarray]  # prequential log-probs on the personalisation stream
+    scores: Evaluation
+    index: Path | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def _unk_share(stream: Stream, vocabulary: textio.Vocabulary) -> float:
+    return float(np.mean(stream.X == vocabulary.unk_id)) if len(stream) else 0.0
+
+
+def personalize(reference=None, target=None, out=None, *, words: int = 2000,
+                eval_words: int | None = None, source: str = "ngram", order: int = 3,
+                load_source_dir=None, vocab_size: int = 10000, perturbation_states: int = 2,
+                hmm_states: int = 3, seed: int = 0, lowercase: bool = True,
+                progress: Progress | None = None, report: bool = True,
+                source_options: dict | None = None, chunk: int | None = None,
+                n_report_words: int = 400) -> PersonalizeResult:
+    """Run the whole pipeline (see the module docstring) and write its files to ``out``.
+
+    ``reference``/``target`` are text files; ``load_source_dir`` reuses a saved source (its
+    vocabulary then replaces the one built from ``reference``, which may be None). Errors
+    name the command-line option to fix (``--words``, ``--target``, ...).
+    """
+    times: dict[str, float] = {}
+    t0 = time.perf_counter()
+    if source not in SOURCES:
+        raise InvalidInputError(f"--source: expected one of {SOURCES}, got {source!r}")
+    for value, option, minimum in ((words, "--words", 1), (order, "--order", 1),
+                                   (vocab_size, "--vocab-size", 2),
+                                   (perturbation_states, "--perturbation-states", 1),
+                                   (hmm_states, "--hmm-states", 1),
+                                   (n_report_words, "n_report_words", 0)):
+        _check_int(value, option, minimum)
+    if eval_words is not None:
+        _check_int(eval_words, "--eval-words", 1)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidInputError(f"--seed: expected an integer >= 0, got {seed!r}")
+    if target is None:
+        raise InvalidInputError("--target: pass the user's text file")
+    if out is None:
+        raise InvalidInputError("--out: pass the output directory")
+    if load_source_dir is None and reference is None:
+        raise InvalidInputError(
+            "--reference: pass the reference corpus the black box is trained on (or "
+            "--load-source DIR to reuse a saved source)")
+    if source == "lstm" and load_source_dir is None:
+        require_torch()
+    if report:
+        from .report import require_matplotlib
+
+        try:
+            require_matplotlib()
+        except HiddenStateError as exc:
+            raise HiddenStateError(
+                "report: matplotlib is not installed; pip install 'hiddenstate[plot]' "
+                "(or pass --no-report)") from exc
+
+    target_seqs = read_tokens(target, lowercase, "--target")
+    first, second = split_target(target_seqs, words, eval_words)
+
+    # -- vocabulary and black box
+    ref_X = ref_lengths = None
+    ref_words = None
+    if load_source_dir is not None:
+        src = _load_source(load_source_dir)
+        vocabulary = src.vocabulary
+        source_kind = {"KneserNeySource": "ngram", "LSTMSource": "lstm"}.get(
+            type(src).__name__, type(src).__name__)
+    else:
+        ref_seqs = read_tokens(reference, lowercase, "--reference")
+        vocabulary = build_vocabulary(ref_seqs, vocab_size)
+        ref = Stream.encode(ref_seqs, vocabulary)
+        ref_X, ref_lengths, ref_words = ref.X, ref.lengths, len(ref)
+        times["read"] = time.perf_counter() - t0
+        t = time.perf_counter()
+        src = train_source(source, ref_X, ref_lengths, vocabulary, order, seed, progress,
+                           source_options)
+        source_kind = source
+        times["source"] = time.perf_counter() - t
+
+    pers = Stream.encode(first, vocabulary)
+    evs = Stream.encode(second, vocabulary)
+    W = len(vocabulary)
+
+    # -- personalise PROPS, stream the HMM
+    t = time.perf_counter()
+    props = PROPS([src], perturbation_states, learn="online-em", random_state=seed)
+    props_curve = stream_fit(props, pers, chunk, progress, "props")
+    times["props"] = time.perf_counter() - t
+    t = time.perf_counter()
+    hmm = HMM(n_states=hmm_states, emission="categorical", n_features=W, learn="online-em",
+              random_state=seed)
+    hmm_curve = stream_fit(hmm, pers, chunk, progress, "hmm")
+    times["hmm"] = time.perf_counter() - t
+    source_curve = sequence_log_probs(src, pers.X, pers.lengths)
+
+    # -- evaluate, frozen
+    t = time.perf_counter()
+    scores = evaluate(props, hmm, evs)
+    if progress is not None:
+        progress("evaluate", 1, 1, float(np.mean(scores.props_log_prob)))
+    times["evaluate"] = time.perf_counter() - t
+
+    # -- save
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    src.save(out / "source")
+    props.save(out / "props")
+    hmm.save(out / "hmm")
+    vocabulary.save(out / "vocabulary.json")
+    pers.write(out / "personalisation.txt")
+    evs.write(out / "evaluation.txt")
+
+    summary = _summary(
+        reference=reference, target=target, load_source_dir=load_source_dir,
+        source_kind=source_kind, src=src, vocabulary=vocabulary, ref_words=ref_words,
+        ref_X=ref_X, pers=pers, evs=evs, props=props, hmm=hmm, scores=scores,
+        curves={"props": props_curve, "hmm": hmm_curve, "black_box": source_curve},
+        settings={"words": words, "eval_words": len(evs), "source": source_kind,
+                  "order": order if source_kind == "ngram" else None,
+                  "load_source": None if load_source_dir is None else str(load_source_dir),
+                  "vocab_size": vocab_size, "perturbation_states": perturbation_states,
+                  "hmm_states": hmm_states, "seed": seed, "lowercase": lowercase})
+    result = PersonalizeResult(summary, out, vocabulary, src, props, hmm, pers, evs,
+                               {"props": props_curve, "hmm": hmm_curve,
+                                "black_box": source_curve}, scores, seconds=times)
+    if report:
+        from .report.personalize import write_personalize_report
+
+        t = time.perf_counter()
+        result.index = write_personalize_report(result, out, n_words=n_report_words)
+        times["report"] = time.perf_counter() - t
+        if progress is not None:
+            progress("report", 1, 1, float("nan"))
+    times["total"] = time.perf_counter() - t0
+    summary["seconds"] = {k: round(v, 3) for k, v in times.items()}
+    (out / "summary.json").write_text(
+        json.dumps(_finite(summary), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    return result
+
+
+def _load_source(path) -> Source:
+    p = Path(path)
+    if not p.is_dir():
+        raise InvalidInputError(
+            f"--load-source: {p} is not a directory; pass a directory written by "
+            "`hiddenstate personalize` (its source/) or by a source's save()")
+    try:
+        src = load_source(p)
+    except ModelFileError as exc:
+        raise ModelFileError(
+            f"--load-source: {exc}; pass the source/ directory of an earlier `hiddenstate "
+            "personalize` run (or a directory written by a source's save())") from exc
+    if src.vocabulary is None:
+        raise InvalidInputError(
+            f"--load-source: the source in {p} has no vocabulary, so target words cannot be "
+            "mapped to its symbols; train it with a vocabulary (or drop --load-source)")
+    return src
+
+
+def _finite(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _summary(*, reference, target, load_source_dir, source_kind, src, vocabulary, ref_words,
+             ref_X, pers, evs, props, hmm, scores, curves, settings) -> dict:
+    from .report import top_symbols
+
+    Ks = props.n_sources
+    pert_top = top_symbols(props.emissionprob_, vocabulary, 10)
+    odds = scores.membership_log_odds
+    models = {
+        "props": {
+            "label": f"PROPS ({Ks} source + {props.n_perturbation_states} perturbation states)",
+            "personalisation": predictive_summary(curves["props"]),
+            "evaluation": predictive_summary(scores.props_log_prob),
+            "startprob": props.startprob_.tolist(),
+            "transmat": props.transmat_.tolist(),
+            "state_names": ["source"] + [f"perturbation {k + 1}"
+                                         for k in range(props.n_perturbation_states)],
+            "top_symbols": [[[w, p] for w, p in row] for row in pert_top],
+        },
+        "hmm": {
+            "label": f"streaming HMM ({hmm.n_states} states)",
+            "personalisation": predictive_summary(curves["hmm"]),
+            "evaluation": predictive_summary(scores.hmm_log_prob),
+            "transmat": hmm.transmat_.tolist(),
+        },
+        "black_box": {
+            "label": f"black box alone ({src.describe()})",
+            "personalisation": predictive_summary(curves["black_box"]),
+            "evaluation": predictive_summary(scores.source_log_prob),
+        },
+    }
+    return {
+        "format": SUMMARY_FORMAT, "version": 1,
+        "reference": None if reference is None else str(reference),
+        "target": str(target),
+        "settings": settings,
+        "source": {"kind": source_kind, "description": src.describe(),
+                   "trained_on_words": ref_words,
+                   "loaded_from": None if load_source_dir is None else str(load_source_dir)},
+        "vocabulary": {
+            "size": len(vocabulary), "built_from": "reference" if ref_X is not None
+            else "the loaded source",
+            "unk_token": vocabulary.unk_token,
+            "reference_unk_share": None if ref_X is None
+            else float(np.mean(ref_X == vocabulary.unk_id)),
+            "personalisation_unk_share": _unk_share(pers, vocabulary),
+            "evaluation_unk_share": _unk_share(evs, vocabulary),
+        },
+        "n_personalisation_words": len(pers),
+        "n_evaluation_words": len(evs),
+        "n_personalisation_sequences": len(pers.lengths),
+        "n_evaluation_sequences": len(evs.lengths),
+        "models": models,
+        "membership": {
+            "mean_perturbation_prob": float(np.mean(scores.perturbation_prob)),
+            "share_words_perturbation": float(np.mean(scores.perturbation_prob > 0.5)),
+            "median_log_odds": float(np.median(odds)),
+        },
+    }
+
+
+def format_summary_table(summary: dict) -> str:
+    """The summary as a plain-text table (what the CLI and the demo print)."""
+    n_p, n_e = summary["n_personalisation_words"], summary["n_evaluation_words"]
+    head1 = f"{'':34}{'personalisation (' + str(n_p) + ' words)':>28}" \
+            f"{'evaluation (' + str(n_e) + ' words)':>28}"
+    head2 = f"{'model':34}{'mean P(word)':>14}{'perplexity':>14}{'mean P(word)':>14}" \
+            f"{'perplexity':>14}"
+    lines = [head1, head2]
+    for key in ("props", "hmm", "black_box"):
+        m = summary["models"][key]
+        name = {"props": "PROPS", "hmm": "HMM (streaming)", "black_box": "black box"}[key]
+        cells = []
+        for part in ("personalisation", "evaluation"):
+            s = m[part]
+            cells.append(f"{s['mean_prob']:>14.4f}{_ppl(s['perplexity']):>14}")
+        lines.append(f"{name:34}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def _ppl(value) -> str:
+    return "inf" if value is None or not math.isfinite(value) else f"{value:.1f}"

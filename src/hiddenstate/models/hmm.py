@@ -173,7 +173,9 @@ class HMM(BaseEstimator):
     lambdas_ (K, D), n_features_, monitor_ (``history``, ``converged``).
     stream_log_prob_ (``learn="online-em"``): the prequential log-probability
     log p(x_t | x_<t, θ_{t-1}) of each observation of the last ``fit``/``partial_fit``
-    call, predicted before the parameters learned from it (a running learning curve).
+    call, predicted before the parameters learned from it (a running learning curve). It
+    uses the running iterate θ_{t-1}, also with Polyak-Ruppert averaging (whose averaged
+    parameters are what the attributes report).
     """
 
     def __init__(self, n_states: int = 2, emission: str = "categorical",

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
+from _common import cpu_name  # noqa: E402
 
 from hiddenstate.families import CategoricalEmissions, estimate_rows  # noqa: E402
 from hiddenstate.learn.online.online_em import PRIOR_MASS, OnlineEM  # noqa: E402
@@ -117,17 +117,6 @@ def bench_numpy(y, lengths, init, repeats):
         out = numpy_online_em(init, y, lengths)
         times.append(time.perf_counter() - t0)
     return len(y) / min(times), out
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main():

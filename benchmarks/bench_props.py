@@ -33,15 +33,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from _common import best_time, cpu_name  # noqa: E402
 
 import hiddenstate as hs  # noqa: E402
 from hiddenstate.sources import KneserNeySource, Source  # noqa: E402
@@ -74,17 +73,6 @@ def load_stream(data_dir: Path, n_words: int) -> tuple[np.ndarray, np.ndarray, n
             f"Penn Treebank ptb.train.txt, first {n_words:,} tokens as one sequence")
 
 
-def best_time(fn: Callable[[], object], repeats: int) -> float:
-    """Best wall time of ``repeats`` calls (after one untimed call)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def time_props_fit(source: Source, y: np.ndarray, repeats: int) -> tuple[float, float]:
     """Best ``(total, in source)`` seconds of ``PROPS.fit`` on the stream ``y``."""
     best = (np.inf, np.inf)
@@ -111,24 +99,13 @@ def time_props_fit(source: Source, y: np.ndarray, repeats: int) -> tuple[float, 
 
 def bench_source(name: str, source: Source, y: np.ndarray, repeats: int) -> dict:
     print(f"  {name}: log_probs", flush=True)
-    batched = best_time(lambda: source.log_probs(y), repeats)
+    batched = best_time(lambda: source.log_probs(y), repeats)[0]
     print(f"  {name}: reset/step loop", flush=True)
-    step = best_time(lambda: Source.log_probs(source, y), max(1, repeats - 1))
+    step = best_time(lambda: Source.log_probs(source, y), max(1, repeats - 1))[0]
     print(f"  {name}: PROPS.fit", flush=True)
     total, in_source = time_props_fit(source, y, repeats)
     return {"batched": batched, "step": step, "fit": total, "fit_source": in_source,
             "em": total - in_source}
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def table(results: dict, hmm_seconds: float, n: int) -> str:
@@ -180,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     results = {name: bench_source(name, src, y, args.repeats) for name, src in sources.items()}
     print("  HMM online EM", flush=True)
     hmm_seconds = best_time(lambda: hs.HMM(3, learn="online-em", n_features=W,
-                                           random_state=0).fit(y), args.repeats)
+                                           random_state=0).fit(y), args.repeats)[0]
 
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]

@@ -40,6 +40,7 @@ import warnings
 
 import numba
 import numpy as np
+from _common import best_time
 
 warnings.filterwarnings("ignore")  # hmmlearn's convergence chatter
 
@@ -75,18 +76,6 @@ def gaussian_problem(rng, K, D, lengths):
     init = (random_stochastic(rng, K), random_stochastic(rng, (K, K)),
             rng.normal(scale=3.0, size=(K, D)), np.ones((K, D)))
     return X, init
-
-
-def best_time(fn, repeats):
-    """(minimum wall time over ``repeats`` runs after a warm-up run, last result)."""
-    fn()  # warm-up (compiles, fills caches)
-    times = []
-    out = None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def timed_fit(model, X, lengths):

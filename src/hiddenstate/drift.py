@@ -45,8 +45,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_positive_int, check_stochastic
+from ._validation import check_positive_int
 from .errors import InvalidInputError
+from .metrics import categorical_params
 from .models.hmm import HMM, make_rng
 
 __all__ = [
@@ -61,44 +62,9 @@ Params = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 # -- teachers as parameter tuples ------------------------------------------------------------------
 def _as_params(teacher, name: str) -> Params:
-    """``(startprob, transmat, emissionprob)`` of a categorical HMM (parameters set) or of a
-    3-tuple, validated and copied."""
-    if isinstance(teacher, (tuple, list)):
-        if len(teacher) != 3:
-            raise InvalidInputError(
-                f"{name}: expected a categorical HMM or a (startprob, transmat, emissionprob) "
-                f"tuple, got a sequence of length {len(teacher)}")
-        startprob, transmat, emissionprob = teacher
-    elif isinstance(teacher, HMM):
-        if teacher.emission != "categorical":
-            raise InvalidInputError(
-                f"{name}: drifting teachers are categorical HMMs, got "
-                f"emission={teacher.emission!r}")
-        missing = [a for a in ("startprob_", "transmat_", "emissionprob_")
-                   if not hasattr(teacher, a)]
-        if missing:
-            raise InvalidInputError(
-                f"{name}: the HMM has no {missing[0]}; fit it or set startprob_, transmat_ "
-                "and emissionprob_ by hand")
-        startprob, transmat, emissionprob = (teacher.startprob_, teacher.transmat_,
-                                             teacher.emissionprob_)
-    else:
-        raise InvalidInputError(
-            f"{name}: expected a categorical hiddenstate.HMM or a (startprob, transmat, "
-            f"emissionprob) tuple, got {type(teacher).__name__}")
-    startprob = np.asarray(startprob, dtype=np.float64)
-    if startprob.ndim != 1 or startprob.size == 0:
-        raise InvalidInputError(
-            f"{name}: startprob must be a non-empty 1-D vector, got shape {startprob.shape}")
-    K = startprob.size
-    emissionprob = np.asarray(emissionprob, dtype=np.float64)
-    if emissionprob.ndim != 2 or emissionprob.shape[0] != K or emissionprob.shape[1] == 0:
-        raise InvalidInputError(
-            f"{name}: emissionprob must have shape (n_states={K}, n_symbols), got "
-            f"{emissionprob.shape}")
-    return (check_stochastic(startprob, (K,), f"{name}.startprob").copy(),
-            check_stochastic(transmat, (K, K), f"{name}.transmat").copy(),
-            check_stochastic(emissionprob, emissionprob.shape, f"{name}.emissionprob").copy())
+    """``(startprob, transmat, emissionprob)`` of a categorical HMM or of a 3-tuple,
+    validated (:func:`hiddenstate.metrics.categorical_params`) and copied."""
+    return tuple(np.array(a, dtype=np.float64) for a in categorical_params(teacher, name))
 
 
 def _as_hmm(params: Params) -> HMM:

@@ -70,8 +70,9 @@ _BATCH_ROWS = 2**22
 
 
 # -- exact KL divergence between categorical HMMs ------------------------------------------------
-def _categorical_params(model, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(startprob, transmat, emissionprob)`` of a categorical HMM or of a 3-tuple."""
+def categorical_params(model, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(startprob, transmat, emissionprob)`` of a categorical HMM (parameters fitted or
+    set by hand) or of a 3-tuple, validated (errors name ``name``)."""
     if isinstance(model, (tuple, list)):
         if len(model) != 3:
             raise InvalidInputError(
@@ -81,8 +82,9 @@ def _categorical_params(model, name: str) -> tuple[np.ndarray, np.ndarray, np.nd
     else:
         if isinstance(model, HMM) and model.emission != "categorical":
             raise InvalidInputError(
-                f"{name}: the exact KL divergence needs categorical emissions, got "
-                f"emission={model.emission!r}; use divergence_rate for other families")
+                f"{name}: expected an HMM with categorical emissions (the exact KL "
+                f"divergence and drifting teachers need them), got emission="
+                f"{model.emission!r}; divergence_rate takes any family")
         missing = [a for a in ("startprob_", "transmat_", "emissionprob_")
                    if not hasattr(model, a)]
         if missing:
@@ -151,8 +153,8 @@ def kl_divergence(p, q, T: int, max_sequences: int = MAX_SEQUENCES) -> float:
     """
     T = check_positive_int(T, "T")
     max_sequences = check_positive_int(max_sequences, "max_sequences")
-    pi_p, A_p, B_p = _categorical_params(p, "p")
-    pi_q, A_q, B_q = _categorical_params(q, "q")
+    pi_p, A_p, B_p = categorical_params(p, "p")
+    pi_q, A_q, B_q = categorical_params(q, "q")
     W = B_p.shape[1]
     if B_q.shape[1] != W:
         raise InvalidInputError(
@@ -239,7 +241,7 @@ def _as_model(model, name: str):
     """An estimator with ``sample`` and ``score_sequences``; a 3-tuple becomes a categorical
     :class:`~hiddenstate.HMM`."""
     if isinstance(model, (tuple, list)):
-        startprob, transmat, emissionprob = _categorical_params(model, name)
+        startprob, transmat, emissionprob = categorical_params(model, name)
         hmm = HMM(len(startprob), emission="categorical", init_params="")
         hmm.startprob_, hmm.transmat_, hmm.emissionprob_ = startprob, transmat, emissionprob
         hmm.n_features_ = emissionprob.shape[1]

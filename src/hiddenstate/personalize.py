@@ -52,6 +52,7 @@ import numpy as np
 from . import textio
 from .errors import HiddenStateError, InvalidInputError, ModelFileError
 from .models import HMM, PROPS
+from .models.props import perturbation_log_odds
 from .sources import KneserNeySource, Source, load_source, sequence_log_probs
 
 __all__ = ["EVAL_WORDS_CAP", "SUMMARY_FORMAT", "Evaluation", "PersonalizeResult", "Stream",
@@ -254,11 +255,10 @@ def evaluate(props: PROPS, hmm: HMM, stream: Stream) -> Evaluation:
     black box alone (PROPS's first source)."""
     X, lengths = stream.X, stream.lengths
     filtered = props.filter_proba(X, lengths)
-    p_pert = filtered[:, props.n_sources:].sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):  # +-inf where the filter is certain
-        odds = np.log(p_pert) - np.log(filtered[:, :props.n_sources].sum(axis=1))
     return Evaluation(props.score_tokens(X, lengths), hmm.score_tokens(X, lengths),
-                      sequence_log_probs(props.sources[0], X, lengths), odds, p_pert)
+                      sequence_log_probs(props.sources[0], X, lengths),
+                      perturbation_log_odds(filtered, props.n_sources),
+                      filtered[:, props.n_sources:].sum(axis=1))
 
 
 # --------------------------------------------------------------------------- the pipeline
@@ -520,10 +520,11 @@ def format_summary_table(summary: dict) -> str:
         cells = []
         for part in ("personalisation", "evaluation"):
             s = m[part]
-            cells.append(f"{s['mean_prob']:>14.4f}{_ppl(s['perplexity']):>14}")
+            cells.append(f"{s['mean_prob']:>14.4f}{format_perplexity(s['perplexity']):>14}")
         lines.append(f"{name:34}" + "".join(cells))
     return "\n".join(lines)
 
 
-def _ppl(value) -> str:
+def format_perplexity(value) -> str:
+    """A perplexity with one decimal ("inf" for an infinite or missing one)."""
     return "inf" if value is None or not math.isfinite(value) else f"{value:.1f}"

@@ -35,7 +35,7 @@ from ..learn.online import ONLINE_MODES
 from ..sources import Source, sequence_log_probs
 from .hmm import HMM, make_rng
 
-__all__ = ["PROPS", "TokenScores"]
+__all__ = ["PROPS", "TokenScores", "perturbation_log_odds"]
 
 _SOURCE_STATE = "source."  # learner_state_ keys of the sources' positions in the stream
 
@@ -232,10 +232,10 @@ class PROPS(HMM):
         return self
 
     # -- outputs --------------------------------------------------------------------------------
-    def membership_log_odds(self, X, lengths=None) -> np.ndarray:
+    def membershipperturbation_log_odds(self, X, lengths=None) -> np.ndarray:
         r""":math:`\log(p_t / (1 - p_t))`, :math:`p_t = P(z_t \in K_p \mid y_{\le t})` of every
         symbol (``+inf``/``-inf`` where the filter is certain)."""
-        return _log_odds(self.filter_proba(X, lengths), self.n_sources)
+        return perturbation_log_odds(self.filter_proba(X, lengths), self.n_sources)
 
     def token_scores(self, X, lengths=None) -> TokenScores:
         """Every per-token output at once (the model is not changed)."""
@@ -249,7 +249,7 @@ class PROPS(HMM):
         post = inference.forward_backward(self.startprob_, self.transmat_, table, seqs).post
         _, states = inference.viterbi(self.startprob_, self.transmat_, table, seqs)
         return TokenScores(log_prob, Xa[:, :self.n_sources].copy(), filtered, post, states,
-                           _log_odds(filtered, self.n_sources))
+                           perturbation_log_odds(filtered, self.n_sources))
 
     def sample(self, n_samples: int = 1, random_state=None):
         """Draw one sequence ``(X, states)``: the state path from the chain, each symbol from
@@ -311,7 +311,9 @@ def _positions(state: dict, k: int) -> dict:
     return {key[len(prefix):]: value for key, value in state.items() if key.startswith(prefix)}
 
 
-def _log_odds(filtered: np.ndarray, n_sources: int) -> np.ndarray:
+def perturbation_log_odds(filtered: np.ndarray, n_sources: int) -> np.ndarray:
+    """log(p_t / (1 - p_t)) with p_t the mass of the states after the first ``n_sources``
+    in each row of ``filtered`` (+-inf where a row is certain)."""
     p_pert = filtered[:, n_sources:].sum(axis=1)
     p_src = filtered[:, :n_sources].sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):

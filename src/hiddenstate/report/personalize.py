@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..personalize import format_perplexity
 from . import _CSS, _esc, _img, _table, require_matplotlib
 
 __all__ = ["SECTION_IDS", "write_personalize_report", "diverging_hex"]
@@ -177,7 +178,7 @@ def write_personalize_report(result, out_dir, n_words: int = 400,
         cells = [f"<b>{_esc(_MODEL_NAMES[key])}</b><br><small>{_esc(m['label'])}</small>"]
         for part in ("personalisation", "evaluation"):
             q = m[part]
-            cells += [f"{q['mean_prob']:.4f}", _esc(_ppl(q["perplexity"]))]
+            cells += [f"{q['mean_prob']:.4f}", _esc(format_perplexity(q["perplexity"]))]
         rows.append(cells)
     head = ("<thead><tr><th rowspan=2>model</th>"
             f"<th colspan=2>personalisation: first {n_p:,} words (prequential)</th>"
@@ -327,6 +328,3 @@ def write_personalize_report(result, out_dir, n_words: int = 400,
     index.write_text(doc, encoding="utf-8")
     return index
 
-
-def _ppl(value) -> str:
-    return "inf" if value is None or not math.isfinite(value) else f"{value:.1f}"

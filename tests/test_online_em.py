@@ -25,13 +25,15 @@ from hiddenstate.learn.online.online_em import PRIOR_MASS, OnlineEM
 # -- the direct transcription ---------------------------------------------------------------------
 def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_exponent=0.6,
                      warmup=20, learn_startprob=False, average_start=None, alpha_t=None,
-                     alpha_s=None, alpha_e=None, family=None, source_b=None):
+                     alpha_s=None, alpha_e=None, family=None, source_b=None,
+                     source_ll=None):
     """Cappé's recursions written out with full auxiliaries: ``rho_g`` is (K, W, K) for
     categorical emissions (statistic = one-hot of the symbol) or (K, P, K) for a dense family
     (statistic vector s(x)); the M-step runs after every observation t >= max(warmup, 1),
     with :func:`estimate_rows` for every categorical block and ``family.mstep`` otherwise.
     ``average_start``: Polyak-Ruppert averages of the iterates from there on. ``source_b``
-    ``(N, K_s)``: the emission probabilities of the first K_s states, given (PROPS)."""
+    ``(N, K_s)``: the emission probabilities of the first K_s states, given (PROPS);
+    ``source_ll`` the same as log-densities for a dense family (whose states follow)."""
     pi = np.array(theta["startprob"], dtype=float)
     A = np.array(theta["transmat"], dtype=float)
     K = len(pi)
@@ -68,6 +70,8 @@ def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_expone
                 b[:source_b.shape[1]] = source_b[n]
         else:
             ll = family.log_likelihood(em, X[n:n + 1])[0]
+            if source_ll is not None:
+                ll = np.concatenate([source_ll[n], ll])
             b = np.exp(ll - ll.max())
             top = ll.max()
         if starts[n]:
@@ -99,13 +103,15 @@ def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_expone
                 em = {"emissionprob": estimate_rows(Sg, em["emissionprob"], alpha_e)[0]}
             else:
                 D = family.n_features
+                if source_ll is not None:
+                    Sg = Sg[source_ll.shape[1]:]
                 stats = {"post": Sg[:, 0], "obs": Sg[:, 1:1 + D]}
                 if isinstance(family, PoissonEmissions):
                     pass
                 elif family.covariance_type in ("diag", "spherical"):
                     stats["obs**2"] = Sg[:, 1 + D:]
                 else:
-                    stats["obs*obs.T"] = Sg[:, 1 + D:].reshape(K, D, D)
+                    stats["obs*obs.T"] = Sg[:, 1 + D:].reshape(len(Sg), D, D)
                 em = family.mstep(em, stats, "".join(family.letters))[0]
         if average_start is not None and t >= max(average_start, first_m):
             it = [pi, A] + [em[k] for k in sorted(em)]

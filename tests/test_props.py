@@ -16,7 +16,7 @@ from test_online_em import direct_online_em
 from hiddenstate import PROPS
 from hiddenstate.errors import InvalidInputError
 from hiddenstate.learn.online.online_em import PRIOR_MASS
-from hiddenstate.sources import CallableSource, Source
+from hiddenstate.sources import CallableSource, DensitySource, Source
 
 W = 4
 
@@ -374,3 +374,132 @@ def test_save_load_with_a_kneser_ney_source_and_resume(tmp_path):
     # a callable source cannot be saved, and says so
     with pytest.raises(ModelFileError, match="cannot be saved"):
         PROPS([CallableSource(shift_source(), W)], 1).fit(y).save(tmp_path / "c")
+
+
+# -- Gaussian and Poisson perturbation states with density sources --------------------------------
+class _Normal:
+    """N(mean, I) with logpdf and sample (a predictive distribution of a DensitySource)."""
+
+    def __init__(self, mean):
+        self.mean = mean
+
+    def logpdf(self, x):
+        d = np.asarray(x) - self.mean
+        return float(-0.5 * d @ d - 0.5 * len(d) * np.log(2 * np.pi))
+
+    def sample(self, rng):
+        return self.mean + rng.normal(size=len(self.mean))
+
+
+class AR1Source(DensitySource):
+    """x_t ~ N(rho x_{t-1}, I), x_0 ~ N(0, I): a black box that needs the history."""
+
+    def __init__(self, rho=0.8, D=2):
+        self.rho, self.n_features = rho, D
+
+    def reset(self):
+        self.last = np.zeros(self.n_features)
+        return self.predictive()
+
+    def step(self, x):
+        self.last = np.asarray(x, dtype=float).copy()
+        return self.predictive()
+
+    def predictive(self):
+        return _Normal(self.rho * self.last)
+
+    def snapshot(self):
+        return {"last": self.last.copy()}
+
+    def restore(self, snap):
+        self.last = np.asarray(snap["last"], dtype=float).copy()
+
+
+def _ar1_table(y, lengths, rho):
+    out, start = np.empty(len(y)), 0
+    for n in lengths:
+        prev = np.zeros(y.shape[1])
+        for t in range(n):
+            out[start + t] = _Normal(rho * prev).logpdf(y[start + t])
+            prev = y[start + t]
+        start += n
+    return out
+
+
+def _gaussian_props(rng, **kw):
+    m = PROPS([AR1Source(0.8)], 2, emission="gaussian", covariance_type="diag",
+              init_params="", **kw)
+    m.startprob_ = rng.dirichlet(np.ones(3))
+    m.transmat_ = rng.dirichlet(np.ones(3) * 3, size=3)
+    m.means_ = np.array([[3.0, -3.0], [-3.0, 3.0]])
+    m.covars_ = np.array([[1.0, 0.5], [0.7, 1.5]])
+    m.n_features_ = 2
+    return m
+
+
+def test_gaussian_perturbation_states_against_enumeration():
+    from scipy import stats as st
+
+    rng = np.random.default_rng(21)
+    m = _gaussian_props(rng)
+    lengths = np.array([4, 2])
+    y = rng.normal(size=(6, 2)) * 2
+    src = _ar1_table(y, lengths, 0.8)
+    pert = np.stack([st.norm(m.means_[k], np.sqrt(np.diag(m.covars_[k]))).logpdf(y).sum(1)
+                     for k in range(2)], axis=1)
+    log_e = np.column_stack([src, pert])
+    ref = dataset_posteriors(m.startprob_, m.transmat_, log_e, lengths)
+    assert np.allclose(m.score_sequences(y, lengths), ref["loglik"], rtol=1e-12)
+    assert np.allclose(m.predict_proba(y, lengths), ref["gamma"], atol=1e-12)
+    assert np.array_equal(m.decode(y, lengths)[1], ref["viterbi_path"])
+    assert np.allclose(m.token_scores(y, lengths).source_log_prob[:, 0], src, rtol=1e-14)
+
+
+def test_gaussian_online_em_matches_the_direct_transcription():
+    from hiddenstate.families import GaussianEmissions
+
+    rng = np.random.default_rng(22)
+    teacher = _gaussian_props(rng)
+    y, _ = teacher.sample(600, random_state=np.random.default_rng(23))
+    lengths = [250, 350]
+    m = _gaussian_props(np.random.default_rng(22), learner_options={"warmup": 10})
+    theta = {"startprob": m.startprob_.copy(), "transmat": m.transmat_.copy(),
+             "emission": {"means": m.means_.copy() + 0.5,
+                          "covars": np.array([[1.0, 0.5], [0.7, 1.5]])}}
+    m.means_ = theta["emission"]["means"].copy()
+    m.partial_fit(y[:300], [250, 50])
+    m.partial_fit(y[300:], [300], continues=True)
+    fam = m._fitted_family().inner  # the perturbation states' family, with its priors
+    assert isinstance(fam, GaussianEmissions) and fam.n_states == 2
+    ref = direct_online_em(theta, y, lengths, emission="dense", family=fam, warmup=10,
+                           alpha_t=np.full((3, 3), 1 + PRIOR_MASS / 3),
+                           source_ll=_ar1_table(y, lengths, 0.8)[:, None])
+    assert np.allclose(m.transmat_, ref["transmat"], rtol=1e-9, atol=1e-12)
+    assert np.allclose(m.means_, ref["emission"]["means"], rtol=1e-9)
+    assert np.allclose(m._covars_, ref["emission"]["covars"], rtol=1e-9)
+    assert np.allclose(np.concatenate([m.stream_log_prob_]), ref["log_pred"][300:], rtol=1e-9)
+
+
+def test_gaussian_props_recovers_its_teacher_by_em():
+    rng = np.random.default_rng(24)
+    teacher = _gaussian_props(rng)
+    teacher.transmat_ = np.array([[0.9, 0.05, 0.05], [0.1, 0.85, 0.05], [0.1, 0.05, 0.85]])
+    y, z = teacher.sample(6000, random_state=np.random.default_rng(25))
+    student = PROPS([AR1Source(0.8)], 2, emission="gaussian", learn="em", random_state=0,
+                    n_iter=100, tol=1e-8)
+    student.fit(y)
+    order = np.argsort(student.means_[:, 0])[::-1]
+    assert np.abs(student.means_[order] - teacher.means_).max() < 0.1
+    perm = np.concatenate([[0], 1 + order])
+    assert np.abs(student.transmat_[np.ix_(perm, perm)] - teacher.transmat_).max() < 0.03
+    # the source state is pinned: the AR(1) stretches are found (state 0 decoded)
+    assert np.mean(student.predict(y)[z == 0] == 0) > 0.9
+
+
+def test_density_sources_need_a_dense_family():
+    with pytest.raises(InvalidInputError, match="sources: entry 0 is a AR1Source"):
+        PROPS([AR1Source()], 1).fit(np.zeros((5, 2)))
+    with pytest.raises(InvalidInputError, match="n_features"):
+        PROPS([AR1Source(D=2)], 1, emission="gaussian", n_features=3).fit(np.zeros((5, 2)))
+    with pytest.raises(InvalidInputError, match="X"):
+        PROPS([AR1Source(D=2)], 1, emission="gaussian").fit(np.zeros((5, 3)))

@@ -279,10 +279,12 @@ class HMM(BaseEstimator):
                     f"{given[0]}: priors are not used by learn='em' (maximum likelihood); "
                     "use learn='map', 'vb', 'vt' or 'kvt', or drop the prior")
 
-    def _family(self, n_features: int, X: np.ndarray | None = None):
-        """The emission family; with data, VB's data-dependent prior defaults are filled in
-        (Gaussian ``means_prior``: the data mean, ``covars_weight``: ``n_features``;
-        Poisson ``lambdas_weight``: one over the data mean)."""
+    def _family(self, n_features: int, X: np.ndarray | None = None,
+                n_states: int | None = None):
+        """The emission family (of ``n_states`` states, default all); with data, VB's
+        data-dependent prior defaults are filled in (Gaussian ``means_prior``: the data mean,
+        ``covars_weight``: ``n_features``; Poisson ``lambdas_weight``: one over the data
+        mean)."""
         kwargs = self._family_kwargs()
         if self.learn == "vb" and self.emission == "gaussian":
             if self.means_prior is None and X is not None:
@@ -292,7 +294,8 @@ class HMM(BaseEstimator):
         if self.learn == "vb" and self.emission == "poisson" and self.lambdas_weight is None:
             mean = X.mean(axis=0) if X is not None else np.ones(n_features)
             kwargs["lambdas_weight"] = 1.0 / np.where(mean > 0, mean, 1.0)
-        return FAMILIES[self.emission](self.n_states, n_features, **kwargs)
+        return FAMILIES[self.emission](self.n_states if n_states is None else n_states,
+                                       n_features, **kwargs)
 
     # -- learned parameters --------------------------------------------------------------------
     @property

@@ -32,8 +32,8 @@ from ..families import FAMILIES
 from ..families.blackbox import BlackBoxEmissions
 from ..inference import Sequences
 from ..learn.online import ONLINE_MODES
-from ..sources import Source, sequence_log_probs
-from .hmm import HMM, make_rng
+from ..sources import DensitySource, Source, sequence_log_probs
+from .hmm import _ALL_LETTERS, HMM, make_rng
 
 __all__ = ["PROPS", "TokenScores", "perturbation_log_odds"]
 
@@ -67,30 +67,39 @@ class PROPS(HMM):
     sources : list of :class:`~hiddenstate.sources.Source` over the same ``n_symbols`` (and
         the same vocabulary, if they have one): the source states, in order.
     n_perturbation_states : number of learned states :math:`K_p` (>= 0).
-    emission : emission family of the perturbation states; ``"categorical"`` (the sources
-        predict symbols).
-    n_features : number of symbols; must equal the sources' ``n_symbols`` (None: theirs).
+    emission : emission family of the perturbation states: ``"categorical"`` (sources
+        predict symbols: :class:`~hiddenstate.sources.Source`), ``"gaussian"`` or
+        ``"poisson"`` (sources predict real vectors:
+        :class:`~hiddenstate.sources.DensitySource`).
+    n_features : number of symbols (categorical) or features; must equal the sources'
+        ``n_symbols`` / ``n_features`` (None: theirs).
     learn : ``"online-em"`` (default; one pass, :meth:`partial_fit` continues the stream)
         or a batch mode ``"em"``, ``"map"``, ``"vb"``, ``"vt"``, ``"kvt"``.
     learn_startprob : also learn the initial distribution (default: kept at its initial
         value, uniform unless set and ``"s"`` is not in ``init_params``).
     learner_options : options of the online EM learner (step size, warm-up, priors...).
     n_iter, tol, n_init, k_best, init_params, params, random_state, verbose,
-    startprob_prior, transmat_prior, emissionprob_prior : as :class:`hiddenstate.HMM`.
+    covariance_type, min_covar, startprob_prior, transmat_prior, emissionprob_prior,
+    means_prior, means_weight, covars_prior, covars_weight, lambdas_prior, lambdas_weight :
+        as :class:`hiddenstate.HMM` (emission priors apply to the perturbation states).
 
     Attributes
     ----------
-    startprob_ (K,), transmat_ (K, K), emissionprob_ (K_p, W): the perturbation states'
-    emission rows; n_features_, monitor_ and (streaming) learner_state_.
+    startprob_ (K,), transmat_ (K, K); the perturbation states' emission parameters
+    (``emissionprob_`` (K_p, W), or ``means_``/``covars_`` (K_p, ...), or ``lambdas_``
+    (K_p, D)); n_features_, monitor_, (streaming) learner_state_ and stream_log_prob_.
     """
 
     def __init__(self, sources: Sequence[Source] = (), n_perturbation_states: int = 1,
                  emission: str = "categorical", n_features: int | None = None,
                  learn: str = "online-em", learn_startprob: bool = False, n_iter: int = 100,
                  tol: float = 1e-4, n_init: int = 1, k_best: int = 1,
-                 init_params: str = "ste", params: str = "ste", random_state=None,
-                 verbose: bool = False, startprob_prior=None, transmat_prior=None,
-                 emissionprob_prior=None, learner_options: dict | None = None):
+                 init_params: str = _ALL_LETTERS, params: str = _ALL_LETTERS, random_state=None,
+                 verbose: bool = False, covariance_type: str = "diag",
+                 min_covar: float = 1e-3, startprob_prior=None, transmat_prior=None,
+                 emissionprob_prior=None, means_prior=None, means_weight=None,
+                 covars_prior=None, covars_weight=None, lambdas_prior=None,
+                 lambdas_weight=None, learner_options: dict | None = None):
         self.sources = sources
         self.n_perturbation_states = n_perturbation_states
         self.emission = emission
@@ -105,9 +114,17 @@ class PROPS(HMM):
         self.params = params
         self.random_state = random_state
         self.verbose = verbose
+        self.covariance_type = covariance_type
+        self.min_covar = min_covar
         self.startprob_prior = startprob_prior
         self.transmat_prior = transmat_prior
         self.emissionprob_prior = emissionprob_prior
+        self.means_prior = means_prior
+        self.means_weight = means_weight
+        self.covars_prior = covars_prior
+        self.covars_weight = covars_weight
+        self.lambdas_prior = lambdas_prior
+        self.lambdas_weight = lambdas_weight
         self.learner_options = learner_options
 
     # -- configuration --------------------------------------------------------------------------
@@ -131,11 +148,23 @@ class PROPS(HMM):
                 raise InvalidInputError(
                     f"sources: entry {i} is a {type(src).__name__}, not a Source; wrap a "
                     "function of the history in hiddenstate.sources.CallableSource")
-        W = {int(src.n_symbols) for src in self.sources}
+        if self.emission not in FAMILIES:
+            raise InvalidInputError(
+                f"emission: {self.emission!r} is not one of {sorted(FAMILIES)}")
+        dense = self.emission != "categorical"
+        for i, src in enumerate(self.sources):
+            if isinstance(src, DensitySource) != dense:
+                raise InvalidInputError(
+                    f"sources: entry {i} is a {type(src).__name__}; emission="
+                    f"{self.emission!r} needs sources that predict "
+                    + ("real-valued vectors (hiddenstate.sources.DensitySource)" if dense
+                       else "symbols (hiddenstate.sources.Source, not a DensitySource)"))
+        W = {int(src.n_features if dense else src.n_symbols) for src in self.sources}
         if len(W) != 1:
             raise InvalidInputError(
-                f"sources: the sources predict over different alphabets (n_symbols {sorted(W)}); "
-                "they must share one vocabulary")
+                f"sources: the sources predict over different "
+                f"{'feature counts' if dense else 'alphabets'} ({sorted(W)}); they must "
+                "share one vocabulary / feature space")
         vocabs = [src.vocabulary for src in self.sources if src.vocabulary is not None]
         if any(v != vocabs[0] for v in vocabs[1:]):
             raise InvalidInputError(
@@ -146,14 +175,10 @@ class PROPS(HMM):
             raise InvalidInputError(
                 f"n_perturbation_states: expected an integer >= 0, got "
                 f"{self.n_perturbation_states!r}")
-        if self.emission != "categorical":
-            raise InvalidInputError(
-                f"emission: PROPS sources predict symbols, so the perturbation states are "
-                f"'categorical'; got {self.emission!r}")
         if self.n_features is not None and self.n_features != W.copy().pop():
             raise InvalidInputError(
-                f"n_features: {self.n_features} differs from the sources' n_symbols "
-                f"{W.pop()}; leave it None")
+                f"n_features: {self.n_features} differs from the sources' "
+                f"{'n_features' if dense else 'n_symbols'} {W.pop()}; leave it None")
         if self.learn in ONLINE_MODES and self.learn != "online-em":
             raise InvalidInputError(
                 f"learn: PROPS learns by 'online-em' or a batch mode ('em', 'map', 'vb', 'vt', "
@@ -164,13 +189,15 @@ class PROPS(HMM):
         check_positive_int(self.n_states, "n_perturbation_states + len(sources)")
         super()._check_hyper()
 
-    def _family(self, n_features: int, X: np.ndarray | None = None):
-        inner = FAMILIES[self.emission](self.n_perturbation_states, n_features,
-                                        **self._family_kwargs())
+    def _family(self, n_features: int, X: np.ndarray | None = None,
+                n_states: int | None = None):
+        Xi = None if X is None else X[:, self.n_sources:]
+        inner = super()._family(n_features, Xi, self.n_perturbation_states)
         return BlackBoxEmissions(self.n_sources, inner)
 
     def _known_n_features(self) -> int:
-        return int(self.sources[0].n_symbols)
+        src = self.sources[0]
+        return int(src.n_features if isinstance(src, DensitySource) else src.n_symbols)
 
     def _which(self) -> str:
         return self.params if self.learn_startprob else self.params.replace("s", "")
@@ -183,8 +210,11 @@ class PROPS(HMM):
 
     # -- data: symbols -> [log f_1 .. log f_Ks, y] ------------------------------------------------
     def _validate(self, X, lengths, n_features, stream: bool = False, continues: bool = False):
-        W = int(self.sources[0].n_symbols)
-        y = check_symbols(X, W)
+        W = self._known_n_features()
+        if self.emission == "categorical":
+            y = check_symbols(X, W)
+        else:
+            y = FAMILIES[self.emission](1, W, **self._family_kwargs()).validate_X(X, W)
         seqs = Sequences.from_lengths(check_lengths(lengths, len(y)))
         resume = None
         if continues:
@@ -252,26 +282,33 @@ class PROPS(HMM):
                            perturbation_log_odds(filtered, self.n_sources))
 
     def sample(self, n_samples: int = 1, random_state=None):
-        """Draw one sequence ``(X, states)``: the state path from the chain, each symbol from
-        its state's distribution (a source's predictive distribution given every symbol so
-        far, whichever state emitted it)."""
+        """Draw one sequence ``(X, states)``: the state path from the chain, each observation
+        from its state's distribution (a source's predictive distribution given every
+        observation so far, whichever state emitted it; a :class:`DensitySource`'s
+        predictive distributions need a ``sample(rng)`` method)."""
         self._check_is_fitted()
         n = check_positive_int(n_samples, "n_samples")
         rng = make_rng(self.random_state if random_state is None else random_state)
         from .. import inference
 
         states = inference.sample_chain(self.startprob_, self.transmat_, n, rng)
-        B = self.emissionprob_
         Ks = self.n_sources
-        probs = [src.reset() for src in self.sources]
-        X = np.empty(n, dtype=np.int64)
+        inner, params = self._fitted_family().inner, self._get_emission_params()
+        dense = self.emission != "categorical"
+        preds = [src.reset() for src in self.sources]
+        X = np.empty((n, self.n_features_ if dense else 1))
         for t, z in enumerate(states):
-            p = probs[z] if z < Ks else B[z - Ks]
-            X[t] = min(int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), "right")),
-                       len(p) - 1)
+            if z >= Ks:
+                X[t] = inner.sample(params, np.array([z - Ks]), rng)[0]
+            elif dense:
+                X[t] = preds[z].sample(rng)
+            else:
+                p = preds[z]
+                X[t] = min(int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), "right")),
+                           len(p) - 1)
             if t + 1 < n:
-                probs = [src.step(int(X[t])) for src in self.sources]
-        return X[:, None], states
+                preds = [src.step(X[t] if dense else int(X[t, 0])) for src in self.sources]
+        return (X if dense else X.astype(np.int64)), states
 
     def n_parameters(self) -> int:
         """Free parameters: transitions, the initial distribution if learned, the

@@ -6,11 +6,17 @@ import json
 from pathlib import Path
 
 from ..errors import ModelFileError
-from .base import CallableSource, Source, check_distribution, sequence_log_probs
+from .base import (
+    CallableSource,
+    DensitySource,
+    Source,
+    check_distribution,
+    sequence_log_probs,
+)
 from .kneser_ney import KneserNeySource
 
-__all__ = ["CallableSource", "KneserNeySource", "LSTMSource", "Source", "check_distribution",
-           "load_source", "sequence_log_probs"]
+__all__ = ["CallableSource", "DensitySource", "KneserNeySource", "LSTMSource", "Source",
+           "check_distribution", "load_source", "sequence_log_probs"]
 
 
 def __getattr__(name: str):

@@ -21,7 +21,9 @@ symbol whose probability is the mass of every word outside the vocabulary):
 ``reset()`` scores the first symbol, and the distribution returned by ``step(y_t)`` scores
 :math:`y_{t+1}`.
 
-:class:`CallableSource` adapts a plain function of the history.
+:class:`CallableSource` adapts a plain function of the history. :class:`DensitySource` is the
+same protocol for real-valued observation vectors (predictive densities), for PROPS with
+Gaussian or Poisson perturbation states.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ import numpy as np
 
 from ..errors import InvalidInputError
 
-__all__ = ["CallableSource", "Source", "check_distribution", "sequence_log_probs"]
+__all__ = ["CallableSource", "DensitySource", "Source", "check_distribution",
+           "sequence_log_probs"]
 
 #: tolerance on the sum of a predictive distribution
 SUM_TOL = 1e-6
@@ -119,6 +122,56 @@ class Source(ABC):
         return f"{type(self).__name__}(n_symbols={self.n_symbols})"
 
 
+class DensitySource(Source):
+    r"""A source of real-valued observation vectors (``n_features`` columns), for PROPS with
+    Gaussian or Poisson perturbation states: :meth:`reset`, :meth:`step` (consuming an
+    observation ``x`` of shape ``(n_features,)``) and :meth:`predictive` return the
+    predictive distribution as an object with ``logpdf(x)``, the log-density of the vector
+    ``x`` (an array of per-feature log-densities is summed: independent features, as a
+    frozen univariate ``scipy.stats`` distribution gives) (and, for
+    :meth:`hiddenstate.PROPS.sample`, ``sample(rng) -> x``), e.g. a frozen
+    ``scipy.stats`` distribution with a ``sample`` method added.
+
+    :meth:`log_probs` gives :math:`\log f(x_t \mid x_{<t})` (log-densities); the position
+    saved by :meth:`log_probs_from` is the snapshot alone (the predictive distribution is
+    rebuilt by :meth:`predictive` after :meth:`restore`).
+    """
+
+    n_features: int
+    n_symbols = None
+
+    @abstractmethod
+    def predictive(self):
+        """The predictive distribution at the current position."""
+
+    def log_probs(self, y: np.ndarray) -> np.ndarray:
+        X = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        out = np.empty(len(X))
+        d = self.reset()
+        for t, x in enumerate(X):
+            out[t] = np.sum(d.logpdf(x))
+            if t + 1 < len(X):
+                d = self.step(x)
+        return out
+
+    def log_probs_from(self, y: np.ndarray, start: dict | None = None
+                       ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        X = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        if start is None:
+            d = self.reset()
+        else:
+            self.restore(start)
+            d = self.predictive()
+        out = np.empty(len(X))
+        for t, x in enumerate(X):
+            out[t] = np.sum(d.logpdf(x))
+            d = self.step(x)
+        return out, self.snapshot()
+
+    def describe(self) -> str:
+        return f"{type(self).__name__}(n_features={self.n_features})"
+
+
 class CallableSource(Source):
     """Adapter for ``fn(history) -> probabilities``: ``history`` is the 1-D int64 array of
     the symbols seen so far in the sequence (empty at its start). The adapter keeps the
@@ -162,7 +215,7 @@ class CallableSource(Source):
 
 def sequence_log_probs(source: Source, y: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     r""":math:`\log f(y_t \mid y_{<t})` for concatenated sequences (each one restarts the
-    source), shape ``(len(y),)``."""
+    source), shape ``(len(y),)`` (``y``: symbols, or rows of a :class:`DensitySource`)."""
     out = np.empty(len(y))
     start = 0
     for n in lengths:

@@ -86,6 +86,16 @@ def _make_net(torch, n_symbols: int, embedding_dim: int, hidden_dim: int, num_la
     return net
 
 
+def _cell(torch, gates, c, H: int):
+    r"""One LSTM cell update from its pre-activations ``gates`` = :math:`W_{ih} x + W_{hh} h
+    + b` (nn.LSTM's gate order i, f, g, o along the last axis; any leading batch axes):
+    :math:`c' = \sigma(f) c + \sigma(i) \tanh(g)`, :math:`h' = \sigma(o) \tanh(c')`.
+    Returns ``(h', c')``."""
+    sig = torch.sigmoid(gates)
+    c = sig[..., H:2 * H] * c + sig[..., :H] * torch.tanh(gates[..., 2 * H:3 * H])
+    return sig[..., 3 * H:] * torch.tanh(c), c
+
+
 class LSTMSource(Source):
     r"""LSTM language model over symbol ids ``0 .. n_symbols-1``, usable as a PROPS source.
 
@@ -451,10 +461,7 @@ class LSTMSource(Source):
                 if reset_any[t]:
                     h = h * keep[:, t]
                     c = c * keep[:, t]
-                gates = torch.addmm(xp[:, t], h, w_hh_t)
-                sig = torch.sigmoid(gates)
-                c = sig[:, H:2 * H] * c + sig[:, :H] * torch.tanh(gates[:, 2 * H:3 * H])
-                h = sig[:, 3 * H:] * torch.tanh(c)
+                h, c = _cell(torch, torch.addmm(xp[:, t], h, w_hh_t), c, H)
                 outs.append(h)
             x = torch.stack(outs, 1)
             new_state.append((h, c))
@@ -490,9 +497,7 @@ class LSTMSource(Source):
             for k, (w_ih, w_hh, b) in enumerate(self._cells):
                 gates = torch.addmv(b, w_ih, x)
                 gates.addmv_(w_hh, self._h[k, 0])
-                sig = torch.sigmoid(gates)
-                c = sig[H:2 * H] * self._c[k, 0] + sig[:H] * torch.tanh(gates[2 * H:3 * H])
-                x = sig[3 * H:] * torch.tanh(c)
+                x, c = _cell(torch, gates, self._c[k, 0], H)
                 hs.append(x)
                 cs.append(c)
             self._h = torch.stack(hs).unsqueeze(1)

@@ -98,6 +98,9 @@ def test_inference_against_enumeration(Kp):
             assert np.isclose(scores.membership_log_odds[start + t], np.log(p / (1 - p)),
                               rtol=1e-9)
         start += n
+    assert np.array_equal(m.membership_log_odds(y, lengths), scores.membership_log_odds)
+    assert np.array_equal(m.filter_proba(y, lengths), scores.filtered)
+    assert np.array_equal(m.score_tokens(y, lengths), scores.log_prob)
     assert np.allclose(scores.smoothed, ref["gamma"], atol=1e-12)
     assert np.array_equal(scores.viterbi, ref["viterbi_path"])
     assert np.allclose(scores.source_log_prob, log_e[:, :2], rtol=1e-14)

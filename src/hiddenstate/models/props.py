@@ -262,7 +262,7 @@ class PROPS(HMM):
         return self
 
     # -- outputs --------------------------------------------------------------------------------
-    def membershipperturbation_log_odds(self, X, lengths=None) -> np.ndarray:
+    def membership_log_odds(self, X, lengths=None) -> np.ndarray:
         r""":math:`\log(p_t / (1 - p_t))`, :math:`p_t = P(z_t \in K_p \mid y_{\le t})` of every
         symbol (``+inf``/``-inf`` where the filter is certain)."""
         return perturbation_log_odds(self.filter_proba(X, lengths), self.n_sources)

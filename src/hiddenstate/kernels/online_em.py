@@ -185,6 +185,19 @@ def _update_initial(rho_pi, R, omg, gam, start, tmp):
 
 
 @njit(cache=True)
+def _transition_step(t, step_scale, step_exponent, rho_q, rho_pi, R, start, learn_start, tmp,
+                     tmp_k):
+    r"""The step size of observation ``t`` and the transition (and initial-state)
+    auxiliaries brought to it; returns :math:`\gamma_t`."""
+    gam = step_size(t, step_scale, step_exponent)
+    omg = 1.0 - gam
+    _update_transitions(rho_q, R, omg, gam, start, tmp)
+    if learn_start:
+        _update_initial(rho_pi, R, omg, gam, start, tmp_k)
+    return gam
+
+
+@njit(cache=True)
 def _mstep_transitions(rho_q, rho_pi, phin, trans_a, start_a, learn_start, transmat,
                        startprob, Sq, Sp):
     K = phin.shape[0]
@@ -404,11 +417,9 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
             for i in range(K):
                 acc[w, i] += dq[i]
         t += 1
-        gam = step_size(t, step_scale, step_exponent)
+        gam = _transition_step(t, step_scale, step_exponent, rho_q, rho_pi, R, start,
+                               learn_start, tmp, M2)
         omg = 1.0 - gam
-        _update_transitions(rho_q, R, omg, gam, start, tmp)
-        if learn_start:
-            _update_initial(rho_pi, R, omg, gam, start, M2)
         # G <- omg * G @ R + gam * I
         _mm(G, R, M2)
         for i in range(K):
@@ -552,11 +563,9 @@ def online_em_dense(loglik, stats, starts, step_scale, step_exponent, warmup, av
             break
         log_pred[n] = np.log(z) + top
         t += 1
-        gam = step_size(t, step_scale, step_exponent)
+        gam = _transition_step(t, step_scale, step_exponent, rho_q, rho_pi, R, start,
+                               learn_start, tmp, tmp_k)
         omg = 1.0 - gam
-        _update_transitions(rho_q, R, omg, gam, start, tmp)
-        if learn_start:
-            _update_initial(rho_pi, R, omg, gam, start, tmp_k)
         _mm(flat_g, R, tmp_g)
         for r in range(K * P):
             for k in range(K):

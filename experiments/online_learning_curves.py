@@ -173,6 +173,12 @@ def task_abrupt(args):
     teachers = [random_teacher(rng) for _ in range(n_teachers)]
     init = symmetric_student(rng, EPS)
     source = JumpingTeacher(teachers, every=period, random_state=rng)
+    return drift_curves(source, init, n, every)
+
+
+def drift_curves(source, init, n: int, every: int) -> dict:
+    """KL learning curves of every drift learner on ``n`` sequences from a drifting
+    ``source``, each measured against the teacher current at its checkpoint."""
     X, _, path = source.sample(n, T, return_teachers=True)
     data = as_rows(X, n)
     checks = np.arange(every, n + 1, every)
@@ -188,12 +194,7 @@ def task_gradual(args):
     init = symmetric_student(rng, EPS)
     # a random walk of the teacher's logits: every entry moves by sigma * N(0, 1) per sequence
     source = RandomWalkTeacher(teacher, step=sigma, random_state=rng)
-    X, _, path = source.sample(n, T, return_teachers=True)
-    data = as_rows(X, n)
-    checks = np.arange(every, n + 1, every)
-    fam = CategoricalEmissions(K, W)
-    return {label: run_curve(lr, init, data, checks, lambda t: path[t - 1], fam)
-            for label, lr in drift_learners().items()}
+    return drift_curves(source, init, n, every)
 
 
 def _init_worker():

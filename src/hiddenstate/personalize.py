@@ -72,11 +72,13 @@ Progress = Callable[[str, int, int, float], None]
 # --------------------------------------------------------------------------- text
 
 
-def read_tokens(path, lowercase: bool = True, option: str = "--target") -> list[list[str]]:
-    """Token lists, one per non-blank line of the UTF-8 text file ``path`` (lower-cased
-    unless ``lowercase=False``); errors name ``option``."""
+def read_tokens(path, lowercase: bool = True, option: str = "--target",
+                encoding: str = "utf-8") -> list[list[str]]:
+    """Token lists, one per non-blank line of the text file ``path`` (lower-cased unless
+    ``lowercase=False``; see :func:`hiddenstate.textio.read_text_file` for ``encoding``);
+    errors name ``option``."""
     try:
-        seqs = textio.read_text_sequences(path)
+        seqs = textio.read_text_sequences(path, encoding)
     except InvalidInputError as exc:
         raise InvalidInputError(f"{option}: {exc}") from exc
     if lowercase:
@@ -292,12 +294,13 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
                 hmm_states: int = 3, seed: int = 0, lowercase: bool = True,
                 progress: Progress | None = None, report: bool = True,
                 source_options: dict | None = None, chunk: int | None = None,
-                n_report_words: int = 400) -> PersonalizeResult:
+                n_report_words: int = 400, encoding: str = "utf-8") -> PersonalizeResult:
     """Run the whole pipeline (see the module docstring) and write its files to ``out``.
 
     ``reference``/``target`` are text files; ``load_source_dir`` reuses a saved source (its
-    vocabulary then replaces the one built from ``reference``, which may be None). Errors
-    name the command-line option to fix (``--words``, ``--target``, ...).
+    vocabulary then replaces the one built from ``reference``, which may be None);
+    ``encoding`` is both texts' (UTF-8 by default). Errors name the command-line option to
+    fix (``--words``, ``--target``, ...).
     """
     times: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -333,7 +336,8 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
                 "report: matplotlib is not installed; pip install 'hiddenstate[plot]' "
                 "(or pass --no-report)") from exc
 
-    target_seqs = read_tokens(target, lowercase, "--target")
+    textio.check_encoding(encoding)
+    target_seqs = read_tokens(target, lowercase, "--target", encoding)
     first, second = split_target(target_seqs, words, eval_words)
 
     # -- vocabulary and black box
@@ -345,7 +349,7 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
         source_kind = {"KneserNeySource": "ngram", "LSTMSource": "lstm"}.get(
             type(src).__name__, type(src).__name__)
     else:
-        ref_seqs = read_tokens(reference, lowercase, "--reference")
+        ref_seqs = read_tokens(reference, lowercase, "--reference", encoding)
         vocabulary = build_vocabulary(ref_seqs, vocab_size)
         ref = Stream.encode(ref_seqs, vocabulary)
         ref_X, ref_lengths, ref_words = ref.X, ref.lengths, len(ref)

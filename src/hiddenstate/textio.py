@@ -21,10 +21,16 @@ npy
 
 A lengths file is either ``.npy`` (1-D integers) or text with whitespace- or comma-separated
 integers.
+
+Text and CSV files are UTF-8 unless told otherwise (``encoding=``; ``--encoding`` on the
+command line). A byte-order mark is dropped, lines end at ``\\n``, ``\\r\\n`` or ``\\r``,
+and a file that does not decode, or holds NUL characters (binary data, UTF-16 read as
+UTF-8), is an error naming the file and the line (:func:`read_text_file`).
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import sys
@@ -40,6 +46,8 @@ __all__ = [
     "UNK",
     "Vocabulary",
     "infer_format",
+    "check_encoding",
+    "read_text_file",
     "read_text_sequences",
     "read_text",
     "encode_sequences",
@@ -271,21 +279,73 @@ def infer_format(path: str | os.PathLike, default: str | None = None) -> str:
     return fmt
 
 
-def _read_lines(path: str | os.PathLike) -> list[str]:
-    if str(path) == "-":
-        return sys.stdin.read().splitlines()
-    p = Path(path)
-    if not p.exists():
-        raise InvalidInputError(f"{p}: file not found; check the path")
-    if p.is_dir():
-        raise InvalidInputError(f"{p}: is a directory; pass a file")
+def check_encoding(encoding: str) -> str:
+    """``encoding`` if Python knows it (``"utf-8"``, ``"latin-1"``, ``"utf-16"`` ...), else an
+    :class:`InvalidInputError` naming it."""
+    if not isinstance(encoding, str):
+        raise InvalidInputError(f"encoding: expected a name such as 'utf-8', got {encoding!r}")
     try:
-        return p.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
+        codecs.lookup(encoding)
+    except LookupError:
         raise InvalidInputError(
-            f"{p}: not UTF-8 text (byte {exc.start}); re-encode the file as UTF-8"
-            + (" or pass --format npy for a NumPy file" if p.suffix.lower() == ".npy" else "")
-        ) from exc
+            f"encoding: unknown text encoding {encoding!r}; pass e.g. utf-8, latin-1, cp1252 "
+            "or utf-16") from None
+    return encoding
+
+
+def read_text_file(path: str | os.PathLike, encoding: str = "utf-8") -> str:
+    """The decoded text of a file (``"-"``: standard input), ready to split into lines.
+
+    - a byte-order mark at the start is dropped (it is not part of the first token);
+    - line ends ``\\r\\n`` and ``\\r`` become ``\\n`` (universal newlines, as :func:`open`);
+    - bytes that are not valid in ``encoding`` and NUL characters (a binary file, or UTF-16
+      read as UTF-8) are an :class:`InvalidInputError` naming the file, the line and the
+      fix (``--encoding`` on the command line, ``encoding=`` in Python).
+    """
+    check_encoding(encoding)
+    name = _name(path)
+    if str(path) == "-":
+        stream = sys.stdin
+        data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+    else:
+        p = Path(path)
+        if not p.exists():
+            raise InvalidInputError(f"{p}: file not found; check the path")
+        if p.is_dir():
+            raise InvalidInputError(f"{p}: is a directory; pass a file")
+        data = p.read_bytes()
+    if isinstance(data, bytes):
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            guess = "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "latin-1"
+            npy = "; a NumPy file needs --format npy" if data[:6] == b"\x93NUMPY" else ""
+            raise InvalidInputError(
+                f"{name}: not {encoding} text (line {line}, byte 0x{data[exc.start]:02x}); "
+                f"pass the file's encoding with --encoding (e.g. --encoding {guess}; "
+                f"encoding= in Python) or re-encode it as UTF-8{npy}") from None
+    else:
+        text = data
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise InvalidInputError(
+            f"{name}, line {text.count(chr(10), 0, nul) + 1}: contains a NUL character, so it "
+            "looks binary (or UTF-16: pass --encoding utf-16); pass a text file")
+    return text
+
+
+def _read_lines(path: str | os.PathLike, encoding: str = "utf-8") -> list[str]:
+    """The lines of a text file: split at ``\\n``, ``\\r\\n`` or ``\\r`` only (not at the
+    other characters :meth:`str.splitlines` breaks at, such as form feeds), so line numbers
+    are the ones an editor shows."""
+    lines = read_text_file(path, encoding).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def split_sequences(X: np.ndarray, lengths: Sequence[int]) -> list[np.ndarray]:
@@ -297,9 +357,10 @@ def split_sequences(X: np.ndarray, lengths: Sequence[int]) -> list[np.ndarray]:
 # --------------------------------------------------------------------------- text
 
 
-def read_text_sequences(path: str | os.PathLike) -> list[list[str]]:
-    """Token lists, one per non-blank line of a UTF-8 text file (``"-"`` is stdin)."""
-    seqs = [line.split() for line in _read_lines(path)]
+def read_text_sequences(path: str | os.PathLike, encoding: str = "utf-8") -> list[list[str]]:
+    """Token lists, one per non-blank line of a text file (``"-"`` is stdin); see
+    :func:`read_text_file` for the encoding, byte-order marks and line ends."""
+    seqs = [line.split() for line in _read_lines(path, encoding)]
     seqs = [s for s in seqs if s]
     if not seqs:
         raise InvalidInputError(
@@ -321,14 +382,14 @@ def encode_sequences(sequences: Sequence[Sequence[str]], vocabulary: Vocabulary
 
 
 def read_text(path: str | os.PathLike, vocabulary: Vocabulary | None = None, *,
-              max_size: int | None = None, min_count: int = 1
+              max_size: int | None = None, min_count: int = 1, encoding: str = "utf-8"
               ) -> tuple[np.ndarray, np.ndarray, Vocabulary]:
     """Read a text file into ``(X, lengths, vocabulary)``.
 
     With ``vocabulary=None`` a vocabulary is built from the file (``max_size``,
     ``min_count`` as in :meth:`Vocabulary.build`); otherwise the given one encodes it.
     """
-    seqs = read_text_sequences(path)
+    seqs = read_text_sequences(path, encoding)
     if vocabulary is None:
         vocabulary = Vocabulary.build(seqs, max_size=max_size, min_count=min_count)
     X, lengths = encode_sequences(seqs, vocabulary)
@@ -391,8 +452,8 @@ def _parse_float(field: str) -> float | None:
         return None
 
 
-def read_csv(path: str | os.PathLike, lengths_path: str | os.PathLike | None = None
-             ) -> tuple[np.ndarray, np.ndarray]:
+def read_csv(path: str | os.PathLike, lengths_path: str | os.PathLike | None = None,
+             encoding: str = "utf-8") -> tuple[np.ndarray, np.ndarray]:
     """Read numeric CSV rows into ``(X, lengths)``; ``X`` is float64 ``(n, n_columns)``.
 
     A blank line ends a sequence (several blank lines count as one). ``#`` lines are
@@ -400,7 +461,7 @@ def read_csv(path: str | os.PathLike, lengths_path: str | os.PathLike | None = N
     ``lengths_path`` the file must not also be split by blank lines.
     """
     name = _name(path)
-    lines = _read_lines(path)
+    lines = _read_lines(path, encoding)
     rows: list[list[float]] = []
     lengths: list[int] = []
     current = 0
@@ -522,12 +583,12 @@ def read_npy(path: str | os.PathLike, lengths_path: str | os.PathLike | None = N
 def read_data(path: str | os.PathLike, fmt: str | None = None, *,
               lengths_path: str | os.PathLike | None = None,
               vocabulary: Vocabulary | None = None,
-              max_size: int | None = None, min_count: int = 1
+              max_size: int | None = None, min_count: int = 1, encoding: str = "utf-8"
               ) -> tuple[np.ndarray, np.ndarray, Vocabulary | None]:
     """Read any supported format into ``(X, lengths, vocabulary)``.
 
     ``vocabulary`` is ``None`` for CSV and npy input. ``fmt=None`` infers the format from
-    the extension.
+    the extension. ``encoding`` applies to text and CSV (see :func:`read_text_file`).
     """
     fmt = infer_format(path) if fmt is None else fmt
     if fmt not in FORMATS:
@@ -537,9 +598,10 @@ def read_data(path: str | os.PathLike, fmt: str | None = None, *,
             raise InvalidInputError(
                 "--lengths: text input has one sequence per line; drop the lengths file"
             )
-        return read_text(path, vocabulary, max_size=max_size, min_count=min_count)
+        return read_text(path, vocabulary, max_size=max_size, min_count=min_count,
+                         encoding=encoding)
     if fmt == "csv":
-        X, lengths = read_csv(path, lengths_path)
+        X, lengths = read_csv(path, lengths_path, encoding)
     else:
         if str(path) == "-":
             raise InvalidInputError("-: .npy input cannot come from stdin; pass a file path")

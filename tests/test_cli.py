@@ -82,7 +82,7 @@ def test_fit_writes_model_vocabulary_and_summary(tmp_path, text_file, capsys):
 
 def test_score_matches_python_api(text_model, text_file, capsys):
     api, X, lengths, _ = _api_text_model(text_file)
-    rc, stdout, err = run(["score", text_model, text_file], capsys)
+    rc, stdout, err = run(["score", text_file, "-m", text_model], capsys)
     assert rc == 0, err
     lines = stdout.splitlines()
     assert lines[0] == "sequence\tlength\tlog_likelihood"
@@ -95,7 +95,7 @@ def test_score_matches_python_api(text_model, text_file, capsys):
     assert float(total[2]) == pytest.approx(api.score(X, lengths), rel=1e-12)
     assert sum(per_seq) == pytest.approx(float(total[2]), rel=1e-9)
 
-    rc, stdout, _ = run(["score", text_model, text_file, "--json"], capsys)
+    rc, stdout, _ = run(["score", text_file, "-m", text_model, "--json"], capsys)
     res = json.loads(stdout)
     assert res["total"] == pytest.approx(api.score(X, lengths), rel=1e-12)
     assert res["perplexity"] == pytest.approx(math.exp(-res["total"] / len(X)))
@@ -107,7 +107,7 @@ def test_score_maps_unknown_words_to_unk(text_model, tmp_path, capsys):
     new.write_text("the giraffe sat on the sofa .\n")
     model, _, vocab = cli.load_model_dir(text_model)
     ids = vocab.encode("the <unk> sat on the <unk> .".split())
-    rc, stdout, err = run(["score", text_model, new, "--json"], capsys)
+    rc, stdout, err = run(["score", new, "-m", text_model, "--json"], capsys)
     assert rc == 0, err
     assert json.loads(stdout)["total"] == pytest.approx(model.score(ids[:, None]), rel=1e-12)
 
@@ -121,7 +121,7 @@ def test_zero_probability_is_reported_not_hidden(tmp_path, capsys):
     assert rc == 0 and "warning: no training token maps to <unk>" in err
     new = tmp_path / "new.txt"
     new.write_text("a b\na zzz b\n")
-    rc, stdout, err = run(["score", tmp_path / "m", new, "--json"], capsys)
+    rc, stdout, err = run(["score", new, "-m", tmp_path / "m", "--json"], capsys)
     assert rc == 0
     res = json.loads(stdout)  # strict JSON: -inf is written as null
     assert res["total"] is None and res["sequences"][1]["log_likelihood"] is None
@@ -134,16 +134,17 @@ def test_decode_matches_model_decode(text_model, text_file, capsys):
     X, lengths, _ = textio.read_text(text_file, vocab)
     for algorithm in ("viterbi", "map"):
         _, states = model.decode(X, lengths, algorithm=algorithm)
-        rc, stdout, err = run(["decode", text_model, text_file, "--algorithm", algorithm],
+        rc, stdout, err = run(["decode", text_file, "-m", text_model,
+                               "--algorithm", algorithm],
                               capsys)
         assert rc == 0, err
         got = [[int(s) for s in line.split()] for line in stdout.splitlines()]
         assert got == [s.tolist() for s in textio.split_sequences(states, lengths)]
-    rc, stdout, _ = run(["decode", text_model, text_file, "--tokens"], capsys)
+    rc, stdout, _ = run(["decode", text_file, "-m", text_model, "--tokens"], capsys)
     first = stdout.splitlines()[0].split()
     _, states = model.decode(X, lengths)
     assert first == [f"{w}/{k}" for w, k in zip(SENTENCES[0].split(), states[:7], strict=True)]
-    rc, stdout, _ = run(["decode", text_model, text_file, "--json"], capsys)
+    rc, stdout, _ = run(["decode", text_file, "-m", text_model, "--json"], capsys)
     res = json.loads(stdout)
     assert res["log_probability"] == pytest.approx(model.decode(X, lengths)[0], rel=1e-12)
     assert sum(len(s) for s in res["states"]) == len(X)
@@ -151,13 +152,14 @@ def test_decode_matches_model_decode(text_model, text_file, capsys):
 
 def test_sample_prints_words_from_model_sample(text_model, capsys):
     model, _, vocab = cli.load_model_dir(text_model)
-    rc, stdout, err = run(["sample", text_model, "-n", 9, "--random-state", 3], capsys)
+    rc, stdout, err = run(["sample", "-m", text_model, "-n", 9, "--random-state", 3], capsys)
     assert rc == 0, err
     Xs, states = model.sample(9, random_state=3)
     assert stdout.split() == vocab.decode(np.asarray(Xs).ravel())
-    rc, stdout, _ = run(["sample", text_model, "-n", 9, "--random-state", 3, "--states"], capsys)
+    rc, stdout, _ = run(["sample", "-m", text_model, "-n", 9, "--random-state", 3, "--states"],
+                        capsys)
     assert [p.rsplit("/", 1)[1] for p in stdout.split()] == [str(int(k)) for k in states]
-    rc, stdout, _ = run(["sample", text_model, "-n", 4, "--n-sequences", 3,
+    rc, stdout, _ = run(["sample", "-m", text_model, "-n", 4, "--n-sequences", 3,
                          "--random-state", 3], capsys)
     lines = stdout.splitlines()
     assert len(lines) == 3 and all(len(ln.split()) == 4 for ln in lines)
@@ -188,13 +190,13 @@ def test_csv_gaussian_fit_score_decode_match_api(tmp_path, capsys):
     assert rc == 0, err
     assert "2-state gaussian HMM on 3 sequences (100 observations)" in stdout
     api = HMM(n_states=2, emission="gaussian", n_iter=20, random_state=1).fit(X, lengths)
-    rc, stdout, _ = run(["score", out, csv, "--json"], capsys)
+    rc, stdout, _ = run(["score", csv, "-m", out, "--json"], capsys)
     assert json.loads(stdout)["total"] == pytest.approx(api.score(X, lengths), rel=1e-12)
-    rc, stdout, _ = run(["decode", out, csv], capsys)
+    rc, stdout, _ = run(["decode", csv, "-m", out], capsys)
     _, states = api.decode(X, lengths)
     assert " ".join(stdout.split()) == " ".join(str(int(s)) for s in states)
     # sampled CSV (blank lines between sequences, states as comments) reads back
-    rc, stdout, _ = run(["sample", out, "-n", 5, "--n-sequences", 2, "--random-state", 0,
+    rc, stdout, _ = run(["sample", "-m", out, "-n", 5, "--n-sequences", 2, "--random-state", 0,
                          "--states"], capsys)
     back = tmp_path / "s.csv"
     back.write_text(stdout)
@@ -214,7 +216,8 @@ def test_npy_categorical_with_lengths(tmp_path, capsys):
     assert rc == 0, err
     api = HMM(n_states=2, emission="categorical", n_iter=10, random_state=0)
     api.fit(X[:, None], [20, 30, 10])
-    rc, stdout, _ = run(["score", out, tmp_path / "x.npy", "--lengths", tmp_path / "len.npy",
+    rc, stdout, _ = run(["score", tmp_path / "x.npy", "-m", out,
+                         "--lengths", tmp_path / "len.npy",
                          "--json"], capsys)
     res = json.loads(stdout)
     assert [s["length"] for s in res["sequences"]] == [20, 30, 10]
@@ -254,7 +257,7 @@ def test_learning_mode_flags_match_api(tmp_path, capsys, learn, extra):
     (["fit", "{tmp}/ok.txt", "--out", "{tmp}/m", "--emission", "gaussian"], "--emission"),
     (["fit", "{tmp}/ok.txt", "--out", "{tmp}/m", "--n-states", "0"], "--n-states"),
     (["fit", "{tmp}/ok.txt", "--out", "{tmp}/m", "--tol", "abc"], "--tol"),
-    (["score", "{tmp}/nomodel", "{tmp}/ok.txt"], "nomodel: model directory not found"),
+    (["score", "{tmp}/ok.txt", "-m", "{tmp}/nomodel"], "nomodel: model directory not found"),
     (["decode", "{tmp}/ok.txt"], "required"),
 ])
 def test_bad_input_exits_2_with_one_clean_line(tmp_path, capsys, argv, needle):
@@ -274,17 +277,17 @@ def test_bad_input_exits_2_with_one_clean_line(tmp_path, capsys, argv, needle):
 def test_numeric_model_rejects_text_and_text_model_rejects_csv(text_model, tmp_path, capsys):
     csv = tmp_path / "x.csv"
     csv.write_text("1\n2\n")
-    rc, _, err = run(["score", text_model, csv, "--format", "csv"], capsys)
-    assert rc == 2 and "trained on text" in err
+    rc, _, err = run(["score", csv, "-m", text_model, "--format", "csv"], capsys)
+    assert rc == 2 and "reads text" in err and "cli.json" in err
     np.save(tmp_path / "g.npy", np.random.default_rng(0).normal(size=(30, 1)))
     rc, _, err = run(["fit", tmp_path / "g.npy", "--out", tmp_path / "g", "--n-iter", 3,
                       "--random-state", 0], capsys)
     assert rc == 0, err
-    rc, _, err = run(["score", tmp_path / "g", tmp_path / "x.txt"], capsys)
-    assert rc == 2 and "model in" in err and "is numeric" in err
+    rc, _, err = run(["score", tmp_path / "x.txt", "-m", tmp_path / "g"], capsys)
+    assert rc == 2 and "x.txt: is text" in err and "reads numbers" in err
     wide = tmp_path / "wide.csv"
     wide.write_text("1,2\n3,4\n")
-    rc, _, err = run(["decode", tmp_path / "g", wide], capsys)
+    rc, _, err = run(["decode", wide, "-m", tmp_path / "g"], capsys)
     assert rc == 2 and "wide.csv: X:" in err and "features" in err
     np.save(tmp_path / "two.npy", np.zeros((4, 2), dtype=np.int64))
     rc, _, err = run(["fit", tmp_path / "two.npy", "--emission", "categorical",
@@ -294,13 +297,14 @@ def test_numeric_model_rejects_text_and_text_model_rejects_csv(text_model, tmp_p
 
 def test_vocabulary_mismatch_is_detected(text_model, capsys):
     Vocabulary(["a", "b"]).save(text_model / "vocabulary.json")
-    rc, _, err = run(["score", text_model, text_model / "vocabulary.json"], capsys)
+    rc, _, err = run(["score", text_model / "vocabulary.json", "-m", text_model], capsys)
     assert rc == 2 and "mixes files from different fits" in err
 
 
 def test_module_entry_point_exit_code_and_stderr(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "hiddenstate", "score", str(tmp_path / "nope"),
-                           str(tmp_path / "x.txt")], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "hiddenstate", "score", str(tmp_path / "x.txt"),
+                           "--model", str(tmp_path / "nope")],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.startswith("hiddenstate score: error: ")
     assert "nope: model directory not found" in proc.stderr
@@ -367,7 +371,7 @@ def test_gaussian_report_via_report_command(tmp_path, capsys):
     rc, _, err = run(["fit", tmp_path / "g.npy", "--n-states", 2, "--out", tmp_path / "m",
                       "--n-iter", 10, "--random-state", 0], capsys)
     assert rc == 0, err
-    rc, stdout, err = run(["report", tmp_path / "m", tmp_path / "g.npy", "--out",
+    rc, stdout, err = run(["report", tmp_path / "g.npy", "-m", tmp_path / "m", "--out",
                            tmp_path / "rep"], capsys)
     assert rc == 0, err
     html = (tmp_path / "rep" / "index.html").read_text()

@@ -2,8 +2,12 @@
 ``personalize``.
 
 Every subcommand reads input through :mod:`hiddenstate.textio`. A model directory written by
-``fit`` holds the model (``hiddenstate.load`` reads it), ``cli.json`` (the input format the
-model was trained on) and, for text models, ``vocabulary.json``.
+``fit`` (or :func:`save_model_dir`) holds the model (``hiddenstate.load`` reads it),
+``cli.json`` (how the model's input is encoded: the input format, the emission family, the
+number of symbols or features, and the vocabulary's checksum) and, for text models,
+``vocabulary.json``. ``score``, ``decode``, ``sample`` and ``report`` refuse a directory
+whose ``cli.json`` is missing or disagrees with the model or the vocabulary, and input in a
+format the model was not trained on.
 
 Errors that the user can fix (a :class:`~hiddenstate.errors.HiddenStateError`) are printed
 as one line on stderr and exit with status 2, like argparse's own usage errors.
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import math
 import sys
@@ -23,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from . import textio
-from .errors import HiddenStateError, InvalidInputError, ModelFileError
+from .errors import HiddenStateError, InvalidInputError, ModelFileError, ZeroProbabilityError
 from .learn import MODES
 
 #: the objective's name on the progress bar, per learning mode
@@ -34,6 +39,8 @@ PROG = "hiddenstate"
 META_FILE = "cli.json"
 VOCAB_FILE = "vocabulary.json"
 _META_FORMAT = "hiddenstate.cli"
+#: the version of ``cli.json`` written (version 1, which has no checksums, is still read)
+_META_VERSION = 2
 
 
 # --------------------------------------------------------------------------- progress bar
@@ -123,6 +130,13 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _encoding(text: str) -> str:
+    try:
+        return textio.check_encoding(text)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("encoding: ")) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -140,10 +154,16 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--format", choices=textio.FORMATS, default=None,
                        help="input format (default: from the extension: .txt/.tokens -> text, "
                             ".csv -> csv, .npy -> npy; text for text models)")
+        p.add_argument("--encoding", type=_encoding, default="utf-8",
+                       help="encoding of text and CSV input, e.g. latin-1 or utf-16 (utf-8)")
         if with_lengths:
             p.add_argument("--lengths", metavar="FILE", default=None,
                            help="sequence lengths for CSV/npy input (.npy or integers in a "
                                 "text file); CSV can instead separate sequences by blank lines")
+
+    def add_model(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--model", "-m", metavar="MODEL_DIR", required=True,
+                       help="model directory written by `hiddenstate fit`")
 
     # fit
     p = sub.add_parser("fit", help="learn an HMM from data and save it",
@@ -185,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     # score
     p = sub.add_parser("score", help="log-likelihood of data under a model",
                        description="Print the log-likelihood of every sequence and the total.")
-    p.add_argument("model", metavar="MODEL_DIR")
+    add_model(p)
     add_input(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_score)
@@ -194,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("decode", help="most likely hidden states",
                        description="Print the decoded state sequence of every input sequence, "
                                    "one line per sequence.")
-    p.add_argument("model", metavar="MODEL_DIR")
+    add_model(p)
     add_input(p)
     p.add_argument("--algorithm", choices=("viterbi", "map"), default="viterbi",
                    help="viterbi: best joint path; map: per-step posterior argmax (viterbi)")
@@ -208,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Draw sequences from a model: text models print one line "
                                    "of words per sequence, numeric models CSV rows with a "
                                    "blank line between sequences.")
-    p.add_argument("model", metavar="MODEL_DIR")
+    add_model(p)
     p.add_argument("--n-samples", "-n", type=_int_at_least(1), default=20,
                    help="observations per sequence (20)")
     p.add_argument("--n-sequences", type=_int_at_least(1), default=1, help="sequences (1)")
@@ -222,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="HTML report of a saved model on some data",
                        description="Write index.html and PNG plots describing a model and "
                                    "its fit to INPUT.")
-    p.add_argument("model", metavar="MODEL_DIR")
+    add_model(p)
     add_input(p)
     p.add_argument("--out", "-o", metavar="REPORT_DIR", required=True)
     p.set_defaults(func=cmd_report)
@@ -263,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_int_at_least(0), default=0, help="random seed (0)")
     p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
                    help="lower-case both texts (default: yes)")
+    p.add_argument("--encoding", type=_encoding, default="utf-8",
+                   help="encoding of both texts, e.g. latin-1 (utf-8)")
     p.add_argument("--report", action=argparse.BooleanOptionalAction, default=True,
                    help="write index.html and its plots (default: yes; needs matplotlib)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -276,10 +298,10 @@ def _about_file(path) -> Iterator[None]:
     """Prefix the estimator's data errors ("X: ...") with the file they came from."""
     try:
         yield
-    except InvalidInputError as exc:
+    except (InvalidInputError, ZeroProbabilityError) as exc:
         msg = str(exc)
         if msg.startswith(("X:", "lengths:")):
-            raise InvalidInputError(f"{path}: {msg}") from exc
+            raise type(exc)(f"{path}: {msg}") from exc
         raise
 
 
@@ -305,20 +327,67 @@ def _warn(command: str, message: str) -> None:
 # --------------------------------------------------------------------------- model dirs
 
 
-def _write_meta(model_dir: Path, input_format: str, vocabulary: textio.Vocabulary | None,
-                extra: dict) -> None:
-    meta = {"format": _META_FORMAT, "version": 1, "input_format": input_format,
-            "vocabulary": VOCAB_FILE if vocabulary is not None else None, **extra}
+def _vocabulary_digest(vocabulary: textio.Vocabulary) -> str:
+    """SHA-256 of a vocabulary's content (tokens, counts, unknown token), as kept in
+    ``cli.json``: an edited ``vocabulary.json`` or one from another fit would give the
+    model's ids to the wrong words."""
+    doc = json.dumps(vocabulary.to_dict(), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(doc.encode("utf-8")).hexdigest()
+
+
+def save_model_dir(model, path: str | Path, input_format: str,
+                   vocabulary: textio.Vocabulary | None = None, **extra) -> Path:
+    """Save a fitted ``model`` to the directory ``path`` for the command line: the model
+    (``model.save``), ``cli.json`` and, for text, ``vocabulary.json``.
+
+    ``input_format`` says how the model's input is encoded: ``"text"`` (with the
+    ``vocabulary`` that encoded the training text; a categorical model over
+    ``len(vocabulary)`` symbols), or ``"csv"`` / ``"npy"`` (numbers; no vocabulary).
+    ``extra`` (JSON values) is kept in ``cli.json`` as notes (``fit`` writes the data file,
+    its size and the fit time). Returns the directory.
+    """
+    if input_format not in textio.FORMATS:
+        raise InvalidInputError(
+            f"input_format: expected one of {', '.join(textio.FORMATS)}, got {input_format!r}")
+    if (input_format == "text") != (vocabulary is not None):
+        raise InvalidInputError(
+            "vocabulary: a text model needs the Vocabulary that encoded its training text, "
+            "and a csv/npy model has none; pass vocabulary= exactly when input_format='text'")
+    model._check_is_fitted()
     if vocabulary is not None:
-        vocabulary.save(model_dir / VOCAB_FILE)
-    (model_dir / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        if not isinstance(vocabulary, textio.Vocabulary):
+            raise InvalidInputError(
+                f"vocabulary: expected a hiddenstate.textio.Vocabulary, got "
+                f"{type(vocabulary).__name__}")
+        if model.emission != "categorical" or model.n_features_ != len(vocabulary):
+            raise InvalidInputError(
+                f"vocabulary: {len(vocabulary)} words, but the model is a {model.emission} "
+                f"model over {model.n_features_} symbols; pass the vocabulary the model was "
+                "trained with")
+    d = Path(path)
+    model.save(d)
+    meta = {"format": _META_FORMAT, "version": _META_VERSION, "input_format": input_format,
+            "emission": model.emission, "n_features": int(model.n_features_),
+            "vocabulary": VOCAB_FILE if vocabulary is not None else None,
+            "vocabulary_sha256": (_vocabulary_digest(vocabulary) if vocabulary is not None
+                                  else None),
+            **extra}
+    if vocabulary is not None:
+        vocabulary.save(d / VOCAB_FILE)
+    else:  # a text fit's vocabulary left in a reused directory must not look current
+        (d / VOCAB_FILE).unlink(missing_ok=True)
+    (d / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return d
 
 
 def load_model_dir(path: str | Path):
-    """``(model, meta, vocabulary)`` from a directory written by ``hiddenstate fit``.
+    """``(model, meta, vocabulary)`` from a directory written by ``hiddenstate fit`` or
+    :func:`save_model_dir`.
 
-    A directory saved with ``HMM.save`` alone (no ``cli.json``) is accepted as a numeric
-    model.
+    ``cli.json`` must be there (a directory written by ``model.save`` alone does not say how
+    its input is encoded) and agree with the model (emission family, number of symbols or
+    features) and with ``vocabulary.json`` (its size and checksum); anything missing or
+    inconsistent is a :class:`~hiddenstate.errors.ModelFileError` naming the file and the fix.
     """
     from .io import load
 
@@ -327,47 +396,113 @@ def load_model_dir(path: str | Path):
         raise ModelFileError(
             f"{d}: model directory not found; create one with `hiddenstate fit ... --out {d}`"
         )
-    model = load(d)
-    meta: dict = {"input_format": None, "vocabulary": None}
     meta_path = d / META_FILE
-    if meta_path.is_file():
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ModelFileError(f"{meta_path}: not valid JSON ({exc}); refit the model") from exc
-        if not isinstance(meta, dict) or meta.get("format") != _META_FORMAT:
-            raise ModelFileError(f"{meta_path}: not a hiddenstate CLI metadata file")
+    refit = f"refit with `hiddenstate fit ... --out {d}`"
+    if not meta_path.is_file():
+        raise ModelFileError(
+            f"{meta_path}: missing, so the command line cannot tell how the model's input is "
+            "encoded (model.save does not write it); " + refit + ", or save the model with "
+            "hiddenstate.cli.save_model_dir(model, dir, input_format=..., vocabulary=...)")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFileError(f"{meta_path}: not valid JSON ({exc}); {refit}") from exc
+    if not isinstance(meta, dict) or meta.get("format") != _META_FORMAT:
+        raise ModelFileError(f"{meta_path}: not a hiddenstate CLI metadata file; {refit}")
+    version = meta.get("version")
+    if version not in (1, _META_VERSION):
+        raise ModelFileError(
+            f"{meta_path}: version {version!r} is not supported (this hiddenstate reads 1 and "
+            f"{_META_VERSION}); upgrade hiddenstate or {refit}")
+    model = load(d)
+    fmt, vocab_name = meta.get("input_format"), meta.get("vocabulary")
+    if fmt not in textio.FORMATS:
+        raise ModelFileError(
+            f"{meta_path}: input_format {fmt!r} is not one of {', '.join(textio.FORMATS)}; "
+            + refit)
+    if (fmt == "text") != (vocab_name is not None) or vocab_name not in (None, VOCAB_FILE):
+        raise ModelFileError(
+            f"{meta_path}: input_format {fmt!r} with vocabulary {vocab_name!r} (text models "
+            f"have {VOCAB_FILE!r}, csv/npy models none); the file was edited, " + refit)
+    if fmt == "text" and model.emission != "categorical":
+        raise ModelFileError(
+            f"{meta_path}: says the model reads text, but model.json holds a "
+            f"{model.emission} model; the directory mixes files from different fits, " + refit)
+    if version >= 2:
+        for key, have in (("emission", model.emission), ("n_features", model.n_features_)):
+            if meta.get(key) != have:
+                raise ModelFileError(
+                    f"{meta_path}: {key} is {meta.get(key)!r} but model.json has {have!r}; "
+                    "the directory mixes files from different fits, " + refit)
     vocabulary = None
-    if meta.get("vocabulary"):
-        vocabulary = textio.Vocabulary.load(d / Path(meta["vocabulary"]).name)
-        n = getattr(model, "n_features_", None)
-        if n is not None and n != len(vocabulary):
+    if vocab_name is not None:
+        vocab_path = d / VOCAB_FILE
+        vocabulary = textio.Vocabulary.load(vocab_path)
+        if model.n_features_ != len(vocabulary):
             raise ModelFileError(
-                f"{d}: the vocabulary has {len(vocabulary)} words but the model has {n} "
-                "symbols; the directory mixes files from different fits, refit it"
-            )
+                f"{vocab_path}: {len(vocabulary)} words but the model has "
+                f"{model.n_features_} symbols; the directory mixes files from different "
+                "fits, " + refit)
+        if version >= 2 and meta.get("vocabulary_sha256") != _vocabulary_digest(vocabulary):
+            raise ModelFileError(
+                f"{vocab_path}: does not match the checksum in {META_FILE} (it was edited or "
+                "comes from another fit, so words would get the wrong ids); " + refit)
     return model, meta, vocabulary
 
 
+def _input_format(args, meta: dict) -> str:
+    """The format of ``args.input`` (``--format``, else its extension; text for a text
+    model, CSV for a numeric model reading stdin); it must be one the model reads."""
+    reads_text = meta["input_format"] == "text"
+    default = "text" if reads_text else ("csv" if str(args.input) == "-" else None)
+    fmt = args.format or textio.infer_format(args.input, default=default)
+    if (fmt == "text") != reads_text:
+        how = "--format" if args.format else "its extension"
+        want = ("text (one sequence of words per line)" if reads_text
+                else f"numbers (CSV or .npy; it was fitted on {meta['input_format']})")
+        fix = "--format text if the file is text" if reads_text else "--format csv or npy"
+        raise InvalidInputError(
+            f"{args.input}: is {fmt} (from {how}), but the model in {args.model} reads "
+            f"{want}, as its {META_FILE} says; pass such input, or {fix}")
+    return fmt
+
+
 def _read_for_model(args, meta: dict, vocabulary):
-    fmt = args.format
-    if vocabulary is not None:
-        if fmt not in (None, "text"):
-            raise InvalidInputError(
-                f"--format: the model in {args.model} was trained on text; pass text input "
-                "(one sequence of words per line)"
-            )
-        fmt = "text"
-    elif fmt is None:
-        fmt = textio.infer_format(args.input)
-        if fmt == "text":
-            raise InvalidInputError(
-                f"{args.input}: looks like text but the model in {args.model} is numeric; "
-                "pass CSV or .npy input (or --format csv)"
-            )
-    X, lengths, _ = textio.read_data(args.input, fmt, lengths_path=args.lengths,
-                                     vocabulary=vocabulary)
+    X, lengths, _ = textio.read_data(args.input, _input_format(args, meta),
+                                     lengths_path=args.lengths, vocabulary=vocabulary,
+                                     encoding=args.encoding)
     return X, lengths
+
+
+def _zero_probability(model, vocabulary, X, lengths, per_seq) -> str | None:
+    """None when every sequence has positive probability; else a sentence naming the
+    sequences of probability zero (and, for text, the unknown-word cause and fix)."""
+    zero = [i for i, ll in enumerate(per_seq) if ll == -math.inf]
+    if not zero:
+        return None
+    shown = ", ".join(map(str, zero[:10])) + (", ..." if len(zero) > 10 else "")
+    hint = ""
+    if vocabulary is not None:
+        unk = vocabulary.unk_id
+        seqs = textio.split_sequences(X, lengths)
+        has_unk = any(np.any(seqs[i][:, 0] == unk) for i in zero)
+        if has_unk and np.max(model.emissionprob_[:, unk]) == 0:
+            hint = (f" (they hold words outside the vocabulary, read as {vocabulary.unk_token}, "
+                    "which no training word became; refit with --min-count 2 or --max-vocab "
+                    "to reserve probability for unknown words)")
+    return f"{len(zero)} sequence(s) have probability zero: {shown}{hint}"
+
+
+def _require_positive(args, model, vocabulary, X, lengths, command: str) -> None:
+    """Refuse data of probability zero (``decode``, ``report``): it has no most likely
+    states and no posteriors."""
+    with _about_file(args.input):
+        per_seq = model.score_sequences(X, lengths)
+    msg = _zero_probability(model, vocabulary, X, lengths, per_seq)
+    if msg is not None:
+        raise ZeroProbabilityError(
+            f"{args.input}: {msg}; {command} needs data the model can explain (use "
+            "`hiddenstate score` to see the log-likelihoods)")
 
 
 # --------------------------------------------------------------------------- commands
@@ -385,7 +520,7 @@ def cmd_fit(args, out) -> int:
         raise InvalidInputError("--max-vocab/--min-count: only apply to text input; drop them")
     X, lengths, vocabulary = textio.read_data(
         args.input, fmt, lengths_path=args.lengths, max_size=args.max_vocab,
-        min_count=args.min_count)
+        min_count=args.min_count, encoding=args.encoding)
     emission = args.emission or ("categorical" if fmt == "text" else "gaussian")
     if fmt == "text" and emission != "categorical":
         raise InvalidInputError(
@@ -415,11 +550,9 @@ def cmd_fit(args, out) -> int:
         bar.close()
     seconds = time.perf_counter() - start
 
-    out_dir = Path(args.out)
-    model.save(out_dir)
-    _write_meta(out_dir, fmt, vocabulary,
-                {"source": str(args.input), "n_sequences": len(lengths),
-                 "n_observations": int(lengths.sum()), "fit_seconds": round(seconds, 3)})
+    out_dir = save_model_dir(model, args.out, fmt, vocabulary, source=str(args.input),
+                             n_sequences=len(lengths), n_observations=int(lengths.sum()),
+                             fit_seconds=round(seconds, 3))
 
     loglik = model.score(X, lengths)
     n_obs = int(lengths.sum())
@@ -463,14 +596,9 @@ def cmd_score(args, out) -> int:
                             for n, ll in zip(lengths, per_seq, strict=True)]}
     if model.emission == "categorical":
         result["perplexity"] = math.exp(-total / n_obs)
-    zero = [i for i, ll in enumerate(per_seq) if ll == -math.inf]
-    if zero:
-        hint = (f" (they contain {vocabulary.unk_token}, which the model never saw in "
-                "training; refit with --min-count 2 or --max-vocab)"
-                if vocabulary is not None and vocabulary.counts[vocabulary.unk_id] == 0
-                else "")
-        shown = ", ".join(map(str, zero[:10])) + (", ..." if len(zero) > 10 else "")
-        _warn("score", f"{len(zero)} sequence(s) have probability zero: {shown}{hint}")
+    zero = _zero_probability(model, vocabulary, X, lengths, per_seq)
+    if zero is not None:  # -inf is the right log-likelihood; say so
+        _warn("score", zero)
     if args.json:
         print(_dumps(result, indent=2), file=out)
         return 0
@@ -490,6 +618,7 @@ def cmd_decode(args, out) -> int:
     if args.tokens and vocabulary is None:
         raise InvalidInputError("--tokens: only text models have words; drop --tokens")
     X, lengths = _read_for_model(args, meta, vocabulary)
+    _require_positive(args, model, vocabulary, X, lengths, "decode")
     with _about_file(args.input):
         logprob, states = model.decode(X, lengths, algorithm=args.algorithm)
     seq_states = textio.split_sequences(states, lengths)
@@ -547,6 +676,7 @@ def cmd_report(args, out) -> int:
     require_matplotlib()
     model, meta, vocabulary = load_model_dir(args.model)
     X, lengths = _read_for_model(args, meta, vocabulary)
+    _require_positive(args, model, vocabulary, X, lengths, "report")
     with _about_file(args.input):
         index = write_report(model, args.out, X=X, lengths=lengths, vocabulary=vocabulary,
                              source=str(args.input), fit_seconds=meta.get("fit_seconds"))
@@ -592,7 +722,8 @@ def cmd_personalize(args, out) -> int:
             eval_words=args.eval_words, source=args.source, order=args.order,
             load_source_dir=args.load_source, vocab_size=args.vocab_size,
             perturbation_states=args.perturbation_states, hmm_states=args.hmm_states,
-            seed=args.seed, lowercase=args.lowercase, progress=progress, report=args.report)
+            seed=args.seed, lowercase=args.lowercase, progress=progress, report=args.report,
+            encoding=args.encoding)
     finally:
         close()
     s = result.summary

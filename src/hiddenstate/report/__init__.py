@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import HiddenStateError
+from ..errors import HiddenStateError, ZeroProbabilityError
 from ..learn import OBJECTIVES
 
 __all__ = ["write_report", "require_matplotlib", "top_symbols"]
@@ -104,8 +104,10 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
 
     ``X, lengths`` (the training data, as passed to ``fit``) give the summary's data size,
     final log-likelihood, perplexity, the state occupancy and the decoded examples; without
-    them those parts are left out. ``vocabulary`` (a :class:`hiddenstate.textio.Vocabulary`)
-    names the symbols of a text model. Returns the path of ``index.html``.
+    them those parts are left out; data of probability zero under the model raises
+    :class:`~hiddenstate.errors.ZeroProbabilityError`. ``vocabulary`` (a
+    :class:`hiddenstate.textio.Vocabulary`) names the symbols of a text model. Returns the
+    path of ``index.html``.
     """
     require_matplotlib()
     from . import plots
@@ -125,6 +127,13 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
         lengths = (np.array([len(X)], dtype=np.int64) if lengths is None
                    else np.asarray(lengths, dtype=np.int64))
         loglik, post = model.score_samples(X, lengths)
+        if loglik == -math.inf:  # posteriors and Viterbi states do not exist
+            per_seq = np.asarray(model.score_sequences(X, lengths))
+            zero = np.flatnonzero(per_seq == -math.inf)
+            raise ZeroProbabilityError(
+                f"X: {len(zero)} sequence(s) have probability zero under the model (the first: "
+                f"{', '.join(map(str, zero[:10].tolist()))}), so they have no state "
+                "posteriors; report on data the model gives positive probability")
         occupancy = post.mean(axis=0)
         n_obs, n_seq = int(lengths.sum()), len(lengths)
 

@@ -3,20 +3,25 @@ plain callable, an interpolated Kneser-Ney n-gram model and (with the ``torch`` 
 LSTM language model (loaded on first use)."""
 
 import json
+import sys
 from pathlib import Path
 
 from ..errors import ModelFileError
 from .base import (
     CallableSource,
     DensitySource,
+    ProtocolDensitySource,
+    ProtocolSource,
     Source,
+    as_source,
     check_distribution,
     sequence_log_probs,
 )
 from .kneser_ney import KneserNeySource
 
-__all__ = ["CallableSource", "DensitySource", "KneserNeySource", "LSTMSource", "Source",
-           "check_distribution", "load_source", "sequence_log_probs"]
+__all__ = ["CallableSource", "DensitySource", "KneserNeySource", "LSTMSource",
+           "ProtocolDensitySource", "ProtocolSource", "Source", "as_source",
+           "check_distribution", "is_savable", "load_source", "sequence_log_probs"]
 
 
 def __getattr__(name: str):
@@ -26,6 +31,14 @@ def __getattr__(name: str):
 
         return getattr(lstm, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def is_savable(src) -> bool:
+    """Whether :func:`load_source` reads back what ``src.save`` writes: exactly a
+    :class:`KneserNeySource` or an :class:`LSTMSource` (not a subclass, whose behaviour a
+    load would lose)."""
+    lstm = sys.modules.get(f"{__name__}.lstm")
+    return type(src) is KneserNeySource or (lstm is not None and type(src) is lstm.LSTMSource)
 
 
 def load_source(path) -> Source:

@@ -28,24 +28,36 @@ Gaussian or Poisson perturbation states.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 import numpy as np
 
+from .._validation import check_positive_int, check_symbols
 from ..errors import InvalidInputError
+from ..textio import Vocabulary
 
-__all__ = ["CallableSource", "DensitySource", "Source", "check_distribution",
-           "sequence_log_probs"]
+__all__ = ["CallableSource", "DensitySource", "ProtocolDensitySource", "ProtocolSource", "Source",
+           "as_source", "available_memory", "check_distribution", "check_memory",
+           "check_symbol", "resolve_alphabet", "sequence_log_probs"]
 
 #: tolerance on the sum of a predictive distribution
 SUM_TOL = 1e-6
+#: an alphabet inferred as ``max(X) + 1`` larger than this must be at least half used
+#: (see :func:`resolve_alphabet`)
+SPARSE_MIN = 1024
 
 
 def check_distribution(p, n_symbols: int, who: str) -> np.ndarray:
     """``p`` as a float64 vector of ``n_symbols`` probabilities summing to one (within
     :data:`SUM_TOL`), else an :class:`InvalidInputError` naming ``who``."""
-    p = np.asarray(p, dtype=np.float64)
+    try:
+        p = np.asarray(p, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"{who}: returned {type(p).__name__}, not an array of {n_symbols} probabilities "
+            f"({exc})") from None
     if p.shape != (n_symbols,):
         raise InvalidInputError(
             f"{who}: expected a predictive distribution of shape ({n_symbols},), got "
@@ -55,8 +67,98 @@ def check_distribution(p, n_symbols: int, who: str) -> np.ndarray:
                                 "non-finite entries")
     if abs(p.sum() - 1.0) > SUM_TOL:
         raise InvalidInputError(
-            f"{who}: the predictive distribution sums to {p.sum()!r}, not 1; normalise it")
+            f"{who}: the predictive distribution sums to {float(p.sum())!r}, not 1; normalise it")
     return p
+
+
+def available_memory(device: str = "cpu") -> int | None:
+    """Bytes that can be allocated now on ``device``: for the CPU the kernel's
+    ``MemAvailable`` (Linux), else the physical memory; for a CUDA device its free memory.
+    None when it cannot be told."""
+    if str(device).startswith("cuda"):
+        try:
+            import torch
+
+            return int(torch.cuda.mem_get_info(torch.device(device))[0])
+        except (ImportError, RuntimeError, AssertionError, ValueError):
+            return None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def check_memory(nbytes: float, what: str, who: str, fix: str, device: str = "cpu") -> None:
+    """Refuse to allocate about ``nbytes`` for ``what`` when ``device`` has less memory
+    available: an :class:`InvalidInputError` naming ``who`` (the argument that sets the size)
+    and the ``fix``, before anything is allocated."""
+    free = available_memory(device)
+    if free is not None and nbytes > free:
+        raise InvalidInputError(
+            f"{who}: {what} would need about {nbytes / 2**30:,.1f} GiB, but {device} has "
+            f"{free / 2**30:,.1f} GiB available; {fix}")
+
+
+def resolve_alphabet(X, n_symbols, vocabulary, memory: Callable[[int], float] | None = None,
+                     what: str = "the model", device: str = "cpu") -> tuple[np.ndarray, int]:
+    """``(y, W)``: the training symbols ``X`` as 1-D int64 and the alphabet size of a source.
+
+    ``W`` is ``n_symbols`` if given, else ``len(vocabulary)``, else ``max(X) + 1``; each
+    symbol must be below it. An inferred size above :data:`SPARSE_MIN` of which fewer than
+    half the ids occur is refused (ids such as ``[0, 10**7]`` are an encoding mistake, not a
+    ten-million-word alphabet: pass ``n_symbols`` to mean it). ``memory(W)`` (bytes) is
+    checked against the memory of ``device`` before the caller allocates anything.
+    """
+    y = check_symbols(X, None, "X")
+    if vocabulary is not None and not isinstance(vocabulary, Vocabulary):
+        raise InvalidInputError(
+            f"vocabulary: expected a hiddenstate.textio.Vocabulary or None, got "
+            f"{type(vocabulary).__name__}")
+    top = int(y.max())
+    if n_symbols is not None:
+        W = check_positive_int(n_symbols, "n_symbols")
+        if vocabulary is not None and W != len(vocabulary):
+            raise InvalidInputError(
+                f"n_symbols: {W} differs from the vocabulary size {len(vocabulary)}; pass one "
+                "of them or make them agree")
+        who = "n_symbols"
+    elif vocabulary is not None:
+        W, who = len(vocabulary), "vocabulary"
+    else:
+        W, who = top + 1, f"X (n_symbols inferred as max(X) + 1 = {top + 1})"
+        used = len(np.unique(y))
+        if W > SPARSE_MIN and 2 * used < W:
+            raise InvalidInputError(
+                f"X: the largest symbol is {top} but only {used} distinct symbols occur, so "
+                f"the alphabet inferred as max(X) + 1 = {W} would be mostly unused ids; number "
+                f"the symbols 0 .. {used - 1} (hiddenstate.textio.Vocabulary does), or pass "
+                "n_symbols (or a vocabulary) to mean that alphabet")
+    if top >= W:
+        raise InvalidInputError(
+            f"X: symbol {top} is out of range for n_symbols={W}; symbols are 0 .. {W - 1}"
+            + (" (the vocabulary's ids)" if vocabulary is not None else "")
+            + "; pass n_symbols (or a vocabulary) covering every symbol")
+    if memory is not None:
+        check_memory(memory(W), f"{what} over {W:,} symbols", who,
+                     "use a smaller vocabulary (e.g. Vocabulary.build(..., max_size=...))",
+                     device)
+    return y, W
+
+
+def check_symbol(y, n_symbols: int, name: str = "y") -> int:
+    """``y`` as an int in ``0 .. n_symbols - 1`` (the argument of :meth:`Source.step`)."""
+    if isinstance(y, (bool, np.bool_)) or not isinstance(y, (int, np.integer)) \
+            or not 0 <= int(y) < n_symbols:
+        raise InvalidInputError(
+            f"{name}: expected a symbol id in 0 .. {n_symbols - 1}, got {y!r}")
+    return int(y)
 
 
 class Source(ABC):
@@ -89,12 +191,13 @@ class Source(ABC):
         r""":math:`\log f(y_t \mid y_{<t})` for ``t = 0 .. len(y) - 1`` of one sequence
         (resets the source; leaves it after the last symbol)."""
         y = np.asarray(y, dtype=np.int64)
+        W, who = self.n_symbols, self._who()
         out = np.empty(len(y))
-        p = self.reset()
+        p = check_distribution(self.reset(), W, who)
         for t, w in enumerate(y):
             out[t] = p[w]
             if t + 1 < len(y):
-                p = self.step(int(w))
+                p = check_distribution(self.step(int(w)), W, who)
         with np.errstate(divide="ignore"):
             return np.log(out)
 
@@ -105,21 +208,26 @@ class Source(ABC):
         and the position after the last symbol: the snapshot plus ``"next"``, the
         distribution of the symbol that would follow (arrays only, so it can be saved)."""
         y = np.asarray(y, dtype=np.int64)
+        W, who = self.n_symbols, self._who()
         if start is None:
-            p = self.reset()
+            p = check_distribution(self.reset(), W, who)
         else:
             self.restore({k: v for k, v in start.items() if k != "next"})
-            p = np.asarray(start["next"], dtype=np.float64)
+            p = check_distribution(start["next"], W, "start['next']")
         out = np.empty(len(y))
         for t, w in enumerate(y):
             out[t] = p[w]
-            p = self.step(int(w))
+            p = check_distribution(self.step(int(w)), W, who)
         with np.errstate(divide="ignore"):
             return np.log(out), {**self.snapshot(), "next": np.asarray(p, dtype=np.float64)}
 
     def describe(self) -> str:
         """One line for reports."""
         return f"{type(self).__name__}(n_symbols={self.n_symbols})"
+
+    def _who(self) -> str:
+        """How errors about what this source returned name it."""
+        return f"source {type(self).__name__}"
 
 
 class DensitySource(Source):
@@ -152,7 +260,7 @@ class DensitySource(Source):
             out[t] = np.sum(d.logpdf(x))
             if t + 1 < len(X):
                 d = self.step(x)
-        return out
+        return _checked_log_densities(out, self._who())
 
     def log_probs_from(self, y: np.ndarray, start: dict | None = None
                        ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -166,10 +274,140 @@ class DensitySource(Source):
         for t, x in enumerate(X):
             out[t] = np.sum(d.logpdf(x))
             d = self.step(x)
-        return out, self.snapshot()
+        return _checked_log_densities(out, self._who()), self.snapshot()
 
     def describe(self) -> str:
         return f"{type(self).__name__}(n_features={self.n_features})"
+
+
+def _checked_log_densities(out: np.ndarray, who: str) -> np.ndarray:
+    """Log-densities from a :class:`DensitySource`: ``-inf`` (density zero) is allowed, NaN
+    and ``+inf`` are not."""
+    bad = np.isnan(out) | (out == np.inf)
+    if np.any(bad):
+        raise InvalidInputError(
+            f"{who}: logpdf returned {out[bad][0]} at observation {int(np.argmax(bad))}; a "
+            "predictive density must give finite log-densities (or -inf)")
+    return out
+
+
+class _Adapter:
+    """What the adapters of plain objects share: the wrapped object, how errors name it,
+    and the optional ``snapshot()``/``restore(d)`` pair."""
+
+    def _wrap(self, obj, who: str, methods: tuple[str, ...], size: str) -> int:
+        missing = [m for m in methods if not callable(getattr(obj, m, None))]
+        n = getattr(obj, size, None)
+        if missing or isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) \
+                or n < 1:
+            lack = ", ".join(f"{m}()" for m in missing) or f"an integer {size} >= 1"
+            raise InvalidInputError(
+                f"{who} ({type(obj).__name__}) is not a source: it lacks {lack}; a source "
+                f"has {', '.join(f'{m}()' for m in methods)} and {size} (see docs/props.md), "
+                "or wrap a function of the history in hiddenstate.sources.CallableSource")
+        self.obj, self.who = obj, who
+        return int(n)
+
+    def _who(self) -> str:
+        return self.who
+
+    def snapshot(self) -> dict[str, np.ndarray]:
+        """The object's ``snapshot()``, or ``{}`` when it has none (then :meth:`restore`
+        refuses: the position cannot be restored)."""
+        fn = getattr(self.obj, "snapshot", None)
+        if fn is None:
+            return {}
+        snap = fn()
+        if not isinstance(snap, dict) or not all(isinstance(k, str) for k in snap):
+            raise InvalidInputError(
+                f"{self.who}: snapshot() returned {type(snap).__name__}; it must return a dict "
+                "of NumPy arrays keyed by strings")
+        return {k: np.asarray(v) for k, v in snap.items()}
+
+    def restore(self, snapshot: dict[str, np.ndarray]) -> None:
+        self.check_restorable()
+        self.obj.restore(snapshot)
+
+    def check_restorable(self) -> None:
+        """An error unless the object has ``snapshot()`` and ``restore(d)``, which a stream
+        continued mid-sequence needs."""
+        if not callable(getattr(self.obj, "restore", None)) \
+                or not callable(getattr(self.obj, "snapshot", None)):
+            raise InvalidInputError(
+                f"{self.who}: a {type(self.obj).__name__} has no snapshot()/restore(), so it "
+                "cannot continue a sequence where an earlier call left it (partial_fit("
+                "continues=True)); add both methods (see docs/props.md) or start a new "
+                "sequence (continues=False)")
+
+    def describe(self) -> str:
+        fn = getattr(self.obj, "describe", None)
+        return str(fn()) if callable(fn) else type(self.obj).__name__
+
+
+class ProtocolSource(_Adapter, Source):
+    """A plain object that follows the source protocol (``reset()``, ``step(y)``, an integer
+    ``n_symbols``; optionally ``snapshot()``/``restore(d)``, ``vocabulary``, ``describe()``)
+    seen as a :class:`Source`; every distribution it returns is checked (shape, finite,
+    non-negative, sums to one). :class:`~hiddenstate.PROPS` wraps such objects itself."""
+
+    def __init__(self, obj, who: str = "source"):
+        W = self._wrap(obj, who, ("reset", "step"), "n_symbols")
+        vocabulary = getattr(obj, "vocabulary", None)
+        if vocabulary is not None and (not isinstance(vocabulary, Vocabulary)
+                                       or len(vocabulary) != W):
+            raise InvalidInputError(
+                f"{who}: its vocabulary must be None or a hiddenstate.textio.Vocabulary of "
+                f"n_symbols = {W} tokens, got {vocabulary!r}")
+        self.n_symbols, self.vocabulary = W, vocabulary
+
+    def reset(self) -> np.ndarray:
+        return check_distribution(self.obj.reset(), self.n_symbols, self.who)
+
+    def step(self, y: int) -> np.ndarray:
+        y = check_symbol(y, self.n_symbols)
+        return check_distribution(self.obj.step(y), self.n_symbols, self.who)
+
+
+class ProtocolDensitySource(_Adapter, DensitySource):
+    """A plain object that follows the :class:`DensitySource` protocol (``reset()``,
+    ``step(x)``, ``predictive()``, an integer ``n_features``; optionally
+    ``snapshot()``/``restore(d)``) seen as a :class:`DensitySource`; every predictive
+    distribution must have ``logpdf``, and log-densities must not be NaN or ``+inf``."""
+
+    def __init__(self, obj, who: str = "source"):
+        self.n_features = self._wrap(obj, who, ("reset", "step", "predictive"), "n_features")
+
+    def _checked(self, d):
+        if not callable(getattr(d, "logpdf", None)):
+            raise InvalidInputError(
+                f"{self.who}: returned a {type(d).__name__}, not a predictive distribution "
+                "with logpdf(x) (e.g. a frozen scipy.stats distribution)")
+        return d
+
+    def reset(self):
+        return self._checked(self.obj.reset())
+
+    def step(self, x):
+        return self._checked(self.obj.step(x))
+
+    def predictive(self):
+        return self._checked(self.obj.predictive())
+
+
+def as_source(obj, dense: bool, who: str = "source", needed_by: str = "the model") -> Source:
+    """``obj`` as a :class:`Source` (``dense=False``: predicts symbols) or a
+    :class:`DensitySource` (``dense=True``): a subclass is returned as it is, a plain object
+    that follows the protocol is wrapped (:class:`ProtocolSource`,
+    :class:`ProtocolDensitySource`); anything else is an :class:`InvalidInputError`
+    naming ``who``."""
+    if isinstance(obj, Source):
+        if isinstance(obj, DensitySource) != dense:
+            raise InvalidInputError(
+                f"{who} is a {type(obj).__name__}, but {needed_by} needs a source that predicts "
+                + ("real-valued vectors (a DensitySource)" if dense
+                   else "symbols (a Source, not a DensitySource)"))
+        return obj
+    return ProtocolDensitySource(obj, who) if dense else ProtocolSource(obj, who)
 
 
 class CallableSource(Source):
@@ -182,35 +420,51 @@ class CallableSource(Source):
                  name: str | None = None, vocabulary=None):
         if not callable(fn):
             raise InvalidInputError(f"fn: expected a callable of the history, got {fn!r}")
-        if isinstance(n_symbols, bool) or not isinstance(n_symbols, (int, np.integer)) \
-                or n_symbols < 1:
-            raise InvalidInputError(f"n_symbols: expected an integer >= 1, got {n_symbols!r}")
+        n_symbols = check_positive_int(n_symbols, "n_symbols")
+        if name is not None and not isinstance(name, str):
+            raise InvalidInputError(f"name: expected a string or None, got {name!r}")
+        if vocabulary is not None and (not isinstance(vocabulary, Vocabulary)
+                                       or len(vocabulary) != n_symbols):
+            raise InvalidInputError(
+                f"vocabulary: expected None or a hiddenstate.textio.Vocabulary of n_symbols = "
+                f"{n_symbols} tokens, got {vocabulary!r}")
         self.fn = fn
-        self.n_symbols = int(n_symbols)
+        self.n_symbols = n_symbols
         self.name = name or getattr(fn, "__name__", "callable")
         self.vocabulary = vocabulary
         self._history: list[int] = []
 
     def _call(self) -> np.ndarray:
         p = self.fn(np.array(self._history, dtype=np.int64))
-        return check_distribution(p, self.n_symbols, f"source {self.name!r}")
+        return check_distribution(p, self.n_symbols, self._who())
 
     def reset(self) -> np.ndarray:
         self._history = []
         return self._call()
 
     def step(self, y: int) -> np.ndarray:
-        self._history.append(int(y))
+        self._history.append(check_symbol(y, self.n_symbols))
         return self._call()
 
     def snapshot(self) -> dict[str, np.ndarray]:
         return {"history": np.array(self._history, dtype=np.int64)}
 
     def restore(self, snapshot: dict[str, np.ndarray]) -> None:
-        self._history = [int(v) for v in np.asarray(snapshot["history"]).ravel()]
+        history = snapshot.get("history") if isinstance(snapshot, dict) else None
+        if history is not None and np.size(history):
+            history = check_symbols(np.ravel(history), self.n_symbols, "snapshot")
+        elif history is not None:
+            history = np.empty(0, dtype=np.int64)
+        else:
+            raise InvalidInputError(
+                "snapshot: expected the dict with 'history' that snapshot() returned")
+        self._history = history.tolist()
 
     def describe(self) -> str:
         return f"callable {self.name!r} (n_symbols={self.n_symbols})"
+
+    def _who(self) -> str:
+        return f"source {self.name!r}"
 
 
 def sequence_log_probs(source: Source, y: np.ndarray, lengths: np.ndarray) -> np.ndarray:

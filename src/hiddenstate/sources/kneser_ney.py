@@ -76,7 +76,7 @@ from .._validation import check_lengths, check_positive_int, check_symbols
 from ..errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
 from ..io import from_json, read_bundle, to_json, write_bundle
 from ..textio import Vocabulary
-from .base import Source
+from .base import Source, check_symbol, resolve_alphabet
 
 __all__ = ["DISCOUNT_MAX", "DISCOUNT_MIN", "KneserNeySource", "SOURCE_FORMAT",
            "estimate_discount"]
@@ -219,25 +219,18 @@ class KneserNeySource(Source):
         symbols) split by ``lengths`` (hmmlearn convention; ``None`` is one sequence).
 
         ``n_symbols`` defaults to ``len(vocabulary)`` when a vocabulary is given, else to
-        ``max(X) + 1``.
+        ``max(X) + 1`` (refused when most of those ids never occur, and when the alphabet
+        does not fit in memory: see :func:`~hiddenstate.sources.base.resolve_alphabet`).
         """
         order, discount = self._check_hyper()
-        if vocabulary is not None and not isinstance(vocabulary, Vocabulary):
-            raise InvalidInputError(
-                f"vocabulary: expected a hiddenstate.textio.Vocabulary or None, got "
-                f"{type(vocabulary).__name__}")
-        if n_symbols is not None:
-            n_symbols = check_positive_int(n_symbols, "n_symbols")
-            if vocabulary is not None and n_symbols != len(vocabulary):
-                raise InvalidInputError(
-                    f"n_symbols: {n_symbols} differs from the vocabulary size "
-                    f"{len(vocabulary)}; pass one of them or make them agree")
-        elif vocabulary is not None:
-            n_symbols = len(vocabulary)
-        y = check_symbols(X, None, "X")
+        # each prediction builds a few float64 vectors over the alphabet
+        y, W = resolve_alphabet(X, n_symbols, vocabulary, lambda W: 3 * 8 * W,
+                                "a next-symbol distribution")
         lengths = check_lengths(lengths, len(y))
-        W = int(n_symbols) if n_symbols is not None else int(y.max()) + 1
-        _check_range(y, W, "X", "pass n_symbols (or a vocabulary) covering every symbol")
+        if (len(y) + len(lengths) + 1) * (W + 1) >= 2**63:
+            raise InvalidInputError(
+                f"n_symbols: {W} symbols and {len(y)} tokens overflow the int64 n-gram keys; "
+                "use a smaller vocabulary")
         levels = _count(y, lengths, order, W)
         if discount is None:
             discounts = np.array([estimate_discount(lev["count"]) for lev in levels])
@@ -313,17 +306,6 @@ class KneserNeySource(Source):
             p[self._sym[j][lo:hi]] += self._dprob[j][lo:hi]
         return p
 
-    def _check_symbol(self, y, name: str = "y") -> int:
-        W = self.n_symbols
-        if isinstance(y, (bool, np.bool_)) or not isinstance(y, (int, np.integer)):
-            raise InvalidInputError(
-                f"{name}: expected an integer symbol id, got {y!r} of type {type(y).__name__}")
-        if not 0 <= int(y) < W:
-            raise InvalidInputError(
-                f"{name}: symbol {int(y)} is out of range for a source over {W} symbols "
-                f"(0 .. {W - 1}); encode it with the training vocabulary")
-        return int(y)
-
     def reset(self) -> np.ndarray:
         """Start a sequence (context ``(BOS)``); return the distribution of its first
         symbol."""
@@ -334,7 +316,7 @@ class KneserNeySource(Source):
     def step(self, y: int) -> np.ndarray:
         """Consume symbol ``y``; return the distribution of the next symbol. Only the last
         ``order - 1`` symbols are kept, so the cost does not grow with the sequence."""
-        y = self._check_symbol(y)
+        y = check_symbol(y, self.n_symbols)
         self._ctx = self._trim(self._ctx + [y])
         return self._distribution(self._ctx)
 

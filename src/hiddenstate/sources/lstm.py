@@ -52,7 +52,7 @@ from ..errors import (
 )
 from ..io import from_json, read_bundle, to_json, write_bundle
 from ..textio import Vocabulary
-from .base import Source
+from .base import Source, check_symbol, resolve_alphabet
 
 __all__ = ["LSTMSource", "MissingDependencyError", "SOURCE_FORMAT"]
 
@@ -96,6 +96,25 @@ def _cell(torch, gates, c, H: int):
     return sig[..., 3 * H:] * torch.tanh(c), c
 
 
+def _check_device(torch, device: str):
+    """The torch device ``device``, checked to exist here (a CUDA device on a machine
+    without one is an error naming ``device`` now, not a torch error in fit)."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"device: {device!r} is not a torch device; pass e.g. 'cpu' or 'cuda'") from exc
+    if dev.type == "meta":
+        raise InvalidInputError("device: 'meta' tensors hold no values; pass 'cpu' or 'cuda'")
+    try:
+        torch.empty(0, device=dev)
+    except (RuntimeError, AssertionError) as exc:
+        raise InvalidInputError(
+            f"device: {device!r} is not available here ({str(exc).splitlines()[0]}); pass "
+            "device='cpu' (LSTMSource.load(path, device='cpu') for a saved source)") from None
+    return dev
+
+
 class LSTMSource(Source):
     r"""LSTM language model over symbol ids ``0 .. n_symbols-1``, usable as a PROPS source.
 
@@ -103,7 +122,9 @@ class LSTMSource(Source):
     ----------
     n_symbols : int, optional
         Alphabet size. ``None``: ``len(vocabulary)`` when :meth:`fit` gets a vocabulary,
-        else ``max(X) + 1``.
+        else ``max(X) + 1`` (refused when most of those ids never occur). :meth:`fit`
+        refuses an alphabet whose network would not fit in the device's available memory
+        (:meth:`_training_bytes`), before allocating it.
     embedding_dim, hidden_dim, num_layers : int
         Embedding width, LSTM width and number of stacked LSTM layers.
     dropout : float
@@ -123,7 +144,8 @@ class LSTMSource(Source):
         Seed of the initialisation, dropout and shuffling; with an int, training on the CPU
         is deterministic (torch's global random state is left untouched).
     device : str
-        torch device for training and inference (``"cpu"``, ``"cuda"``, ...).
+        torch device for training and inference (``"cpu"``, ``"cuda"``, ...); one this
+        machine does not have is an :class:`~hiddenstate.errors.InvalidInputError`.
     verbose : bool
         Print the mean loss of each epoch to stderr.
 
@@ -180,11 +202,7 @@ class LSTMSource(Source):
         self.verbose = verbose
         self._check_hyper()
         self._torch = _torch()
-        try:
-            self._device = self._torch.device(device)
-        except (RuntimeError, TypeError, ValueError) as exc:
-            raise InvalidInputError(
-                f"device: {device!r} is not a torch device; pass e.g. 'cpu' or 'cuda'") from exc
+        self._device = _check_device(self._torch, device)
         self.n_symbols = n_symbols  # the fitted size replaces it in fit / load
         self.vocabulary = None
         self.training_loss_: list[float] = []
@@ -242,6 +260,16 @@ class LSTMSource(Source):
                  "dropout": 0.0, "epochs": 5, "batch_size": 32, "bptt": 64, "lr": 3e-3,
                  "clip": 1.0, "random_state": 0, "device": "cpu", "verbose": False}
 
+    def _training_bytes(self, W: int) -> float:
+        """About the memory :meth:`fit` takes for an alphabet of ``W`` symbols: the float32
+        parameters (embedding ``(W + 1) x E``, LSTM layers, decoder ``W x H``) four times
+        (weights, gradients, Adam's two moments) and the logits of one decoder block with
+        their softmax and gradient (at least 64 rows of ``W``)."""
+        E, H, L = int(self.embedding_dim), int(self.hidden_dim), int(self.num_layers)
+        lstm = sum(4 * H * ((E if k == 0 else H) + H + 2) for k in range(L))
+        params = (W + 1) * E + lstm + W * (H + 1)
+        return 4.0 * (4 * params + 3 * max(64 * W, 1 << 22))
+
     def describe(self) -> str:
         w = self.n_symbols if self.n_symbols is not None else "?"
         return f"LSTM language model ({self.num_layers}x{self.hidden_dim}, W={w})"
@@ -283,28 +311,12 @@ class LSTMSource(Source):
         cut), with Adam on the mean cross-entropy of each window and gradient-norm clipping.
         """
         torch = self._torch
-        X = check_symbols(X, None, "X")
-        lengths = check_lengths(lengths, len(X))
-        if vocabulary is not None and not isinstance(vocabulary, Vocabulary):
-            raise InvalidInputError(
-                f"vocabulary: expected a hiddenstate.textio.Vocabulary or None, got "
-                f"{type(vocabulary).__name__}")
         if callback is not None and not callable(callback):
             raise InvalidInputError(f"callback: expected callback(epoch, mean_loss), got "
                                     f"{callback!r}")
-        n = self._n_symbols_param
-        if vocabulary is not None:
-            if n is not None and n != len(vocabulary):
-                raise InvalidInputError(
-                    f"n_symbols: {n} but the vocabulary has {len(vocabulary)} tokens; pass "
-                    "n_symbols=None or the vocabulary's size")
-            n = len(vocabulary)
-        if n is None:
-            n = int(X.max()) + 1
-        if int(X.max()) >= n:
-            raise InvalidInputError(
-                f"X: symbol {int(X.max())} is out of range for n_symbols={n}; symbols are "
-                f"0 .. {n - 1}" + (" (the vocabulary's ids)" if vocabulary is not None else ""))
+        X, n = resolve_alphabet(X, self._n_symbols_param, vocabulary, self._training_bytes,
+                                "training the LSTM", self.device)
+        lengths = check_lengths(lengths, len(X))
         seed = self.random_state
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
@@ -532,13 +544,10 @@ class LSTMSource(Source):
         """Consume ``y`` (O(1): one LSTM step from the carried ``(h, c)``); the next
         symbol's distribution (float64, softmax of the float32 logits in float64)."""
         self._require_fitted()
-        if isinstance(y, (bool, np.bool_)) or not isinstance(y, (int, np.integer)) \
-                or not 0 <= y < self.n_symbols:
-            raise InvalidInputError(
-                f"y: expected a symbol id in 0 .. {self.n_symbols - 1}, got {y!r}")
+        y = check_symbol(y, self.n_symbols)
         if self._h is None:
             self.reset()
-        return self._feed(int(y))
+        return self._feed(y)
 
     def snapshot(self) -> dict[str, np.ndarray]:
         """``{"h", "c"}``: float64 arrays ``(num_layers, hidden_dim)``, the state after the

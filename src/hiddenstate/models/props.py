@@ -32,7 +32,15 @@ from ..families import FAMILIES
 from ..families.blackbox import BlackBoxEmissions
 from ..inference import Sequences
 from ..learn.online import ONLINE_MODES
-from ..sources import DensitySource, Source, sequence_log_probs
+from ..sources import (
+    DensitySource,
+    ProtocolDensitySource,
+    ProtocolSource,
+    Source,
+    as_source,
+    is_savable,
+    sequence_log_probs,
+)
 from .hmm import _ALL_LETTERS, HMM, make_rng
 
 __all__ = ["PROPS", "TokenScores", "perturbation_log_odds"]
@@ -64,8 +72,12 @@ class PROPS(HMM):
 
     Parameters
     ----------
-    sources : list of :class:`~hiddenstate.sources.Source` over the same ``n_symbols`` (and
-        the same vocabulary, if they have one): the source states, in order.
+    sources : list of sources over the same ``n_symbols`` (and the same vocabulary, if they
+        have one): the source states, in order. A source is a
+        :class:`~hiddenstate.sources.Source` or any object with the protocol's ``reset()``,
+        ``step(y)`` and ``n_symbols`` (``snapshot()``/``restore(d)`` are needed only to
+        continue a sequence across :meth:`partial_fit` calls; what such an object returns
+        is checked: :class:`~hiddenstate.sources.ProtocolSource`).
     n_perturbation_states : number of learned states :math:`K_p` (>= 0).
     emission : emission family of the perturbation states: ``"categorical"`` (sources
         predict symbols: :class:`~hiddenstate.sources.Source`), ``"gaussian"`` or
@@ -141,31 +153,20 @@ class PROPS(HMM):
         if isinstance(self.sources, (str, bytes)) or not isinstance(self.sources, Sequence) \
                 or not self.sources:
             raise InvalidInputError(
-                "sources: expected a non-empty list of hiddenstate.sources.Source objects "
-                "(e.g. KneserNeySource, LSTMSource, CallableSource)")
-        for i, src in enumerate(self.sources):
-            if not isinstance(src, Source):
-                raise InvalidInputError(
-                    f"sources: entry {i} is a {type(src).__name__}, not a Source; wrap a "
-                    "function of the history in hiddenstate.sources.CallableSource")
+                "sources: expected a non-empty list of sources (KneserNeySource, LSTMSource, "
+                "CallableSource, or objects with reset(), step(y) and n_symbols)")
         if self.emission not in FAMILIES:
             raise InvalidInputError(
                 f"emission: {self.emission!r} is not one of {sorted(FAMILIES)}")
         dense = self.emission != "categorical"
-        for i, src in enumerate(self.sources):
-            if isinstance(src, DensitySource) != dense:
-                raise InvalidInputError(
-                    f"sources: entry {i} is a {type(src).__name__}; emission="
-                    f"{self.emission!r} needs sources that predict "
-                    + ("real-valued vectors (hiddenstate.sources.DensitySource)" if dense
-                       else "symbols (hiddenstate.sources.Source, not a DensitySource)"))
-        W = {int(src.n_features if dense else src.n_symbols) for src in self.sources}
+        sources = self._sources()
+        W = {int(src.n_features if dense else src.n_symbols) for src in sources}
         if len(W) != 1:
             raise InvalidInputError(
                 f"sources: the sources predict over different "
                 f"{'feature counts' if dense else 'alphabets'} ({sorted(W)}); they must "
                 "share one vocabulary / feature space")
-        vocabs = [src.vocabulary for src in self.sources if src.vocabulary is not None]
+        vocabs = [src.vocabulary for src in sources if src.vocabulary is not None]
         if any(v != vocabs[0] for v in vocabs[1:]):
             raise InvalidInputError(
                 "sources: the sources were trained with different vocabularies; build one "
@@ -189,6 +190,13 @@ class PROPS(HMM):
         check_positive_int(self.n_states, "n_perturbation_states + len(sources)")
         super()._check_hyper()
 
+    def _sources(self) -> list[Source]:
+        """The sources as :class:`Source` objects: plain objects that follow the protocol
+        wrapped (their outputs checked); ``self.sources`` is left as given."""
+        dense = self.emission != "categorical"
+        return [as_source(src, dense, f"sources: entry {i}", f"emission={self.emission!r}")
+                for i, src in enumerate(self.sources)]
+
     def _family(self, n_features: int, X: np.ndarray | None = None,
                 n_states: int | None = None):
         Xi = None if X is None else X[:, self.n_sources:]
@@ -196,7 +204,7 @@ class PROPS(HMM):
         return BlackBoxEmissions(self.n_sources, inner)
 
     def _known_n_features(self) -> int:
-        src = self.sources[0]
+        src = self._sources()[0]
         return int(src.n_features if isinstance(src, DensitySource) else src.n_symbols)
 
     def _which(self) -> str:
@@ -218,6 +226,9 @@ class PROPS(HMM):
         seqs = Sequences.from_lengths(check_lengths(lengths, len(y)))
         resume = None
         if continues:
+            for src in self._sources():  # a plain object needs snapshot/restore for this
+                if isinstance(src, (ProtocolSource, ProtocolDensitySource)):
+                    src.check_restorable()
             state = getattr(self, "learner_state_", None)
             if state is None or not any(k.startswith(_SOURCE_STATE) for k in state):
                 raise InvalidInputError(
@@ -236,7 +247,7 @@ class PROPS(HMM):
         S = len(seqs.lengths)
         log_f = np.empty((len(y), self.n_sources))
         ends = []
-        for k, src in enumerate(self.sources):
+        for k, src in enumerate(self._sources()):
             lo, hi = 0, S
             if resume is not None:  # the first sequence continues the previous call's last
                 b = bounds[1]
@@ -295,7 +306,8 @@ class PROPS(HMM):
         Ks = self.n_sources
         inner, params = self._fitted_family().inner, self._get_emission_params()
         dense = self.emission != "categorical"
-        preds = [src.reset() for src in self.sources]
+        sources = self._sources()
+        preds = [src.reset() for src in sources]
         X = np.empty((n, self.n_features_ if dense else 1))
         for t, z in enumerate(states):
             if z >= Ks:
@@ -307,7 +319,7 @@ class PROPS(HMM):
                 X[t] = min(int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), "right")),
                            len(p) - 1)
             if t + 1 < n:
-                preds = [src.step(X[t] if dense else int(X[t, 0])) for src in self.sources]
+                preds = [src.step(X[t] if dense else int(X[t, 0])) for src in sources]
         return (X if dense else X.astype(np.int64)), states
 
     def n_parameters(self) -> int:
@@ -323,10 +335,14 @@ class PROPS(HMM):
         """Hyper-parameters for ``model.json``; each source is saved to ``path/source-<k>``."""
         params = self.get_params(deep=False)
         for k, src in enumerate(self.sources):
-            if not hasattr(src, "save"):
+            if not is_savable(src):
                 raise ModelFileError(
-                    f"sources: source {k} ({src.describe()}) cannot be saved; save PROPS with "
-                    "sources that have save/load (KneserNeySource, LSTMSource)")
+                    f"sources: entry {k} ({type(src).__name__}) cannot be saved: a PROPS model "
+                    "is saved only with KneserNeySource and LSTMSource sources (exactly these "
+                    "classes, which hiddenstate.sources.load_source reads back); keep this "
+                    "model in memory, or store its learned_arrays() and rebuild it around your "
+                    "source")
+        for k, src in enumerate(self.sources):
             src.save(Path(path) / f"source-{k}")
         params["sources"] = [f"source-{k}" for k in range(len(self.sources))]
         return params

@@ -5,10 +5,12 @@ tampered ``cli.json`` / ``vocabulary.json``."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -191,6 +193,32 @@ def test_bom_crlf_blank_lines_and_a_long_line_read_like_plain_text(tmp_path, mod
     res = json.loads(out)
     assert rc == 0 and res["n_observations"] == 140000 and res["n_sequences"] == 1
     assert res["total"] == pytest.approx(hs.load(model_dir).score(X, lengths), rel=1e-12)
+
+
+def test_stdin_is_read_as_bytes_with_the_same_rules(model_dir, monkeypatch, capsys):
+    plain = "\n".join(NEW) + "\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(plain.encode())))
+    rc, want, _ = run(["score", "-", "-m", model_dir], capsys)
+    data = b"\xef\xbb\xbf" + plain.replace("\n", "\r\n").encode("latin-1")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    rc2, got, err = run(["score", "-", "-m", model_dir, "--encoding", "latin-1"], capsys)
+    # latin-1 decodes the UTF-8 byte-order mark as three characters, not as a mark
+    assert rc == 0 and rc2 == 0 and got != want
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbf" +
+                                                                   plain.encode())))
+    rc2, got, err = run(["score", "-", "-m", model_dir], capsys)
+    assert rc2 == 0 and got == want
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(plain.encode("latin-1"))))
+    rc2, _, err = run(["score", "-", "-m", model_dir], capsys)
+    assert rc2 == 2 and "<stdin>: not utf-8 text (line 1, byte 0xe9)" in err
+
+
+def test_json_files_edited_with_a_byte_order_mark_still_load(model_dir, corpus, capsys):
+    for name in ("cli.json", "vocabulary.json"):
+        path = model_dir / name
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    rc, out, err = run(["score", corpus, "-m", model_dir], capsys)
+    assert rc == 0 and err == "" and len(scores(out)) == len(TRAIN)
 
 
 def hs_vocab(model_dir) -> Vocabulary:

@@ -404,7 +404,7 @@ def load_model_dir(path: str | Path):
             "encoded (model.save does not write it); " + refit + ", or save the model with "
             "hiddenstate.cli.save_model_dir(model, dir, input_format=..., vocabulary=...)")
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(meta_path.read_text(encoding="utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelFileError(f"{meta_path}: not valid JSON ({exc}); {refit}") from exc
     if not isinstance(meta, dict) or meta.get("format") != _META_FORMAT:

@@ -258,7 +258,7 @@ class Vocabulary:
                 "as vocabulary.json (refit with `hiddenstate fit` if it was deleted)"
             )
         try:
-            d = json.loads(p.read_text(encoding="utf-8"))
+            d = json.loads(p.read_text(encoding="utf-8-sig"))  # an editor's BOM is harmless
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ModelFileError(f"{p}: not valid UTF-8 JSON ({exc})") from exc
         return cls.from_dict(d, source=str(p))

@@ -54,8 +54,8 @@ def check_distribution(p, n_symbols: int, who: str) -> np.ndarray:
     :data:`SUM_TOL`), else an :class:`InvalidInputError` naming ``who``."""
     try:
         p = np.asarray(p, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(
+    except (TypeError, ValueError, RuntimeError) as exc:  # RuntimeError: a torch tensor
+        raise InvalidInputError(                               # that requires grad
             f"{who}: returned {type(p).__name__}, not an array of {n_symbols} probabilities "
             f"({exc})") from None
     if p.shape != (n_symbols,):
@@ -107,14 +107,17 @@ def check_memory(nbytes: float, what: str, who: str, fix: str, device: str = "cp
 
 
 def resolve_alphabet(X, n_symbols, vocabulary, memory: Callable[[int], float] | None = None,
-                     what: str = "the model", device: str = "cpu") -> tuple[np.ndarray, int]:
+                     what: str = "the model", device: str = "cpu",
+                     fix: str = "use a smaller vocabulary (e.g. Vocabulary.build(..., "
+                                "max_size=...))") -> tuple[np.ndarray, int]:
     """``(y, W)``: the training symbols ``X`` as 1-D int64 and the alphabet size of a source.
 
     ``W`` is ``n_symbols`` if given, else ``len(vocabulary)``, else ``max(X) + 1``; each
     symbol must be below it. An inferred size above :data:`SPARSE_MIN` of which fewer than
     half the ids occur is refused (ids such as ``[0, 10**7]`` are an encoding mistake, not a
     ten-million-word alphabet: pass ``n_symbols`` to mean it). ``memory(W)`` (bytes) is
-    checked against the memory of ``device`` before the caller allocates anything.
+    checked against the memory of ``device`` before the caller allocates anything; the
+    error names the argument that set ``W`` and ``fix``.
     """
     y = check_symbols(X, None, "X")
     if vocabulary is not None and not isinstance(vocabulary, Vocabulary):
@@ -146,9 +149,7 @@ def resolve_alphabet(X, n_symbols, vocabulary, memory: Callable[[int], float] | 
             + (" (the vocabulary's ids)" if vocabulary is not None else "")
             + "; pass n_symbols (or a vocabulary) covering every symbol")
     if memory is not None:
-        check_memory(memory(W), f"{what} over {W:,} symbols", who,
-                     "use a smaller vocabulary (e.g. Vocabulary.build(..., max_size=...))",
-                     device)
+        check_memory(memory(W), f"{what} over {W:,} symbols", who, fix, device)
     return y, W
 
 

@@ -315,7 +315,9 @@ class LSTMSource(Source):
             raise InvalidInputError(f"callback: expected callback(epoch, mean_loss), got "
                                     f"{callback!r}")
         X, n = resolve_alphabet(X, self._n_symbols_param, vocabulary, self._training_bytes,
-                                "training the LSTM", self.device)
+                                "training the LSTM", self.device,
+                                "use a smaller vocabulary (Vocabulary.build(..., max_size=...)) "
+                                "or a smaller embedding_dim / hidden_dim / num_layers")
         lengths = check_lengths(lengths, len(X))
         seed = self.random_state
         if seed is None:

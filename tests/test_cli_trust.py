@@ -450,3 +450,18 @@ def test_tampered_vocabulary_json_exits_2(model_dir, corpus, capsys):
 def test_old_positional_model_argument_is_a_usage_error(model_dir, corpus, capsys):
     rc, _, err = run(["score", model_dir, corpus], capsys)
     assert rc == 2 and "--model" in err
+
+
+def test_version_1_cli_json_is_still_read_with_its_structural_checks(model_dir, corpus, capsys):
+    """cli.json as fit wrote it before the checksums: still usable; its format/vocabulary
+    consistency is still checked."""
+    rc, want, _ = run(["score", corpus, "-m", model_dir], capsys)
+    doc = json.loads((model_dir / "cli.json").read_text(encoding="utf-8"))
+    for key in ("emission", "n_features", "vocabulary_sha256"):
+        del doc[key]
+    (model_dir / "cli.json").write_text(json.dumps({**doc, "version": 1}), encoding="utf-8")
+    rc, got, err = run(["score", corpus, "-m", model_dir], capsys)
+    assert rc == 0 and got == want, err
+    _edit_json(model_dir / "cli.json", input_format="npy")
+    rc, _, err = run(["score", corpus, "-m", model_dir], capsys)
+    assert rc == 2 and "input_format 'npy' with vocabulary" in one_error_line(err, "score")

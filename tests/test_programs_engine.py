@@ -15,34 +15,10 @@ from scipy.stats import chisquare
 import hiddenstate as hs
 from hiddenstate.errors import ProgramError
 from hiddenstate.programs import Program, ProgramModel, explain, msw
-from hiddenstate.programs.examples import hmm_program, path_program
+from hiddenstate.programs.examples import hmm_program, path_program, pcfg_program
 
-
-def pcfg_program() -> Program:
-    """An ambiguous grammar (S -> S S | A S | a, A -> a | b | A A) over spans of a word list:
-    alternatives with two child goals, sub-goals shared by many derivations."""
-    prog = Program("pcfg")
-    rules = {"S": [("S", "S"), ("A", "S"), ("a",)], "A": [("a",), ("b",), ("A", "A")]}
-    for lhs, rhs in rules.items():
-        prog.switch(lhs, rhs)
-
-    @prog.goal
-    def sentence(words):
-        return [[span("S", 0, len(words), words)]]
-
-    @prog.goal
-    def span(lhs, i, j, words):
-        alts = []
-        for rhs in rules[lhs]:
-            if len(rhs) == 1:
-                if j == i + 1 and words[i] == rhs[0]:
-                    alts.append([msw(lhs, rhs)])
-            else:
-                alts.extend([msw(lhs, rhs), span(rhs[0], i, k, words), span(rhs[1], k, j, words)]
-                            for k in range(i + 1, j))
-        return alts
-
-    return prog
+#: an ambiguous grammar: alternatives with two child goals, sub-goals shared by many parses
+GRAMMAR = {"S": [("S", "S"), ("A", "S"), ("a",)], "A": [("a",), ("b",), ("A", "A")]}
 
 
 def repeats_program() -> Program:
@@ -87,7 +63,7 @@ def _randomised(prog: Program, seed: int) -> ProgramModel:
 
 def _cases():
     hmm = hmm_program(2, 3)
-    pcfg = pcfg_program()
+    pcfg = pcfg_program(GRAMMAR)
     path = path_program()
     reps = repeats_program()
     return [
@@ -199,7 +175,7 @@ def test_sampling_execution_draws_goals_with_their_inside_probabilities():
 
 
 def test_a_shared_sub_goal_appears_once_in_the_graph():
-    prog = pcfg_program()
+    prog = pcfg_program(GRAMMAR)
     sentence = prog.predicates["sentence"]
     words = list("ababa")
     graph = explain(prog, [sentence(words), sentence(words), sentence(words[:3])])

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 from program_brute_force import derivations
-from test_programs_engine import pcfg_program
+from test_programs_engine import GRAMMAR
 
 import hiddenstate as hs
 from hiddenstate.errors import (
@@ -23,7 +23,7 @@ from hiddenstate.errors import (
 from hiddenstate.learn import ConvergenceMonitor
 from hiddenstate.learn import fit as fit_mode
 from hiddenstate.programs import Program, ProgramModel, explain, geometric_schedule, load, msw
-from hiddenstate.programs.examples import hmm_program, path_program
+from hiddenstate.programs.examples import hmm_program, path_program, pcfg_program
 from hiddenstate.programs.problem import ProgramProblem
 
 LENGTHS = [6, 1, 9, 4, 7]
@@ -126,7 +126,7 @@ def test_every_mode_objective_never_decreases(learn, which):
         prog = hmm_program(3, 4, prior=1.5 if learn != "em" else 1.0)
         goals = [prog.predicates["hmm"](rng.integers(0, 4, n)) for n in (30, 12, 25)]
     else:
-        prog = pcfg_program()
+        prog = pcfg_program(GRAMMAR)
         if learn != "em":
             for spec in prog.switches.specs:
                 spec.prior[:] = 1.2
@@ -183,7 +183,7 @@ def test_viterbi_training_stops_when_the_viterbi_explanations_stop_changing():
 
 
 def test_kbest_viterbi_training_counts_the_k_best_explanations_by_their_weights():
-    prog = pcfg_program()
+    prog = pcfg_program(GRAMMAR)
     sentence = prog.predicates["sentence"]
     goals = [sentence(list("ababa")), sentence(list("aaba"))]
     model = ProgramModel(prog, random_state=0)
@@ -476,3 +476,17 @@ def test_hand_set_probabilities_are_validated_where_used():
         model.score([prog.predicates["hmm"]([0, 1])])
     with pytest.raises(InvalidInputError, match="no sampler"):
         ProgramModel(Program("bare")).sample(1)
+
+
+def test_the_examples_in_docs_programs_print_what_they_say(capsys):
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "programs.md").read_text("utf-8")
+    body = doc.split("## An HMM in a few lines", 1)[1]
+    namespace: dict = {}
+    for code in re.findall(r"```python\n(.*?)```", body, re.S):
+        exec(compile(code, "docs/programs.md", "exec"), namespace)
+    shown = re.findall(r"\nprints\n\n```\n(.*?)```", body, re.S)
+    assert len(shown) == 2
+    assert capsys.readouterr().out == "".join(shown)

@@ -10,10 +10,11 @@ pass is one sweep over the arrays (upwards for inside / Viterbi / k-best, downwa
 outside and the count passes), and the graph of many observed goals is one graph: a
 sub-goal shared by several goals is computed once.
 
-Everything is in log space (no underflow on long chains), except the *expected uses*
-``uses[n]`` of the downward passes: the posterior expected number of occurrences of node
-``n`` in an explanation of the observed goals. That number is bounded by the number of
-goals times the multiplicity of ``n``, so it needs no scaling:
+Everything is in log space (no underflow on long chains), except two quantities that need
+no scaling: the probability ``cond[a]`` of an alternative given its goal, and the *expected
+uses* ``uses[n]`` of the downward passes, the posterior expected number of occurrences of
+node ``n`` in an explanation of the observed goals (bounded by the number of goals times the
+multiplicity of ``n``):
 
 .. math::
     \mathrm{uses}(c) = \sum_{a \ni c} \mathrm{uses}(\mathrm{head}(a))\,
@@ -69,10 +70,12 @@ def reachable(node_ptr, item_ptr, items, keep_alt, reach):
 
 
 @njit(cache=True)
-def inside(logtheta, node_ptr, item_ptr, items, ins_node, ins_alt):
-    """Sum-product: ``ins_alt[a]`` = log-probability of alternative ``a``, ``ins_node[n]``
-    = log-sum over its alternatives (``-inf``: no explanation of non-zero probability).
-    Pass ``beta * log(theta)`` for the tempered inside of deterministic annealing."""
+def inside(logtheta, node_ptr, item_ptr, items, ins_node, cond):
+    r"""Sum-product: ``ins_node[n]`` = log-sum of the probabilities of goal ``n``'s
+    alternatives (``-inf``: no explanation of non-zero probability) and ``cond[a]`` =
+    :math:`e^{\mathrm{in}(a) - \mathrm{in}(n)}`, the probability of alternative ``a``
+    given its goal (0 under an impossible goal). Pass ``beta * log(theta)`` for the
+    tempered inside of deterministic annealing."""
     for n in range(node_ptr.shape[0] - 1):
         top = -np.inf
         for a in range(node_ptr[n], node_ptr[n + 1]):
@@ -80,30 +83,35 @@ def inside(logtheta, node_ptr, item_ptr, items, ins_node, ins_alt):
             for j in range(item_ptr[a], item_ptr[a + 1]):
                 v = items[j]
                 s += logtheta[~v] if v < 0 else ins_node[v]
-            ins_alt[a] = s
+            cond[a] = s
             if s > top:
                 top = s
         if top == -np.inf:
             ins_node[n] = -np.inf
+            for a in range(node_ptr[n], node_ptr[n + 1]):
+                cond[a] = 0.0
             continue
         acc = 0.0
         for a in range(node_ptr[n], node_ptr[n + 1]):
-            acc += np.exp(ins_alt[a] - top)
+            e = np.exp(cond[a] - top)
+            cond[a] = e
+            acc += e
+        for a in range(node_ptr[n], node_ptr[n + 1]):
+            cond[a] /= acc
         ins_node[n] = top + np.log(acc)
 
 
 @njit(cache=True)
-def outside_counts(node_ptr, item_ptr, items, ins_node, ins_alt, uses, counts):
+def outside_counts(node_ptr, item_ptr, items, cond, uses, counts):
     """Downward pass: on entry ``uses`` holds the weight of each observed goal at its node
     (0 elsewhere); on exit the expected uses of every node. Adds the expected count of
     every switch outcome to ``counts``."""
     for n in range(node_ptr.shape[0] - 2, -1, -1):
         u = uses[n]
-        if u == 0.0 or ins_node[n] == -np.inf:
+        if u == 0.0:
             continue
-        base = ins_node[n]
         for a in range(node_ptr[n], node_ptr[n + 1]):
-            w = u * np.exp(ins_alt[a] - base)
+            w = u * cond[a]
             if w == 0.0:
                 continue
             for j in range(item_ptr[a], item_ptr[a + 1]):
@@ -262,11 +270,11 @@ def kbest_counts(item_ptr, items, kb_alt, kb_rank, uses, counts):
 
 
 @njit(cache=True)
-def sample_derivations(node_ptr, item_ptr, items, ins_node, ins_alt, roots, uniforms,
-                       out_node, out_alt, out_ptr):
+def sample_derivations(node_ptr, item_ptr, items, cond, roots, uniforms, out_node, out_alt,
+                       out_ptr):
     r"""Posterior samples of explanations, one per entry of ``roots``: top-down, each goal
-    occurrence takes alternative ``a`` with probability :math:`e^{\mathrm{in}(a) -
-    \mathrm{in}(n)}`, and its child goals are expanded left to right (pre-order).
+    occurrence takes alternative ``a`` with probability ``cond[a]`` (see :func:`inside`),
+    and its child goals are expanded left to right (pre-order).
 
     Writes the (node, alternative) steps of sample ``s`` to ``out_node/out_alt[out_ptr[s]
     .. out_ptr[s + 1] - 1]``, one uniform per step. Returns the number of steps written, or
@@ -285,15 +293,14 @@ def sample_derivations(node_ptr, item_ptr, items, ins_node, ins_alt, roots, unif
             n = stack[top]
             if pos >= cap or pos >= uniforms.shape[0]:
                 return -1
-            base = ins_node[n]
             total = 0.0
             for a in range(node_ptr[n], node_ptr[n + 1]):
-                total += np.exp(ins_alt[a] - base)
+                total += cond[a]
             target = uniforms[pos] * total
             acc = 0.0
             chosen = -1
             for a in range(node_ptr[n], node_ptr[n + 1]):
-                w = np.exp(ins_alt[a] - base)
+                w = cond[a]
                 if w > 0.0:
                     chosen = a
                     acc += w

@@ -1,6 +1,7 @@
-"""Two programs used by the docs, the tests and the benchmark.
+"""Programs used by the docs, the tests and the benchmark.
 
 - :func:`hmm_program`: a categorical HMM (the model of :class:`hiddenstate.HMM`).
+- :func:`pcfg_program`: a PCFG in Chomsky normal form (the inside-outside algorithm).
 - :func:`path_program`: the probabilistic graph of Sato & Kubota's figure 5 (from the
   ProbLog tutorial): six nodes, eight undirected edges, each an on/off switch; the
   explanations of ``path(x, y)`` are the simple paths from x to y, which are not exclusive.
@@ -52,6 +53,38 @@ def hmm_program(n_states: int, n_symbols: int, prior=1.0) -> Program:
             if t + 1 < length:
                 s = draw(tr(s))
         return hmm(xs)
+
+    return prog
+
+
+def pcfg_program(rules: dict, start: str = "S", prior=1.0) -> Program:
+    """A PCFG in Chomsky normal form as a program.
+
+    ``rules`` maps each nonterminal to its right-hand sides: a 1-tuple ``(word,)`` or a
+    pair of nonterminals ``(B, C)``. Each nonterminal is a switch whose outcomes are its
+    right-hand sides (PRISM's ``values('A', [...])``). The observed goal is
+    ``sentence(words)``; ``span(A, i, j, words)`` is "A derives words[i:j]". A sentence of
+    n words has at most |N| n^2 / 2 goals and |R| n^3 / 6 alternatives; goals that derive
+    nothing are pruned from the graph.
+    """
+    prog = Program("pcfg")
+    lexical, binary = {}, {}
+    for lhs, rhss in rules.items():
+        prog.switch(lhs, rhss, prior=prior)
+        lexical[lhs] = {r[0]: msw(lhs, r) for r in rhss if len(r) == 1}
+        binary[lhs] = [(msw(lhs, r), r[0], r[1]) for r in rhss if len(r) == 2]
+
+    @prog.goal
+    def sentence(words):
+        return [[span(start, 0, len(words), words)]]
+
+    @prog.goal
+    def span(lhs, i, j, words):
+        if j == i + 1:
+            rule = lexical[lhs].get(words[i])
+            return [[rule]] if rule is not None else []
+        return [[rule, span(b, i, k, words), span(c, k, j, words)]
+                for rule, b, c in binary[lhs] for k in range(i + 1, j)]
 
     return prog
 

@@ -90,20 +90,21 @@ class ExplanationGraph:
 
     # -- sum-product ---------------------------------------------------------------------------
     def inside(self, logtheta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Log inside probability of every node and alternative."""
+        """Log inside probability of every node, and the probability of every alternative
+        given its node."""
         ins_node = np.empty(self.n_nodes)
-        ins_alt = np.empty(self.n_alts)
-        kg.inside(logtheta, *self._args(), ins_node, ins_alt)
-        return ins_node, ins_alt
+        cond = np.empty(self.n_alts)
+        kg.inside(logtheta, *self._args(), ins_node, cond)
+        return ins_node, cond
 
     def expected(self, logtheta: np.ndarray, weights=None):
         """Inside pass then outside pass: ``(ins_node, uses, counts)``: log inside
         probabilities, expected uses of every node and expected counts of every switch
         outcome, for the observed goals weighted by ``weights`` (default 1 each)."""
-        ins_node, ins_alt = self.inside(logtheta)
+        ins_node, cond = self.inside(logtheta)
         uses = self.root_weights(weights)
         counts = np.zeros(self.n_params)
-        kg.outside_counts(*self._args(), ins_node, ins_alt, uses, counts)
+        kg.outside_counts(*self._args(), cond, uses, counts)
         return ins_node, uses, counts
 
     # -- max-product ---------------------------------------------------------------------------
@@ -170,7 +171,7 @@ class ExplanationGraph:
                            tuple((self.goals[n], int(self.alt_orig[a])) for n, a in steps),
                            tuple(msws))
 
-    def sample(self, ins_node, ins_alt, nodes: np.ndarray, rng: np.random.Generator):
+    def sample(self, cond, nodes: np.ndarray, rng: np.random.Generator):
         """Posterior draws of one explanation for each entry of ``nodes``: a list of
         (node, alternative) step arrays (see
         :func:`hiddenstate.kernels.explanation_graph.sample_derivations`)."""
@@ -180,8 +181,8 @@ class ExplanationGraph:
             out_node = np.empty(len(uniforms), dtype=np.int64)
             out_alt = np.empty(len(uniforms), dtype=np.int64)
             out_ptr = np.empty(len(nodes) + 1, dtype=np.int64)
-            n = kg.sample_derivations(*self._args(), ins_node, ins_alt, nodes, uniforms,
-                                      out_node, out_alt, out_ptr)
+            n = kg.sample_derivations(*self._args(), cond, nodes, uniforms, out_node, out_alt,
+                                      out_ptr)
             if n >= 0:
                 break
             uniforms = np.concatenate((uniforms, rng.random(len(uniforms))))

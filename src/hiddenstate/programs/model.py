@@ -352,10 +352,10 @@ class ProgramModel(BaseEstimator):
         goals = self._check_goals(goal, "goal")
         graph = self._graph(goals[:1])
         logtheta = self._log_theta()[:graph.n_params]
-        ins, ins_alt = graph.inside(logtheta)
+        ins, cond = graph.inside(logtheta)
         check_possible(graph, ins[graph.roots])
         rng = make_rng(self.random_state if random_state is None else random_state)
-        draws = graph.sample(ins, ins_alt, np.full(n, graph.roots[0]), rng)
+        draws = graph.sample(cond, np.full(n, graph.roots[0]), rng)
         param_msw = self._param_msw()
         return [graph.explanation(steps, param_msw, logtheta) for steps in draws]
 

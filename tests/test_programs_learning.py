@@ -466,6 +466,13 @@ def test_hyper_parameters_are_validated(kw, match):
         ProgramModel(prog, **kw).fit([prog.predicates["hmm"]([0, 1])])
 
 
+@pytest.mark.parametrize("goals", [[], None, "abc", [[0, 1]], 3.5])
+def test_goals_that_are_not_goals_are_refused(goals):
+    prog = hmm_program(2, 2)
+    with pytest.raises(InvalidInputError, match="goals"):
+        ProgramModel(prog).fit(goals)
+
+
 def test_hand_set_probabilities_are_validated_where_used():
     prog = hmm_program(2, 2)
     model = ProgramModel(prog)
@@ -474,6 +481,11 @@ def test_hand_set_probabilities_are_validated_where_used():
     model.probs_ = {"init": np.array([np.nan, 1.0])}
     with pytest.raises(InvalidInputError, match=r"probs_\['init'\]"):
         model.score([prog.predicates["hmm"]([0, 1])])
+    model.probs_ = {"inti": np.array([0.5, 0.5])}
+    with pytest.raises(InvalidInputError, match="'inti' is not a switch"):
+        model.score([prog.predicates["hmm"]([0, 1])])
+    with pytest.raises(InvalidInputError, match="GiB"):
+        ProgramModel(prog).kbest(prog.predicates["hmm"]([0, 1]), 10**9)
     with pytest.raises(InvalidInputError, match="no sampler"):
         ProgramModel(Program("bare")).sample(1)
 

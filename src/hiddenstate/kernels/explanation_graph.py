@@ -101,6 +101,17 @@ def inside(logtheta, node_ptr, item_ptr, items, ins_node, cond):
         ins_node[n] = top + np.log(acc)
 
 
+@njit(cache=True, inline="always")
+def _spread(item_ptr, items, a, w, counts, uses):
+    """Add weight ``w`` of alternative ``a`` to its switch outcomes and its child goals."""
+    for j in range(item_ptr[a], item_ptr[a + 1]):
+        v = items[j]
+        if v < 0:
+            counts[~v] += w
+        else:
+            uses[v] += w
+
+
 @njit(cache=True)
 def outside_counts(node_ptr, item_ptr, items, cond, uses, counts):
     """Downward pass: on entry ``uses`` holds the weight of each observed goal at its node
@@ -112,14 +123,8 @@ def outside_counts(node_ptr, item_ptr, items, cond, uses, counts):
             continue
         for a in range(node_ptr[n], node_ptr[n + 1]):
             w = u * cond[a]
-            if w == 0.0:
-                continue
-            for j in range(item_ptr[a], item_ptr[a + 1]):
-                v = items[j]
-                if v < 0:
-                    counts[~v] += w
-                else:
-                    uses[v] += w
+            if w != 0.0:
+                _spread(item_ptr, items, a, w, counts, uses)
 
 
 @njit(cache=True)
@@ -153,12 +158,7 @@ def viterbi_counts(item_ptr, items, best_alt, uses, counts, chosen):
             chosen[n] = -1
             continue
         chosen[n] = a
-        for j in range(item_ptr[a], item_ptr[a + 1]):
-            v = items[j]
-            if v < 0:
-                counts[~v] += u
-            else:
-                uses[v] += u
+        _spread(item_ptr, items, a, u, counts, uses)
 
 
 @njit(cache=True)

@@ -13,8 +13,11 @@ from functools import cached_property
 
 import numpy as np
 
+from ..errors import InvalidInputError
 from ..kernels import explanation_graph as kg
 from .program import Goal, Msw
+
+_KBEST_BYTES = 4 * 2**30  # the k-best tables may take at most this much memory
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,11 @@ class ExplanationGraph:
     def kbest(self, logtheta: np.ndarray, k: int):
         """``(score (N, k), alt (N, k), rank (N, k, width))`` of the k best explanations of
         every node (see :func:`hiddenstate.kernels.explanation_graph.kbest`)."""
+        need = self.n_nodes * k * (self.width + 2) * 8
+        if need > _KBEST_BYTES:
+            raise InvalidInputError(
+                f"k: the {k} best explanations of every goal of this graph need "
+                f"{need / 2**30:.1f} GiB ({self.n_nodes} goals); use a smaller k")
         score = np.empty((self.n_nodes, k))
         alt = np.empty((self.n_nodes, k), dtype=np.int64)
         rank = np.full((self.n_nodes, k, self.width), -1, dtype=np.int64)

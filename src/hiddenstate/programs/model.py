@@ -168,6 +168,11 @@ class ProgramModel(BaseEstimator):
             raise InvalidInputError(
                 "probs_: expected a dict switch name -> probabilities; set it with "
                 "set_probs or fit")
+        unknown = [name for name in probs if name not in table.ids]
+        if unknown:
+            raise InvalidInputError(
+                f"probs_: {unknown[0]!r} is not a switch of program {self.program.name!r}; "
+                "set probabilities of declared switches only (set_probs checks the name)")
         theta = np.empty(table.n_params)
         for sid in range(len(table.names)):
             theta[table.offsets[sid]:table.offsets[sid + 1]] = self._switch_probs(sid, probs)

@@ -27,6 +27,12 @@ class ZeroProbabilityError(HiddenStateError, ValueError):
     """A sequence has probability zero under the model's current parameters."""
 
 
+class ProgramError(HiddenStateError, ValueError):
+    """A probabilistic program cannot be explained: a tabled goal depends on itself, the
+    search exceeds its goal or depth limit, or a goal's function returns something other
+    than alternatives of switch outcomes and goals."""
+
+
 class NumericalError(HiddenStateError, FloatingPointError):
     """A learning objective became NaN or infinite."""
 

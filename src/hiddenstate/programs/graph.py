@@ -1,0 +1,199 @@
+r"""The compiled explanation graph of a batch of goals and the passes over it.
+
+Built by :func:`hiddenstate.programs.tabling.explain`; the arrays are described in
+:mod:`hiddenstate.kernels.explanation_graph`. The passes take the flat vector of log switch
+probabilities (``log theta``, one entry per switch outcome) and return arrays per node;
+:class:`Explanation` turns a derivation back into goals and ``msw`` atoms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..kernels import explanation_graph as kg
+from .program import Goal, Msw
+
+_KBEST_BYTES = 4 * 2**30  # the k-best tables may take at most this much memory
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """One explanation (derivation) of a goal.
+
+    ``logprob``: the sum of the log-probabilities of its switch outcomes; ``steps``: the
+    goals it uses in pre-order, each with the index of the alternative taken (its position
+    in the list the goal's function returned); ``msws``: its switch outcomes in the same
+    order (an outcome drawn twice appears twice).
+    """
+
+    logprob: float
+    steps: tuple[tuple[Goal, int], ...]
+    msws: tuple[Msw, ...]
+
+    @property
+    def prob(self) -> float:
+        return float(np.exp(self.logprob))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(map(repr, self.msws[:6])) + (", ..." if len(self.msws) > 6 else "")
+        return f"Explanation(p={self.prob:.6g}, [{shown}])"
+
+
+@dataclass
+class ExplanationGraph:
+    """AND/OR graph in topological order (see :mod:`hiddenstate.kernels.explanation_graph`);
+    ``goals[n]`` is node ``n``'s goal, ``roots[i]`` the node of the i-th goal explained."""
+
+    node_ptr: np.ndarray
+    item_ptr: np.ndarray
+    items: np.ndarray
+    alt_orig: np.ndarray
+    goals: list
+    roots: np.ndarray
+    n_params: int
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_ptr) - 1
+
+    @property
+    def n_alts(self) -> int:
+        return len(self.item_ptr) - 1
+
+    @cached_property
+    def width(self) -> int:
+        """The largest number of child goals in one alternative."""
+        alt = np.repeat(np.arange(self.n_alts), np.diff(self.item_ptr))
+        kids = np.bincount(alt[self.items >= 0], minlength=self.n_alts)
+        return int(kids.max()) if self.n_alts else 0
+
+    @cached_property
+    def node_of(self) -> dict:
+        return {g: n for n, g in enumerate(self.goals)}
+
+    @cached_property
+    def uses_switch(self) -> np.ndarray:
+        """True at the flat parameter indices some alternative uses."""
+        mask = np.zeros(self.n_params, dtype=np.bool_)
+        mask[~self.items[self.items < 0]] = True
+        return mask
+
+    def root_weights(self, weights=None) -> np.ndarray:
+        """Weight of every node as an observed goal (repeated goals add up)."""
+        w = np.zeros(self.n_nodes)
+        np.add.at(w, self.roots, 1.0 if weights is None else weights)
+        return w
+
+    def _args(self):
+        return self.node_ptr, self.item_ptr, self.items
+
+    # -- sum-product ---------------------------------------------------------------------------
+    def inside(self, logtheta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Log inside probability of every node, and the probability of every alternative
+        given its node."""
+        ins_node = np.empty(self.n_nodes)
+        cond = np.empty(self.n_alts)
+        kg.inside(logtheta, *self._args(), ins_node, cond)
+        return ins_node, cond
+
+    def expected(self, logtheta: np.ndarray, weights=None):
+        """Inside pass then outside pass: ``(ins_node, uses, counts)``: log inside
+        probabilities, expected uses of every node and expected counts of every switch
+        outcome, for the observed goals weighted by ``weights`` (default 1 each)."""
+        ins_node, cond = self.inside(logtheta)
+        uses = self.root_weights(weights)
+        counts = np.zeros(self.n_params)
+        kg.outside_counts(*self._args(), cond, uses, counts)
+        return ins_node, uses, counts
+
+    # -- max-product ---------------------------------------------------------------------------
+    def viterbi(self, logtheta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Log-probability of the best explanation of every node and its alternative."""
+        vit = np.empty(self.n_nodes)
+        best = np.empty(self.n_nodes, dtype=np.int64)
+        kg.viterbi(logtheta, *self._args(), vit, best)
+        return vit, best
+
+    def viterbi_counts(self, best: np.ndarray, weights=None) -> tuple[np.ndarray, np.ndarray]:
+        """Switch counts along the Viterbi explanations of the observed goals and the
+        alternative each used node takes (-1 elsewhere)."""
+        uses = self.root_weights(weights)
+        counts = np.zeros(self.n_params)
+        chosen = np.empty(self.n_nodes, dtype=np.int64)
+        kg.viterbi_counts(self.item_ptr, self.items, best, uses, counts, chosen)
+        return counts, chosen
+
+    def kbest(self, logtheta: np.ndarray, k: int):
+        """``(score (N, k), alt (N, k), rank (N, k, width))`` of the k best explanations of
+        every node (see :func:`hiddenstate.kernels.explanation_graph.kbest`)."""
+        need = self.n_nodes * k * (self.width + 2) * 8
+        if need > _KBEST_BYTES:
+            raise InvalidInputError(
+                f"k: the {k} best explanations of every goal of this graph need "
+                f"{need / 2**30:.1f} GiB ({self.n_nodes} goals); use a smaller k")
+        score = np.empty((self.n_nodes, k))
+        alt = np.empty((self.n_nodes, k), dtype=np.int64)
+        rank = np.full((self.n_nodes, k, self.width), -1, dtype=np.int64)
+        kg.kbest(logtheta, *self._args(), k, score, alt, rank)
+        return score, alt, rank
+
+    def kbest_counts(self, alt, rank, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Switch counts along the k best explanations of each observed goal, weighted by
+        ``weights (n_roots, k)``; also the weighted uses of every (node, rank)."""
+        uses = np.zeros(alt.shape)
+        np.add.at(uses, self.roots, weights)
+        counts = np.zeros(self.n_params)
+        kg.kbest_counts(self.item_ptr, self.items, alt, rank, uses, counts)
+        return counts, uses
+
+    # -- explanations --------------------------------------------------------------------------
+    def walk(self, node: int, rank: int, alt, child_rank) -> list[tuple[int, int]]:
+        """The (node, alternative) steps of a derivation in pre-order: ``alt[n, r]`` is the
+        alternative of rank ``r`` at node ``n``, ``child_rank[n, r, i]`` the rank used for
+        its i-th child goal (``child_rank=None``: rank 0 everywhere, i.e. Viterbi)."""
+        steps = []
+        stack = [(node, rank)]
+        while stack:
+            n, r = stack.pop()
+            a = int(alt[n, r])
+            steps.append((n, a))
+            kids = [v for v in self.items[self.item_ptr[a]:self.item_ptr[a + 1]].tolist()
+                    if v >= 0]
+            for i in range(len(kids) - 1, -1, -1):
+                stack.append((kids[i], 0 if child_rank is None else int(child_rank[n, r, i])))
+        return steps
+
+    def explanation(self, steps, param_msw: list, logtheta: np.ndarray) -> Explanation:
+        """An :class:`Explanation` from (node, alternative) steps; ``param_msw[p]`` is the
+        ``msw`` atom of flat parameter ``p``, ``logtheta`` its log-probability."""
+        params = []
+        for _, a in steps:
+            params.extend(~v for v in self.items[self.item_ptr[a]:self.item_ptr[a + 1]].tolist()
+                          if v < 0)
+        msws = [param_msw[p] for p in params]
+        return Explanation(float(logtheta[params].sum()) if params else 0.0,
+                           tuple((self.goals[n], int(self.alt_orig[a])) for n, a in steps),
+                           tuple(msws))
+
+    def sample(self, cond, nodes: np.ndarray, rng: np.random.Generator):
+        """Posterior draws of one explanation for each entry of ``nodes``: a list of
+        (node, alternative) step arrays (see
+        :func:`hiddenstate.kernels.explanation_graph.sample_derivations`)."""
+        size = max(64, 4 * len(nodes))
+        uniforms = rng.random(size)
+        while True:
+            out_node = np.empty(len(uniforms), dtype=np.int64)
+            out_alt = np.empty(len(uniforms), dtype=np.int64)
+            out_ptr = np.empty(len(nodes) + 1, dtype=np.int64)
+            n = kg.sample_derivations(*self._args(), cond, nodes, uniforms, out_node, out_alt,
+                                      out_ptr)
+            if n >= 0:
+                break
+            uniforms = np.concatenate((uniforms, rng.random(len(uniforms))))
+        return [list(zip(out_node[out_ptr[s]:out_ptr[s + 1]].tolist(),
+                         out_alt[out_ptr[s]:out_ptr[s + 1]].tolist(), strict=True))
+                for s in range(len(nodes))]

@@ -1,0 +1,399 @@
+r"""The estimator of a program's switch probabilities: :class:`ProgramModel`.
+
+``ProgramModel(program, learn="em" | "map" | "vb" | "vt" | "kvt")`` learns every switch
+that is not ``fixed`` from observed goals with the generic batch learner
+(:func:`hiddenstate.learn.fit`), the same code that learns an HMM; ``anneal=`` adds
+deterministic annealing to EM and MAP. Before ``fit`` the model uses the probabilities
+declared in the program (uniform where none were given), so a hand-set program can be
+scored, decoded and sampled at once.
+
+**What EM computes.** The inside pass sums the probabilities of a goal's explanations. When
+the explanations are exclusive (at most one is true in any run of the program, PRISM's
+exclusiveness condition; HMMs, PCFGs and Bayesian networks written generatively satisfy it)
+that sum is P(G) and EM maximises the likelihood. When they are not (the path program of
+``docs/programs.md``), the sum over-counts the overlaps: it is an upper bound of P(G), can
+exceed one, and EM maximises that sum, not the likelihood. Viterbi training only ever uses
+the probability of one explanation, so it is exact for any program (Sato & Kubota, sec. 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._validation import check_positive_int
+from ..errors import InvalidInputError
+from ..learn import MODES, ConvergenceMonitor
+from ..learn import fit as fit_mode
+from .graph import Explanation
+from .problem import LEARNED, ProgramProblem, check_possible
+from .program import Goal, Msw, Program
+from .tabling import explain
+
+INITS = ("random", "declared", "uniform")
+
+
+def geometric_schedule(beta0: float = 0.1, rate: float = 1.5) -> list[float]:
+    """PRISM's DAEM schedule: beta0, beta0 * rate, ... up to 1 (``itemp_init``,
+    ``itemp_rate``)."""
+    if not (isinstance(beta0, (int, float)) and 0 < beta0 <= 1):
+        raise InvalidInputError(f"beta0: expected a number in (0, 1], got {beta0!r}")
+    if not (isinstance(rate, (int, float)) and rate > 1):
+        raise InvalidInputError(f"rate: expected a number > 1, got {rate!r}")
+    out = [float(beta0)]
+    while out[-1] < 1.0:
+        out.append(min(1.0, out[-1] * rate))
+    return out
+
+
+class ProgramModel(BaseEstimator):
+    r"""Learn the switch probabilities of a :class:`~hiddenstate.programs.Program`.
+
+    Parameters
+    ----------
+    program : the program (switches and tabled goals).
+    learn : ``"em"`` (maximum likelihood; declared priors are not used), ``"map"``
+        (posterior mode under the switches' Dirichlet priors), ``"vb"`` (variational Bayes;
+        Dirichlet posteriors in ``posterior_``), ``"vt"`` (Viterbi training: MAP M-step on
+        the counts of the most probable explanation of each goal, stops when those stop
+        changing) or ``"kvt"`` (the ``k_best`` most probable explanations, weighted by their
+        normalised probabilities). See ``docs/learning-modes.md``.
+    n_iter, tol : iteration limit and the objective gain below which EM/MAP/VB stop
+        (VT and k-best VT stop on their explanations).
+    n_init : random restarts (``init="random"``); the run with the best final objective of
+        the mode is kept.
+    init : ``"random"`` (each learned switch drawn from a flat Dirichlet), ``"declared"``
+        (the model's current probabilities: ``probs_`` where set by hand, loaded or left by
+        a previous fit, else those declared in the program, uniform where none) or
+        ``"uniform"``.
+    k_best : number of explanations for ``learn="kvt"``.
+    anneal : deterministic annealing for ``"em"``/``"map"``: increasing inverse
+        temperatures in (0, 1] (1 is appended if missing; see :func:`geometric_schedule`).
+        EM runs to convergence at each; ``monitor_`` is the last (beta = 1) stage and
+        ``anneal_history_`` the objectives of every stage.
+    random_state : seed, numpy Generator or None.
+    verbose : print the objective per iteration to stderr.
+
+    Attributes
+    ----------
+    probs_ : dict switch name -> probabilities (in the declared order of its outcomes).
+    posterior_ : (``learn="vb"``) dict switch name -> Dirichlet concentrations.
+    monitor_ : ``history`` (the mode's objective per iteration) and ``converged``.
+    anneal_history_ : list of ``(beta, history)`` per annealing stage.
+    """
+
+    def __init__(self, program: Program, learn: str = "em", n_iter: int = 100,
+                 tol: float = 1e-4, n_init: int = 1, init: str = "random", k_best: int = 1,
+                 anneal: Sequence[float] | None = None, random_state=None,
+                 verbose: bool = False):
+        self.program = program
+        self.learn = learn
+        self.n_iter = n_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.init = init
+        self.k_best = k_best
+        self.anneal = anneal
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- checks --------------------------------------------------------------------------------
+    def _check_hyper(self) -> None:
+        if not isinstance(self.program, Program):
+            raise InvalidInputError(
+                f"program: expected a hiddenstate.programs.Program, got "
+                f"{type(self.program).__name__}")
+        if self.learn not in MODES:
+            raise InvalidInputError(f"learn: {self.learn!r} is not one of {MODES}")
+        check_positive_int(self.n_iter, "n_iter")
+        check_positive_int(self.n_init, "n_init")
+        check_positive_int(self.k_best, "k_best")
+        if isinstance(self.tol, bool) or not isinstance(self.tol, (int, float)) \
+                or np.isnan(self.tol):
+            raise InvalidInputError(f"tol: expected a number, got {self.tol!r}")
+        if self.init not in INITS:
+            raise InvalidInputError(f"init: {self.init!r} is not one of {INITS}")
+        if self.init != "random" and self.n_init != 1:
+            raise InvalidInputError(
+                f"n_init: restarts need random starting points; use init='random' or "
+                f"n_init=1 with init={self.init!r}")
+        self._schedule()
+
+    def _schedule(self) -> list[float]:
+        if self.anneal is None:
+            return [1.0]
+        if self.learn not in ("em", "map"):
+            raise InvalidInputError(
+                f"anneal: deterministic annealing tempers the E-step of 'em' and 'map', not "
+                f"learn={self.learn!r}; drop anneal or use learn='em'/'map'")
+        try:
+            betas = [float(b) for b in self.anneal]
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"anneal: expected a sequence of inverse temperatures, got {self.anneal!r}") \
+                from exc
+        if not betas or any(not (0 < b <= 1) for b in betas) \
+                or any(b1 <= b0 for b0, b1 in zip(betas, betas[1:], strict=False)):
+            raise InvalidInputError(
+                f"anneal: expected strictly increasing values in (0, 1], got {self.anneal!r} "
+                "(e.g. hiddenstate.programs.geometric_schedule(0.1, 1.5))")
+        return betas if betas[-1] == 1.0 else betas + [1.0]
+
+    def _check_goals(self, goals, name: str = "goals") -> list[Goal]:
+        if isinstance(goals, Goal):
+            goals = [goals]
+        try:
+            goals = list(goals)
+        except TypeError as exc:
+            raise InvalidInputError(
+                f"{name}: expected a list of goals, got {type(goals).__name__}") from exc
+        if not goals:
+            raise InvalidInputError(f"{name}: empty; pass at least one observed goal")
+        for g in goals:
+            if type(g) is not Goal or g[0].program is not self.program:
+                raise InvalidInputError(
+                    f"{name}: {g!r} is not a goal of this model's program "
+                    f"{self.program.name!r}; build goals by calling its @goal functions")
+        return goals
+
+    # -- parameters ----------------------------------------------------------------------------
+    def _theta(self) -> np.ndarray:
+        """Flat probabilities of every switch instance: ``probs_`` where set, else the
+        program's declared values (validated)."""
+        table = self.program.switches
+        probs = getattr(self, "probs_", {})
+        if not isinstance(probs, dict):
+            raise InvalidInputError(
+                "probs_: expected a dict switch name -> probabilities; set it with "
+                "set_probs or fit")
+        unknown = [name for name in probs if name not in table.ids]
+        if unknown:
+            raise InvalidInputError(
+                f"probs_: {unknown[0]!r} is not a switch of program {self.program.name!r}; "
+                "set probabilities of declared switches only (set_probs checks the name)")
+        theta = np.empty(table.n_params)
+        for sid in range(len(table.names)):
+            theta[table.offsets[sid]:table.offsets[sid + 1]] = self._switch_probs(sid, probs)
+        return theta
+
+    def _switch_probs(self, sid: int, probs: dict | None = None) -> np.ndarray:
+        table = self.program.switches
+        name = table.names[sid]
+        p = (getattr(self, "probs_", {}) if probs is None else probs).get(name)
+        if p is None:
+            return table.declared_probs(sid)
+        return table.specs[sid].check_probs(p, f"probs_[{name!r}]")
+
+    def set_probs(self, switch, probs) -> None:
+        """Set the probabilities of one switch by hand (validated; used at once)."""
+        table = self.program.switches
+        sid = table.instance_id(switch)
+        if not hasattr(self, "probs_"):
+            self.probs_ = {}
+        self.probs_[table.names[sid]] = table.specs[sid].check_probs(
+            probs, f"probs of switch {switch!r}")
+
+    def _log_theta(self) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.log(self._theta())
+
+    def _graph(self, goals: list[Goal]):
+        key = tuple(goals)
+        cached = getattr(self, "_graph_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        graph = explain(self.program, goals)
+        self._graph_cache = (key, graph)
+        return graph
+
+    def _start(self, problem: ProgramProblem, theta: np.ndarray, rng) -> dict:
+        views = problem.views(theta)
+        if self.init == "declared":
+            return views
+        for name, block in problem.blocks.items():
+            if block.letter != LEARNED:
+                continue
+            shape = views[name].shape
+            if self.init == "uniform":
+                views[name] = np.full(shape, 1.0 / shape[1])
+            else:
+                g = rng.gamma(1.0, size=shape)
+                views[name] = g / g.sum(axis=1, keepdims=True)
+        return views
+
+    # -- fitting -------------------------------------------------------------------------------
+    def fit(self, goals, callback: Callable[[int, float], None] | None = None):
+        """Learn the switch probabilities from observed goals (a goal repeated counts
+        repeatedly). ``callback(iteration, objective)`` is called after every iteration."""
+        from ..models.hmm import make_rng
+
+        self._check_hyper()
+        goals = self._check_goals(goals)
+        graph = self._graph(goals)
+        theta = self._theta()
+        problem = ProgramProblem(graph, self.program.switches, theta, self.learn == "em")
+        rng = make_rng(self.random_state)
+        schedule = self._schedule()
+        best = None
+        for _ in range(self.n_init):
+            views = self._start(problem, theta, rng)
+            stages = []
+            for beta in schedule:
+                problem.beta = beta
+                if self.learn == "vb":
+                    problem.set_start(views)
+                tol = -np.inf if self.learn in ("vt", "kvt") else self.tol
+                result = fit_mode(problem, self.learn, views,
+                                  ConvergenceMonitor(tol, self.n_iter, self.verbose), LEARNED,
+                                  self.k_best, callback)
+                views = result.params
+                stages.append((beta, list(result.monitor.history)))
+            if best is None or result.monitor.history[-1] > best[0].monitor.history[-1]:
+                best = (result, stages)
+        problem.beta = 1.0
+        result, stages = best
+        flat = problem.flat(result.params)
+        table = self.program.switches
+        self.probs_ = {name: flat[table.offsets[s]:table.offsets[s + 1]].copy()
+                       for s, name in enumerate(table.names)}
+        self.posterior_ = {}
+        if result.posterior is not None:
+            for name, q in result.posterior.items():
+                for row, sid in zip(q, problem.sids[name], strict=True):
+                    self.posterior_[table.names[sid]] = np.asarray(row, dtype=np.float64)
+        self.monitor_ = result.monitor
+        self.anneal_history_ = stages
+        return self
+
+    # -- inference -----------------------------------------------------------------------------
+    def log_prob(self, goals) -> np.ndarray:
+        """log of the sum of the probabilities of each goal's explanations (log P(G) when
+        they are exclusive; see the module docstring)."""
+        goals = self._check_goals(goals)
+        graph = self._graph(goals)
+        ins, _ = graph.inside(self._log_theta()[:graph.n_params])
+        return ins[graph.roots]
+
+    def score(self, goals) -> float:
+        """Sum of :meth:`log_prob` over the goals."""
+        return float(self.log_prob(goals).sum())
+
+    def _expected(self, goals):
+        goals = self._check_goals(goals)
+        graph = self._graph(goals)
+        ins, uses, counts = graph.expected(self._log_theta()[:graph.n_params])
+        check_possible(graph, ins[graph.roots])
+        return graph, ins, uses, counts
+
+    def expected_counts(self, goals) -> dict:
+        """Expected number of draws of every outcome of every switch the goals use, given
+        the goals: dict switch name -> counts (in the order of its outcomes)."""
+        graph, _, _, counts = self._expected(goals)
+        table = self.program.switches
+        used = graph.uses_switch
+        out = {}
+        for sid, name in enumerate(table.names):
+            lo, hi = table.offsets[sid], table.offsets[sid + 1]
+            if hi <= graph.n_params and used[lo:hi].any():
+                out[name] = counts[lo:hi].copy()
+        return out
+
+    def goal_posteriors(self, goals) -> dict:
+        """Expected number of uses of every tabled goal in an explanation of the observed
+        goals, given them: dict goal -> value (for an HMM program, ``step(xs, t, s)`` gives
+        the state posterior p(z_t = s | xs))."""
+        graph, _, uses, _ = self._expected(goals)
+        return dict(zip(graph.goals, uses.tolist(), strict=True))
+
+    def outside(self, goal: Goal) -> dict:
+        """log outside probability of every goal in the explanation graph of ``goal``:
+        :math:`\\log \\sum` over the explanations of ``goal`` with one marked occurrence of
+        the sub-goal of the probability of everything outside that occurrence."""
+        graph, ins, uses, _ = self._expected([goal])
+        logz = ins[graph.roots[0]]
+        with np.errstate(divide="ignore"):
+            out = np.log(uses) + logz - ins
+        return dict(zip(graph.goals, out.tolist(), strict=True))
+
+    def _param_msw(self) -> list:
+        table = self.program.switches
+        return [Msw((name, v)) for name, spec in zip(table.names, table.specs, strict=True)
+                for v in spec.outcomes]
+
+    def viterbi(self, goal: Goal) -> Explanation:
+        """The most probable explanation of ``goal`` (max-product on its graph)."""
+        goals = self._check_goals(goal, "goal")
+        graph = self._graph(goals[:1])
+        logtheta = self._log_theta()[:graph.n_params]
+        vit, best = graph.viterbi(logtheta)
+        root = int(graph.roots[0])
+        check_possible(graph, vit[graph.roots])
+        steps = graph.walk(root, 0, best[:, None], None)
+        return graph.explanation(steps, self._param_msw(), logtheta)
+
+    def kbest(self, goal: Goal, k: int) -> list[Explanation]:
+        """The ``k`` most probable explanations of ``goal`` (fewer if it has fewer), most
+        probable first."""
+        k = check_positive_int(k, "k")
+        goals = self._check_goals(goal, "goal")
+        graph = self._graph(goals[:1])
+        logtheta = self._log_theta()[:graph.n_params]
+        score, alt, rank = graph.kbest(logtheta, k)
+        root = int(graph.roots[0])
+        check_possible(graph, score[graph.roots, 0])
+        param_msw = self._param_msw()
+        return [graph.explanation(graph.walk(root, r, alt, rank), param_msw, logtheta)
+                for r in range(k) if score[root, r] > -np.inf]
+
+    def sample_explanations(self, goal: Goal, n_samples: int = 1,
+                            random_state=None) -> list[Explanation]:
+        """Draws from the posterior over the explanations of ``goal`` (each explanation
+        with probability proportional to its probability)."""
+        from ..models.hmm import make_rng
+
+        n = check_positive_int(n_samples, "n_samples")
+        goals = self._check_goals(goal, "goal")
+        graph = self._graph(goals[:1])
+        logtheta = self._log_theta()[:graph.n_params]
+        ins, cond = graph.inside(logtheta)
+        check_possible(graph, ins[graph.roots])
+        rng = make_rng(self.random_state if random_state is None else random_state)
+        draws = graph.sample(cond, np.full(n, graph.roots[0]), rng)
+        param_msw = self._param_msw()
+        return [graph.explanation(steps, param_msw, logtheta) for steps in draws]
+
+    def sample(self, n_samples: int = 1, *args, random_state=None) -> list:
+        """Run the program's sampler ``n_samples`` times (sampling execution): each run
+        calls ``sampler(draw, *args)``, ``draw(switch)`` drawing an outcome with the current
+        probabilities. Returns the runs' results (typically observed goals)."""
+        from ..models.hmm import make_rng
+
+        n = check_positive_int(n_samples, "n_samples")
+        fn = self.program.sampler_fn
+        if fn is None:
+            raise InvalidInputError(
+                f"program {self.program.name!r} has no sampler; register one with "
+                "@program.sampler")
+        rng = make_rng(self.random_state if random_state is None else random_state)
+        table = self.program.switches
+        cum_cache: dict = {}
+
+        def draw(switch):
+            sid = table.instance_id(switch)
+            cum = cum_cache.get(sid)
+            if cum is None:
+                cum = cum_cache[sid] = np.cumsum(self._switch_probs(sid))
+            i = int(np.searchsorted(cum, rng.random() * cum[-1], side="right"))
+            return table.specs[sid].outcomes[min(i, len(cum) - 1)]
+
+        return [fn(draw, *args) for _ in range(n)]
+
+    # -- persistence ---------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Save the switch probabilities (and VB posteriors) keyed by switch name and
+        outcome, with the hyper-parameters; see :func:`hiddenstate.programs.load`."""
+        from .saving import save
+
+        save(self, path)

@@ -622,6 +622,10 @@ class HMM(BaseEstimator):
 
     def set_learned(self, arrays: dict, scalars: dict) -> None:
         """Restore what :meth:`learned_arrays` and :meth:`learned_scalars` returned."""
+        missing = sorted(n for n in self.learned_attribute_names(arrays)
+                         if n not in arrays and not n.endswith(_POSTERIOR_SUFFIX))
+        if missing:
+            raise InvalidInputError(f"{missing[0]}: missing from the saved arrays")
         state = {}
         for key, value in {**arrays, **scalars}.items():
             if key.startswith(_STATE_PREFIX):

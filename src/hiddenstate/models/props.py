@@ -20,7 +20,7 @@ sources' batched :meth:`~hiddenstate.sources.Source.log_probs`) and travel with 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -319,27 +319,31 @@ class PROPS(HMM):
         return start + K * (K - 1) + self._fitted_family().n_free_parameters()
 
     # -- persistence ----------------------------------------------------------------------------
-    def saved_params(self, path: Path) -> dict:
-        """Hyper-parameters for ``model.json``; each source is saved to ``path/source-<k>``."""
+    def saved_params(self, parts: dict) -> dict:
+        """Hyper-parameters for ``model.json``; each source becomes the sub-bundle
+        ``source-<k>`` (its ``save`` is added to ``parts``, see
+        :func:`hiddenstate.io.write_bundle`: saved with the model, atomically)."""
         params = self.get_params(deep=False)
         for k, src in enumerate(self.sources):
             if not hasattr(src, "save"):
                 raise ModelFileError(
                     f"sources: source {k} ({src.describe()}) cannot be saved; save PROPS with "
                     "sources that have save/load (KneserNeySource, LSTMSource)")
-            src.save(Path(path) / f"source-{k}")
+            parts[f"source-{k}"] = src.save
         params["sources"] = [f"source-{k}" for k in range(len(self.sources))]
         return params
 
     @classmethod
-    def from_saved_params(cls, params: dict, path: Path) -> PROPS:
+    def from_saved_params(cls, params: dict, part: Callable[[str], Path]) -> PROPS:
+        """The model from saved hyper-parameters; ``part(name)`` is the directory of the
+        sub-bundle ``name`` (a source)."""
         from ..sources import load_source
 
         names = params.get("sources")
         if not isinstance(names, list) or not all(
                 isinstance(n, str) and n == f"source-{k}" for k, n in enumerate(names)):
-            raise ModelFileError(f"{path}: malformed list of sources {names!r}")
-        params = {**params, "sources": [load_source(Path(path) / n) for n in names]}
+            raise ModelFileError(f"sources: malformed list of saved sources {names!r}")
+        params = {**params, "sources": [load_source(part(n)) for n in names]}
         return cls(**params)
 
 

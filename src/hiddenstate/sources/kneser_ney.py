@@ -74,6 +74,7 @@ import numpy as np
 
 from .._validation import check_lengths, check_positive_int, check_symbols
 from ..errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
+from ..families.categorical import MAX_INFERRED_SYMBOLS
 from ..io import from_json, read_bundle, to_json, write_bundle
 from ..textio import Vocabulary
 from .base import Source
@@ -88,6 +89,8 @@ DISCOUNT_MIN = 0.05
 DISCOUNT_MAX = 0.95
 #: discount used when an order has no n-gram seen once or twice
 DISCOUNT_DEGENERATE = 0.5
+#: largest alphabet (the bound of inferred categorical alphabets)
+MAX_SYMBOLS = MAX_INFERRED_SYMBOLS
 
 
 def estimate_discount(counts: np.ndarray) -> float:
@@ -112,6 +115,16 @@ def _check_discount(discount) -> float | None:
             f"discount: expected None (estimate per order) or a number strictly between 0 "
             f"and 1, got {discount!r}")
     return float(discount)
+
+
+def _check_n_symbols(n) -> int:
+    """An alphabet size in ``1 .. MAX_SYMBOLS`` (every prediction allocates ``n`` numbers)."""
+    n = check_positive_int(n, "n_symbols")
+    if n > MAX_SYMBOLS:
+        raise InvalidInputError(
+            f"n_symbols: {n} symbols is more than {MAX_SYMBOLS} (each prediction is a vector "
+            "of n_symbols probabilities); relabel the symbols 0 .. W-1 with a Vocabulary")
+    return n
 
 
 def _check_range(y: np.ndarray, W: int, name: str, fix: str) -> None:
@@ -227,7 +240,7 @@ class KneserNeySource(Source):
                 f"vocabulary: expected a hiddenstate.textio.Vocabulary or None, got "
                 f"{type(vocabulary).__name__}")
         if n_symbols is not None:
-            n_symbols = check_positive_int(n_symbols, "n_symbols")
+            n_symbols = _check_n_symbols(n_symbols)
             if vocabulary is not None and n_symbols != len(vocabulary):
                 raise InvalidInputError(
                     f"n_symbols: {n_symbols} differs from the vocabulary size "
@@ -236,7 +249,7 @@ class KneserNeySource(Source):
             n_symbols = len(vocabulary)
         y = check_symbols(X, None, "X")
         lengths = check_lengths(lengths, len(y))
-        W = int(n_symbols) if n_symbols is not None else int(y.max()) + 1
+        W = int(n_symbols) if n_symbols is not None else _check_n_symbols(int(y.max()) + 1)
         _check_range(y, W, "X", "pass n_symbols (or a vocabulary) covering every symbol")
         levels = _count(y, lengths, order, W)
         if discount is None:
@@ -481,7 +494,7 @@ class KneserNeySource(Source):
             params = {k: from_json(v) for k, v in dict(meta["params"]).items()}
             model = cls(**params)
             order, discount = model._check_hyper()
-            W = check_positive_int(meta["n_symbols"], "n_symbols")
+            W = _check_n_symbols(meta["n_symbols"])
             vocab = meta["vocabulary"]
             vocab = None if vocab is None else Vocabulary.from_dict(vocab, source=where)
             levels = _levels_from_arrays(arrays, order, W)
@@ -508,6 +521,9 @@ def _levels_from_arrays(arrays: dict, order: int, W: int) -> list[dict]:
     """The count tables of a saved source, checked for the invariants :func:`_count`
     guarantees (sorted unique keys, every context with at least one n-gram, every suffix
     present one order down, positive counts)."""
+    if len(arrays) != 3 * order + 1:  # before building anything of the order's size
+        raise InvalidInputError(
+            f"arrays: a {order}-gram source has {3 * order + 1} arrays, not {len(arrays)}")
     names = {"discounts"} | {f"{a}{m}" for m in range(1, order + 1)
                              for a in ("ctx", "ngram", "count")}
     if set(arrays) != names:

@@ -31,7 +31,7 @@ from ..errors import InvalidInputError, ModelFileError
 from ..families import FAMILIES
 from ..families.blackbox import BlackBoxEmissions
 from ..inference import Sequences
-from ..learn.online import ONLINE_MODES
+from ..learn.online import ONLINE_MODES, StateRecord, make_learner
 from ..sources import DensitySource, Source, sequence_log_probs
 from .hmm import _ALL_LETTERS, HMM, make_rng
 
@@ -203,10 +203,8 @@ class PROPS(HMM):
         return self.params if self.learn_startprob else self.params.replace("s", "")
 
     def _learner(self):
-        from ..learn.online import ONLINE_LEARNERS
-
         options = {"learn_startprob": bool(self.learn_startprob), **(self.learner_options or {})}
-        return ONLINE_LEARNERS[self.learn](**options)
+        return make_learner(self.learn, options)
 
     # -- data: symbols -> [log f_1 .. log f_Ks, y] ------------------------------------------------
     def _validate(self, X, lengths, n_features, stream: bool = False, continues: bool = False):
@@ -259,7 +257,27 @@ class PROPS(HMM):
             for key, value in end.items():
                 self.learner_state_[f"{_SOURCE_STATE}{k}.{key}"] = np.asarray(value)
         del self._source_ends
+        self._checked_state = StateRecord(self.learner_state_)
         return self
+
+    def _check_learner_state(self, state) -> None:
+        """The learner's state (see :meth:`HMM._check_learner_state`) and the sources'
+        positions in the stream (``source.<k>.*``: none, or a valid position of every
+        source)."""
+        if isinstance(state, dict):
+            positions = {k for k in state if isinstance(k, str) and k.startswith(_SOURCE_STATE)}
+            if positions:
+                for k, src in enumerate(self.sources):
+                    prefix = f"learner_state_.{_SOURCE_STATE}{k}."
+                    src.check_position(_positions(state, k), prefix)
+                    positions -= {f"{_SOURCE_STATE}{k}.{key}" for key in _positions(state, k)}
+                if positions:
+                    raise InvalidInputError(
+                        f"learner_state_.{sorted(positions)[0]}: not the position of one of the "
+                        f"{self.n_sources} sources; the state was modified or corrupted")
+                state = {k: v for k, v in state.items()
+                         if not (isinstance(k, str) and k.startswith(_SOURCE_STATE))}
+        super()._check_learner_state(state)
 
     # -- outputs --------------------------------------------------------------------------------
     def membership_log_odds(self, X, lengths=None) -> np.ndarray:

@@ -671,7 +671,9 @@ class HMM(BaseEstimator):
         self._learner().check_state(state, theta, self._fitted_family(), "learner_state_.")
 
     def save(self, path) -> None:
-        """Save to a directory ``path`` (``model.json`` + ``arrays.npz``; no pickle)."""
+        """Save to a directory ``path`` (``model.json`` + ``arrays.<token>.npz``; no pickle),
+        atomically: ``path`` then holds the previous model or this one (see
+        :mod:`hiddenstate.io`)."""
         from ..io import save
 
         save(self, path)

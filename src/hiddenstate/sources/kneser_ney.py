@@ -465,8 +465,9 @@ class KneserNeySource(Source):
         return hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the source to the directory ``path`` (``model.json`` + ``arrays.npz``,
-        format ``"hiddenstate-source"``; no pickle)."""
+        """Write the source to the directory ``path`` (``model.json`` + ``arrays.<token>.npz``,
+        format ``"hiddenstate-source"``; no pickle), atomically (see
+        :func:`hiddenstate.io.write_bundle`)."""
         self._check_is_fitted()
         meta = self._meta()
         meta["meta_sha256"] = self._meta_digest(meta)

@@ -672,7 +672,8 @@ class LSTMSource(Source):
     def save(self, path) -> None:
         """Write the source to the directory ``path``: ``model.json`` (format
         ``"hiddenstate-source"``, hyper-parameters, vocabulary, loss history) and
-        ``arrays.npz`` (the network's tensors as float64, exact for float32)."""
+        ``arrays.<token>.npz`` (the network's tensors as float64, exact for float32), atomically
+        (see :func:`hiddenstate.io.write_bundle`)."""
         self._require_fitted()
         meta = {
             "class": "LSTMSource",

@@ -386,8 +386,6 @@ def test_kneser_ney_sizes_are_checked_before_anything_is_built(tmp_path):
         with_meta(**changes)
         with pytest.raises(ModelFileError, match=match):
             KneserNeySource.load(tmp_path / "kn")
-    with pytest.raises(InvalidInputError, match="n_symbols"):
-        KneserNeySource(order=2).fit(_symbols(10)[:, 0], n_symbols=10**12)
 
 
 def test_lstm_sizes_are_checked_against_the_tensors_before_the_network_is_built(tmp_path):

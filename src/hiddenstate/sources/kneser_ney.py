@@ -118,7 +118,8 @@ def _check_discount(discount) -> float | None:
 
 
 def _check_n_symbols(n) -> int:
-    """An alphabet size in ``1 .. MAX_SYMBOLS`` (every prediction allocates ``n`` numbers)."""
+    """A saved alphabet size in ``1 .. MAX_SYMBOLS`` (every prediction allocates ``n``
+    numbers; a file claiming more is refused at load, before any prediction)."""
     n = check_positive_int(n, "n_symbols")
     if n > MAX_SYMBOLS:
         raise InvalidInputError(
@@ -240,7 +241,7 @@ class KneserNeySource(Source):
                 f"vocabulary: expected a hiddenstate.textio.Vocabulary or None, got "
                 f"{type(vocabulary).__name__}")
         if n_symbols is not None:
-            n_symbols = _check_n_symbols(n_symbols)
+            n_symbols = check_positive_int(n_symbols, "n_symbols")
             if vocabulary is not None and n_symbols != len(vocabulary):
                 raise InvalidInputError(
                     f"n_symbols: {n_symbols} differs from the vocabulary size "
@@ -249,7 +250,7 @@ class KneserNeySource(Source):
             n_symbols = len(vocabulary)
         y = check_symbols(X, None, "X")
         lengths = check_lengths(lengths, len(y))
-        W = int(n_symbols) if n_symbols is not None else _check_n_symbols(int(y.max()) + 1)
+        W = int(n_symbols) if n_symbols is not None else int(y.max()) + 1
         _check_range(y, W, "X", "pass n_symbols (or a vocabulary) covering every symbol")
         levels = _count(y, lengths, order, W)
         if discount is None:

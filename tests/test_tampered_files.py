@@ -180,6 +180,16 @@ def test_a_state_set_by_hand_is_checked_before_partial_fit(kind, edit, key, tmp_
     assert np.array_equal(model.transmat_, before)
 
 
+def test_a_state_with_odd_keys_or_of_another_type_is_refused():
+    for kind, more, continues in [("props", None, True), ("oem-cat", None, True),
+                                  ("bwo", None, False)]:
+        model, more = build(kind)
+        for state in ({**model.learner_state_, 3: 1}, [1, 2], None):
+            model.learner_state_ = state
+            with pytest.raises(InvalidInputError, match="learner_state_"):
+                model.partial_fit(more, continues=continues)
+
+
 def test_an_entry_replaced_in_place_is_checked_too():
     model, more = build("oem-cat")
     model.learner_state_["window"] = 10**12

@@ -265,7 +265,12 @@ class PROPS(HMM):
         positions in the stream (``source.<k>.*``: none, or a valid position of every
         source)."""
         if isinstance(state, dict):
-            positions = {k for k in state if isinstance(k, str) and k.startswith(_SOURCE_STATE)}
+            odd = [k for k in state if not isinstance(k, str)]
+            if odd:
+                raise InvalidInputError(
+                    f"learner_state_: keys must be strings, got {odd[0]!r}; the state was "
+                    "modified or corrupted")
+            positions = {k for k in state if k.startswith(_SOURCE_STATE)}
             if positions:
                 for k, src in enumerate(self.sources):
                     prefix = f"learner_state_.{_SOURCE_STATE}{k}."
@@ -275,8 +280,7 @@ class PROPS(HMM):
                     raise InvalidInputError(
                         f"learner_state_.{sorted(positions)[0]}: not the position of one of the "
                         f"{self.n_sources} sources; the state was modified or corrupted")
-                state = {k: v for k, v in state.items()
-                         if not (isinstance(k, str) and k.startswith(_SOURCE_STATE))}
+                state = {k: v for k, v in state.items() if not k.startswith(_SOURCE_STATE)}
         super()._check_learner_state(state)
 
     # -- outputs --------------------------------------------------------------------------------

@@ -180,6 +180,15 @@ def test_a_state_set_by_hand_is_checked_before_partial_fit(kind, edit, key, tmp_
     assert np.array_equal(model.transmat_, before)
 
 
+def test_vb_posteriors_are_checked(tmp_path):
+    m = hs.HMM(2, emission="poisson", learn="vb", n_iter=2, random_state=0)
+    m.fit(np.random.default_rng(0).poisson(2, (40, 2)))
+    m.save(tmp_path / "m")
+    rewrite(tmp_path / "m", lambda doc, arrays: arrays["lambdas_shape_posterior_"].fill(np.nan))
+    with pytest.raises(ModelFileError, match="lambdas_shape_posterior_"):
+        hs.load(tmp_path / "m")
+
+
 def test_a_state_with_odd_keys_or_of_another_type_is_refused():
     for kind, more, continues in [("props", None, True), ("oem-cat", None, True),
                                   ("bwo", None, False)]:

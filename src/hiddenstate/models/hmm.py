@@ -655,6 +655,11 @@ class HMM(BaseEstimator):
         check_stochastic(self.startprob_, (K,), "startprob_")
         check_stochastic(self.transmat_, (K, K), "transmat_")
         self._fitted_family().check_params(self._get_emission_params())
+        for attr in self._posterior_attrs():
+            value = getattr(self, attr)
+            if not (isinstance(value, np.ndarray) and value.dtype == np.float64
+                    and np.all(np.isfinite(value))):
+                raise InvalidInputError(f"{attr}: VB posterior parameters must be finite floats")
         if hasattr(self, "learner_state_"):
             self._check_learner_state(self.learner_state_)
             self._checked_state = StateRecord(self.learner_state_)

@@ -17,6 +17,7 @@ from hiddenstate.errors import (
     NotFittedError,
     ZeroProbabilityError,
 )
+from hiddenstate.io import arrays_path
 
 
 def _gaussian_data(rng, n=600, lengths=(200, 250, 150)):
@@ -237,14 +238,15 @@ def test_load_rejects_tampering(tmp_path):
     m = hs.HMM(2, n_iter=3, random_state=0).fit(X)
     m.save(tmp_path / "m")
     # changed array contents: checksum mismatch
-    arrs = dict(np.load(tmp_path / "m" / "arrays.npz"))
+    npz = arrays_path(tmp_path / "m")
+    arrs = dict(np.load(npz))
     arrs["transmat_"] = arrs["transmat_"][::-1].copy()
-    np.savez(tmp_path / "m" / "arrays.npz", **arrs)
+    np.savez(npz, **arrs)
     with pytest.raises(ModelFileError, match="checksum"):
         hs.load(tmp_path / "m")
     # an object array (pickle) in the archive is refused, never unpickled
     m.save(tmp_path / "p")
-    np.savez(tmp_path / "p" / "arrays.npz", transmat_=np.array([object()], dtype=object))
+    np.savez(arrays_path(tmp_path / "p"), transmat_=np.array([object()], dtype=object))
     with pytest.raises(ModelFileError):
         hs.load(tmp_path / "p")
     # unknown class, bad version, bad JSON, bad hyper-parameters

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from hiddenstate.errors import InvalidInputError, ModelFileError, NotFittedError
+from hiddenstate.io import arrays_path
 from hiddenstate.sources import KneserNeySource, Source, sequence_log_probs
 from hiddenstate.sources.kneser_ney import estimate_discount
 from hiddenstate.textio import Vocabulary
@@ -269,7 +270,7 @@ def test_save_load_round_trip(tmp_path):
 def test_tampered_npz_is_rejected(tmp_path):
     src, _ = _fitted()
     src.save(tmp_path / "kn")
-    path = tmp_path / "kn" / "arrays.npz"
+    path = arrays_path(tmp_path / "kn")
     with np.load(path) as npz:
         arrays = {k: npz[k].copy() for k in npz.files}
     arrays["count3"][0] += 1

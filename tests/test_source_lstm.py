@@ -17,7 +17,7 @@ from hiddenstate.errors import (  # noqa: E402
     ModelFileError,
     NotFittedError,
 )
-from hiddenstate.io import write_bundle  # noqa: E402
+from hiddenstate.io import arrays_path, write_bundle  # noqa: E402
 from hiddenstate.sources import Source  # noqa: E402
 from hiddenstate.sources.lstm import LSTMSource, MissingDependencyError  # noqa: E402
 from hiddenstate.textio import Vocabulary  # noqa: E402
@@ -238,7 +238,7 @@ def test_save_load_round_trip_is_exact(random_model, tmp_path):
 
 def test_tampered_or_inconsistent_files_are_rejected(trained, tmp_path):
     trained.save(tmp_path / "m")
-    npz = tmp_path / "m" / "arrays.npz"
+    npz = arrays_path(tmp_path / "m")
     with np.load(npz) as f:
         arrays = {k: f[k] for k in f.files}
     arrays["decoder.bias"] = arrays["decoder.bias"] + 1.0
@@ -250,7 +250,7 @@ def test_tampered_or_inconsistent_files_are_rejected(trained, tmp_path):
     trained.save(tmp_path / "w")
     doc = json.loads((tmp_path / "w" / "model.json").read_text())
     meta = {k: doc[k] for k in ("class", "params", "n_symbols", "vocabulary", "training_loss")}
-    with np.load(tmp_path / "w" / "arrays.npz") as f:
+    with np.load(arrays_path(tmp_path / "w")) as f:
         arrays = {k: f[k] for k in f.files}
     bad = dict(arrays, **{"decoder.bias": np.zeros(3)})
     write_bundle(tmp_path / "w", "hiddenstate-source", meta, bad)

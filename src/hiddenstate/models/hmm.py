@@ -20,7 +20,7 @@ from ..inference import Sequences
 from ..kernels import path_counts
 from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
-from ..learn.online import ONLINE_LEARNERS, ONLINE_MODES
+from ..learn.online import ONLINE_MODES, StateRecord, make_learner
 
 _ALL_LETTERS = "stemcl"
 
@@ -445,7 +445,7 @@ class HMM(BaseEstimator):
 
     # -- streaming ------------------------------------------------------------------------------
     def _learner(self):
-        return ONLINE_LEARNERS[self.learn](**(self.learner_options or {}))
+        return make_learner(self.learn, self.learner_options or {})
 
     def _stream(self, X, seqs, family, rng, n_features, continues: bool):
         """Feed sequences to the streaming learner (starting it if needed)."""
@@ -470,6 +470,7 @@ class HMM(BaseEstimator):
             state = learner.update(state, X, seqs.lengths, family, continues=continues)
         theta = learner.params(state, family)
         self.learner_state_ = state
+        self._checked_state = StateRecord(state)
         self._set_params_(theta["startprob"], theta["transmat"], theta["emission"])
         return self
 
@@ -488,6 +489,10 @@ class HMM(BaseEstimator):
                 f"learn: partial_fit needs a streaming learner {ONLINE_MODES}, not "
                 f"{self.learn!r}; use fit for batch learning")
         if hasattr(self, "learner_state_"):
+            record = getattr(self, "_checked_state", None)
+            if record is None or not record.matches(self.learner_state_):
+                self._check_is_fitted()  # a state set or edited by hand: check it first
+                self._check_learned()
             X, seqs = self._validate(X, lengths, self.n_features_, stream=True,
                                      continues=continues)
             family = self._family(self.n_features_, X)
@@ -622,6 +627,10 @@ class HMM(BaseEstimator):
 
     def set_learned(self, arrays: dict, scalars: dict) -> None:
         """Restore what :meth:`learned_arrays` and :meth:`learned_scalars` returned."""
+        missing = sorted(n for n in self.learned_attribute_names(arrays)
+                         if n not in arrays and not n.endswith(_POSTERIOR_SUFFIX))
+        if missing:
+            raise InvalidInputError(f"{missing[0]}: missing from the saved arrays")
         state = {}
         for key, value in {**arrays, **scalars}.items():
             if key.startswith(_STATE_PREFIX):
@@ -646,9 +655,30 @@ class HMM(BaseEstimator):
         check_stochastic(self.startprob_, (K,), "startprob_")
         check_stochastic(self.transmat_, (K, K), "transmat_")
         self._fitted_family().check_params(self._get_emission_params())
+        for attr in self._posterior_attrs():
+            value = getattr(self, attr)
+            if not (isinstance(value, np.ndarray) and value.dtype == np.float64
+                    and np.all(np.isfinite(value))):
+                raise InvalidInputError(f"{attr}: VB posterior parameters must be finite floats")
+        if hasattr(self, "learner_state_"):
+            self._check_learner_state(self.learner_state_)
+            self._checked_state = StateRecord(self.learner_state_)
+
+    def _check_learner_state(self, state) -> None:
+        """Validate a streaming learner's state against the learner, its options and the
+        parameters (see the learners' ``check_state``)."""
+        if self.learn not in ONLINE_MODES:
+            raise InvalidInputError(
+                f"learner_state_: a streaming learner's state, but learn={self.learn!r} is "
+                "not a streaming learner; delete learner_state_ or restore learn")
+        theta = {"startprob": self.startprob_, "transmat": self.transmat_,
+                 "emission": self._get_emission_params()}
+        self._learner().check_state(state, theta, self._fitted_family(), "learner_state_.")
 
     def save(self, path) -> None:
-        """Save to a directory ``path`` (``model.json`` + ``arrays.npz``; no pickle)."""
+        """Save to a directory ``path`` (``model.json`` + ``arrays.<token>.npz``; no pickle),
+        atomically: ``path`` then holds the previous model or this one (see
+        :mod:`hiddenstate.io`)."""
         from ..io import save
 
         save(self, path)

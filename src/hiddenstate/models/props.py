@@ -20,7 +20,7 @@ sources' batched :meth:`~hiddenstate.sources.Source.log_probs`) and travel with 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from ..errors import InvalidInputError, ModelFileError
 from ..families import FAMILIES
 from ..families.blackbox import BlackBoxEmissions
 from ..inference import Sequences
-from ..learn.online import ONLINE_MODES
+from ..learn.online import ONLINE_MODES, StateRecord, make_learner
 from ..sources import (
     DensitySource,
     ProtocolDensitySource,
@@ -211,10 +211,8 @@ class PROPS(HMM):
         return self.params if self.learn_startprob else self.params.replace("s", "")
 
     def _learner(self):
-        from ..learn.online import ONLINE_LEARNERS
-
         options = {"learn_startprob": bool(self.learn_startprob), **(self.learner_options or {})}
-        return ONLINE_LEARNERS[self.learn](**options)
+        return make_learner(self.learn, options)
 
     # -- data: symbols -> [log f_1 .. log f_Ks, y] ------------------------------------------------
     def _validate(self, X, lengths, n_features, stream: bool = False, continues: bool = False):
@@ -270,7 +268,31 @@ class PROPS(HMM):
             for key, value in end.items():
                 self.learner_state_[f"{_SOURCE_STATE}{k}.{key}"] = np.asarray(value)
         del self._source_ends
+        self._checked_state = StateRecord(self.learner_state_)
         return self
+
+    def _check_learner_state(self, state) -> None:
+        """The learner's state (see :meth:`HMM._check_learner_state`) and the sources'
+        positions in the stream (``source.<k>.*``: none, or a valid position of every
+        source)."""
+        if isinstance(state, dict):
+            odd = [k for k in state if not isinstance(k, str)]
+            if odd:
+                raise InvalidInputError(
+                    f"learner_state_: keys must be strings, got {odd[0]!r}; the state was "
+                    "modified or corrupted")
+            positions = {k for k in state if k.startswith(_SOURCE_STATE)}
+            if positions:
+                for k, src in enumerate(self.sources):
+                    prefix = f"learner_state_.{_SOURCE_STATE}{k}."
+                    src.check_position(_positions(state, k), prefix)
+                    positions -= {f"{_SOURCE_STATE}{k}.{key}" for key in _positions(state, k)}
+                if positions:
+                    raise InvalidInputError(
+                        f"learner_state_.{sorted(positions)[0]}: not the position of one of the "
+                        f"{self.n_sources} sources; the state was modified or corrupted")
+                state = {k: v for k, v in state.items() if not k.startswith(_SOURCE_STATE)}
+        super()._check_learner_state(state)
 
     # -- outputs --------------------------------------------------------------------------------
     def membership_log_odds(self, X, lengths=None) -> np.ndarray:
@@ -331,8 +353,10 @@ class PROPS(HMM):
         return start + K * (K - 1) + self._fitted_family().n_free_parameters()
 
     # -- persistence ----------------------------------------------------------------------------
-    def saved_params(self, path: Path) -> dict:
-        """Hyper-parameters for ``model.json``; each source is saved to ``path/source-<k>``."""
+    def saved_params(self, parts: dict) -> dict:
+        """Hyper-parameters for ``model.json``; each source becomes the sub-bundle
+        ``source-<k>`` (its ``save`` is added to ``parts``, see
+        :func:`hiddenstate.io.write_bundle`: saved with the model, atomically)."""
         params = self.get_params(deep=False)
         for k, src in enumerate(self.sources):
             if not is_savable(src):
@@ -342,20 +366,21 @@ class PROPS(HMM):
                     "classes, which hiddenstate.sources.load_source reads back); keep this "
                     "model in memory, or store its learned_arrays() and rebuild it around your "
                     "source")
-        for k, src in enumerate(self.sources):
-            src.save(Path(path) / f"source-{k}")
+            parts[f"source-{k}"] = src.save
         params["sources"] = [f"source-{k}" for k in range(len(self.sources))]
         return params
 
     @classmethod
-    def from_saved_params(cls, params: dict, path: Path) -> PROPS:
+    def from_saved_params(cls, params: dict, part: Callable[[str], Path]) -> PROPS:
+        """The model from saved hyper-parameters; ``part(name)`` is the directory of the
+        sub-bundle ``name`` (a source)."""
         from ..sources import load_source
 
         names = params.get("sources")
         if not isinstance(names, list) or not all(
                 isinstance(n, str) and n == f"source-{k}" for k, n in enumerate(names)):
-            raise ModelFileError(f"{path}: malformed list of sources {names!r}")
-        params = {**params, "sources": [load_source(Path(path) / n) for n in names]}
+            raise ModelFileError(f"sources: malformed list of saved sources {names!r}")
+        params = {**params, "sources": [load_source(part(n)) for n in names]}
         return cls(**params)
 
 

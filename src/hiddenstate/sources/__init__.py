@@ -2,11 +2,11 @@
 plain callable, an interpolated Kneser-Ney n-gram model and (with the ``torch`` extra) an
 LSTM language model (loaded on first use)."""
 
-import json
 import sys
 from pathlib import Path
 
 from ..errors import ModelFileError
+from ..io import read_json
 from .base import (
     CallableSource,
     DensitySource,
@@ -45,14 +45,15 @@ def load_source(path) -> Source:
     """Load a source saved with its ``save(path)`` (the class comes from a fixed list, the
     file is JSON + npz: loading runs no code from it)."""
     meta_path = Path(path) / "model.json"
-    try:
-        name = json.loads(meta_path.read_text()).get("class")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
-        raise ModelFileError(f"{meta_path}: not a saved source ({exc})") from exc
+    if not meta_path.is_file():
+        raise ModelFileError(f"path: {path} is not a saved source (expected model.json inside "
+                             "it)")
+    meta = read_json(meta_path, "source")
+    name = meta.get("class") if isinstance(meta, dict) else None
     if name == "KneserNeySource":
         return KneserNeySource.load(path)
     if name == "LSTMSource":
         from .lstm import LSTMSource
 
         return LSTMSource.load(path)
-    raise ModelFileError(f"{meta_path}: unknown source class {name!r}")
+    raise ModelFileError(f"{meta_path}: unknown source class {str(name)[:80]!r}")

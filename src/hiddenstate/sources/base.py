@@ -230,6 +230,32 @@ class Source(ABC):
         """How errors about what this source returned name it."""
         return f"source {type(self).__name__}"
 
+    def check_position(self, position, prefix: str = "") -> None:
+        """Raise :class:`InvalidInputError` (naming ``prefix + key``) unless ``position`` is a
+        position :meth:`log_probs_from` could have returned: the keys of :meth:`snapshot`
+        (accepted by :meth:`restore`, which moves the source there) and, for a symbol
+        source, ``"next"``, a distribution over the ``n_symbols`` symbols."""
+        expected = set(self.snapshot())
+        if not isinstance(self, DensitySource):
+            expected.add("next")
+        if not isinstance(position, dict) or set(position) != expected:
+            got = sorted(position) if isinstance(position, dict) else type(position).__name__
+            raise InvalidInputError(
+                f"{prefix.rstrip('.')}: expected the position keys {sorted(expected)} of "
+                f"{self.describe()}, got {got}; the state was modified or corrupted")
+        if "next" in expected:
+            nxt = position["next"]
+            if not isinstance(nxt, np.ndarray) or nxt.dtype != np.float64:
+                raise InvalidInputError(f"{prefix}next: expected a float64 array")
+            check_distribution(nxt, self.n_symbols, prefix + "next")
+        snap = {k: v for k, v in position.items() if k != "next"}
+        try:
+            self.restore(snap)
+        except (InvalidInputError, TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"{prefix}{'/'.join(sorted(snap))}: not a position of {self.describe()} "
+                f"({exc})") from None
+
 
 class DensitySource(Source):
     r"""A source of real-valued observation vectors (``n_features`` columns), for PROPS with

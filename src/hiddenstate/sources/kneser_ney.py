@@ -74,6 +74,7 @@ import numpy as np
 
 from .._validation import check_lengths, check_positive_int, check_symbols
 from ..errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
+from ..families.categorical import MAX_INFERRED_SYMBOLS
 from ..io import from_json, read_bundle, to_json, write_bundle
 from ..textio import Vocabulary
 from .base import Source, check_symbol, resolve_alphabet
@@ -88,6 +89,8 @@ DISCOUNT_MIN = 0.05
 DISCOUNT_MAX = 0.95
 #: discount used when an order has no n-gram seen once or twice
 DISCOUNT_DEGENERATE = 0.5
+#: largest alphabet (the bound of inferred categorical alphabets)
+MAX_SYMBOLS = MAX_INFERRED_SYMBOLS
 
 
 def estimate_discount(counts: np.ndarray) -> float:
@@ -112,6 +115,17 @@ def _check_discount(discount) -> float | None:
             f"discount: expected None (estimate per order) or a number strictly between 0 "
             f"and 1, got {discount!r}")
     return float(discount)
+
+
+def _check_n_symbols(n) -> int:
+    """A saved alphabet size in ``1 .. MAX_SYMBOLS`` (every prediction allocates ``n``
+    numbers; a file claiming more is refused at load, before any prediction)."""
+    n = check_positive_int(n, "n_symbols")
+    if n > MAX_SYMBOLS:
+        raise InvalidInputError(
+            f"n_symbols: {n} symbols is more than {MAX_SYMBOLS} (each prediction is a vector "
+            "of n_symbols probabilities); relabel the symbols 0 .. W-1 with a Vocabulary")
+    return n
 
 
 def _check_range(y: np.ndarray, W: int, name: str, fix: str) -> None:
@@ -226,6 +240,10 @@ class KneserNeySource(Source):
         # each prediction builds a few float64 vectors over the alphabet
         y, W = resolve_alphabet(X, n_symbols, vocabulary, lambda W: 3 * 8 * W,
                                 "a next-symbol distribution")
+        if W > MAX_SYMBOLS:  # the bound load() applies: a fitted source must save and load
+            raise InvalidInputError(
+                f"n_symbols: {W} symbols is more than a Kneser-Ney source holds "
+                f"({MAX_SYMBOLS}); use a smaller vocabulary")
         lengths = check_lengths(lengths, len(y))
         if (len(y) + len(lengths) + 1) * (W + 1) >= 2**63:
             raise InvalidInputError(
@@ -434,8 +452,9 @@ class KneserNeySource(Source):
         return hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the source to the directory ``path`` (``model.json`` + ``arrays.npz``,
-        format ``"hiddenstate-source"``; no pickle)."""
+        """Write the source to the directory ``path`` (``model.json`` + ``arrays.<token>.npz``,
+        format ``"hiddenstate-source"``; no pickle), atomically (see
+        :func:`hiddenstate.io.write_bundle`)."""
         self._check_is_fitted()
         meta = self._meta()
         meta["meta_sha256"] = self._meta_digest(meta)
@@ -463,7 +482,7 @@ class KneserNeySource(Source):
             params = {k: from_json(v) for k, v in dict(meta["params"]).items()}
             model = cls(**params)
             order, discount = model._check_hyper()
-            W = check_positive_int(meta["n_symbols"], "n_symbols")
+            W = _check_n_symbols(meta["n_symbols"])
             vocab = meta["vocabulary"]
             vocab = None if vocab is None else Vocabulary.from_dict(vocab, source=where)
             levels = _levels_from_arrays(arrays, order, W)
@@ -490,6 +509,9 @@ def _levels_from_arrays(arrays: dict, order: int, W: int) -> list[dict]:
     """The count tables of a saved source, checked for the invariants :func:`_count`
     guarantees (sorted unique keys, every context with at least one n-gram, every suffix
     present one order down, positive counts)."""
+    if len(arrays) != 3 * order + 1:  # before building anything of the order's size
+        raise InvalidInputError(
+            f"arrays: a {order}-gram source has {3 * order + 1} arrays, not {len(arrays)}")
     names = {"discounts"} | {f"{a}{m}" for m in range(1, order + 1)
                              for a in ("ctx", "ngram", "count")}
     if set(arrays) != names:

@@ -86,6 +86,22 @@ def _make_net(torch, n_symbols: int, embedding_dim: int, hidden_dim: int, num_la
     return net
 
 
+def _tensor_shapes(n_symbols: int, embedding_dim: int, hidden_dim: int,
+                   num_layers: int) -> dict[str, tuple[int, ...]]:
+    """The shapes of :func:`_make_net`'s ``state_dict``, computed without building it (a
+    saved file is checked against them before anything of that size is allocated)."""
+    n, E, H = n_symbols, embedding_dim, hidden_dim
+    shapes = {"embedding.weight": (n + 1, E)}
+    for k in range(num_layers):
+        shapes[f"lstm.weight_ih_l{k}"] = (4 * H, E if k == 0 else H)
+        shapes[f"lstm.weight_hh_l{k}"] = (4 * H, H)
+        shapes[f"lstm.bias_ih_l{k}"] = (4 * H,)
+        shapes[f"lstm.bias_hh_l{k}"] = (4 * H,)
+    shapes["decoder.weight"] = (n, H)
+    shapes["decoder.bias"] = (n,)
+    return shapes
+
+
 def _cell(torch, gates, c, H: int):
     r"""One LSTM cell update from its pre-activations ``gates`` = :math:`W_{ih} x + W_{hh} h
     + b` (nn.LSTM's gate order i, f, g, o along the last axis; any leading batch axes):
@@ -265,9 +281,9 @@ class LSTMSource(Source):
         parameters (embedding ``(W + 1) x E``, LSTM layers, decoder ``W x H``) four times
         (weights, gradients, Adam's two moments) and the logits of one decoder block with
         their softmax and gradient (at least 64 rows of ``W``)."""
-        E, H, L = int(self.embedding_dim), int(self.hidden_dim), int(self.num_layers)
-        lstm = sum(4 * H * ((E if k == 0 else H) + H + 2) for k in range(L))
-        params = (W + 1) * E + lstm + W * (H + 1)
+        shapes = _tensor_shapes(W, int(self.embedding_dim), int(self.hidden_dim),
+                                int(self.num_layers))
+        params = sum(math.prod(shape) for shape in shapes.values())
         return 4.0 * (4 * params + 3 * max(64 * W, 1 << 22))
 
     def describe(self) -> str:
@@ -667,7 +683,8 @@ class LSTMSource(Source):
     def save(self, path) -> None:
         """Write the source to the directory ``path``: ``model.json`` (format
         ``"hiddenstate-source"``, hyper-parameters, vocabulary, loss history) and
-        ``arrays.npz`` (the network's tensors as float64, exact for float32)."""
+        ``arrays.<token>.npz`` (the network's tensors as float64, exact for float32), atomically
+        (see :func:`hiddenstate.io.write_bundle`)."""
         self._require_fitted()
         meta = {
             "class": "LSTMSource",
@@ -710,24 +727,28 @@ class LSTMSource(Source):
             raise ModelFileError(f"{path}: invalid hyper-parameters ({exc})") from exc
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ModelFileError(f"{path}: malformed ({exc!r})") from exc
-        net = _make_net(torch, n, int(src.embedding_dim), int(src.hidden_dim),
-                        int(src.num_layers))
-        expected = net.state_dict()
+        L = int(src.num_layers)
+        if len(arrays) != 4 * L + 3:  # before building anything of the layers' size
+            raise ModelFileError(
+                f"{path}: a {L}-layer LSTMSource has {4 * L + 3} tensors, not {len(arrays)}")
+        expected = _tensor_shapes(n, int(src.embedding_dim), int(src.hidden_dim), L)
         if set(arrays) != set(expected):
             raise ModelFileError(
                 f"{path}: tensors {sorted(arrays)} do not match an LSTMSource with these "
                 f"hyper-parameters ({sorted(expected)})")
-        state = {}
-        for k, ref in expected.items():
+        for k, shape in expected.items():
             arr = arrays[k]
-            if arr.dtype != np.float64 or tuple(arr.shape) != tuple(ref.shape) \
+            if arr.dtype != np.float64 or tuple(arr.shape) != shape \
                     or not np.all(np.isfinite(arr)):
                 raise ModelFileError(
-                    f"{path}: tensor {k} must be finite float64 of shape {tuple(ref.shape)}, "
-                    f"got {arr.dtype} {arr.shape}")
-            state[k] = torch.from_numpy(arr.astype(np.float32))
+                    f"{path}: tensor {k} must be finite float64 of shape {shape}, got "
+                    f"{arr.dtype} {arr.shape}; the file was modified, or hidden_dim / "
+                    "embedding_dim / num_layers / n_symbols do not match the tensors")
+        # every size now matches arrays read from the file: building the net is bounded
+        net = _make_net(torch, n, int(src.embedding_dim), int(src.hidden_dim), L)
+        state = {k: torch.from_numpy(arrays[k].astype(np.float32)) for k in expected}
         net.load_state_dict(state)
-        net.to(src._device)
+        net.to(src._device)  # checked to exist when src was built
         net.eval()
         src.n_symbols = n
         src.vocabulary = vocab

@@ -8,7 +8,10 @@ with bit-identical results.
 
 from __future__ import annotations
 
-from .base import OnlineLearner
+import inspect
+
+from ...errors import InvalidInputError
+from .base import OnlineLearner, StateRecord
 from .online_em import OnlineEM
 from .per_sequence import BaldiChauvin, BaumWelchOnline, BayesianOnline, MeanPosterior
 
@@ -19,5 +22,19 @@ ONLINE_LEARNERS: dict[str, type] = {
 }
 ONLINE_MODES = tuple(ONLINE_LEARNERS)
 
+
+def make_learner(name: str, options: dict):
+    """The streaming learner ``name`` with keyword ``options`` (``learner_options``); an
+    option it does not have raises :class:`~hiddenstate.errors.InvalidInputError`."""
+    cls = ONLINE_LEARNERS[name]
+    known = list(inspect.signature(cls).parameters)
+    unknown = [k for k in options if k not in known]
+    if unknown:
+        raise InvalidInputError(
+            f"learner_options: {unknown[0]!r} is not an option of learn={name!r} (its options: "
+            f"{', '.join(known)})")
+    return cls(**options)
+
 __all__ = ["ONLINE_LEARNERS", "ONLINE_MODES", "BaldiChauvin", "BaumWelchOnline",
-           "BayesianOnline", "MeanPosterior", "OnlineEM", "OnlineLearner"]
+           "BayesianOnline", "MeanPosterior", "OnlineEM", "OnlineLearner", "StateRecord",
+           "make_learner"]

@@ -1,4 +1,4 @@
-"""The protocol every streaming learner follows.
+"""The protocol every streaming learner follows, and the checks of a learner's state.
 
 A learner object holds hyper-parameters only (step sizes, learning rates, priors...). Its
 *state* is a flat ``dict`` mapping names to NumPy arrays or Python scalars (int, float,
@@ -7,6 +7,12 @@ bool, str): everything needed to continue the stream, and nothing else, so that
 
 Parameters travel as the batch learners' ``theta``:
 ``{"startprob": (K,), "transmat": (K, K), "emission": {family keys...}}``.
+
+A state that did not come from the learner (a loaded checkpoint, a dict assigned by hand)
+is checked by the learner's ``check_state`` before the kernels see it: the exact keys,
+types, dtypes and shapes of the state :meth:`OnlineLearner.start` builds for the same
+parameters and family (:func:`check_layout`, so a key added to ``start`` is checked
+without more code), then each key's meaning (probabilities, counts, indices in range).
 """
 
 from __future__ import annotations
@@ -14,6 +20,13 @@ from __future__ import annotations
 from typing import Protocol
 
 import numpy as np
+
+from ..._validation import check_stochastic
+from ...errors import InvalidInputError
+
+#: upper bound of a state's counters (observations, sequences, averaged iterates): far
+#: beyond any stream, far below int64 overflow
+MAX_COUNT = 2**62
 
 
 class OnlineLearner(Protocol):
@@ -31,3 +44,143 @@ class OnlineLearner(Protocol):
 
     def params(self, state: dict, family) -> dict:
         """Current parameters ``theta`` (materialised from the state)."""
+
+    def check_state(self, state: dict, theta: dict, family, prefix: str = "") -> None:
+        """Raise :class:`~hiddenstate.errors.InvalidInputError` (naming ``prefix + key``)
+        unless ``state`` is a state this learner could have reached from parameters of the
+        shapes of ``theta`` (valid parameters) with this family."""
+
+
+def template(learner, theta: dict, family, prefix: str) -> dict:
+    """The state ``learner.start`` builds from ``theta``: the reference for keys, types,
+    dtypes and shapes. Its sizes come from the parameters and the learner's options, never
+    from the state being checked."""
+    try:
+        return learner.start(theta, family, None)
+    except MemoryError:
+        raise InvalidInputError(
+            f"{prefix.rstrip('.')}: a state of learn={learner.name!r} with these parameters "
+            "and learner_options does not fit in memory") from None
+
+
+def _kind(value) -> str | None:
+    if isinstance(value, np.ndarray):
+        return "array"
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, np.integer)):
+        return "int"
+    if isinstance(value, (float, np.floating)):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    return None
+
+
+def check_layout(state, reference: dict, prefix: str, learner: str,
+                 neg_inf: tuple[str, ...] = ()) -> dict:
+    """``state`` has exactly the keys of ``reference``, each an array of the same dtype and
+    shape or a scalar of the same kind (an int where a float is expected is accepted; a
+    string must be equal); float arrays hold no NaN and no infinity (``-inf`` is allowed in
+    the keys ``neg_inf``). Returns the state with scalars as Python int/float."""
+    if not isinstance(state, dict):
+        raise InvalidInputError(
+            f"{prefix.rstrip('.')}: expected the dict of a learn={learner!r} state, got "
+            f"{type(state).__name__}")
+    missing = sorted(set(reference) - set(state), key=str)
+    if missing:
+        raise InvalidInputError(
+            f"{prefix}{missing[0]}: missing from the state of learn={learner!r} (expected "
+            f"keys {sorted(reference)}); the state was modified or comes from another model")
+    extra = sorted(set(state) - set(reference), key=str)
+    if extra:
+        raise InvalidInputError(
+            f"{prefix}{extra[0]}: not a key of the state of learn={learner!r} (expected keys "
+            f"{sorted(reference)}); the state was modified or comes from another model")
+    out = {}
+    for key, ref in reference.items():
+        value, kind, want = state[key], _kind(state[key]), _kind(ref)
+        name = f"{prefix}{key}"
+        if want == "array":
+            if kind != "array" or value.dtype != ref.dtype or value.shape != ref.shape:
+                got = (f"{value.dtype} array of shape {value.shape}" if kind == "array"
+                       else type(value).__name__)
+                raise InvalidInputError(
+                    f"{name}: expected a {ref.dtype} array of shape {ref.shape}, got {got}; "
+                    "the state does not belong to this model (states, shapes and options must "
+                    "match)")
+            if value.dtype.kind == "f":
+                bad = np.isnan(value) | (value == np.inf)
+                if key not in neg_inf:
+                    bad |= value == -np.inf
+                if bad.any():
+                    raise InvalidInputError(f"{name}: holds NaN or infinite values")
+            out[key] = value
+        elif want == "str":
+            if kind != "str" or value != ref:
+                raise InvalidInputError(f"{name}: expected {ref!r}, got {value!r}")
+            out[key] = value
+        elif kind != want and not (want == "float" and kind == "int"):
+            raise InvalidInputError(
+                f"{name}: expected a{'n' if want == 'int' else ''} {want}, got "
+                f"{type(value).__name__}")
+        else:
+            out[key] = {"int": int, "float": float, "bool": bool}[want](value)
+    return out
+
+
+def check_count(state: dict, key: str, prefix: str, high: int = MAX_COUNT,
+                what: str = "a counter") -> int:
+    """An integer scalar of the state in ``0 .. high``."""
+    value = state[key]
+    if not 0 <= value <= high:
+        raise InvalidInputError(
+            f"{prefix}{key}: {value} is out of range 0 .. {high} ({what}); the state was "
+            "modified or corrupted")
+    return value
+
+
+def check_nonneg(state: dict, keys, prefix: str) -> None:
+    """Arrays of non-negative numbers (statistics, counts, weights)."""
+    for key in keys:
+        if np.any(state[key] < 0):
+            raise InvalidInputError(
+                f"{prefix}{key}: holds negative values (it accumulates non-negative weights); "
+                "the state was modified or corrupted")
+
+
+def check_probabilities(state: dict, keys, prefix: str, atol: float = 1e-8) -> None:
+    """Probability vectors / row-stochastic matrices (shapes already checked)."""
+    for key in keys:
+        check_stochastic(state[key], state[key].shape, prefix + key, atol=atol)
+
+
+def check_sums(state: dict, key: str, total: float, prefix: str, what: str) -> None:
+    """Non-negative array whose last axis sums to ``total`` (within rounding)."""
+    arr = state[key]
+    check_nonneg(state, [key], prefix)
+    if not np.allclose(arr.sum(axis=-1), total, rtol=1e-9, atol=1e-9):
+        raise InvalidInputError(
+            f"{prefix}{key}: its rows must sum to {total} ({what}); the state was modified "
+            "or corrupted")
+
+
+class StateRecord:
+    """What a checked state held (its dict and the objects in it), to tell cheaply whether
+    a model's ``learner_state_`` was replaced or edited since it was checked."""
+
+    def __init__(self, state: dict):
+        self.state = state
+        self.items = dict(state)
+
+    def matches(self, state) -> bool:
+        if state is not self.state or state.keys() != self.items.keys():
+            return False
+        for key, value in state.items():
+            old = self.items[key]
+            if value is old:
+                continue
+            if isinstance(value, np.ndarray) or isinstance(old, np.ndarray) \
+                    or type(value) is not type(old) or not value == old:
+                return False
+        return True

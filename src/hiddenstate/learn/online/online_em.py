@@ -97,9 +97,18 @@ from ...families.gaussian import GaussianEmissions
 from ...families.poisson import PoissonEmissions
 from ...kernels.online_em import (
     MAX_WINDOW,
+    SCALE_FLOOR,
     categorical_statistics,
     online_em_categorical,
     online_em_dense,
+)
+from .base import (
+    check_count,
+    check_layout,
+    check_nonneg,
+    check_probabilities,
+    check_sums,
+    template,
 )
 
 __all__ = ["PRIOR_MASS", "OnlineEM"]
@@ -327,6 +336,65 @@ class OnlineEM:
                         for key, value in state.items() if key.startswith(prefix)}
         return {"startprob": startprob, "transmat": transmat, "emission": emission}
 
+    def check_state(self, state: dict, theta: dict, family, prefix: str = "") -> None:
+        """Check a state that did not come from :meth:`update` (a checkpoint, a dict set by
+        hand) before the kernels index with it: the keys, dtypes and shapes of
+        :meth:`start`'s state for ``theta`` (valid parameters) and ``family``; counters in
+        range (``t``, ``n_avg <= t``, zero without averaging); the parameters, the filter
+        and ``emission0`` are distributions; statistics and sums are finite and
+        non-negative, averaged sums add up to ``n_avg`` per row; for categorical
+        emissions the window position ``window < B``, every ``touch <= window`` and the
+        decay in ``[SCALE_FLOOR, 1]`` (1 at the window's start); for Gaussian/Poisson the
+        emission parameters (and their averages) are valid parameters of the family."""
+        self._check()
+        state = check_layout(state, template(self, theta, family, prefix), prefix, self.name)
+        t = check_count(state, "t", prefix, what="observations seen")
+        n_avg = check_count(state, "n_avg", prefix, high=t if self.averaging else 0,
+                            what="averaged iterates; 0 without averaging")
+        check_probabilities(state, ("startprob", "transmat"), prefix)
+        check_probabilities(state, ("phi",), prefix, atol=1e-6)
+        check_nonneg(state, ("rho_trans", "rho_start"), prefix)
+        for key in ("avg_startprob", "avg_transmat"):
+            check_sums(state, key, n_avg, prefix, "a sum of n_avg distributions")
+        if "emission0" in state:
+            check_probabilities(state, ("emission0",), prefix)
+            check_nonneg(state, ("G", "E", "tree_P", "tree_Q", "avg_acc", "avg_U"), prefix)
+            window = check_count(state, "window", prefix, high=len(state["tree_P"]) // 2 - 1,
+                                 what="position in the window of the lazy scheme")
+            touch = state["touch"]
+            if len(touch) and (touch.min() < 0 or touch.max() > window):
+                raise InvalidInputError(
+                    f"{prefix}touch: window positions must lie in 0 .. window={window}; the "
+                    "state was modified or corrupted")
+            decay = state["decay"]
+            if not SCALE_FLOOR <= decay <= 1.0 or (window == 0 and decay != 1.0):
+                raise InvalidInputError(
+                    f"{prefix}decay: {decay!r} is not a decay factor of the window (in "
+                    f"[{SCALE_FLOOR}, 1], and 1 when window = 0); the state was modified or "
+                    "corrupted")
+            emis_A = self._emission_prior(state["emission0"])[1].sum(axis=1)
+            _check_lazy_sums(state, self.averaging, emis_A, prefix)
+            return
+        if np.any(state["rho_emission"][:, 0, :] < 0):
+            raise InvalidInputError(
+                f"{prefix}rho_emission: the posterior-weight statistics must be "
+                "non-negative; the state was modified or corrupted")
+        keys = [k[len("emission."):] for k in state if k.startswith("emission.")]
+        for prefix_key, scale in (("emission.", 1), ("avg.emission.", n_avg)):
+            values = {key: state[prefix_key + key] for key in keys}
+            if prefix_key == "avg.emission." and n_avg == 0:
+                if any(np.any(v != 0) for v in values.values()):
+                    raise InvalidInputError(
+                        f"{prefix}avg.emission.*: must be zero before any averaged iterate "
+                        "(n_avg = 0)")
+                continue
+            try:
+                family.check_params({key: v / scale for key, v in values.items()})
+            except InvalidInputError as exc:
+                raise InvalidInputError(
+                    f"{prefix}{prefix_key}*: not valid emission parameters"
+                    f"{' once divided by n_avg' if scale != 1 else ''} ({exc})") from None
+
     # -- categorical ----------------------------------------------------------------------------
     def _update_categorical(self, state, X, starts, family, trans_a, start_a,
                             log_pred) -> None:
@@ -367,11 +435,7 @@ class OnlineEM:
         if not averaged and t < max(int(self.warmup), 1):
             return emission0.copy()
         alpha, emis_a = self._emission_prior(emission0)
-        S = np.empty((K, W))
-        acc_now = np.empty((W, K)) if averaged else np.empty((0, K))
-        categorical_statistics(state["E"], state["touch"], state["tree_P"], state["tree_Q"],
-                               state["avg_acc"], state["phi"], float(state["decay"]),
-                               int(state["window"]), averaged, S, acc_now)
+        S, acc_now = _statistics(state, state["phi"], averaged)
         if averaged:
             return (acc_now.T + emis_a * state["avg_U"][:, None]) / state["n_avg"]
         return DirichletRows("emissionprob", "e", alpha).mstep(emission0, S, "e")[0]
@@ -433,6 +497,41 @@ class OnlineEM:
         for key in keys:
             state["emission." + key] = em[key]
         state["t"], state["n_avg"] = int(counters[0]), int(counters[1])
+
+
+def _statistics(state: dict, phi: np.ndarray, averaged: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The lazy categorical scheme materialised along ``phi``: ``S[i, w] = c (E_w phi)[i]``
+    (the emission statistics when ``phi`` is the filter) and, when ``averaged``, the
+    averaging sums ``acc_now (W, K)``."""
+    K, W = state["emission0"].shape
+    S = np.empty((K, W))
+    acc_now = np.empty((W, K)) if averaged else np.empty((0, K))
+    categorical_statistics(state["E"], state["touch"], state["tree_P"], state["tree_Q"],
+                           state["avg_acc"], phi, float(state["decay"]), int(state["window"]),
+                           averaged, S, acc_now)
+    return S, acc_now
+
+
+def _check_lazy_sums(state: dict, averaged: bool, emis_A: np.ndarray, prefix: str) -> None:
+    r"""The invariants that tie the lazy categorical scheme together (exact up to rounding):
+    :math:`G = \sum_w E_w` (probed along the filter and the uniform vector: the normaliser
+    :math:`N = G\phi` of every emission row is the sum of its statistics) and, with
+    averaging, :math:`\sum_w \text{acc}(w, i) + A_i U_i = n_\text{avg}` (every averaged
+    emission row sums to one)."""
+    K = len(state["phi"])
+    for phi in (state["phi"], np.full(K, 1.0 / K)):
+        S, acc_now = _statistics(state, phi, averaged)
+        N = state["G"] @ phi
+        if not np.allclose(S.sum(axis=1), N, rtol=1e-6, atol=1e-12 * max(N.max(), 1e-300)):
+            raise InvalidInputError(
+                f"{prefix}G: does not match the emission statistics E (G must be the sum of "
+                "the E blocks); the state was modified or corrupted")
+    if averaged:
+        total = acc_now.sum(axis=0) + emis_A * state["avg_U"]
+        if not np.allclose(total, state["n_avg"], rtol=1e-6, atol=0.0):
+            raise InvalidInputError(
+                f"{prefix}avg_acc: the averaging sums do not add up to n_avg per state (with "
+                "avg_U); the state was modified or corrupted")
 
 
 def _impossible(index: int, t: int) -> ZeroProbabilityError:

@@ -102,6 +102,7 @@ from ..._validation import check_lengths, check_stochastic, check_symbols
 from ...errors import InvalidInputError, NumericalError, ZeroProbabilityError
 from ...families.categorical import CategoricalEmissions
 from ...families.dirichlet import estimate_rows
+from .base import check_count, check_layout, check_nonneg, check_probabilities, template
 
 __all__ = [
     "BaldiChauvin",
@@ -158,6 +159,17 @@ def _sequences(X, lengths, family) -> tuple[np.ndarray, np.ndarray]:
 
 def _copy_state(state: dict) -> dict:
     return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
+
+
+def _check_common(learner, state: dict, theta: dict, family, prefix: str,
+                  neg_inf: tuple[str, ...] = ()) -> dict:
+    """Keys, dtypes and shapes against :meth:`start`'s state, and ``n_sequences``."""
+    learner._check()
+    _check_family(family, learner.name)
+    state = check_layout(state, template(learner, theta, family, prefix), prefix,
+                         learner.name, neg_inf)
+    check_count(state, "n_sequences", prefix, what="sequences seen")
+    return state
 
 
 def _impossible(s: int, name: str, hint: str) -> ZeroProbabilityError:
@@ -258,6 +270,12 @@ class BaumWelchOnline:
         return _theta(state["startprob"].copy(), state["transmat"].copy(),
                       state["emissionprob"].copy())
 
+    def check_state(self, state: dict, theta: dict, family, prefix: str = "") -> None:
+        """Check a state that did not come from :meth:`update`: the keys, dtypes and shapes
+        of :meth:`start`'s, ``n_sequences`` in range, the parameters distributions."""
+        state = _check_common(self, state, theta, family, prefix)
+        check_probabilities(state, _BLOCKS, prefix)
+
 
 # -- Baldi-Chauvin --------------------------------------------------------------------------------
 def _softmax_rows(w: np.ndarray, lam: float) -> np.ndarray:
@@ -331,6 +349,24 @@ class BaldiChauvin:
     def params(self, state: dict, family) -> dict:
         lam = float(self.lam)
         return _theta(*(_softmax_rows(state["w_" + key], lam) for key in _BLOCKS))
+
+    def check_state(self, state: dict, theta: dict, family, prefix: str = "") -> None:
+        """Check a state that did not come from :meth:`update`: the keys, dtypes and shapes
+        of :meth:`start`'s, ``n_sequences`` in range, weights finite or ``-inf``
+        (structural zeros) with ``lam * w`` finite and at least one finite weight per
+        row."""
+        keys = tuple("w_" + key for key in _BLOCKS)
+        state = _check_common(self, state, theta, family, prefix, neg_inf=keys)
+        _, lam = self._check()
+        for key in keys:
+            w = state[key]
+            finite = np.isfinite(w)
+            with np.errstate(over="ignore"):
+                scaled = lam * np.where(finite, w, 0.0)
+            if not np.all(finite.any(axis=-1)) or not np.all(np.isfinite(scaled)):
+                raise InvalidInputError(
+                    f"{prefix}{key}: every row needs a finite weight and lam * w must be "
+                    "finite; the state was modified or corrupted")
 
 
 # -- the exact mixture posterior of the Bayesian learners -----------------------------------------
@@ -620,6 +656,21 @@ class _DirichletOnline:
         out.update({"prior_" + key: state["prior_" + key].copy() for key in _BLOCKS})
         out["n_sequences"] = n_seen
         return out
+
+    def check_state(self, state: dict, theta: dict, family, prefix: str = "") -> None:
+        """Check a state that did not come from :meth:`update`: the keys, dtypes and shapes
+        of :meth:`start`'s, ``n_sequences`` in range, Dirichlet parameters ``u_*`` and
+        ``prior_*`` finite and non-negative with positive row sums, and zero in the same
+        places (structural zeros stay zero)."""
+        state = _check_common(self, state, theta, family, prefix)
+        for key in _BLOCKS:
+            u, prior = "u_" + key, "prior_" + key
+            check_nonneg(state, (u, prior), prefix)
+            if not np.array_equal(state[u] > 0, state[prior] > 0) \
+                    or not np.all(state[prior].sum(axis=-1) > 0):
+                raise InvalidInputError(
+                    f"{prefix}{u}: must be positive exactly where {prior} is (with at least "
+                    "one positive entry per row); the state was modified or corrupted")
 
     def params(self, state: dict, family) -> dict:
         """The posterior mean."""

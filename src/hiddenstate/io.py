@@ -186,9 +186,9 @@ def read_json(path: Path, what: str):
         raise ModelFileError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MiB; not a saved "
                              f"{what} (or a tampered one)")
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = json.loads(raw.decode("utf-8-sig"))  # an editor's byte-order mark is harmless
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ModelFileError(f"{path}: not valid JSON ({_short(exc)})") from None
+        raise ModelFileError(f"{path}: not valid UTF-8 JSON ({_short(exc)})") from None
     if _depth(doc) > MAX_JSON_DEPTH:
         raise ModelFileError(f"{path}: nested more than {MAX_JSON_DEPTH} levels deep")
     return doc

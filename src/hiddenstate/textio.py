@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InvalidInputError, ModelFileError
+from .io import read_json
 
 __all__ = [
     "UNK",
@@ -257,11 +258,7 @@ class Vocabulary:
                 f"{p}: vocabulary file not found; text models keep it in the model directory "
                 "as vocabulary.json (refit with `hiddenstate fit` if it was deleted)"
             )
-        try:
-            d = json.loads(p.read_text(encoding="utf-8-sig"))  # an editor's BOM is harmless
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ModelFileError(f"{p}: not valid UTF-8 JSON ({exc})") from exc
-        return cls.from_dict(d, source=str(p))
+        return cls.from_dict(read_json(p, "vocabulary"), source=str(p))  # bounded, BOM ok
 
 
 # --------------------------------------------------------------------------- helpers

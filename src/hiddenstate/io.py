@@ -27,9 +27,9 @@ _NPZ = "arrays.npz"
 
 
 def _registry() -> dict:
-    from .models import HMM, PROPS
+    from .models import HMM, PROPS, TreeNet
 
-    return {"HMM": HMM, "PROPS": PROPS}
+    return {"HMM": HMM, "PROPS": PROPS, "TreeNet": TreeNet}
 
 
 def _digest(arr: np.ndarray) -> str:

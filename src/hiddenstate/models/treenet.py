@@ -181,8 +181,15 @@ class TreeNet(BaseEstimator):
 
     # -- configuration --------------------------------------------------------------------------
     def _structure(self) -> Structure:
-        return build({} if self.n_states is None else self.n_states, self.edges,
-                     self.observed)
+        """The checked graph, rebuilt only when ``n_states``, ``edges`` or ``observed``
+        change."""
+        key = repr((self.n_states, self.edges, self.observed))
+        cached = self.__dict__.get("_structure_cache")
+        if cached is None or cached[0] != key:
+            s = build({} if self.n_states is None else self.n_states, self.edges,
+                      self.observed)
+            self._structure_cache = cached = (key, s)
+        return cached[1]
 
     def _check_hyper(self) -> Structure:
         s = self._structure()

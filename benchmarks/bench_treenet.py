@@ -162,7 +162,7 @@ def bench_em(n_rows, repeats, rng):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--patterns", type=int, default=10_000)
-    ap.add_argument("--pgmpy-patterns", type=int, default=30)
+    ap.add_argument("--pgmpy-patterns", type=int, default=3)
     ap.add_argument("--em-rows", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)

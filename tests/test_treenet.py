@@ -444,3 +444,32 @@ def test_hostile_inputs():
         impossible = _random_params(hs.TreeNet(**TREE, warm_start=True, n_iter=2), 0)
         impossible.weights_["d->x3"] = np.tile([1.0, 0.0, 0.0], (2, 1))
         impossible.fit(np.tile([0, 0, 0, 2], (3, 1)))
+
+
+def test_layered_structures():
+    full = hs.treenet.layered([(2, 3), (3, 4)], n_observed=4, n_symbols=5)
+    assert len(full["edges"]) == 2 * 3 + 3 * 4
+    s = hs.TreeNet(**full)._structure()
+    assert not s.is_tree and len(s.roots) == 2
+    tree = hs.treenet.layered([(2, 3), (4, 4)], n_observed=8, n_symbols=5, fan_in=1)
+    s = hs.TreeNet(**tree)._structure()
+    assert s.is_tree and all(len(p) == 1 for v, p in enumerate(s.parents) if v not in s.roots)
+    # every lower variable hangs under one of the layer above, spread evenly
+    assert sorted(p for p, c in tree["edges"] if c.startswith("h1_")) == \
+        ["h0_0", "h0_0", "h0_1", "h0_1"]
+
+
+def test_dag_stochastic_em_with_both_options_raises_the_evidence():
+    """Funk's soft normalisation and the state-usage option on a DAG: the estimated
+    log-evidence of the training data rises, and the parameters stay valid."""
+    teacher = _random_params(hs.TreeNet(**DAG), 11, conc=0.3)
+    X, _ = teacher.sample(1500, random_state=0)
+    net = hs.TreeNet(**DAG, learn="stochastic-em", soft_normalization=True, balance=1.0,
+                     n_iter=8, random_state=0, n_samples=50)
+    start = hs.TreeNet(**DAG, learn="stochastic-em", soft_normalization=True, n_iter=1,
+                       learning_rate=1e-9, random_state=0, n_samples=50).fit(X)
+    net.fit(X)
+    assert net.score(X) > start.score(X) + 0.1 * len(X)
+    net._params(net._structure())  # validates every table
+    for v, u in net.usage_.items():
+        assert u.sum() == pytest.approx(1.0) and np.all(u > 0), v

@@ -88,11 +88,14 @@ def apply(s: Structure, weights: list, prior: dict, g_w: list, g_prior: dict,
 
 
 def usage_bias(s: Structure, usage: list, balance: float) -> list:
-    """Log-scale sampling bias ``-balance * log(N_v * usage_v)`` of each hidden variable."""
+    """Log-scale sampling bias ``-balance * log(N_v * usage_v)`` of each hidden variable
+    (the usage floored at the smallest normal float, so that a state unused for a very long
+    stream keeps a finite bias)."""
     out = [None] * s.n_vars
     if balance > 0:
+        tiny = np.finfo(np.float64).tiny
         for v in s.hidden:
-            out[v] = -balance * np.log(s.sizes[v] * usage[v])
+            out[v] = -balance * np.log(np.maximum(s.sizes[v] * usage[v], tiny))
     return out
 
 

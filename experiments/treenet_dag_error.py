@@ -27,6 +27,7 @@ from _common import REPO, markdown_table  # noqa: E402
 
 import hiddenstate as hs  # noqa: E402
 from hiddenstate.treenet import passes  # noqa: E402
+from hiddenstate.treenet.examples import multiplexer  # noqa: E402
 
 SAMPLES = (10, 100, 1000)
 DAGS = {
@@ -41,18 +42,6 @@ DAGS = {
                   ("e", "x2"), ("d", "x3")],
         "observed": {"x0": 3, "x1": 3, "x2": 3, "x3": 2}},
 }
-
-
-def multiplexer() -> hs.TreeNet:
-    net = hs.TreeNet(n_states={"A": 4, "B": 2, "C": 2, "D": 4},
-                     edges=[("A", "B"), ("A", "C"), ("B", "D"), ("C", "D"), ("D", "x")],
-                     observed={"x": 1})
-    bd = np.array([[1, 1, 0, 0], [0, 0, 1, 1]], dtype=float)
-    cd = np.array([[1, 0, 1, 0], [0, 1, 0, 1]], dtype=float)
-    net.priors_ = {"A": np.full(4, 0.25)}
-    net.weights_ = {"A->B": bd.T.copy(), "A->C": cd.T.copy(), "B->D": bd, "C->D": cd,
-                    "D->x": np.ones((4, 1))}
-    return net
 
 
 def exact(net, x, lik=None):

@@ -14,6 +14,7 @@ from scipy.stats import chisquare
 import hiddenstate as hs
 from hiddenstate.errors import InvalidInputError, ModelFileError, NotFittedError
 from hiddenstate.treenet import funk, passes
+from hiddenstate.treenet.examples import multiplexer
 
 TREE = {
     "n_states": {"a": 3, "b": 2, "c": 3, "d": 2},
@@ -347,7 +348,7 @@ def test_multiplexer_tree_pass_and_rejection():
     """Funk's eq. 9-15: A is split into bits B, C and multiplexed back into D. With
     P(X|D) = [0,1,1,0] the tree pass is optimistic about A (uniform), plain downward
     samples can be inconsistent, and rejection sampling gives the exact posterior."""
-    net = _multiplexer()
+    net = multiplexer()
     X = np.zeros((20_000, 1), dtype=np.int64)
     lik = {"D": np.tile([0.0, 1.0, 1.0, 0.0], (20_000, 1))}
     z, log_w = net.sample_posterior(X, lik, random_state=0, return_log_weights=True)
@@ -361,18 +362,6 @@ def test_multiplexer_tree_pass_and_rejection():
     np.testing.assert_allclose(exact, [0, 0.5, 0.5, 0])
     approx = net.predict_proba(X[:200], {"D": lik["D"][:200]}, random_state=0)["A"]
     np.testing.assert_allclose(approx.mean(axis=0), exact, atol=0.05)
-
-
-def _multiplexer():
-    net = hs.TreeNet(n_states={"A": 4, "B": 2, "C": 2, "D": 4},
-                     edges=[("A", "B"), ("A", "C"), ("B", "D"), ("C", "D"), ("D", "x")],
-                     observed={"x": 1})
-    bd = np.array([[1, 1, 0, 0], [0, 0, 1, 1]], dtype=float)
-    cd = np.array([[1, 0, 1, 0], [0, 1, 0, 1]], dtype=float)
-    net.priors_ = {"A": np.full(4, 0.25)}
-    net.weights_ = {"A->B": bd.T.copy(), "A->C": cd.T.copy(), "B->D": bd, "C->D": cd,
-                    "D->x": np.ones((4, 1))}
-    return net
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

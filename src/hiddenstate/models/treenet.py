@@ -266,7 +266,8 @@ class TreeNet(BaseEstimator):
             if len(s.parents[c]) == 1:
                 w = check_stochastic(self.weights_[name], shape, f"weights_[{name!r}]")
             else:
-                w = _check_factors(self.weights_[name], shape, f"weights_[{name!r}]")
+                w = _check_rows(self.weights_[name], shape, f"weights_[{name!r}]",
+                                "every parent state must allow some child state")
             weights.append(w)
         prior = {}
         for r in s.roots:
@@ -336,7 +337,8 @@ class TreeNet(BaseEstimator):
                         f"likelihoods: {name!r} is not a hidden variable (observed ones take "
                         "symbols in X)")
                 v = index[name]
-                arr = _check_likelihood(lik, s.sizes[v], n, f"likelihoods[{name!r}]")
+                arr = _check_rows(lik, (n, s.sizes[v]), f"likelihoods[{name!r}]",
+                                  "no state explains that evidence")
                 n = len(arr)
                 evidence[v] = arr
         if n is None:
@@ -639,20 +641,24 @@ class TreeNet(BaseEstimator):
         save(self, path)
 
 
-def _check_factors(w, shape: tuple[int, int], name: str) -> np.ndarray:
-    """Factors of a multi-parent child: finite, non-negative, every row with some mass."""
+def _check_rows(value, shape: tuple, name: str, why: str) -> np.ndarray:
+    """A finite, non-negative matrix of ``shape`` (``None``: any number of rows, at least
+    one) without an all-zero row (``why`` says what such a row would mean)."""
     try:
-        arr = np.asarray(w, dtype=np.float64)
+        arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{name}: cannot be read as numbers ({exc})") from exc
-    if arr.shape != shape:
-        raise InvalidInputError(f"{name}: expected shape {shape}, got {arr.shape}")
+    if arr.ndim != 2 or any(w is not None and g != w for g, w in zip(arr.shape, shape,
+                                                                      strict=True)):
+        want = "(" + ", ".join("n_patterns" if w is None else str(w) for w in shape) + ")"
+        raise InvalidInputError(f"{name}: expected shape {want}, got {arr.shape}")
+    if arr.shape[0] == 0:
+        raise InvalidInputError(f"{name}: no rows")
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
         raise InvalidInputError(f"{name}: entries must be finite and non-negative")
     dead = np.flatnonzero(arr.sum(axis=1) <= 0)
     if len(dead):
-        raise InvalidInputError(
-            f"{name}: row {dead[0]} is all zero; every parent state must allow some child state")
+        raise InvalidInputError(f"{name}: row {dead[0]} is all zero ({why})")
     return np.ascontiguousarray(arr)
 
 
@@ -686,22 +692,3 @@ def _check_patterns(X, sizes: list[int], names: list[str]) -> np.ndarray:
                 f"X: column {col} ({name!r}) has symbol {bad}; its symbols are 0..{size - 1} "
                 "(-1 marks a missing one)")
     return arr
-
-
-def _check_likelihood(lik, size: int, n: int | None, name: str) -> np.ndarray:
-    try:
-        arr = np.asarray(lik, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{name}: cannot be read as numbers ({exc})") from exc
-    if arr.ndim != 2 or arr.shape[1] != size or (n is not None and arr.shape[0] != n):
-        want = f"({'n_patterns' if n is None else n}, {size})"
-        raise InvalidInputError(f"{name}: expected shape {want}, got {arr.shape}")
-    if arr.shape[0] == 0:
-        raise InvalidInputError(f"{name}: no patterns")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise InvalidInputError(f"{name}: entries must be finite and non-negative")
-    dead = np.flatnonzero(arr.max(axis=1) <= 0)
-    if len(dead):
-        raise InvalidInputError(
-            f"{name}: row {dead[0]} is all zero (no state explains that evidence)")
-    return np.ascontiguousarray(arr)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -164,13 +165,33 @@ def factoring(net, data: Data, top: list[str], seed: int) -> dict[str, float]:
     return {v: mutual_information(post[v], data.rule_test, len(RULES)) / h for v in top}
 
 
-def run_treenet(spec, data, seed, n_iter, samples, callback_store, **kw):
+def run_treenet(spec, data, seed, n_iter, samples, **kw):
     net = hs.TreeNet(**spec, n_iter=n_iter, random_state=seed, n_samples=samples, **kw)
+    store: list = []
     t0 = time.perf_counter()
-    net.fit(data.X_train, callback=curve_callback(callback_store, len(data.X_train)))
+    net.fit(data.X_train, callback=curve_callback(store, len(data.X_train)))
     wall = time.perf_counter() - t0
     ll = net.score_samples(data.X_test, random_state=seed).mean()
-    return net, float(ll), wall
+    return net, float(ll), wall, store
+
+
+def run_job(job: dict, cfg: dict, data_path: str) -> dict:
+    """One fit (a worker process): the data are rebuilt from the same seed in each."""
+    data = Data(Path(data_path), cfg["copies"], cfg["n_test"], cfg["limit"])
+    kind, seed = job["kind"], job.get("seed", 0)
+    out = dict(job)
+    if kind == "hmm":
+        _, ll, wall = fit_hmm(data, job["K"], job["n_iter"], seed)
+        out.update(ll=ll, wall=wall)
+        return out
+    spec = tree_spec() if kind.startswith("tree") else dag_spec()
+    net, ll, wall, curve = run_treenet(spec, data, seed, job["n_iter"], cfg["samples"],
+                                       **job["options"])
+    top = ["r"] if kind.startswith("tree") else [v for v in spec["n_states"]
+                                                  if v.startswith("h0_")]
+    out.update(ll=ll, wall=wall, curve=curve, mi=factoring(net, data, top, seed),
+               generated=generated(net, data, 48, 1) if seed == 0 else None)
+    return out
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -186,13 +207,14 @@ def main(argv=None):
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--out", type=Path, default=REPO / "experiments" / "out" / "treenet_words")
     ap.add_argument("--seeds", type=int, default=None)
+    ap.add_argument("--workers", type=int, default=2, help="fits run in parallel")
     args = ap.parse_args(argv)
     q = args.quick
     cfg = {
         "copies": 2, "n_test": 300 if q else 1000, "limit": 2300 if q else None,
-        "seeds": args.seeds or (1 if q else 3), "epochs": 3 if q else 12,
-        "tree_iter": 10 if q else 100, "tree_sem_epochs": 3 if q else 12,
-        "hmm_iter": 5 if q else 50, "hmm_big_iter": 2 if q else 15,
+        "seeds": args.seeds or (1 if q else 3), "epochs": 3 if q else 10,
+        "tree_iter": 10 if q else 50, "tree_sem_epochs": 3 if q else 10,
+        "hmm_iter": 5 if q else 50, "hmm_big_iter": 2 if q else 6,
         "samples": 20 if q else 100,
         "learning_rate": 1.0, "batch_size": 100, "balance": 1.0,
     }
@@ -208,61 +230,67 @@ def main(argv=None):
     rows.append(["per-position unigram", "-", 7 * 51, f"{unigram(data):.3f}", "-", "-"])
     log(f"unigram {rows[-1][3]}")
     tree, dag = tree_spec(), dag_spec()
-    for label, spec, n_iter in (("tree", tree, cfg["hmm_iter"]),
-                                ("DAG", dag, cfg["hmm_big_iter"])):
-        K = hmm_states_for(n_params(spec))
-        _, ll, wall = fit_hmm(data, K, n_iter, 0)
-        rows.append([f"HMM, K={K} (parameters of the {label})", f"EM, <= {n_iter} iterations",
-                     K - 1 + K * (K - 1) + K * 51, f"{ll:.3f}", f"{wall:.0f}", "-"])
-        log(f"HMM K={K}: {ll:.3f} ({wall:.0f} s)")
-
-    fact_rows, mi_table = [], {}
-    tree_top = ["r"]
-    for seed in range(cfg["seeds"]):
-        store = curves.setdefault(f"tree EM seed {seed}", [])
-        # MAP-EM with Dirichlet(1.1) rows: plain EM gives zero probability to a letter a
-        # state never emitted in training, and a held-out word with it scores -inf
-        net, ll, wall = run_treenet(tree, data, seed, cfg["tree_iter"], cfg["samples"], store,
-                                    learn="map", prior=1.1)
-        f = factoring(net, data, tree_top, seed)
-        rows.append([f"tree (root 20 -> 7 x 20), seed {seed}", "EM (MAP, prior 1.1)",
-                     n_params(tree),
-                     f"{ll:.3f}", f"{wall:.0f}", f"{f['r']:.2f}"])
-        fact_rows.append(["tree, EM", seed, "r", f"{f['r']:.2f}"])
-        log(f"tree EM seed {seed}: {ll:.3f} ({wall:.0f} s, {len(store)} iterations)")
-        if seed == 0:
-            store = curves.setdefault("tree stochastic EM seed 0", [])
-            net, ll, wall = run_treenet(tree, data, seed, cfg["tree_sem_epochs"],
-                                        cfg["samples"], store, learn="stochastic-em",
-                                        learning_rate=cfg["learning_rate"],
-                                        batch_size=cfg["batch_size"])
-            f = factoring(net, data, tree_top, seed)
-            rows.append([f"tree (root 20 -> 7 x 20), seed {seed}", "stochastic EM",
-                         n_params(tree), f"{ll:.3f}", f"{wall:.0f}", f"{f['r']:.2f}"])
-            log(f"tree stochastic EM: {ll:.3f} ({wall:.0f} s)")
-
-    dag_top = [v for v in dag["n_states"] if v.startswith("h0_")]
-    samples_text = {}
+    sem = {"learn": "stochastic-em", "learning_rate": cfg["learning_rate"],
+           "batch_size": cfg["batch_size"]}
+    jobs = [{"kind": "hmm", "label": "tree", "K": hmm_states_for(n_params(tree)),
+             "n_iter": cfg["hmm_iter"]},
+            {"kind": "hmm", "label": "DAG", "K": hmm_states_for(n_params(dag)),
+             "n_iter": cfg["hmm_big_iter"]}]
+    # MAP-EM with Dirichlet(1.1) rows: plain EM gives zero probability to a letter a state
+    # never emitted in training, and a held-out word with it scores -inf
+    jobs += [{"kind": "tree", "seed": s, "n_iter": cfg["tree_iter"],
+              "options": {"learn": "map", "prior": 1.1}} for s in range(cfg["seeds"])]
+    jobs += [{"kind": "tree-sem", "seed": 0, "n_iter": cfg["tree_sem_epochs"],
+              "options": sem}]
     for balance in (0.0, cfg["balance"]):
-        name = "DAG stochastic EM" + (f", balance={balance:g}" if balance else "")
-        for seed in range(cfg["seeds"]):
-            store = curves.setdefault(f"{name} seed {seed}", [])
-            net, ll, wall = run_treenet(dag, data, seed, cfg["epochs"], cfg["samples"], store,
-                                        learn="stochastic-em",
-                                        learning_rate=cfg["learning_rate"],
-                                        batch_size=cfg["batch_size"],
-                                        soft_normalization=True, balance=balance)
-            f = factoring(net, data, dag_top, seed)
-            mi_table[(name, seed)] = f
-            best = max(f, key=f.get)
-            second = sorted(f.values())[-2]
-            rows.append([f"DAG 2 x 10 x 20, seed {seed}", "stochastic EM"
-                         + (f", balance {balance:g}" if balance else ""), n_params(dag),
-                         f"{ll:.3f}", f"{wall:.0f}", f"{f[best]:.2f} ({best})"])
-            fact_rows.append([name, seed, best, f"{f[best]:.2f} (next {second:.2f})"])
-            log(f"{name} seed {seed}: {ll:.3f} ({wall:.0f} s); best MI {best} {f[best]:.2f}")
-            if seed == 0:
-                samples_text[name] = generated(net, data, 48, 1)
+        jobs += [{"kind": "dag", "seed": s, "balance": balance, "n_iter": cfg["epochs"],
+                  "options": {**sem, "soft_normalization": True, "balance": balance}}
+                 for s in range(cfg["seeds"])]
+    path = str(args.data_dir / "words" / "seven-letter-words.txt")
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        futures = [pool.submit(run_job, job, cfg, path) for job in jobs]
+        results = []
+        for f in futures:
+            results.append(f.result())
+            r = results[-1]
+            log(f"{r['kind']} seed {r.get('seed', 0)}"
+                + (f" balance {r['balance']:g}" if "balance" in r else "")
+                + f": held-out {r['ll']:.3f} ({r['wall']:.0f} s)"
+                + (f"; MI {max(r['mi'].values()):.2f}" if "mi" in r else ""))
+
+    fact_rows, mi_table, samples_text = [], {}, {}
+    for r in results:
+        seed = r.get("seed", 0)
+        if r["kind"] == "hmm":
+            K = r["K"]
+            rows.append([f"HMM, K={K} (parameters of the {r['label']})",
+                         f"EM, <= {r['n_iter']} iterations", K - 1 + K * (K - 1) + K * 51,
+                         f"{r['ll']:.3f}", f"{r['wall']:.0f}", "-"])
+            continue
+        if r["kind"] == "tree":
+            name, learning = f"tree EM seed {seed}", "EM (MAP, prior 1.1)"
+        elif r["kind"] == "tree-sem":
+            name, learning = f"tree stochastic EM seed {seed}", "stochastic EM"
+        else:
+            bal = r["balance"]
+            name = "DAG stochastic EM" + (f", balance={bal:g}" if bal else "")
+            learning = "stochastic EM" + (f", balance {bal:g}" if bal else "")
+        spec = dag if r["kind"] == "dag" else tree
+        f = r["mi"]
+        best = max(f, key=f.get)
+        second = sorted(f.values())[-2] if len(f) > 1 else float("nan")
+        label = "DAG 2 x 10 x 20" if r["kind"] == "dag" else "tree (root 20 -> 7 x 20)"
+        rows.append([f"{label}, seed {seed}", learning, n_params(spec), f"{r['ll']:.3f}",
+                     f"{r['wall']:.0f}", f"{f[best]:.2f} ({best})"])
+        family = name.rsplit(" seed", 1)[0]
+        fact_rows.append([family, seed, best, f"{f[best]:.2f}"
+                          + (f" (next {second:.2f})" if len(f) > 1 else "")])
+        curves[name] = r["curve"]
+        if r["kind"] == "dag":
+            mi_table[(family, seed)] = f
+        if r.get("generated"):
+            samples_text[family] = r["generated"]
+    dag_top = [v for v in dag["n_states"] if v.startswith("h0_")]
 
     # -- write ---------------------------------------------------------------------------------
     md = [f"# Funk's seven-letter words with TreeNet{' (quick)' if q else ''}", "",
@@ -281,7 +309,7 @@ def main(argv=None):
           "MI between the rule and a top-level variable's posterior on the held-out words, "
           "as a fraction of H(rule) = log 5 (1: the variable determines the rule).", "",
           markdown_table(["network", "seed", "best variable", "MI / H(rule)"], fact_rows), ""]
-    for name in {k[0] for k in mi_table}:
+    for name in sorted({k[0] for k in mi_table}):
         vals = [max(mi_table[(name, s)].values()) for s in range(cfg["seeds"])]
         for th in THRESHOLDS:
             md.append(f"- {name}: one top-level variable carries >= {th:g} of H(rule) in "

@@ -329,9 +329,7 @@ def test_stochastic_em_learns_and_streams_resume_exactly(tmp_path):
 
 def test_save_load_round_trip_and_tampering(tmp_path):
     net = _random_params(hs.TreeNet(**DAG, learn="stochastic-em", random_state=0), 1)
-    net.n_features_ = 3
-    net.monitor_ = hs.learn.ConvergenceMonitor(net.tol, net.n_iter)
-    net.save(tmp_path / "dag")
+    net.save(tmp_path / "dag")  # hand-set parameters, no fit
     back = hs.load(tmp_path / "dag")
     assert back.get_params() == {**net.get_params(), "edges": [list(e) for e in DAG["edges"]]}
     X = np.array([[0, 1, 1], [2, 2, 0]])
@@ -342,6 +340,10 @@ def test_save_load_round_trip_and_tampering(tmp_path):
     (tmp_path / "dag" / "model.json").write_text(json.dumps(meta))
     with pytest.raises(ModelFileError, match="cycle"):
         hs.load(tmp_path / "dag")
+    net.weights_["a->c"] = -net.weights_["a->c"]
+    with pytest.raises(InvalidInputError, match="a->c"):
+        net.save(tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
 
 
 def test_multiplexer_tree_pass_and_rejection():

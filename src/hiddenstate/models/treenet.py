@@ -11,6 +11,7 @@ for what is exact and the measured error on small DAGs).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -387,7 +388,6 @@ class TreeNet(BaseEstimator):
     def _record(self, iteration: int, value: float, callback) -> None:
         self.monitor_.history.append(float(value))
         if self.verbose:
-            import sys
             print(f"{iteration:>6} {value:>20.10f}", file=sys.stderr)
         if callback is not None:
             callback(iteration, float(value))
@@ -635,9 +635,15 @@ class TreeNet(BaseEstimator):
 
     def save(self, path) -> None:
         """Save to a directory ``path`` (``model.json`` with the structure + ``arrays.npz``;
-        no pickle); read back with :func:`hiddenstate.load`."""
+        no pickle); read back with :func:`hiddenstate.load`. Hand-set parameters can be
+        saved without ``fit``; they are validated first."""
         from ..io import save
 
+        s = self._check_hyper()
+        self._params(s)
+        self.n_features_ = len(s.observed)
+        if not hasattr(self, "monitor_"):
+            self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
         save(self, path)
 
 

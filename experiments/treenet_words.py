@@ -268,12 +268,12 @@ def main(argv=None):
                          f"{r['ll']:.3f}", f"{r['wall']:.0f}", "-"])
             continue
         if r["kind"] == "tree":
-            name, learning = f"tree EM seed {seed}", "EM (MAP, prior 1.1)"
+            family, learning = "tree EM", "EM (MAP, prior 1.1)"
         elif r["kind"] == "tree-sem":
-            name, learning = f"tree stochastic EM seed {seed}", "stochastic EM"
+            family, learning = "tree stochastic EM", "stochastic EM"
         else:
             bal = r["balance"]
-            name = "DAG stochastic EM" + (f", balance={bal:g}" if bal else "")
+            family = "DAG stochastic EM" + (f", balance={bal:g}" if bal else "")
             learning = "stochastic EM" + (f", balance {bal:g}" if bal else "")
         spec = dag if r["kind"] == "dag" else tree
         f = r["mi"]
@@ -282,10 +282,9 @@ def main(argv=None):
         label = "DAG 2 x 10 x 20" if r["kind"] == "dag" else "tree (root 20 -> 7 x 20)"
         rows.append([f"{label}, seed {seed}", learning, n_params(spec), f"{r['ll']:.3f}",
                      f"{r['wall']:.0f}", f"{f[best]:.2f} ({best})"])
-        family = name.rsplit(" seed", 1)[0]
         fact_rows.append([family, seed, best, f"{f[best]:.2f}"
                           + (f" (next {second:.2f})" if len(f) > 1 else "")])
-        curves[name] = r["curve"]
+        curves[f"{family} seed {seed}"] = r["curve"]
         if r["kind"] == "dag":
             mi_table[(family, seed)] = f
         if r.get("generated"):

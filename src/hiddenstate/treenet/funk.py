@@ -60,11 +60,14 @@ def gradients(s: Structure, weights: list, prior: dict, draw: passes.Draw,
     for v in range(s.n_vars):
         pred = prediction(s, weights, prior, draw, v, soft_normalization)
         err.append(np.where(valid, draw.cond[v] - pred, 0.0))
+    n = len(draw.z)
+    onehot: dict = {}  # the sampled state of each parent, one-hot (n, N_p)
     g_w = []
     for p, c in s.edges:
-        onehot = np.zeros((len(draw.z), s.sizes[p]))
-        onehot[np.arange(len(draw.z)), draw.z[:, p]] = 1.0
-        g_w.append(onehot.T @ err[c])
+        if p not in onehot:
+            onehot[p] = np.zeros((n, s.sizes[p]))
+            onehot[p][np.arange(n), draw.z[:, p]] = 1.0
+        g_w.append(onehot[p].T @ err[c])
     g_prior = {r: err[r].sum(axis=0) for r in s.roots}
     return g_w, g_prior
 

@@ -212,14 +212,15 @@ def sample_down(s: Structure, rows: list, prior: dict, up: list | None, evidence
     log_cpt = [None] * s.n_vars if keep else None
     rows_n = np.arange(n)
     with np.errstate(divide="ignore", invalid="ignore"):
+        log_rows = [np.log(r) for r in rows]
         for v in range(s.n_vars):
             ps = s.parents[v]
             if not ps:
                 lc = np.broadcast_to(np.log(prior[v]), (n, s.sizes[v]))
             elif len(ps) == 1:
-                lc = np.log(rows[s.edge_index[(ps[0], v)]])[z[:, ps[0]]]
+                lc = log_rows[s.edge_index[(ps[0], v)]][z[:, ps[0]]]
             else:
-                lc = sum(np.log(rows[s.edge_index[(p, v)]])[z[:, p]] for p in ps)
+                lc = sum(log_rows[s.edge_index[(p, v)]][z[:, p]] for p in ps)
                 lc = _log_softmax_rows(lc)
             lq = lc if up is None else lc + np.log(up[v])
             if bias is not None and bias[v] is not None:

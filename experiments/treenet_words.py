@@ -30,8 +30,8 @@ Factoring: for every top-level variable, the mutual information between the rule
 variable's posterior on the held-out words, as a fraction of H(rule) = log 5; a variable
 "carries the rule" when that fraction is at least 0.5 (and "cleanly" at 0.9).
 
-    NUMBA_NUM_THREADS=1 python experiments/treenet_words.py            # ~50 min on 1 core
-    python experiments/treenet_words.py --quick                         # ~2 min
+    NUMBA_NUM_THREADS=1 python experiments/treenet_words.py   # 31 min (2 workers, busy machine)
+    python experiments/treenet_words.py --quick           # ~2 min
 
 Writes ``experiments/out/treenet_words/treenet_words.md`` and ``.png``.
 """

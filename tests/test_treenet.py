@@ -464,3 +464,22 @@ def test_dag_stochastic_em_with_both_options_raises_the_evidence():
     net._params(net._structure())  # validates every table
     for v, u in net.usage_.items():
         assert u.sum() == pytest.approx(1.0) and np.all(u > 0), v
+
+
+def test_soft_normalization_error_is_clipped():
+    """Funk's soft rule predicts the unnormalised product; where that product is far above
+    one the error is clipped to [-1, 1] (the normalised rule's range), elsewhere it is
+    posterior minus product."""
+    net = _random_params(hs.TreeNet(**DAG), 0)
+    net.weights_["a->c"] = net.weights_["a->c"] * 50.0  # products far above one
+    x = np.array([2, 1, 0])
+    s, weights, prior, draw = _draw_for(net, x, [1, 0, 2])
+    c = s.names.index("c")
+    g_w, _ = funk.gradients(s, weights, prior, draw, soft_normalization=True)
+    e = s.edge_index[(s.names.index("a"), c)]
+    pred = net.weights_["a->c"][1] * net.weights_["b->c"][0]
+    np.testing.assert_allclose(g_w[e][1], np.clip(draw.cond[c][0] - pred, -1, 1))
+    assert np.any(draw.cond[c][0] - pred < -1)  # the clip was needed
+    x_row = s.names.index("x2")
+    e_x = s.edge_index[(s.names.index("a"), x_row)]
+    np.testing.assert_allclose(g_w[e_x][1], draw.cond[x_row][0] - net.weights_["a->x2"][1])

@@ -153,7 +153,10 @@ class TreeNet(BaseEstimator):
     priors_ : dict ``{root: (N_root,) array}``.
     monitor_ : objective per iteration (batch modes: the mode's; stochastic EM: per epoch,
         the summed log importance weight of the training samples, which is the log-evidence
-        of each mini-batch before its step for a tree).
+        of each mini-batch before its step for a tree; samples inconsistent with the
+        evidence, possible in a DAG, are left out of the sum).
+    inconsistent_ : stochastic EM: the fraction of the last epoch's samples that were
+        inconsistent with the evidence (0 in a tree).
     n_features_ : number of observed columns.
     """
 
@@ -399,15 +402,18 @@ class TreeNet(BaseEstimator):
         for v in s.hidden:
             usage[v] = np.asarray(self.usage_[s.names[v]], dtype=np.float64)
         order = rng.permutation(n)
-        total = 0.0
+        total, bad = 0.0, 0
         for start in range(0, n, self.batch_size):
             idx = order[start:start + self.batch_size]
             ev = [None if e is None else e[idx] for e in evidence]
             weights, prior, usage, log_w = funk.step(
                 s, weights, prior, ev, len(idx), rng, self.learning_rate,
                 bool(self.soft_normalization), float(self.balance), usage)
-            total += float(np.sum(log_w[np.isfinite(log_w)]))
+            ok = np.isfinite(log_w)
+            total += float(np.sum(log_w[ok]))
+            bad += int(len(ok) - ok.sum())
             self.n_batches_ += 1
+        self.inconsistent_ = bad / n
         self._set_params(s, weights, prior)
         self.usage_ = {s.names[v]: usage[v] for v in s.hidden}
         return total

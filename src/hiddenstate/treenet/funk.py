@@ -16,11 +16,13 @@ each sampled parent row moves by ``learning_rate`` times the batch mean of that 
 
 Options: ``soft_normalization`` (Funk's soft constraint: the prediction of a child with
 several parents is the *unnormalised* product of its parents' rows, so the same rule also
-pulls that product towards summing to one) and ``balance`` (the state-usage option: while
-training, each hidden variable's sampling distribution is multiplied by
-:math:`(N_v \bar u_v)^{-\beta}`, with :math:`\bar u_v` a running average of how often each
-state was drawn, so over-used states are drawn less and every state gets a chance to
-compete; Funk reports using "a hack" of this kind without saying which).
+pulls that product towards summing to one; it is the gradient of the unnormalised
+divergence :math:`\sum_k \bar P_k \log f_k - f_k`, whose curvature grows with
+:math:`f`, so the error is clipped to [-1, 1], the range of the normalised rule) and
+``balance`` (the state-usage option: while training, each hidden variable's sampling
+distribution is multiplied by :math:`(N_v \bar u_v)^{-\beta}`, with :math:`\bar u_v` a
+running average of how often each state was drawn, so over-used states are drawn less and
+every state gets a chance to compete; Funk reports "a hack" of this kind without saying which).
 """
 
 from __future__ import annotations
@@ -59,7 +61,10 @@ def gradients(s: Structure, weights: list, prior: dict, draw: passes.Draw,
     err = []
     for v in range(s.n_vars):
         pred = prediction(s, weights, prior, draw, v, soft_normalization)
-        err.append(np.where(valid, draw.cond[v] - pred, 0.0))
+        # the normalised rule's error lies in [-1, 1]; the soft rule's prediction is not
+        # bounded, and a product far above one would throw the weights out (a 30-epoch run
+        # of the word network diverged without this), so its error is clipped to that range
+        err.append(np.where(valid, np.clip(draw.cond[v] - pred, -1.0, 1.0), 0.0))
     n = len(draw.z)
     onehot: dict = {}  # the sampled state of each parent, one-hot (n, N_p)
     g_w = []

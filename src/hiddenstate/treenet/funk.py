@@ -22,7 +22,7 @@ divergence :math:`\sum_k \bar P_k \log f_k - f_k`, whose curvature grows with
 ``balance`` (the state-usage option: while training, each hidden variable's sampling
 distribution is multiplied by :math:`(N_v \bar u_v)^{-\beta}`, with :math:`\bar u_v` a
 running average of how often each state was drawn, so over-used states are drawn less and
-every state gets a chance to compete; Funk reports "a hack" of this kind without saying which).
+every state gets a chance to compete; Funk mentions a trick of this kind without details).
 """
 
 from __future__ import annotations

@@ -2,13 +2,14 @@
 
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
 from .io import load
-from .models import HMM, PROPS
+from .models import HMM, PROPS, TreeNet
 
 __version__ = "0.1.0"
 
 __all__ = [
     "HMM",
     "PROPS",
+    "TreeNet",
     "HiddenStateError",
     "InvalidInputError",
     "ModelFileError",

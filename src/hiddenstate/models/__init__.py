@@ -2,5 +2,6 @@
 
 from .hmm import HMM
 from .props import PROPS, TokenScores
+from .treenet import TreeNet
 
-__all__ = ["HMM", "PROPS", "TokenScores"]
+__all__ = ["HMM", "PROPS", "TokenScores", "TreeNet"]

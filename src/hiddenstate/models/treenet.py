@@ -1,0 +1,706 @@
+r"""Tree and DAG networks of discrete hidden variables above observed parts (Funk 2015).
+
+Every variable has its own number of states; every arrow ``parent -> child`` carries a
+weight matrix :math:`P(\text{child}_j \mid \text{parent}_i)`; each root has a prior. A child
+with several parents draws from the normalised product of what each parent implies (eq. 8).
+In a tree (every variable at most one parent) inference is exact: log-evidence, posterior
+marginals, posterior samples and max-product decoding. In a DAG the upward pass is Funk's
+optimistic tree pass and the answers come from downward samples (see ``docs/treenet.md``
+for what is exact and the measured error on small DAGs).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._validation import check_positive_int, check_stochastic
+from ..errors import InvalidInputError, NotFittedError, ZeroProbabilityError
+from ..families import DirichletRows
+from ..learn import ConvergenceMonitor
+from ..learn import fit as fit_mode
+from ..treenet import funk, passes
+from ..treenet.structure import Structure, build
+from .hmm import make_rng
+
+#: batch learning modes available for trees (through :mod:`hiddenstate.learn.batch`)
+TREE_MODES = ("em", "map", "vb", "vt")
+LEARN_MODES = (*TREE_MODES, "stochastic-em")
+CORRECTIONS = ("none", "reject", "importance")
+#: patterns per chunk of the exact passes (bounds memory on large data)
+CHUNK = 8192
+
+
+class _TreeProblem:
+    """A tree network as :func:`hiddenstate.learn.fit` sees it: one Dirichlet block per
+    root prior and per arrow (every row of an arrow is a categorical switch)."""
+
+    def __init__(self, s: Structure, evidence: list, n: int, prior):
+        self.s, self.evidence, self.n = s, evidence, n
+        self.blocks, self.letters, self.n_virtual = {}, {}, {}
+        for r in s.roots:
+            key = "prior:" + s.names[r]
+            self.blocks[key] = DirichletRows(key, "w", prior)
+            self.letters[key], self.n_virtual[key] = "w", float(n)
+        for e in range(len(s.edges)):
+            key = "weight:" + s.edge_name(e)
+            self.blocks[key] = DirichletRows(key, "w", prior)
+            self.letters[key] = "w"
+            self.n_virtual[key] = n / s.sizes[s.edges[e][0]]
+
+    def unpack(self, views: dict) -> tuple[list, dict]:
+        s = self.s
+        rows = [views["weight:" + s.edge_name(e)] for e in range(len(s.edges))]
+        prior = {r: views["prior:" + s.names[r]] for r in s.roots}
+        return rows, prior
+
+    def pack(self, rows: list, prior: dict) -> dict:
+        out = {"prior:" + self.s.names[r]: prior[r] for r in self.s.roots}
+        out.update({"weight:" + self.s.edge_name(e): w for e, w in enumerate(rows)})
+        return out
+
+    def expected_counts(self, views):
+        s = self.s
+        rows, prior = self.unpack(views)
+        total = 0.0
+        counts = [np.zeros_like(w) for w in rows]
+        roots = {r: np.zeros(s.sizes[r]) for r in s.roots}
+        for sl, m, ev in _chunks(self.evidence, self.n):
+            upw = passes.upward(s, rows, ev, m)
+            ll = passes.log_evidence(s, prior, upw)
+            _check_possible(ll, sl.start)
+            total += float(ll.sum())
+            post = passes.marginals(s, rows, prior, upw)
+            for e, c in enumerate(passes.edge_counts(s, rows, upw, post)):
+                counts[e] += c
+            for r in s.roots:
+                roots[r] += post[r].sum(axis=0)
+        return total, self.pack(counts, roots)
+
+    def path_counts(self, views, k):
+        s = self.s
+        rows, prior = self.unpack(views)
+        total = 0.0
+        counts = [np.zeros_like(w) for w in rows]
+        roots = {r: np.zeros(s.sizes[r]) for r in s.roots}
+        paths = []
+        for sl, m, ev in _chunks(self.evidence, self.n):
+            value, z = passes.max_product(s, rows, prior, ev, m)
+            _check_possible(value, sl.start)
+            total += float(value.sum())
+            for e, (p, c) in enumerate(s.edges):
+                known = z[:, c] >= 0  # a missing observed symbol adds no count
+                np.add.at(counts[e], (z[known, p], z[known, c]), 1.0)
+            for r in s.roots:
+                roots[r] += np.bincount(z[:, r], minlength=s.sizes[r])
+            paths.append(z)
+        return total, self.pack(counts, roots), np.concatenate(paths)
+
+
+def _chunks(evidence: list, n: int):
+    """``(slice, its length, the evidence of those patterns)`` in chunks of CHUNK."""
+    for start in range(0, n, CHUNK):
+        sl = slice(start, min(n, start + CHUNK))
+        yield sl, sl.stop - start, [None if ev is None else ev[sl] for ev in evidence]
+
+
+def _check_possible(loglik: np.ndarray, offset: int = 0) -> None:
+    bad = np.flatnonzero(~np.isfinite(loglik))
+    if len(bad):
+        raise ZeroProbabilityError(
+            f"X: pattern {offset + bad[0]} has probability zero under the current parameters "
+            "(an observed symbol no state can emit); check the data or the hand-set weights")
+
+
+class TreeNet(BaseEstimator):
+    r"""A tree or DAG network of discrete variables (Funk 2015), a scikit-learn estimator.
+
+    Parameters
+    ----------
+    n_states : dict ``{hidden variable: number of states}``.
+    edges : list of ``(parent, child)`` names; a child with several parents draws from the
+        normalised product of its parents' rows (eq. 8).
+    observed : dict ``{observed leaf: number of symbols}``, the columns of ``X`` in this
+        order. Observed variables are leaves with at least one parent. Soft evidence
+        :math:`P(X_v \mid v)` on hidden variables is passed per call as ``likelihoods``.
+    learn : ``"em"``, ``"map"``, ``"vb"``, ``"vt"`` (trees only: the batch modes of
+        :mod:`hiddenstate.learn.batch`, every arrow row a Dirichlet switch) or
+        ``"stochastic-em"`` (Funk's rule on mini-batches; trees and DAGs).
+    n_iter, tol : iterations (batch modes) or epochs (stochastic EM, which runs them all);
+        batch modes stop when the objective gains less than ``tol``.
+    prior : Dirichlet concentration of every row (``"map"``, ``"vb"``, ``"vt"``; None: 1).
+    learning_rate, batch_size : stochastic EM's step on log weights (per pattern, averaged
+        over the mini-batch) and mini-batch size.
+    soft_normalization : stochastic EM predicts a multi-parent child by the unnormalised
+        product of its parents' rows (Funk's soft constraint towards sums of one).
+    balance : stochastic EM's state-usage option (0: off; see :mod:`hiddenstate.treenet.funk`).
+    n_samples : DAG only: downward samples per pattern for ``score``, ``predict_proba`` and
+        ``decode`` (importance sampling with the downward pass as proposal).
+    correction : DAG only: how ``predict_proba`` uses its samples: ``"none"`` (plain
+        downward samples), ``"reject"`` (drop samples inconsistent with the evidence) or
+        ``"importance"`` (weight each sample by p(z, X) / q(z)).
+    warm_start : ``fit`` starts from the current ``weights_`` / ``priors_`` (hand-set or
+        learned) instead of a random initialisation.
+    random_state, verbose : seed (int, Generator or None); print the objective per iteration.
+
+    Attributes
+    ----------
+    weights_ : dict ``{"parent->child": (N_parent, N_child) array}``: conditional tables
+        (rows sum to one) for single-parent children, positive factors for multi-parent ones.
+    priors_ : dict ``{root: (N_root,) array}``.
+    monitor_ : objective per iteration (batch modes: the mode's; stochastic EM: per epoch,
+        the summed log importance weight of the training samples, which is the log-evidence
+        of each mini-batch before its step for a tree; samples inconsistent with the
+        evidence, possible in a DAG, are left out of the sum).
+    inconsistent_ : stochastic EM: the fraction of the last epoch's samples that were
+        inconsistent with the evidence (0 in a tree).
+    n_features_ : number of observed columns.
+    """
+
+    def __init__(self, n_states: dict | None = None, edges=(), observed: dict | None = None,
+                 learn: str = "em", n_iter: int = 100, tol: float = 1e-4, prior=None,
+                 learning_rate: float = 1.0, batch_size: int = 100,
+                 soft_normalization: bool = False, balance: float = 0.0,
+                 n_samples: int = 100, correction: str = "importance",
+                 warm_start: bool = False, random_state=None, verbose: bool = False):
+        self.n_states = n_states
+        self.edges = edges
+        self.observed = observed
+        self.learn = learn
+        self.n_iter = n_iter
+        self.tol = tol
+        self.prior = prior
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.soft_normalization = soft_normalization
+        self.balance = balance
+        self.n_samples = n_samples
+        self.correction = correction
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- configuration --------------------------------------------------------------------------
+    def _structure(self) -> Structure:
+        """The checked graph, rebuilt only when ``n_states``, ``edges`` or ``observed``
+        change."""
+        key = repr((self.n_states, self.edges, self.observed))
+        cached = self.__dict__.get("_structure_cache")
+        if cached is None or cached[0] != key:
+            s = build({} if self.n_states is None else self.n_states, self.edges,
+                      self.observed)
+            self._structure_cache = cached = (key, s)
+        return cached[1]
+
+    def _check_hyper(self) -> Structure:
+        s = self._structure()
+        check_positive_int(self.n_iter, "n_iter")
+        check_positive_int(self.batch_size, "batch_size")
+        check_positive_int(self.n_samples, "n_samples")
+        if self.learn not in LEARN_MODES:
+            raise InvalidInputError(f"learn: {self.learn!r} is not one of {LEARN_MODES}")
+        for name in ("tol", "learning_rate", "balance"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+                    or np.isnan(value):
+                raise InvalidInputError(f"{name}: expected a number, got {value!r}")
+        if not (np.isfinite(self.learning_rate) and self.learning_rate > 0):
+            raise InvalidInputError(
+                f"learning_rate: expected a finite number > 0, got {self.learning_rate!r}")
+        if not (np.isfinite(self.balance) and self.balance >= 0):
+            raise InvalidInputError(
+                f"balance: expected a finite number >= 0, got {self.balance!r}")
+        if self.prior is not None:
+            if self.learn in ("em", "stochastic-em"):
+                raise InvalidInputError(
+                    f"prior: not used by learn={self.learn!r}; use 'map', 'vb' or 'vt', or "
+                    "drop the prior")
+            p = self.prior
+            if isinstance(p, bool) or not isinstance(p, (int, float, np.number)) \
+                    or not np.isfinite(p) or p <= 0:
+                raise InvalidInputError(
+                    f"prior: expected a Dirichlet concentration > 0, got {p!r}")
+            if self.learn in ("map", "vt") and p < 1:
+                raise InvalidInputError(
+                    f"prior: the MAP estimate needs a concentration >= 1, got {p!r}; use "
+                    "learn='vb' for sparse priors")
+        if not isinstance(self.soft_normalization, (bool, np.bool_)):
+            raise InvalidInputError(
+                f"soft_normalization: expected True or False, got {self.soft_normalization!r}")
+        if self.correction not in CORRECTIONS:
+            raise InvalidInputError(
+                f"correction: {self.correction!r} is not one of {CORRECTIONS}")
+        return s
+
+    def _rng(self, random_state=None) -> np.random.Generator:
+        return make_rng(self.random_state if random_state is None else random_state)
+
+    # -- parameters -----------------------------------------------------------------------------
+    def _check_is_fitted(self) -> None:
+        if not hasattr(self, "weights_") or not hasattr(self, "priors_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} has no parameters yet; call fit or set weights_ "
+                "and priors_")
+
+    def _params(self, s: Structure) -> tuple[list, dict]:
+        """``weights_`` and ``priors_`` checked against the structure (hand-set parameters
+        are validated where they are used), as lists/dicts by variable index."""
+        self._check_is_fitted()
+        if not isinstance(self.weights_, dict) or not isinstance(self.priors_, dict):
+            raise InvalidInputError(
+                "weights_, priors_: expected dicts {'parent->child': matrix} and "
+                "{root: vector}")
+        want = {s.edge_name(e) for e in range(len(s.edges))}
+        extra = sorted(set(self.weights_) - want)
+        if extra:
+            raise InvalidInputError(f"weights_: {extra[0]!r} is not an arrow of edges")
+        roots = {s.names[r] for r in s.roots}
+        extra = sorted(set(self.priors_) - roots)
+        if extra:
+            raise InvalidInputError(f"priors_: {extra[0]!r} is not a root variable")
+        weights = []
+        for e, (p, c) in enumerate(s.edges):
+            name = s.edge_name(e)
+            if name not in self.weights_:
+                raise InvalidInputError(f"weights_: missing the matrix of arrow {name!r}")
+            shape = (s.sizes[p], s.sizes[c])
+            if len(s.parents[c]) == 1:
+                w = check_stochastic(self.weights_[name], shape, f"weights_[{name!r}]")
+            else:
+                w = _check_rows(self.weights_[name], shape, f"weights_[{name!r}]",
+                                "every parent state must allow some child state")
+            weights.append(w)
+        prior = {}
+        for r in s.roots:
+            if s.names[r] not in self.priors_:
+                raise InvalidInputError(f"priors_: missing the prior of root {s.names[r]!r}")
+            prior[r] = check_stochastic(self.priors_[s.names[r]], (s.sizes[r],),
+                                        f"priors_[{s.names[r]!r}]")
+        return weights, prior
+
+    def _set_params(self, s: Structure, weights: list, prior: dict) -> None:
+        self.weights_ = {s.edge_name(e): np.asarray(w, dtype=np.float64)
+                         for e, w in enumerate(weights)}
+        self.priors_ = {s.names[r]: np.asarray(prior[r], dtype=np.float64) for r in s.roots}
+
+    def _initial(self, s: Structure, rng: np.random.Generator) -> tuple[list, dict]:
+        """Batch modes: Dirichlet(1) rows, uniform priors. Stochastic EM: near-uniform log
+        weights (noise 0.01; Funk starts from zeros and lets sampling break the symmetry),
+        scaled under ``soft_normalization`` so that a product of uniform rows sums to one."""
+        if self.warm_start and hasattr(self, "weights_"):
+            return self._params(s)
+        prior = {r: np.full(s.sizes[r], 1.0 / s.sizes[r]) for r in s.roots}
+        weights = []
+        for p, c in s.edges:
+            shape = (s.sizes[p], s.sizes[c])
+            if self.learn == "stochastic-em":
+                w = np.exp(0.01 * rng.standard_normal(shape))
+                w /= w.sum(axis=1, keepdims=True)
+                k = len(s.parents[c])
+                if k > 1 and self.soft_normalization:
+                    w *= s.sizes[c] ** ((k - 1) / k)
+            else:
+                w = rng.dirichlet(np.ones(s.sizes[c]), size=s.sizes[p])
+            weights.append(w)
+        return weights, prior
+
+    # -- data -----------------------------------------------------------------------------------
+    def _evidence(self, s: Structure, X, likelihoods) -> tuple[list, int]:
+        """Per-variable likelihood arrays: one-hot rows for observed symbols (ones for a
+        missing one, ``-1``), the user's ``likelihoods`` for hidden variables."""
+        n = None
+        evidence: list = [None] * s.n_vars
+        n_obs = len(s.observed)
+        if X is None:
+            if n_obs:
+                raise InvalidInputError(
+                    f"X: the network has {n_obs} observed variables; pass their symbols")
+        else:
+            X = _check_patterns(X, [s.sizes[v] for v in s.observed],
+                                [s.names[v] for v in s.observed])
+            n = len(X)
+            for col, v in enumerate(s.observed):
+                x = X[:, col]
+                ev = np.zeros((n, s.sizes[v]))
+                known = x >= 0
+                ev[np.flatnonzero(known), x[known]] = 1.0
+                ev[~known] = 1.0
+                evidence[v] = ev
+        if likelihoods is not None:
+            if not isinstance(likelihoods, dict):
+                raise InvalidInputError(
+                    "likelihoods: expected a dict {hidden variable: (n_patterns, n_states) "
+                    "array of P(evidence | state)}")
+            index = {s.names[v]: v for v in s.hidden}
+            for name, lik in likelihoods.items():
+                if name not in index:
+                    raise InvalidInputError(
+                        f"likelihoods: {name!r} is not a hidden variable (observed ones take "
+                        "symbols in X)")
+                v = index[name]
+                arr = _check_rows(lik, (n, s.sizes[v]), f"likelihoods[{name!r}]",
+                                  "no state explains that evidence")
+                n = len(arr)
+                evidence[v] = arr
+        if n is None:
+            raise InvalidInputError("X: no data; pass observed symbols or likelihoods")
+        return evidence, n
+
+    # -- fitting --------------------------------------------------------------------------------
+    def fit(self, X, likelihoods: dict | None = None,
+            callback: Callable[[int, float], None] | None = None):
+        """Learn the weights with the mode chosen by ``learn``.
+
+        ``X`` ``(n_patterns, n_observed)``: integer symbols, ``-1`` for a missing one;
+        ``likelihoods``: optional soft evidence on hidden variables. ``callback(iteration,
+        objective)`` is called after every iteration or epoch (pass
+        :class:`hiddenstate.cli.ProgressBar` for a progress bar).
+        """
+        s = self._check_hyper()
+        if self.learn in TREE_MODES and not s.is_tree:
+            v = next(v for v in range(s.n_vars) if len(s.parents[v]) > 1)
+            raise InvalidInputError(
+                f"learn: {self.learn!r} is exact only for trees, but {s.names[v]!r} has "
+                f"{len(s.parents[v])} parents; use learn='stochastic-em' for a DAG")
+        evidence, n = self._evidence(s, X, likelihoods)
+        rng = self._rng()
+        weights, prior = self._initial(s, rng)
+        self.n_features_ = len(s.observed)
+        if self.learn == "stochastic-em":
+            self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
+            self.usage_ = {s.names[v]: np.full(s.sizes[v], 1.0 / s.sizes[v]) for v in s.hidden}
+            self.n_batches_ = 0
+            self._set_params(s, weights, prior)
+            for epoch in range(self.n_iter):
+                value = self._epoch(s, evidence, n, rng)
+                self._record(epoch + 1, value, callback)
+            return self
+        problem = _TreeProblem(s, evidence, n, 1.0 if self.prior is None else self.prior)
+        monitor = ConvergenceMonitor(-np.inf if self.learn == "vt" else self.tol, self.n_iter,
+                                     self.verbose)
+        result = fit_mode(problem, self.learn, problem.pack(weights, prior), monitor, "w",
+                          1, callback)
+        rows, prior = problem.unpack(result.params)
+        self.monitor_ = result.monitor
+        self._set_params(s, rows, prior)
+        return self
+
+    def _record(self, iteration: int, value: float, callback) -> None:
+        self.monitor_.history.append(float(value))
+        if self.verbose:
+            print(f"{iteration:>6} {value:>20.10f}", file=sys.stderr)
+        if callback is not None:
+            callback(iteration, float(value))
+
+    def _epoch(self, s: Structure, evidence: list, n: int, rng) -> float:
+        """One pass of stochastic EM over the patterns in a random order."""
+        weights, prior = self._params(s)
+        usage = [None] * s.n_vars
+        for v in s.hidden:
+            usage[v] = np.asarray(self.usage_[s.names[v]], dtype=np.float64)
+        order = rng.permutation(n)
+        total, bad = 0.0, 0
+        for start in range(0, n, self.batch_size):
+            idx = order[start:start + self.batch_size]
+            ev = [None if e is None else e[idx] for e in evidence]
+            weights, prior, usage, log_w = funk.step(
+                s, weights, prior, ev, len(idx), rng, self.learning_rate,
+                bool(self.soft_normalization), float(self.balance), usage)
+            ok = np.isfinite(log_w)
+            total += float(np.sum(log_w[ok]))
+            bad += int(len(ok) - ok.sum())
+            self.n_batches_ += 1
+        self.inconsistent_ = bad / n
+        self._set_params(s, weights, prior)
+        self.usage_ = {s.names[v]: usage[v] for v in s.hidden}
+        return total
+
+    def partial_fit(self, X, likelihoods: dict | None = None):
+        """One pass of stochastic EM over ``X`` in mini-batches, continuing from the current
+        parameters (the first call initialises them). ``learn='stochastic-em'`` only."""
+        s = self._check_hyper()
+        if self.learn != "stochastic-em":
+            raise InvalidInputError(
+                f"learn: partial_fit needs learn='stochastic-em', not {self.learn!r}; use fit "
+                "for batch learning")
+        evidence, n = self._evidence(s, X, likelihoods)
+        if not hasattr(self, "n_batches_"):
+            rng = self._rng()
+            weights, prior = self._initial(s, rng)
+            self._set_params(s, weights, prior)
+            self.usage_ = {s.names[v]: np.full(s.sizes[v], 1.0 / s.sizes[v]) for v in s.hidden}
+            self.n_batches_ = 0
+            self.n_features_ = len(s.observed)
+            self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
+        # a stream's randomness depends only on the seed and the batches already seen, so a
+        # saved and reloaded model continues it exactly
+        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else None
+        rng = np.random.default_rng(None if seed is None else [int(seed), self.n_batches_])
+        value = self._epoch(s, evidence, n, rng)
+        self._record(len(self.monitor_.history) + 1, value, None)
+        return self
+
+    # -- inference ------------------------------------------------------------------------------
+    def _prepare(self, X, likelihoods):
+        s = self._check_hyper()
+        weights, prior = self._params(s)
+        evidence, n = self._evidence(s, X, likelihoods)
+        return s, weights, passes.normalise_rows(weights), prior, evidence, n
+
+    def _draws(self, s, rows, prior, evidence, n, rng, k: int):
+        """``k`` downward samples of every pattern: ``(z (k, n, n_vars), log p(z, X) (k, n),
+        log weights (k, n))``. One upward pass per chunk of patterns; the samples of a chunk
+        are drawn together, ``k`` copies of each pattern stacked."""
+        z = np.empty((k, n, s.n_vars), dtype=np.int64)
+        log_p, log_w = np.empty((k, n)), np.empty((k, n))
+        per = max(1, CHUNK // k)
+        for start in range(0, n, per):
+            sl = slice(start, min(n, start + per))
+            m = sl.stop - start
+            ev = [None if e is None else e[sl] for e in evidence]
+            up = passes.upward(s, rows, ev, m).up
+            tile = [None if e is None else np.tile(e, (k, 1)) for e in ev]
+            d = passes.sample_down(s, rows, prior, [np.tile(u, (k, 1)) for u in up], tile,
+                                   k * m, rng)
+            z[:, sl] = d.z.reshape(k, m, s.n_vars)
+            log_p[:, sl] = d.log_p.reshape(k, m)
+            log_w[:, sl] = d.log_weight.reshape(k, m)
+        return z, log_p, log_w
+
+    def score_samples(self, X, likelihoods: dict | None = None,
+                      random_state=None) -> np.ndarray:
+        """log P(X) of each pattern: exact for a tree; for a DAG the importance-sampling
+        estimate :math:`\\log \\frac1S \\sum_s p(z_s, X)/q(z_s)` with ``n_samples`` downward
+        samples (consistent; a lower bound in expectation)."""
+        s, _, rows, prior, evidence, n = self._prepare(X, likelihoods)
+        if s.is_tree:
+            out = np.empty(n)
+            for sl, m, ev in _chunks(evidence, n):
+                out[sl] = passes.log_evidence(s, prior, passes.upward(s, rows, ev, m))
+            return out
+        _, _, log_w = self._draws(s, rows, prior, evidence, n, self._rng(random_state),
+                                  self.n_samples)
+        top = log_w.max(axis=0)
+        safe = np.where(np.isfinite(top), top, 0.0)
+        with np.errstate(divide="ignore"):
+            return safe + np.log(np.mean(np.exp(log_w - safe), axis=0))
+
+    def score(self, X, likelihoods: dict | None = None) -> float:
+        """Summed log P(X) over the patterns (see :meth:`score_samples`)."""
+        return float(self.score_samples(X, likelihoods).sum())
+
+    def predict_proba(self, X, likelihoods: dict | None = None,
+                      random_state=None) -> dict:
+        """Posterior marginals ``{hidden variable: (n_patterns, n_states)}``: exact for a
+        tree (eq. 3); for a DAG, averages of ``n_samples`` downward samples under
+        ``correction``."""
+        s, _, rows, prior, evidence, n = self._prepare(X, likelihoods)
+        if s.is_tree:
+            out = {s.names[v]: np.empty((n, s.sizes[v])) for v in s.hidden}
+            for sl, m, ev in _chunks(evidence, n):
+                upw = passes.upward(s, rows, ev, m)
+                post = passes.marginals(s, rows, prior, upw)
+                for v in s.hidden:
+                    out[s.names[v]][sl] = post[v]
+            return out
+        z, _, log_w = self._draws(s, rows, prior, evidence, n, self._rng(random_state),
+                                  self.n_samples)
+        if self.correction == "importance":
+            top = log_w.max(axis=0)
+            w = np.exp(log_w - np.where(np.isfinite(top), top, 0.0))
+        elif self.correction == "reject":
+            w = np.isfinite(log_w).astype(np.float64)
+        else:
+            w = np.ones_like(log_w)
+        total = w.sum(axis=0)
+        out = {}
+        rows_n = np.arange(n)
+        for v in s.hidden:
+            acc = np.zeros((n, s.sizes[v]))
+            for zs, ws in zip(z, w, strict=True):
+                np.add.at(acc, (rows_n, zs[:, v]), ws)
+            out[s.names[v]] = acc / np.where(total > 0, total, 1.0)[:, None]
+        return out
+
+    def sample_posterior(self, X, likelihoods: dict | None = None, correction: str = "none",
+                         max_tries: int = 100, random_state=None,
+                         return_log_weights: bool = False):
+        """One posterior sample of the hidden variables per pattern ``(n, n_hidden)``, in
+        the order of ``n_states`` (downward sampling, eq. 5/7; exact for a tree). For a DAG,
+        ``correction="reject"`` redraws the samples inconsistent with the evidence (up to
+        ``max_tries`` rounds) and ``"importance"`` picks one of ``n_samples`` proposals with
+        probability proportional to its importance weight (sampling-importance-resampling).
+        With ``return_log_weights`` also returns log p(z, X)/q(z) of each returned sample
+        (-inf: still inconsistent)."""
+        if correction not in CORRECTIONS:
+            raise InvalidInputError(f"correction: {correction!r} is not one of {CORRECTIONS}")
+        check_positive_int(max_tries, "max_tries")
+        s, _, rows, prior, evidence, n = self._prepare(X, likelihoods)
+        rng = self._rng(random_state)
+        upw = passes.upward(s, rows, evidence, n)
+        draw = passes.sample_down(s, rows, prior, upw.up, evidence, n, rng)
+        z, log_w = draw.z, draw.log_weight
+        if correction == "reject":
+            for _ in range(max_tries - 1):
+                bad = np.flatnonzero(~np.isfinite(log_w))
+                if not len(bad):
+                    break
+                ev = [None if e is None else e[bad] for e in evidence]
+                up = [u[bad] for u in upw.up]
+                again = passes.sample_down(s, rows, prior, up, ev, len(bad), rng)
+                z[bad], log_w[bad] = again.z, again.log_weight
+        elif correction == "importance":
+            zs, _, lw = self._draws(s, rows, prior, evidence, n, rng, self.n_samples)
+            top = lw.max(axis=0)
+            w = np.exp(lw - np.where(np.isfinite(top), top, 0.0))
+            w[:, ~np.isfinite(top)] = 1.0
+            pick = passes.categorical(w.T, rng)
+            z = zs[pick, np.arange(n)]
+            log_w = lw[pick, np.arange(n)]
+        states = z[:, list(s.hidden)]
+        return (states, log_w) if return_log_weights else states
+
+    def decode(self, X, likelihoods: dict | None = None, random_state=None):
+        """Most probable joint state of the hidden variables: ``(log p(X, z*) (n,),
+        z* (n, n_hidden))``. Exact max-product for a tree; for a DAG the best of
+        ``n_samples`` posterior samples (a lower bound on the maximum)."""
+        s, _, rows, prior, evidence, n = self._prepare(X, likelihoods)
+        if s.is_tree:
+            values, zs = [], []
+            for _, m, ev in _chunks(evidence, n):
+                value, z = passes.max_product(s, rows, prior, ev, m)
+                values.append(value)
+                zs.append(z)
+            value, z = np.concatenate(values), np.concatenate(zs)
+        else:
+            zs, lp, _ = self._draws(s, rows, prior, evidence, n, self._rng(random_state),
+                                    self.n_samples)
+            best = lp.argmax(axis=0)
+            value = lp[best, np.arange(n)]
+            z = zs[best, np.arange(n)]
+        return value, z[:, list(s.hidden)]
+
+    def sample(self, n_samples: int = 1, random_state=None):
+        """Generate patterns: ``(X (n, n_observed), hidden states (n, n_hidden))``."""
+        n = check_positive_int(n_samples, "n_samples")
+        s = self._check_hyper()
+        weights, prior = self._params(s)
+        rows = passes.normalise_rows(weights)
+        draw = passes.sample_down(s, rows, prior, None, [None] * s.n_vars, n,
+                                  self._rng(random_state))
+        return draw.z[:, list(s.observed)], draw.z[:, list(s.hidden)]
+
+    # -- persistence ----------------------------------------------------------------------------
+    def learned_arrays(self) -> dict[str, np.ndarray]:
+        """Parameters by name (``weights_:<parent>-><child>``, ``priors_:<root>``, and for
+        stochastic EM ``usage_:<variable>``): what :meth:`save` writes."""
+        self._check_is_fitted()
+        out = {"weights_:" + k: np.asarray(v, dtype=np.float64) for k, v in self.weights_.items()}
+        out.update({"priors_:" + k: np.asarray(v, dtype=np.float64)
+                    for k, v in self.priors_.items()})
+        out.update({"usage_:" + k: np.asarray(v, dtype=np.float64)
+                    for k, v in getattr(self, "usage_", {}).items()})
+        return out
+
+    def learned_scalars(self) -> dict:
+        return {"n_batches_": int(self.n_batches_)} if hasattr(self, "n_batches_") else {}
+
+    def set_learned(self, arrays: dict, scalars: dict) -> None:
+        """Restore what :meth:`learned_arrays` / :meth:`learned_scalars` returned."""
+        groups: dict = {"weights_": {}, "priors_": {}, "usage_": {}}
+        for key, value in arrays.items():
+            head, _, name = key.partition(":")
+            if head not in groups or not name:
+                raise InvalidInputError(f"{key}: not a learned array of {type(self).__name__}")
+            groups[head][name] = value
+        self.weights_, self.priors_ = groups["weights_"], groups["priors_"]
+        if groups["usage_"]:
+            self.usage_ = groups["usage_"]
+        for key, value in scalars.items():
+            if key != "n_batches_" or isinstance(value, bool) or not isinstance(value, int) \
+                    or value < 0:
+                raise InvalidInputError(f"{key}: not a learned scalar of TreeNet ({value!r})")
+            self.n_batches_ = value
+
+    def _check_learned(self) -> None:
+        """Validate loaded parameters against the (validated) structure."""
+        s = self._check_hyper()
+        self._params(s)
+        usage = getattr(self, "usage_", None)
+        if usage is not None:
+            want = {s.names[v]: s.sizes[v] for v in s.hidden}
+            if set(usage) != set(want):
+                raise InvalidInputError("usage_: does not list every hidden variable")
+            for name, u in usage.items():
+                check_stochastic(u, (want[name],), f"usage_[{name!r}]")
+                if np.any(np.asarray(u) <= 0):
+                    raise InvalidInputError(f"usage_[{name!r}]: entries must be positive")
+
+    def save(self, path) -> None:
+        """Save to a directory ``path`` (``model.json`` with the structure + ``arrays.npz``;
+        no pickle); read back with :func:`hiddenstate.load`. Hand-set parameters can be
+        saved without ``fit``; they are validated first."""
+        from ..io import save
+
+        s = self._check_hyper()
+        self._params(s)
+        self.n_features_ = len(s.observed)
+        if not hasattr(self, "monitor_"):
+            self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
+        save(self, path)
+
+
+def _check_rows(value, shape: tuple, name: str, why: str) -> np.ndarray:
+    """A finite, non-negative matrix of ``shape`` (``None``: any number of rows, at least
+    one) without an all-zero row (``why`` says what such a row would mean)."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name}: cannot be read as numbers ({exc})") from exc
+    if arr.ndim != 2 or any(w is not None and g != w for g, w in zip(arr.shape, shape,
+                                                                      strict=True)):
+        want = "(" + ", ".join("n_patterns" if w is None else str(w) for w in shape) + ")"
+        raise InvalidInputError(f"{name}: expected shape {want}, got {arr.shape}")
+    if arr.shape[0] == 0:
+        raise InvalidInputError(f"{name}: no rows")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise InvalidInputError(f"{name}: entries must be finite and non-negative")
+    dead = np.flatnonzero(arr.sum(axis=1) <= 0)
+    if len(dead):
+        raise InvalidInputError(f"{name}: row {dead[0]} is all zero ({why})")
+    return np.ascontiguousarray(arr)
+
+
+def _check_patterns(X, sizes: list[int], names: list[str]) -> np.ndarray:
+    """``(n, n_observed)`` integer symbols, -1 for missing."""
+    arr = np.asarray(X)
+    if arr.dtype == object or arr.dtype.kind in "USb":
+        raise InvalidInputError(
+            f"X: symbols must be integers, got dtype {arr.dtype}; map tokens to integer ids "
+            "(see hiddenstate.textio.Vocabulary)")
+    if arr.ndim == 1 and len(sizes) == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2 or arr.shape[1] != len(sizes):
+        raise InvalidInputError(
+            f"X: expected shape (n_patterns, {len(sizes)}) (one column per observed variable "
+            f"{names}), got {arr.shape}")
+    if arr.shape[0] == 0:
+        raise InvalidInputError("X: no patterns; pass at least one row")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise InvalidInputError(
+                "X: symbols must be whole numbers (use -1, not NaN, for a missing symbol)")
+    elif arr.dtype.kind not in "iu":
+        raise InvalidInputError(f"X: symbols must be integers, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    for col, (size, name) in enumerate(zip(sizes, names, strict=True)):
+        x = arr[:, col]
+        if x.min() < -1 or x.max() >= size:
+            bad = int(x[(x < -1) | (x >= size)][0])
+            raise InvalidInputError(
+                f"X: column {col} ({name!r}) has symbol {bad}; its symbols are 0..{size - 1} "
+                "(-1 marks a missing one)")
+    return arr

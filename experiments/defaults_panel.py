@@ -40,23 +40,34 @@ Tasks (real data first):
   (one-to-one) and "recovered": every transition probability within 0.05 (a) or 0.1 (b, c)
   of the teacher's after matching states (Hungarian on the decoded vs true path).
 
-Candidates, each run with 5 seeds (2 in ``--quick``):
+Candidates (5 seeds, 2 in ``--quick``; ``--candidate-seeds`` for the secondary ones):
 
-- transition (and start) initialisation: ``sticky`` (0.5 I + 0.5 Dirichlet(10) rows: the
-  library's default before this panel), ``flat`` (every row 1/K), ``dir1`` (Dirichlet(1)
-  rows), ``dir10`` (Dirichlet(10) rows, near uniform), ``hmmlearn`` (Dirichlet(1/K) start
-  and rows, hmmlearn's); start uniform except for ``hmmlearn``; emissions the library's;
-- categorical emission initialisation (with the transition init chosen above): ``dir1``
-  (Dirichlet(1) rows), ``freq`` (unigram frequencies times independent Gamma(1) noise, as
+- transition (and start) initialisation: ``library`` (the library's default: lambda I +
+  (1 - lambda)/K with lambda = rho_2/rho_1 from the data's autocorrelations, see
+  ``hiddenstate.models.hmm.persistence``; flat on text), ``sticky`` (0.5 I + 0.5
+  Dirichlet(10) rows: the default before this panel), ``flat`` (every row 1/K; on tasks
+  where the library's lambda is 0 its fits are the library's, so they are copied, not
+  rerun), ``dir10`` (Dirichlet(10) rows, near uniform; the default before ``sticky``),
+  ``hmmlearn`` (Dirichlet(1/K) start and rows, hmmlearn's); start uniform except for
+  ``hmmlearn``; emissions the library's. Dirichlet(1) rows were tried in the quick runs
+  and lost to ``dir10`` and ``flat`` on every text task;
+- categorical emission initialisation (the library's transitions): ``dir1`` (Dirichlet(1)
+  rows, the library's), ``freq`` (unigram frequencies times independent Gamma(1) noise, as
   POS-induction papers perturb the unigram), ``rand`` (hmmlearn's uniform(0, 1) rows,
   normalised);
-- variational Bayes priors (POS): the Dirichlet concentrations 1 (the library's previous
-  default), 0.1, 1e-3 and hmmlearn's (1/K start/transitions, 1/W emissions), against
-  hmmlearn's VariationalCategoricalHMM defaults; states used (distinct states on the
-  Viterbi path) tells whether a prior prunes states;
-- streaming step sizes (one pass, the chosen initialisation): online EM
-  (``step_exponent``, ``step_scale``, ``warmup``) on lm (K = 16), pos17 and synthetic (a);
-  Baum-Welch online ``eta`` and Baldi-Chauvin ``eta`` (``lam`` = 1) on lm and pos17.
+- ``lmmap``: the ``library`` and ``sticky`` starts on lm with ``learn="map"`` and
+  Dirichlet(1.1) rows (does the gap between the two starts on held-out text survive
+  smoothing?);
+- variational Bayes priors (gauss, pos17): the Dirichlet concentrations 1 (the default
+  before this panel), 0.1, 1e-3 and the library's (1/K start/transitions, 1/W emissions:
+  hmmlearn's variational defaults), against hmmlearn's VariationalGaussianHMM /
+  VariationalCategoricalHMM defaults; states used (distinct states on the Viterbi path)
+  tells whether a prior prunes states;
+- streaming learners, one pass (``--stream-seeds``, default 3): the transition start
+  (sticky vs flat) for online EM and Baum-Welch online, online EM's ``step_exponent``
+  (0.6, 0.7, 0.8, 1.0; ``step_scale`` 1, ``warmup`` 20), Baum-Welch online's ``eta``
+  (0.005, 0.01, 0.05) and Baldi-Chauvin's ``eta`` (0.05, 0.2, 1; ``lam`` = 1), on lm with
+  K = 16 (online EM costs K^4 per observation) and synthetic (a) (online EM only).
 
 hmmlearn runs with its default initialisation and the same ``n_iter`` and ``tol`` as ours;
 its EM uses ``implementation="scaling"`` (the same EM as its default "log"
@@ -94,6 +105,7 @@ from _common import (  # noqa: E402
 
 from hiddenstate import HMM, HiddenStateError  # noqa: E402
 from hiddenstate.metrics import tagging_accuracy  # noqa: E402
+from hiddenstate.models.hmm import persistence  # noqa: E402
 
 OUT = REPO / "experiments" / "out" / "defaults_panel"
 TOL = 1e-4
@@ -375,6 +387,7 @@ def _recovered(m: HMM, task: Task, path: np.ndarray) -> bool:
 @dataclass
 class Results:
     runs: list[dict] = field(default_factory=list)
+    on_change: object = None            # called after each candidate's seeds (saves)
 
     def add(self, **row):
         self.runs.append(row)
@@ -412,6 +425,8 @@ def run_hs(res: Results, task: Task, section: str, label: str, seeds, make, quie
         if hasattr(m, "monitor_") and m.learn not in STREAMING and not scores["failed"]:
             row["iterations"] = len(m.monitor_.history)
         res.add(**row)
+        if res.on_change:
+            res.on_change()
         if not quiet:
             print(f"  {section:10s} {task.name:12s} {label:28s} seed {seed}: "
                   + " ".join(f"{k}={v:.4g}" for k, v in row.items()
@@ -534,8 +549,9 @@ def section_table(res: Results, tasks: list[Task], section: str, cands: list[str
             if c != "hmmlearn-default" and t.primary and res.select(
                     section=ref_section or section, task=t.name, cand="hmmlearn-default"):
                 mark = " ≥" if beats(res, t, section, c, ref_section=ref_section) else " <"
-            rows.append([c + mark] + [fmt(res, m, section=sec, task=t.name, cand=c)
-                                      for m in ms])
+            n = len(res.select(section=sec, task=t.name, cand=c))
+            rows.append([f"{c}{mark} ({n})"] + [fmt(res, m, section=sec, task=t.name, cand=c)
+                                               for m in ms])
         if rows:
             lines += [f"**{t.name}**: {t.what}", "",
                       markdown_table(["candidate"] + [METRIC_NAMES[m] for m in ms], rows), ""]
@@ -577,12 +593,17 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--no-cache", action="store_true", help="recompute hmmlearn's runs")
-    ap.add_argument("--sections", default="init,emis,vb,stream",
-                    help="comma-separated subset of init,emis,vb,stream")
+    ap.add_argument("--sections", default="init,emis,lmmap,vb,stream",
+                    help="comma-separated subset of init,emis,lmmap,vb,stream")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--hmmlearn-vb-seeds", type=int, default=3,
                     help="seeds of hmmlearn's VariationalCategoricalHMM (its 'log' forward-"
                          "backward costs minutes per fit)")
+    ap.add_argument("--candidate-seeds", type=int, default=5,
+                    help="seeds of the secondary candidates (dir10 and hmmlearn-style starts, "
+                         "the emission starts, MAP on lm): the first ones of --seeds")
+    ap.add_argument("--stream-seeds", type=int, default=3,
+                    help="seeds of the streaming section (the first ones of --seeds)")
     ap.add_argument("--resume", action="store_true",
                     help="keep the runs of results.json and measure only what is missing")
     ap.add_argument("--hmmlearn-cached-only", action="store_true",
@@ -591,6 +612,7 @@ def main(argv=None) -> int:
                     help="leave pos45 out of the emission-initialisation section")
     args = ap.parse_args(argv)
     seeds = list(range(args.seeds or (2 if args.quick else 5)))
+    cand_seeds = seeds[:args.candidate_seeds]
     sections = set(args.sections.split(","))
     out = args.out / ("quick" if args.quick else "")
     out.mkdir(parents=True, exist_ok=True)
@@ -613,8 +635,9 @@ def main(argv=None) -> int:
               f"Command: `NUMBA_NUM_THREADS=1 python experiments/defaults_panel.py"
               f"{' --quick' if args.quick else ''}`; seeds {seeds}; hmmlearn "
               f"{__import__('hmmlearn').__version__}. Each cell: mean ± standard deviation "
-              "over the seeds. `≥`/`<`: the mean of every primary metric of the task is / is "
-              "not at least hmmlearn's defaults' (the row `hmmlearn-default`).", ""]
+              "over the seeds (their number in brackets). `≥`/`<`: the mean of every "
+              "primary metric of the task is / is not at least hmmlearn's defaults' (the row "
+              "`hmmlearn-default`; ties within 1e-4 nats per observation count).", ""]
 
     def save():
         (out / "results.json").write_text(json.dumps(res.runs, indent=1))
@@ -626,6 +649,8 @@ def main(argv=None) -> int:
                                          indent=1))
         (out / "defaults_panel.md").write_text("\n".join(report) + "\n")
 
+    res.on_change = save
+
     # 1. transition initialisation (EM), against hmmlearn's defaults
     cands = ["library", *TRANS_CANDIDATES]
     chosen_trans = "library"
@@ -635,8 +660,15 @@ def main(argv=None) -> int:
             run_hmmlearn(res, t, "init", seeds, cache)
             save()
             run_hs(res, t, "init", "library", seeds, lambda s, t=t: make_model(t, Init(), s))
+            flat_start = persistence(t.X, t.emission == "categorical",
+                                     np.concatenate([[0], np.cumsum(t.lengths)])) == 0.0
             for c in TRANS_CANDIDATES:
-                run_hs(res, t, "init", c, seeds,
+                if c == "flat" and flat_start:   # the library's start is flat here: same fits
+                    for r in res.select(section="init", task=t.name, cand="library"):
+                        if not res.has("init", t.name, "flat", r["seed"]):
+                            res.add(**{**r, "cand": "flat"})
+                    continue
+                run_hs(res, t, "init", c, seeds if c in ("sticky", "flat") else cand_seeds,
                        lambda s, t=t, c=c: make_model(t, Init(trans=c), s))
             save()
         chosen_trans, why = choose(res, tasks, "init", cands, "sticky")
@@ -671,7 +703,7 @@ def main(argv=None) -> int:
                 run_hmmlearn(res, t, "emis", seeds, cache)
                 run_hs(res, t, "emis", "dir1", seeds, lambda s, t=t: make_model(t, Init(), s))
             for e in EMIS_CANDIDATES:
-                run_hs(res, t, "emis", e, seeds,
+                run_hs(res, t, "emis", e, cand_seeds,
                        lambda s, t=t, e=e: make_model(t, Init(emis=e), s))
             save()
         chosen_emis, why = choose(res, cat_tasks, "emis", ["dir1", *EMIS_CANDIDATES], "dir1")
@@ -681,6 +713,24 @@ def main(argv=None) -> int:
                                      ["hmmlearn-default", "dir1", *EMIS_CANDIDATES],
                                      lambda t: [*t.primary, "train"]),
                    f"**Chosen: `{chosen_emis}`.**", "", *[f"- {w}" for w in why], ""]
+        save()
+
+    # 2b. held-out likelihood with smoothing: is the lm gap between starts EM's overfitting?
+    if "lmmap" in sections:
+        print("== lm: MAP (Dirichlet 1.1 rows) from the library's and the sticky start ==",
+              flush=True)
+        smooth = dict(startprob_prior=1.1, transmat_prior=1.1, emissionprob_prior=1.1)
+        for label, init in (("library", Init()), ("sticky", Init(trans="sticky"))):
+            run_hs(res, lm, "lmmap", label + ", MAP 1.1", cand_seeds,
+                   lambda s, init=init: make_model(lm, init, s, learn="map", **smooth))
+        save()
+        report += ["## 2b. Held-out likelihood with smoothing (lm32, `learn=\"map\"`, "
+                   "Dirichlet(1.1) rows)", "",
+                   "EM is maximum likelihood: it gives zero probability to every word a state "
+                   "did not emit in training, and held-out text pays for it. With the same "
+                   "starts and pseudo-counts of 0.1:", "",
+                   section_table(res, [lm], "lmmap", ["library, MAP 1.1", "sticky, MAP 1.1"],
+                                 lambda t: ["heldout", "train"]), ""]
         save()
 
     # 3. variational Bayes priors (POS)
@@ -694,9 +744,7 @@ def main(argv=None) -> int:
                                        emissionprob_prior=1e-3)}
         vb_tasks = [real[0], pos17, pos45] if args.quick else [real[0], pos17]
         for t in vb_tasks:
-            vb_cands_t = {**vb_cands, "prior 1/K, 1/W": dict(
-                startprob_prior=1 / t.K, transmat_prior=1 / t.K,
-                emissionprob_prior=1 / (t.n_features or 1))}
+            vb_cands_t = dict(vb_cands)
             if t.emission != "categorical":
                 vb_cands_t = {k: {n: v for n, v in kw.items() if n != "emissionprob_prior"}
                               for k, kw in vb_cands_t.items()}
@@ -712,7 +760,7 @@ def main(argv=None) -> int:
                    "(a prior that prunes states leaves fewer than K).", "",
                    section_table(res, vb_tasks, "vb",
                                  ["hmmlearn-default", "library", "prior 1", "prior 0.1",
-                                  "prior 1e-3", "prior 1/K, 1/W"],
+                                  "prior 1e-3"],
                                  lambda t: [*t.primary, "used", "failed"]), ""]
         save()
 
@@ -720,16 +768,11 @@ def main(argv=None) -> int:
     if "stream" in sections:
         print("== streaming learners ==", flush=True)
         lm16 = lm_task(args.data_dir, args.quick, K=16)
-        oem = {"exp 0.6, warmup 20": dict(step_exponent=0.6, warmup=20),
-               "exp 0.51, warmup 20": dict(step_exponent=0.51, warmup=20),
-               "exp 0.7, warmup 20": dict(step_exponent=0.7, warmup=20),
-               "exp 0.8, warmup 20": dict(step_exponent=0.8, warmup=20),
-               "exp 0.9, warmup 20": dict(step_exponent=0.9, warmup=20),
-               "exp 1.0, warmup 20": dict(step_exponent=1.0, warmup=20),
-               "exp 0.6, warmup 1000": dict(step_exponent=0.6, warmup=1000)}
-        per_seq = {"bwo": {f"eta {e}": dict(eta=e) for e in (0.005, 0.01, 0.05, 0.2)},
+        oem = {f"exp {e}": dict(step_exponent=e) for e in (0.6, 0.7, 0.8, 1.0)}
+        per_seq = {"bwo": {f"eta {e}": dict(eta=e) for e in (0.005, 0.01, 0.05)},
                    "baldi-chauvin": {f"eta {e}": dict(eta=e) for e in (0.05, 0.2, 1.0)}}
-        stream_tasks = [lm16, pos17, syn[0]]
+        stream_tasks = [lm16, syn[0]] if not args.quick else [lm16, pos17, syn[0]]
+        seeds_s = seeds[:args.stream_seeds]
         init_rows = {"sticky": Init(trans="sticky"), "flat": Init(trans="flat")}
         for t in stream_tasks:
             for label, init in init_rows.items():
@@ -737,19 +780,19 @@ def main(argv=None) -> int:
                     if (learn == "online-em" and t is pos17) or (learn == "bwo" and
                                                                  t.kind != "real"):
                         continue
-                    run_hs(res, t, "stream", f"{learn} init {label}", seeds,
+                    run_hs(res, t, "stream", f"{learn} init {label}", seeds_s,
                            lambda s, t=t, init=init, learn=learn: make_model(t, init, s,
                                                                            learn=learn))
             for label, kw in oem.items():
                 if t is pos17:
                     continue                  # K^4 per observation: minutes per pass
-                run_hs(res, t, "stream", "online-em " + label, seeds,
+                run_hs(res, t, "stream", "online-em " + label, seeds_s,
                        lambda s, t=t, kw=kw: make_model(t, Init(), s, learn="online-em",
                                                         learner_options=kw))
             if t.kind == "real":
                 for learn, options in per_seq.items():
                     for label, kw in options.items():
-                        run_hs(res, t, "stream", f"{learn} {label}", seeds,
+                        run_hs(res, t, "stream", f"{learn} {label}", seeds_s,
                                lambda s, t=t, kw=kw, learn=learn: make_model(
                                    t, Init(), s, learn=learn, learner_options=kw))
             save()
@@ -763,7 +806,7 @@ def main(argv=None) -> int:
                                  lambda t: [*t.primary, "failed", "seconds"]), ""]
         save()
 
-    report += [f"Total time: {time.perf_counter() - started:.0f} s.", ""]
+    report += [f"Time of this run: {time.perf_counter() - started:.0f} s.", ""]
     save()
     print("\n".join(report))
     return 0

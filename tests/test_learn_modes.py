@@ -271,14 +271,14 @@ def test_kbest_vt_stops_when_tied_paths_trade_places():
 
 
 @pytest.mark.parametrize("emission", ["categorical", "gaussian"])
-def test_vb_default_dirichlet_priors_are_1_over_K_and_1_over_W(emission):
-    """learn="vb" with no prior given is VB under Dirichlet(1/K) start and transition rows
-    and Dirichlet(1/W) emission rows (hmmlearn's variational defaults), not Dirichlet(1)."""
+def test_vb_default_dirichlet_priors_are_sparse(emission):
+    """learn="vb" with no prior given is VB under Dirichlet(0.01) start and transition rows
+    and Dirichlet(1/W) emission rows, not Dirichlet(1)."""
     rng = np.random.default_rng(2)
     X = rng.integers(0, 7, size=(300, 1)) if emission == "categorical" else \
         rng.normal(size=(300, 2))
     kw = dict(emission=emission, learn="vb", n_iter=10, tol=-np.inf, random_state=0)
-    explicit = dict(startprob_prior=1 / 3, transmat_prior=1 / 3)
+    explicit = dict(startprob_prior=0.01, transmat_prior=0.01)
     if emission == "categorical":
         explicit["emissionprob_prior"] = 1 / 7
     default = hs.HMM(3, **kw).fit(X)

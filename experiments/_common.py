@@ -1,10 +1,12 @@
-"""Helpers shared by the experiment scripts: logged fits, path accuracy, PTB, markdown.
+"""Helpers shared by the experiment scripts: logged fits, path accuracy, PTB, the Penn
+Treebank sample's tagged words, markdown.
 
 Nothing here is part of the library; the experiments import it as a sibling module.
 """
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from collections import Counter
@@ -142,6 +144,75 @@ def load_ptb(data_dir: Path, n_train: int, n_valid: int, vocab_size: int) -> Cor
     Xt, Lt = encode(train)
     Xv, Lv = encode(valid)
     return Corpus(vocab, Xt, Lt, Xv, Lv, float(np.mean(Xv == 0)))
+
+
+# -- Penn Treebank sample (NLTK's 10%: parsed WSJ, .mrg) --------------------------------------
+_LEAF = re.compile(r"\(([^\s()]+) ([^\s()]+)\)")
+
+
+def _trees(text: str):
+    """The top-level bracketings of an ``.mrg`` file, as strings."""
+    depth, start = 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                yield text[start:i + 1]
+
+
+def load_treebank(data_dir: Path) -> list[list[tuple[str, str]]]:
+    """Sentences of ``<data_dir>/ptb-sample-treebank/combined/wsj_*.mrg`` as (word, tag)
+    pairs in file order, the ``-NONE-`` empty elements dropped (3,914 sentences, 94,084
+    tokens, 45 tags). Fair-use data: read it for experiments, never ship it."""
+    folder = Path(data_dir) / "ptb-sample-treebank" / "combined"
+    files = sorted(folder.glob("wsj_*.mrg"))
+    if not files:
+        raise SystemExit(
+            f"Penn Treebank sample not found: no {folder}/wsj_*.mrg. Pass --data-dir "
+            f"<data-dir> holding ptb-sample-treebank/combined/ (default: {DEFAULT_DATA_DIR}).")
+    out = []
+    for path in files:
+        for tree in _trees(path.read_text(encoding="ascii")):
+            words = [(w, t) for t, w in _LEAF.findall(tree) if t != "-NONE-"]
+            if words:
+                out.append(words)
+    return out
+
+
+#: Penn Treebank tag -> Universal Dependencies UPOS (17 tags), by tag; the words below
+#: refine it (UD's own conversion is word- and tree-aware; this is its word-level core)
+PTB_TO_UPOS = {
+    "JJ": "ADJ", "JJR": "ADJ", "JJS": "ADJ", "IN": "ADP", "RB": "ADV", "RBR": "ADV",
+    "RBS": "ADV", "WRB": "ADV", "MD": "AUX", "CC": "CCONJ", "DT": "DET", "PDT": "DET",
+    "WDT": "DET", "UH": "INTJ", "NN": "NOUN", "NNS": "NOUN", "CD": "NUM", "POS": "PART",
+    "RP": "PART", "TO": "PART", "PRP": "PRON", "PRP$": "PRON", "WP": "PRON", "WP$": "PRON",
+    "EX": "PRON", "NNP": "PROPN", "NNPS": "PROPN", ".": "PUNCT", ",": "PUNCT", ":": "PUNCT",
+    "``": "PUNCT", "''": "PUNCT", "-LRB-": "PUNCT", "-RRB-": "PUNCT", "$": "SYM", "#": "SYM",
+    "SYM": "SYM", "VB": "VERB", "VBD": "VERB", "VBG": "VERB", "VBN": "VERB", "VBP": "VERB",
+    "VBZ": "VERB", "FW": "X", "LS": "X",
+}
+#: verb forms of be/have/do that UD tags AUX (PTB tags them VB*)
+_AUX_WORDS = {"be", "is", "are", "was", "were", "been", "being", "am", "'s", "'re", "'m",
+              "have", "has", "had", "having", "'ve", "'d", "do", "does", "did"}
+#: prepositions (PTB IN) that UD tags SCONJ when they introduce a clause
+_SCONJ_WORDS = {"because", "if", "while", "although", "though", "whether", "unless",
+                "since", "until", "after", "before", "as", "than", "once", "so", "that"}
+
+
+def upos(word: str, tag: str) -> str:
+    """The coarse (UPOS, 17-tag) class of a PTB-tagged word: :data:`PTB_TO_UPOS`, with
+    be/have/do verbs as AUX and clause-introducing prepositions as SCONJ (word lists above;
+    "as", "since", "that" ... are ambiguous and always go to SCONJ here)."""
+    low = word.lower()
+    if tag.startswith("VB") and low in _AUX_WORDS:
+        return "AUX"
+    if tag == "IN" and low in _SCONJ_WORDS:
+        return "SCONJ"
+    return PTB_TO_UPOS[tag]
 
 
 # -- output ------------------------------------------------------------------------------------

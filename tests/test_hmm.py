@@ -287,3 +287,77 @@ def test_save_load_array_priors_and_dtypes(tmp_path):
     r = hs.load(tmp_path / "m")
     assert np.array_equal(r.transmat_prior, prior) and r.transmat_prior.dtype == prior.dtype
     assert np.array_equal(r.transmat_, m.transmat_)
+
+
+# -- default initialisation ----------------------------------------------------------------------
+def _brute_autocorrelation(X, lengths, lag, symbols):
+    """Pooled lag autocorrelation by explicit loops over the pairs inside each sequence."""
+    seqs = np.split(np.asarray(X), np.cumsum(lengths)[:-1])
+    pairs = [(s[t], s[t + lag]) for s in seqs for t in range(len(s) - lag)]
+    if symbols:
+        x = np.asarray(X).ravel()
+        f2 = sum((np.sum(x == w) / len(x)) ** 2 for w in np.unique(x))
+        same = np.mean([a.item() == b.item() for a, b in pairs])
+        return (same - f2) / (1 - f2)
+    Z = (np.asarray(X) - np.mean(X, axis=0)) / np.std(X, axis=0)
+    zs = np.split(Z, np.cumsum(lengths)[:-1])
+    prods = [np.mean(z[t] * z[t + lag]) for z in zs for t in range(len(z) - lag)]
+    return float(np.mean(prods))
+
+
+def test_autocorrelation_pools_pairs_within_sequences_only():
+    from hiddenstate.models.hmm import _autocorrelation
+
+    rng = np.random.default_rng(3)
+    lengths = [5, 1, 7, 2]
+    bounds = np.concatenate([[0], np.cumsum(lengths)])
+    x = rng.integers(0, 3, size=(15, 1))
+    y = rng.normal(size=(15, 2)) * [1.0, 10.0]
+    for lag in (1, 2):
+        assert np.isclose(_autocorrelation(x, True, bounds, lag),
+                          _brute_autocorrelation(x, lengths, lag, True))
+        assert np.isclose(_autocorrelation(y, False, bounds, lag),
+                          _brute_autocorrelation(y, lengths, lag, False))
+
+
+def test_default_transition_start_matches_the_data_persistence():
+    """The start is lambda I + (1 - lambda) / K with lambda = rho_2 / rho_1: close to the
+    teacher's second eigenvalue on a sticky HMM, 0 (flat) on data without persistence."""
+    from hiddenstate.models.hmm import persistence
+
+    teacher = hs.HMM(2, init_params="")
+    teacher.startprob_ = np.array([0.5, 0.5])
+    teacher.transmat_ = np.array([[0.95, 0.05], [0.1, 0.9]])   # eigenvalue 0.85
+    teacher.emissionprob_ = np.array([[0.7, 0.2, 0.1], [0.05, 0.15, 0.8]])
+    teacher.n_features_ = 3
+    X, _ = teacher.sample(50_000, random_state=0)
+    lam = persistence(X, True, np.array([0, len(X)]))
+    assert abs(lam - 0.85) < 0.03
+    start = hs.HMM(3, params="", n_iter=1, random_state=0).fit(X)   # nothing updated
+    assert np.allclose(start.transmat_, lam * np.eye(3) + (1 - lam) / 3)
+    assert np.allclose(start.startprob_, 1 / 3)
+    rng = np.random.default_rng(0)
+    assert persistence(rng.permutation(X), True, np.array([0, len(X)])) == 0.0
+    alternating = np.tile([0, 1], 500)[:, None]                   # rho_1 = -1
+    assert persistence(alternating, True, np.array([0, 1000])) == 0.0
+    flat = hs.HMM(4, params="", n_iter=1, random_state=0).fit(alternating)
+    assert np.allclose(flat.transmat_, 0.25)
+    # Gaussian readout of a persistent chain: the same estimate, whatever the noise scale
+    g = hs.HMM(2, emission="gaussian", init_params="")
+    g.startprob_, g.transmat_ = teacher.startprob_, teacher.transmat_
+    g.means_, g.covars_ = np.array([[0.0], [1.0]]), np.full((2, 1), 0.25)
+    g.n_features_ = 1
+    Y, _ = g.sample(50_000, random_state=1)
+    assert abs(persistence(Y, False, np.array([0, len(Y)])) - 0.85) < 0.03
+    assert persistence(Y * 1000.0, False, np.array([0, len(Y)])) == \
+        pytest.approx(persistence(Y, False, np.array([0, len(Y)])))
+
+
+def test_streaming_learners_start_from_a_fixed_persistence():
+    from hiddenstate.models.hmm import STREAM_PERSISTENCE
+
+    X = np.random.default_rng(0).integers(0, 3, size=(200, 1))
+    m = hs.HMM(3, learn="online-em", random_state=0,
+               learner_options={"warmup": 10**6}).fit(X)   # no M-step yet: the start
+    s = STREAM_PERSISTENCE
+    assert np.allclose(m.transmat_, s * np.eye(3) + (1 - s) / 3)

@@ -268,3 +268,22 @@ def test_kbest_vt_stops_when_tied_paths_trade_places():
     h = np.array(m.monitor_.history)
     assert m.monitor_.converged and len(h) < 300
     assert np.all(np.diff(h) >= -1e-9 * np.abs(h[1:]))
+
+
+@pytest.mark.parametrize("emission", ["categorical", "gaussian"])
+def test_vb_default_dirichlet_priors_are_sparse(emission):
+    """learn="vb" with no prior given is VB under Dirichlet(0.01) start and transition rows
+    and Dirichlet(1/W) emission rows, not Dirichlet(1)."""
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 7, size=(300, 1)) if emission == "categorical" else \
+        rng.normal(size=(300, 2))
+    kw = dict(emission=emission, learn="vb", n_iter=10, tol=-np.inf, random_state=0)
+    explicit = dict(startprob_prior=0.01, transmat_prior=0.01)
+    if emission == "categorical":
+        explicit["emissionprob_prior"] = 1 / 7
+    default = hs.HMM(3, **kw).fit(X)
+    given = hs.HMM(3, **kw, **explicit).fit(X)
+    ones = hs.HMM(3, **kw, **{k: 1.0 for k in explicit}).fit(X)
+    assert default.monitor_.history == given.monitor_.history
+    assert np.array_equal(default.transmat_posterior_, given.transmat_posterior_)
+    assert not np.allclose(default.transmat_posterior_, ones.transmat_posterior_)

@@ -256,7 +256,11 @@ def _sample_teacher(rng, T):
 def test_parameter_recovery_two_sources_two_perturbation_states(learn):
     rng = np.random.default_rng(11)
     teacher, sources, y, _ = _sample_teacher(rng, 40000)
+    # EM from the default (moment-matched, lambda = 0.76 here) start recovers the teacher
+    # from 7 of 8 seeds (0-7; seed 0 ends in a local optimum 2,554 nats below the others,
+    # the old sticky random start from 8 of 8): two restarts keep the better likelihood
     student = PROPS(sources, 2, learn=learn, random_state=0, n_iter=200, tol=1e-6,
+                    n_init=2 if learn == "em" else 1,
                     learner_options={"step_exponent": 0.6} if learn == "online-em" else None)
     student.fit(y)
     # perturbation states may come out in either order; source states are pinned

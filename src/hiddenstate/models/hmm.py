@@ -15,6 +15,8 @@ from ..errors import (
     ZeroProbabilityError,
 )
 from ..families import COVARIANCE_TYPES, FAMILIES, DirichletRows
+from ..families.blackbox import BlackBoxEmissions
+from ..families.categorical import CategoricalEmissions
 from ..families.gaussian import full_covars
 from ..inference import Sequences
 from ..kernels import path_counts
@@ -33,11 +35,17 @@ _FLAT_PRIORS = {
 #: defaults of learn="map" / "vt" / "kvt" (hmmlearn's defaults)
 _MAP_PRIORS = {**_FLAT_PRIORS, "covars_prior": 1e-2}
 #: mode-specific defaults that differ from _MAP_PRIORS. Variational Bayes needs proper
-#: priors: one pseudo-observation at the data mean (set in fit), a Wishart/Gamma with
-#: n_features degrees of freedom around 1e-3 * identity (hmmlearn's VariationalGaussianHMM
-#: defaults), and an exponential prior on Poisson rates with the data mean as its mean.
+#: priors: sparse Dirichlet rows, 0.01 for the start and transition rows and 1/W for the
+#: emission rows (None here, filled in by ``_family``; chosen on the panel of
+#: experiments/defaults_panel.py: Dirichlet(1) rows left 2 of 17 states in use on POS
+#: induction, and 0.01 beat hmmlearn's 1/K on held-out Gaussian returns), one
+#: pseudo-observation at the data mean (set in fit), a
+#: Wishart/Gamma with n_features degrees of freedom around 1e-3 * identity (hmmlearn's
+#: VariationalGaussianHMM defaults), and an exponential prior on Poisson rates with the data
+#: mean as its mean.
 _DEFAULT_PRIORS: dict[str, dict] = {
-    "vb": {"means_weight": 1.0, "covars_prior": 1e-3, "covars_weight": None,
+    "vb": {"startprob_prior": 0.01, "transmat_prior": 0.01, "emissionprob_prior": None,
+           "means_weight": 1.0, "covars_prior": 1e-3, "covars_weight": None,
            "lambdas_prior": 0.0, "lambdas_weight": None},
 }
 _FAMILY_PRIORS = {
@@ -111,6 +119,64 @@ def _check_possible(loglik: np.ndarray) -> None:
             f"X: sequence {bad[0]} has probability zero under the current parameters "
             "(an observation no reachable state can emit); check the data or use "
             "init_params to start from parameters that allow it")
+
+
+#: cap on the initial self-transition weight (a start that is nearly absorbing slows EM)
+MAX_PERSISTENCE = 0.9
+#: the streaming learners' initial self-transition weight (they see no data before starting)
+STREAM_PERSISTENCE = 0.5
+
+
+def _observations(X: np.ndarray, family) -> tuple[np.ndarray, bool]:
+    """The observations the emission family models (a PROPS family's inner ones) and
+    whether they are symbols."""
+    if isinstance(family, BlackBoxEmissions):
+        X, family = family.split(X)[1], family.inner
+    return X, isinstance(family, CategoricalEmissions)
+
+
+def _autocorrelation(X: np.ndarray, symbols: bool, bounds: np.ndarray, lag: int) -> float:
+    """Lag-``lag`` autocorrelation pooled over the sequences (pairs never cross a boundary)
+    and, for vectors, over the standardised features; for symbols that of their one-hot
+    indicators, (P(x_{t+lag} = x_t) - sum_w f_w^2) / (1 - sum_w f_w^2). NaN if undefined."""
+    n = len(X)
+    ends = np.repeat(bounds[1:], np.diff(bounds))
+    i = np.flatnonzero(np.arange(n) + lag < ends)
+    if len(i) == 0:
+        return float("nan")
+    if symbols:
+        x = np.asarray(X).reshape(-1)
+        f = np.bincount(x) / len(x)
+        f2 = float(f @ f)
+        return (float(np.mean(x[i] == x[i + lag])) - f2) / (1.0 - f2) if f2 < 1 else np.nan
+    Z = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
+    sd = Z.std(axis=0)
+    Z = (Z[:, sd > 0] - Z[:, sd > 0].mean(axis=0)) / sd[sd > 0]
+    if Z.shape[1] == 0:
+        return float("nan")
+    return float(np.mean(Z[i] * Z[i + lag]))
+
+
+def persistence(X: np.ndarray, symbols: bool, bounds: np.ndarray) -> float:
+    r"""Moment estimate of how persistent the hidden chain is, in [0, ``MAX_PERSISTENCE``]:
+    the ratio :math:`\hat\rho_2 / \hat\rho_1` of the lag-2 and lag-1 autocorrelations of
+    the observations (:func:`_autocorrelation`).
+
+    For observations that are a noisy readout of a Markov chain with one non-trivial
+    eigenvalue :math:`\lambda` (any 2-state chain; :math:`\lambda I + (1 - \lambda)/K`),
+    :math:`\rho_k = R\,\lambda^k` (R < 1: the readout's reliability), so the ratio
+    estimates :math:`\lambda` free of R (as for an AR(1) signal plus noise; for other chains
+    it is a weighted blend of their eigenvalues). The
+    initial transition matrix :math:`\lambda I + (1 - \lambda)/K` has exactly that
+    eigenvalue. 0 (flat) unless :math:`\hat\rho_1` exceeds its white-noise band
+    :math:`2/\sqrt{n}` and :math:`\hat\rho_2 > 0`: on text, where consecutive words
+    rarely repeat, :math:`\hat\rho_1 < 0` and the start is flat.
+    """
+    r1 = _autocorrelation(X, symbols, bounds, 1)
+    r2 = _autocorrelation(X, symbols, bounds, 2)
+    if not (r1 > 2.0 / np.sqrt(len(X)) and r2 > 0):   # NaN compares False
+        return 0.0
+    return float(min(r2 / r1, MAX_PERSISTENCE))
 
 
 def make_rng(random_state) -> np.random.Generator:
@@ -291,6 +357,8 @@ class HMM(BaseEstimator):
                 kwargs["means_prior"] = X.mean(axis=0)
             if self.covars_weight is None:
                 kwargs["covars_weight"] = float(n_features)
+        if kwargs.get("emissionprob_prior", 1.0) is None:     # VB's default: 1/W
+            kwargs["emissionprob_prior"] = 1.0 / n_features
         if self.learn == "vb" and self.emission == "poisson" and self.lambdas_weight is None:
             mean = X.mean(axis=0) if X is not None else np.ones(n_features)
             kwargs["lambdas_weight"] = 1.0 / np.where(mean > 0, mean, 1.0)
@@ -363,7 +431,7 @@ class HMM(BaseEstimator):
         return self._family(self.n_features_)
 
     # -- fitting --------------------------------------------------------------------------------
-    def _initial_params(self, X, family, rng: np.random.Generator):
+    def _initial_params(self, X, family, rng: np.random.Generator, seqs: Sequences):
         K = self.n_states
         init = self.init_params
         if "s" in init:
@@ -371,11 +439,14 @@ class HMM(BaseEstimator):
         else:
             startprob = self._user_param("startprob_", "s")
         if "t" in init:
-            # sticky: half the mass on staying, the rest near uniform. Starting near the
-            # uniform matrix (a mixture model) leaves EM and online EM in the mixture's
-            # basin far more often (2 of 5 seeds vs 0 of 5 on a sticky 2-state teacher)
-            transmat = (0.5 * np.eye(K) + 0.5 * rng.dirichlet(np.full(K, 10.0), size=K)
-                        if K > 1 else np.ones((1, 1)))
+            # lambda I + (1 - lambda) / K: the symmetric chain whose state autocorrelation
+            # decays like the data's (flat on text, sticky on persistent series); chosen on
+            # the panel of experiments/defaults_panel.py (see docs/hmm.md). Streaming
+            # learners start from a fixed lambda, so that a stream fed in one call or many
+            # starts alike.
+            s = (STREAM_PERSISTENCE if self.learn in ONLINE_MODES
+                 else persistence(*_observations(X, family), seqs.bounds))
+            transmat = s * np.eye(K) + (1.0 - s) / K
         else:
             transmat = self._user_param("transmat_", "t")
         startprob = check_stochastic(startprob, (K,), "startprob_")
@@ -430,7 +501,7 @@ class HMM(BaseEstimator):
         problem = self._problem(family, X, seqs)
         best = None
         for _ in range(self.n_init):
-            startprob, transmat, emis = self._initial_params(X, family, rng)
+            startprob, transmat, emis = self._initial_params(X, family, rng, seqs)
             theta = {"startprob": startprob, "transmat": transmat, "emission": emis}
             result = fit_mode(problem, self.learn, theta, self._monitor(), self._which(),
                               self.k_best, callback)
@@ -456,7 +527,7 @@ class HMM(BaseEstimator):
                 raise InvalidInputError(
                     "continues: there is no stream to continue yet; call partial_fit without "
                     "continues=True first")
-            startprob, transmat, emis = self._initial_params(X, family, rng)
+            startprob, transmat, emis = self._initial_params(X, family, rng, seqs)
             state = learner.start({"startprob": startprob, "transmat": transmat,
                                    "emission": emis}, family, rng)
             self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)

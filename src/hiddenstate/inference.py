@@ -227,6 +227,30 @@ class Sequences:
         return np.add.reduceat(values, self.bounds[:-1]) if len(values) else values
 
 
+def occupied_states(startprob, transmat) -> np.ndarray:
+    """The states a chain with these parameters can ever be in: bool ``(K,)``, the states
+    reachable from the support of ``startprob`` along transitions of positive probability.
+
+    The others have probability exactly 0 at every step of every sequence, so they are left
+    out of the emission table's row scaling (:meth:`EmissionTable.from_log_likelihood`):
+    EM makes such states when a state's posterior underflows to exactly 0 (its transitions
+    and initial probability are then estimated as 0).
+    """
+    reach = np.asarray(startprob) > 0
+    step = np.asarray(transmat) > 0
+    frontier = reach
+    while frontier.any():
+        new = step[frontier].any(axis=0) & ~reach
+        reach = reach | new
+        frontier = new
+    return reach
+
+
+def all_occupied(K: int, occupied: np.ndarray | None) -> np.ndarray:
+    """``occupied`` as a bool array, every one of the ``K`` states when it is None."""
+    return np.ones(K, np.bool_) if occupied is None else np.asarray(occupied, np.bool_)
+
+
 @dataclass(frozen=True)
 class EmissionTable:
     """Emission probabilities in the kernels' ``(emis, idx)`` form.
@@ -243,8 +267,11 @@ class EmissionTable:
     by_idx: bool
 
     @classmethod
-    def from_log_likelihood(cls, log_frame: np.ndarray) -> EmissionTable:
-        """Scale a dense ``(N, K)`` log-likelihood table row by row so its max is 1.
+    def from_log_likelihood(cls, log_frame: np.ndarray,
+                            occupied: np.ndarray | None = None) -> EmissionTable:
+        """Scale a dense ``(N, K)`` log-likelihood table row by row so that its max over
+        the ``occupied`` states (default all; see :func:`occupied_states`) is 1; the other
+        states get probability 0.
 
         A row of all ``-inf`` (impossible in every state) stays a row of zeros with offset
         ``-inf``.
@@ -252,7 +279,8 @@ class EmissionTable:
         log_frame = np.ascontiguousarray(log_frame, dtype=np.float64)
         shifted = np.empty_like(log_frame)
         offset = np.empty(len(log_frame))
-        kernels.shift_rows(log_frame, shifted, offset)
+        kernels.shift_rows(log_frame, all_occupied(log_frame.shape[1], occupied), shifted,
+                           offset)
         return cls.from_shifted(shifted, offset)
 
     @classmethod

@@ -351,7 +351,7 @@ def test_a_state_the_chain_cannot_enter_does_not_set_the_scale(emission):
     """State 1 can never be entered (startprob and every transition into it are 0) and
     explains every observation thousands of nats better than state 0: the table must not
     scale rows by it (state 0's probabilities underflowed to 0: ZeroProbabilityError on
-    a sequence of probability e^-2400 > 0). EM produces such states when a state's
+    a sequence of probability e^-1800 > 0). EM produces such states when a state's
     posterior underflows."""
     m = HMM(2, emission="poisson" if emission == "poisson" else "gaussian",
             covariance_type="full" if emission == "full" else "diag", init_params="")
@@ -375,14 +375,38 @@ def test_a_state_the_chain_cannot_enter_does_not_set_the_scale(emission):
     np.testing.assert_array_equal(m.predict_proba(X)[:, 0], 1.0)
 
 
-def test_occupied_states():
-    """Reachability from the initial distribution along positive transitions."""
-    A = np.array([[0.5, 0.5, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5],
-                  [0.0, 0.3, 0.0, 0.7]])
-    np.testing.assert_array_equal(inference.occupied_states([1, 0, 0, 0], A),
-                                  [True, True, False, False])
-    np.testing.assert_array_equal(inference.occupied_states([0, 0, 1, 0], A),
-                                  [False, True, True, True])
+def test_left_to_right_model_started_mid_way():
+    """startprob puts all mass on state 0 of a left-to-right model, and the sequence starts
+    with an observation that state 1 explains ~36000 nats better: at position 0 only state 0
+    is possible, so its probability e^-36147 must set the row's scale (the row max, state 1,
+    left it at exactly 0: a log-likelihood of -inf). Against the log-space recursions."""
+    X = np.array([[10000.0], [10000.0], [9000.0]])
+    m = _with_features(HMM(2, emission="poisson", init_params=""), 1)
+    m.startprob_, m.transmat_ = np.array([1.0, 0.0]), np.array([[0.5, 0.5], [0.0, 1.0]])
+    m.lambdas_ = np.array([[100.0], [10000.0]])
+    log_e = stats.poisson(m.lambdas_[None, :, 0]).logpmf(X)
+    want = log_space_sequence(m.startprob_, m.transmat_, log_e)
+    assert want["loglik"] < -30000
+    np.testing.assert_allclose(m.score(X), want["loglik"], rtol=1e-12)
+    np.testing.assert_allclose(m.predict_proba(X), want["gamma"], rtol=1e-9, atol=1e-300)
+    logprob, path = m.decode(X)
+    np.testing.assert_allclose(logprob, want["viterbi_logprob"], rtol=1e-12)
+    np.testing.assert_array_equal(path, want["viterbi_path"])
+
+
+def test_state_supports():
+    """The states possible at each position: reachability from startprob in exactly t
+    steps, eventually periodic."""
+    A = np.array([[0.5, 0.5, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0],
+                  [0.0, 0.3, 0.7, 0.0]])
+    masks, s, p = inference.state_supports([1, 0, 0, 0], A, 100)
+    np.testing.assert_array_equal(masks, [[1, 0, 0, 0], [1, 1, 0, 0]])
+    assert (s, p) == (1, 1)
+    masks, s, p = inference.state_supports([0, 0, 1, 0], A, 100)  # 2 -> 3 -> {1, 2} -> ...
+    np.testing.assert_array_equal(masks, [[0, 0, 1, 0], [0, 0, 0, 1], [0, 1, 1, 0],
+                                          [0, 1, 0, 1]])
+    assert (s, p) == (2, 2)
+    assert len(inference.state_supports([0, 0, 1, 0], A, 2)[0]) == 2
 
 
 # -- item 3: scales, constant features, single observations, zeros, huge alphabets --------------

@@ -51,9 +51,9 @@ class EmissionFamily(ABC):
               occupied: np.ndarray | None = None) -> EmissionTable:
         """Emission probabilities in the kernels' form (dense, scaled per row by default).
 
-        ``occupied`` (bool ``(K,)``, see :func:`hiddenstate.inference.occupied_states`):
-        the states the chain can ever be in; the others get probability 0 and do not take
-        part in the row scaling (see :meth:`EmissionTable.from_log_likelihood`)."""
+        ``occupied`` (bool ``(K,)``, see :func:`hiddenstate.inference.emission_table`):
+        the states the chain can be in; the others get probability 0 and do not take part
+        in the row scaling (see :meth:`EmissionTable.from_log_likelihood`)."""
         return EmissionTable.from_log_likelihood(self.log_likelihood(params, X), occupied)
 
     @abstractmethod

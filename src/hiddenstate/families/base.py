@@ -120,14 +120,23 @@ class EmissionFamily(ABC):
         raise NotImplementedError
 
 
+def reference_point(X: np.ndarray) -> np.ndarray:
+    """A point amid the rows of ``X`` (``(D,)``): the column medians of evenly spaced rows
+    (fewer than 2048). A data value itself (or the mean of two), so that the reference of
+    ``X + c`` is that of ``X`` plus ``c`` up to rounding; robust to outlying rows; cheap (the
+    median of every row of 10^5 x 5 data costs 8 ms)."""
+    return np.median(X[::max(1, len(X) // 1024)], axis=0)
+
+
 def kmeans(X: np.ndarray, n_clusters: int, rng: np.random.Generator):
     """k-means (scikit-learn, one k-means++ start seeded from ``rng``) on ``X`` taken
-    relative to its column medians, so that the clustering of ``X + c`` is that of ``X``
-    up to the rounding of ``X + c`` itself. Returns ``(centres, labels)`` in the frame of
-    ``X``. Fewer distinct points than clusters is allowed (some clusters repeat a point)."""
+    relative to :func:`reference_point`, so that the clustering of ``X + c`` is that of
+    ``X`` up to the rounding of ``X + c`` itself. Returns ``(centres, labels)`` in the frame
+    of ``X``. Fewer distinct points than clusters is allowed (some clusters repeat a
+    point)."""
     from sklearn.cluster import KMeans
 
-    ref = np.median(X, axis=0)
+    ref = reference_point(X)
     km = KMeans(n_clusters=n_clusters, n_init=1, random_state=int(rng.integers(2**31 - 1)))
     with warnings.catch_warnings():  # fewer distinct points than clusters is fine here
         warnings.simplefilter("ignore")

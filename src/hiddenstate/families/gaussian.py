@@ -73,7 +73,7 @@ from .._validation import broadcast_param, check_real_X
 from ..errors import InvalidInputError, NumericalError
 from ..inference import EmissionTable, all_occupied
 from ..kernels import gaussian_diag_loglik
-from .base import DEAD_MASS, EmissionFamily, kmeans
+from .base import DEAD_MASS, EmissionFamily, kmeans, reference_point
 
 COVARIANCE_TYPES = ("spherical", "diag", "full", "tied")
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -171,11 +171,11 @@ class GaussianEmissions(EmissionFamily):
     # -- statistics and M-step --------------------------------------------------------------
     def _moments(self, X):
         """``(ref, [1, X - ref, (X - ref)**2])`` (``[1, X - ref]`` for full/tied
-        covariances), with ``ref`` the column medians of ``X``; computed once per data array
-        (EM reuses it)."""
+        covariances), with ``ref`` the :func:`~.base.reference_point` of ``X``; computed
+        once per data array (EM reuses it)."""
         cached = getattr(self, "_moments_cache", None)
         if cached is None or cached[0] is not X:
-            ref = np.median(X, axis=0)
+            ref = reference_point(X)
             Xc = X - ref
             cols = [np.ones((len(X), 1)), Xc]
             if self.covariance_type in ("diag", "spherical"):
@@ -193,12 +193,13 @@ class GaussianEmissions(EmissionFamily):
 
         Raw moments (:math:`a = 0`) would lose every digit of a variance that is small
         next to the squared mean (data with an offset of 1e8 and unit spread). Diagonal and
-        spherical: :math:`a` is the column median of ``X`` and the sums come from one
-        matrix product :math:`\gamma^\top [1, X - a, (X - a)^2]` (:func:`_weighted_sums`);
-        a state and dimension whose centred variance would still lose more than
-        ``_CANCEL`` in its ratio to the second moment about :math:`a` (a state far from
-        the median compared with its spread) is summed again about its own weighted mean.
-        Full and tied: every state is summed about its own weighted mean.
+        spherical: :math:`a` is the :func:`~.base.reference_point` of ``X`` (column
+        medians) and the sums come from one matrix product
+        :math:`\gamma^\top [1, X - a, (X - a)^2]` (:func:`_weighted_sums`); a state and
+        dimension whose second moment about :math:`a` exceeds ``_CANCEL`` times its centred
+        variance (a state far from the medians next to its spread) is summed again about
+        its own weighted mean. Full and tied: every state is summed about its own weighted
+        mean.
         """
         K, D = self.n_states, X.shape[1]
         ref, F = self._moments(X)

@@ -375,6 +375,19 @@ def test_a_state_the_chain_cannot_enter_does_not_set_the_scale(emission):
     np.testing.assert_array_equal(m.predict_proba(X)[:, 0], 1.0)
 
 
+def test_online_em_unreachable_state_does_not_set_the_scale():
+    """Online EM: state 1 cannot be entered and beats state 0 by ~1800 nats on every
+    count: each observation's predictive probability is state 0's (was a
+    ZeroProbabilityError)."""
+    X = np.full((5, 1), 3000.0)
+    m = HMM(2, emission="poisson", learn="online-em", init_params="")
+    m.startprob_, m.transmat_ = np.array([1.0, 0.0]), np.array([[1.0, 0.0], [0.5, 0.5]])
+    m.lambdas_ = np.array([[1000.0], [3000.0]])
+    m.fit(X)  # 5 observations, all before the first M-step (warmup 20)
+    np.testing.assert_allclose(m.stream_log_prob_, stats.poisson(1000.0).logpmf(X[:, 0]),
+                               rtol=1e-12)
+
+
 def test_left_to_right_model_started_mid_way():
     """startprob puts all mass on state 0 of a left-to-right model, and the sequence starts
     with an observation that state 1 explains ~36000 nats better: at position 0 only state 0

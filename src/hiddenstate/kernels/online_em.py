@@ -126,8 +126,9 @@ def dirichlet_map(counts, prior_a, current):
 
 
 @njit(cache=True)
-def _predict(phi, startprob, transmat, start, pred, R):
-    """Prediction ``pred`` and retrospective kernel ``R[k', k]`` from the filter ``phi``."""
+def _filter_step(phi, startprob, transmat, b, start, pred, R, phin):
+    """Prediction, retrospective kernel ``R[k', k]`` and the new filter; returns the
+    normaliser (0: the observation is impossible)."""
     K = phi.shape[0]
     if start:
         for k in range(K):
@@ -146,13 +147,6 @@ def _predict(phi, startprob, transmat, start, pred, R):
             else:  # unreachable state: any column-stochastic value, phi_t(k) = 0
                 for kp in range(K):
                     R[kp, k] = phi[kp]
-
-
-@njit(cache=True)
-def _correct(pred, b, phin):
-    """The new filter ``phin`` from the prediction and the emission probabilities ``b``;
-    returns the normaliser (0: the observation is impossible)."""
-    K = pred.shape[0]
     z = 0.0
     for k in range(K):
         phin[k] = pred[k] * b[k]
@@ -161,14 +155,6 @@ def _correct(pred, b, phin):
         for k in range(K):
             phin[k] /= z
     return z
-
-
-@njit(cache=True)
-def _filter_step(phi, startprob, transmat, b, start, pred, R, phin):
-    """Prediction, retrospective kernel ``R[k', k]`` and the new filter; returns the
-    normaliser (0: the observation is impossible)."""
-    _predict(phi, startprob, transmat, start, pred, R)
-    return _correct(pred, b, phin)
 
 
 @njit(cache=True)
@@ -568,8 +554,9 @@ def online_em_dense(loglik, X, kind, frame, starts, step_scale, step_exponent, w
     return ``Sg (K, P)`` holds the emission statistics after the last row.
     ``counters = [t, n_avg]``; ``log_pred[n]`` receives the prequential log-probability of
     row ``n`` (as in :func:`online_em_categorical`). A row's emission probabilities are
-    scaled by its largest log-likelihood among the states of positive prediction (a state
-    the filter cannot be in does not set the scale, so it cannot underflow the others).
+    scaled by its largest log-likelihood; if that leaves every state of positive
+    prediction at probability 0 (a state the filter cannot be in beat them by more than
+    ~745 nats), again by its largest among those states.
     Transition and initial-state M-steps and their averages as in
     :func:`online_em_categorical`. Returns -1 or the index of an impossible row."""
     N = loglik.shape[0]
@@ -594,17 +581,24 @@ def online_em_dense(loglik, X, kind, frame, starts, step_scale, step_exponent, w
     status = -1
     for n in range(N):
         start = starts[n]
-        _predict(phi, startprob, transmat, start, pred, R)
         top = -np.inf
         for k in range(K):
-            if pred[k] > 0.0 and loglik[n, k] > top:
-                top = loglik[n, k]
+            top = max(top, loglik[n, k])
         if not top > -np.inf:
             status = n
             break
         for k in range(K):
-            b[k] = np.exp(loglik[n, k] - top) if pred[k] > 0.0 else 0.0
-        z = _correct(pred, b, phin)
+            b[k] = np.exp(loglik[n, k] - top)
+        z = _filter_step(phi, startprob, transmat, b, start, pred, R, phin)
+        if not z > 0.0:  # perhaps only states the filter cannot be in set the scale
+            top = -np.inf
+            for k in range(K):
+                if pred[k] > 0.0:
+                    top = max(top, loglik[n, k])
+            if top > -np.inf:
+                for k in range(K):
+                    b[k] = np.exp(loglik[n, k] - top) if pred[k] > 0.0 else 0.0
+                z = _filter_step(phi, startprob, transmat, b, start, pred, R, phin)
         if not z > 0.0:
             status = n
             break

@@ -64,9 +64,6 @@ from .simd import (
 
 _TINY = 1e-280  # fold the running product of scales into the log before it underflows
 _HUGE = 1e280
-#: a scale below this goes to the log directly: times a product >= _TINY it could underflow
-#: (an observation the filter found e^-300 times less likely than its best state, say)
-_SMALL = 1e-20
 _MIN_NORMAL = 2.2250738585072014e-308  # a scale below this counts as zero
 
 
@@ -207,13 +204,12 @@ def _forward_block(l0, first, lo, end, init, inits, from_state, transmat_t, emis
             r = w.rows[b]
             if r >= lo[l0 + b]:
                 scale = w.s[b] if w.inv[b] > 0.0 else 0.0
-                if scale < _SMALL:  # would underflow the running product: its log at once
-                    w.logp[b] += np.log(scale)  # (-inf for an impossible row)
+                prod = w.prod[b] * scale
+                if prod < _TINY or prod > _HUGE:  # fold into the log: the factors' logs,
+                    w.logp[b] += np.log(w.prod[b]) + np.log(scale)  # as prod may underflow
+                    w.prod[b] = 1.0  # (a tiny scale: e^-300 less likely than the best state)
                 else:
-                    w.prod[b] *= scale
-                    if w.prod[b] < _TINY or w.prod[b] > _HUGE:
-                        w.logp[b] += np.log(w.prod[b])
-                        w.prod[b] = 1.0
+                    w.prod[b] = prod
             if keep_alpha and r >= lo[l0 + b]:
                 q = alpha_base[b] + r - lo[l0 + b]
                 inv_c[q] = w.inv[b]

@@ -21,6 +21,7 @@ from brute_force import log_space_sequence, sequence_posteriors
 from scipy import stats
 
 from hiddenstate import HMM, inference
+from hiddenstate.compat.hmmlearn import PoissonHMM as CompatPoissonHMM
 from hiddenstate.errors import (
     ConvergenceWarning,
     DegenerateStateWarning,
@@ -256,8 +257,8 @@ def poisson_data(scale, n=400, seed=0):
 def test_poisson_large_counts_match_hmmlearn(scale):
     """From the same start, in which state 2 sits 22 Poisson standard deviations past the
     rates of state 1 (its posterior mass e^-300 or less: tiny, not zero), EM reaches hmmlearn
-    0.3.3's log-likelihood and rates, state 2 included: it is not frozen as "dead" (a mass
-    threshold of 1e-10 kept it where it started)."""
+    0.3.3's log-likelihood and rates, state 2 included, and so does the compat PoissonHMM:
+    it is not frozen as "dead" (a mass threshold of 1e-10 kept it where it started)."""
     hmmlearn_hmm = pytest.importorskip("hmmlearn.hmm")
     logging.getLogger("hmmlearn").setLevel(logging.ERROR)
     X = poisson_data(scale)
@@ -265,16 +266,19 @@ def test_poisson_large_counts_match_hmmlearn(scale):
     lam0 = np.array([0.5 * (R[0] + R[1]), R[2], R[2] + 22 * np.sqrt(R[2])])
     start = (np.full(3, 1 / 3), np.full((3, 3), 0.1) + 0.7 * np.eye(3), lam0)
     ours = HMM(3, emission="poisson", n_iter=30, tol=-np.inf, init_params="")
+    compat = CompatPoissonHMM(3, n_iter=30, tol=-np.inf, init_params="")
     theirs = hmmlearn_hmm.PoissonHMM(3, n_iter=30, tol=-np.inf, init_params="")
-    for m in (ours, theirs):
+    for m in (ours, compat, theirs):
         m.startprob_, m.transmat_, m.lambdas_ = (a.copy() for a in start)
     mass = _with_features(ours, 2).predict_proba(X).sum(axis=0)
     assert 0 < mass[2] < 1e-100
     fit_quietly(ours, X)
+    fit_quietly(compat, X)
     theirs.fit(X)
-    np.testing.assert_allclose(ours.monitor_.history[-1], theirs.monitor_.history[-1],
-                               rtol=1e-8)
-    np.testing.assert_allclose(ours.lambdas_, theirs.lambdas_, rtol=1e-6)
+    for m in (ours, compat):
+        np.testing.assert_allclose(m.monitor_.history[-1], theirs.monitor_.history[-1],
+                                   rtol=1e-8)
+        np.testing.assert_allclose(m.lambdas_, theirs.lambdas_, rtol=1e-6)
     assert np.all(np.abs(ours.lambdas_[2] - lam0[2]) > 10 * np.sqrt(lam0[2]))
 
 

@@ -108,10 +108,12 @@ def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_expone
                 stats = {"post": Sg[:, 0], "obs": Sg[:, 1:1 + D]}
                 if isinstance(family, PoissonEmissions):
                     pass
-                elif family.covariance_type in ("diag", "spherical"):
-                    stats["obs**2"] = Sg[:, 1 + D:]
-                else:
-                    stats["obs*obs.T"] = Sg[:, 1 + D:].reshape(len(Sg), D, D)
+                else:  # raw moments: statistics about the origin
+                    stats["shift"] = np.zeros((len(Sg), D))
+                    if family.covariance_type in ("diag", "spherical"):
+                        stats["obs**2"] = Sg[:, 1 + D:]
+                    else:
+                        stats["obs*obs.T"] = Sg[:, 1 + D:].reshape(len(Sg), D, D)
                 em = family.mstep(em, stats, "".join(family.letters))[0]
         if average_start is not None and t >= max(average_start, first_m):
             it = [pi, A] + [em[k] for k in sorted(em)]

@@ -227,6 +227,66 @@ class Sequences:
         return np.add.reduceat(values, self.bounds[:-1]) if len(values) else values
 
 
+def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, int]:
+    r"""The states the chain can be in at each position of a sequence: :math:`S_0` = the
+    support of ``startprob``, :math:`S_{t+1}` = the states one positive transition away
+    from :math:`S_t`. The sequence of sets is eventually periodic; returns ``(masks, s, p)``
+    with ``masks[t]`` (bool, ``(M, K)``) for :math:`t < M` and
+    :math:`S_t` = ``masks[s + (t - s) % p]`` beyond (only the first ``max_len`` positions
+    are looked at). A state outside :math:`S_t` has probability exactly 0 at position
+    :math:`t`, whatever the data (:func:`emission_table` leaves it out of the row scaling).
+    """
+    step = np.asarray(transmat) > 0
+    masks = [np.asarray(startprob) > 0]
+    seen = {masks[0].tobytes(): 0}
+    while len(masks) < max_len:
+        nxt = step[masks[-1]].any(axis=0)
+        key = nxt.tobytes()
+        if key in seen:
+            return np.array(masks), seen[key], len(masks) - seen[key]
+        seen[key] = len(masks)
+        masks.append(nxt)
+    return np.array(masks), len(masks) - 1, 1
+
+
+def emission_table(family, params: dict, X: np.ndarray, startprob, transmat,
+                   seqs: Sequences) -> EmissionTable:
+    """``family.table(params, X)`` with each row scaled by its largest log-likelihood over
+    the states the chain can be in at that row's position (:func:`state_supports`), the
+    others at probability 0.
+
+    Scaling by the maximum over every state fails when a state the chain cannot be in beats
+    all those it can be in by more than ~745 nats: their probabilities underflow to 0 and a
+    possible observation looks impossible. EM makes such states when a state's posterior
+    underflows (its initial probability, or every transition into it, is then estimated as
+    0); a left-to-right model whose sequences start mid-way makes them by design. The table
+    is built once with the mask of most positions; the rows at other positions (typically
+    the first of each sequence, when ``startprob`` has zeros) are computed again.
+    """
+    masks, s, p = state_supports(startprob, transmat, seqs.max_len)
+    base = masks[s] if p == 1 else masks[s:].any(axis=0)
+    table = family.table(params, X, base)
+    if table.log_offset is None:  # unscaled probabilities (categorical): nothing underflows
+        return table
+    other = np.any(masks != base, axis=1)
+    if not other.any():
+        return table
+    pos = np.arange(seqs.n_samples) - np.repeat(seqs.bounds[:-1], seqs.lengths)
+    idx = np.where(pos < len(masks), pos, s + (pos - s) % p)
+    rows = np.flatnonzero(other[idx])
+    if len(rows):
+        log_frame = np.where(masks[idx[rows]], family.log_likelihood(params, X[rows]), -np.inf)
+        top = log_frame.max(axis=1)
+        table.emis[rows] = np.exp(log_frame - np.where(top > -np.inf, top, 0.0)[:, None])
+        table.log_offset[rows] = top
+    return table
+
+
+def all_occupied(K: int, occupied: np.ndarray | None) -> np.ndarray:
+    """``occupied`` as a bool array, every one of the ``K`` states when it is None."""
+    return np.ones(K, np.bool_) if occupied is None else np.asarray(occupied, np.bool_)
+
+
 @dataclass(frozen=True)
 class EmissionTable:
     """Emission probabilities in the kernels' ``(emis, idx)`` form.
@@ -243,8 +303,11 @@ class EmissionTable:
     by_idx: bool
 
     @classmethod
-    def from_log_likelihood(cls, log_frame: np.ndarray) -> EmissionTable:
-        """Scale a dense ``(N, K)`` log-likelihood table row by row so its max is 1.
+    def from_log_likelihood(cls, log_frame: np.ndarray,
+                            occupied: np.ndarray | None = None) -> EmissionTable:
+        """Scale a dense ``(N, K)`` log-likelihood table row by row so that its max over
+        the ``occupied`` states (default all; see :func:`emission_table`) is 1; the other
+        states get probability 0.
 
         A row of all ``-inf`` (impossible in every state) stays a row of zeros with offset
         ``-inf``.
@@ -252,7 +315,8 @@ class EmissionTable:
         log_frame = np.ascontiguousarray(log_frame, dtype=np.float64)
         shifted = np.empty_like(log_frame)
         offset = np.empty(len(log_frame))
-        kernels.shift_rows(log_frame, shifted, offset)
+        kernels.shift_rows(log_frame, all_occupied(log_frame.shape[1], occupied), shifted,
+                           offset)
         return cls.from_shifted(shifted, offset)
 
     @classmethod

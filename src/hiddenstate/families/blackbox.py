@@ -62,8 +62,8 @@ class BlackBoxEmissions(EmissionFamily):
         log_f, Xi = self.split(X)
         return np.hstack([log_f, self.inner.log_likelihood(params, Xi)])
 
-    def table(self, params, X):
-        return EmissionTable.from_log_likelihood(self.log_likelihood(params, X))
+    def table(self, params, X, occupied=None):
+        return EmissionTable.from_log_likelihood(self.log_likelihood(params, X), occupied)
 
     def statistics(self, X, post):
         """The inner family's statistics from the perturbation columns of ``post`` (per row;

@@ -41,7 +41,9 @@ class CategoricalEmissions(EmissionFamily):
         with np.errstate(divide="ignore"):
             return np.log(params["emissionprob"].T[X])
 
-    def table(self, params, X):
+    def table(self, params, X, occupied=None):
+        """The emission matrix itself, unscaled: nothing to underflow, so ``occupied`` is
+        not needed."""
         return EmissionTable.from_symbols(params["emissionprob"], X)
 
     def statistics(self, X, post):

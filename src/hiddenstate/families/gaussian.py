@@ -13,9 +13,19 @@ with posterior weights :math:`\gamma_{tk}`, :math:`n_k = \sum_t \gamma_{tk}`, pr
 (:math:`D' = 1` for diagonal/spherical, :math:`D` for full/tied). Plain EM uses
 :math:`\lambda = 0, \Psi = 0, \nu = 1`: the maximum-likelihood estimate.
 
+The sums are never raw moments: :meth:`GaussianEmissions.statistics` takes them about a
+reference point near each state (``shift``), and the M-step computes the scatter about the
+new mean from them, so that data far from the origin (an offset of 1e12 on unit spread)
+are fitted as accurately as data near it: the fit of ``X + c`` is that of ``X`` shifted,
+up to the rounding of ``X + c`` itself.
+
 Safeguards, each with a :class:`~hiddenstate.errors.DegenerateStateWarning` naming the
-state: a state with no posterior mass keeps its previous mean and covariance; a variance
-(or covariance eigenvalue) below ``min_covar`` is raised to ``min_covar``.
+state: a state with no posterior mass (below :data:`~.base.DEAD_MASS`; any larger mass,
+however small, gets its M-step, as in hmmlearn) keeps its previous mean and covariance; a
+variance (or covariance eigenvalue) below ``min_covar`` is raised to ``min_covar``; a
+full/tied covariance that is still not positive definite to working precision (its
+eigenvalues spanning more than the 16 digits of float64, e.g. under a huge MAP prior
+scatter divided by a tiny mass) keeps its previous value.
 
 **Variational Bayes** (Bishop, PRML sec. 10.2; Beal 2003, ch. 3). The prior is
 Normal-Wishart on the mean and *precision* :math:`\Lambda_k = \Sigma_k^{-1}`,
@@ -55,22 +65,23 @@ the two coincide for D = 1.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from scipy import linalg
 from scipy.special import digamma, gammaln, multigammaln
 
 from .._validation import broadcast_param, check_real_X
 from ..errors import InvalidInputError, NumericalError
-from ..inference import EmissionTable
+from ..inference import EmissionTable, all_occupied
 from ..kernels import gaussian_diag_loglik
-from .base import EmissionFamily
+from .base import DEAD_MASS, EmissionFamily, kmeans, reference_point
 
 COVARIANCE_TYPES = ("spherical", "diag", "full", "tied")
 _LOG_2PI = np.log(2.0 * np.pi)
-_DEAD = 1e-10  # posterior mass below which a state is treated as unvisited
 _SUM_ROWS = 2048  # rows per block of the statistics' matrix products
+#: second moment about the reference point over the centred variance above which a
+#: (state, dimension) is summed again about its own mean (the variance would keep fewer
+#: than about 16 - 6 = 10 significant digits)
+_CANCEL = 1e6
 
 
 def covars_shape(covariance_type: str, K: int, D: int) -> tuple[int, ...]:
@@ -112,9 +123,11 @@ class GaussianEmissions(EmissionFamily):
         return X.shape[1]
 
     # -- log-likelihood ---------------------------------------------------------------------
-    def _diag_loglik(self, params, X, scale: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _diag_loglik(self, params, X, scale: bool,
+                     occupied: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Diagonal/spherical table by :func:`~hiddenstate.kernels.gaussian_diag_loglik`:
-        ``(log-likelihood, empty)``, or with ``scale`` ``(log-likelihood - row max, row max)``."""
+        ``(log-likelihood, empty)``, or with ``scale`` ``(log-likelihood - row max, row max)``
+        (the max over the ``occupied`` states)."""
         K, D = self.n_states, X.shape[1]
         covars = params["covars"]
         var = covars if self.covariance_type == "diag" else np.repeat(covars[:, None], D, axis=1)
@@ -125,12 +138,14 @@ class GaussianEmissions(EmissionFamily):
         shift = np.empty(len(X) if scale else 0)
         gaussian_diag_loglik(np.ascontiguousarray(X, dtype=np.float64),
                              np.ascontiguousarray(params["means"], dtype=np.float64), 1.0 / var,
-                             log_norm, scale, out, shift)
+                             log_norm, scale, all_occupied(K, occupied), out, shift)
         return out, shift
 
     def log_likelihood(self, params, X):
         """log N(x_t | means_k, covars_k), plus ``params["log_offset"][k]`` when present
-        (the variational view from :meth:`vb_expected`)."""
+        (the variational view from :meth:`vb_expected`). Computed from the differences
+        ``x_t - means_k`` (never from expanded squares), so it is as accurate for data far
+        from the origin as near it."""
         K, D = self.n_states, X.shape[1]
         ct = self.covariance_type
         if ct in ("diag", "spherical"):
@@ -139,7 +154,7 @@ class GaussianEmissions(EmissionFamily):
         covs = full_covars(params["covars"], ct, K, D)
         out = np.empty((len(X), K))
         for k in range(K):
-            chol = linalg.cholesky(covs[k], lower=True)
+            chol = _cholesky(covs[k], f"covars_: covariance {k}")
             z = linalg.solve_triangular(chol, (X - means[k]).T, lower=True)
             out[:, k] = -0.5 * (D * _LOG_2PI + (z * z).sum(axis=0)) - np.log(
                 np.diag(chol)).sum()
@@ -147,60 +162,78 @@ class GaussianEmissions(EmissionFamily):
             out += params["log_offset"]
         return out
 
-    def table(self, params, X):
+    def table(self, params, X, occupied=None):
         """Diagonal/spherical: scaled by the kernel as it computes the log-likelihood."""
         if self.covariance_type in ("diag", "spherical"):
-            return EmissionTable.from_shifted(*self._diag_loglik(params, X, True))
-        return super().table(params, X)
+            return EmissionTable.from_shifted(*self._diag_loglik(params, X, True, occupied))
+        return super().table(params, X, occupied)
 
     # -- statistics and M-step --------------------------------------------------------------
     def _moments(self, X):
-        """``[1, X, X**2]`` side by side (``[1, X]`` for full/tied covariances), computed
+        """``(ref, [1, X - ref, (X - ref)**2])`` (``[1, X - ref]`` for full/tied
+        covariances), with ``ref`` the :func:`~.base.reference_point` of ``X``; computed
         once per data array (EM reuses it)."""
         cached = getattr(self, "_moments_cache", None)
         if cached is None or cached[0] is not X:
-            cols = [np.ones((len(X), 1)), X]
+            ref = reference_point(X)
+            Xc = X - ref
+            cols = [np.ones((len(X), 1)), Xc]
             if self.covariance_type in ("diag", "spherical"):
-                cols.append(X * X)
-            cached = (X, np.hstack(cols))
+                cols.append(Xc * Xc)
+            cached = (X, ref, np.hstack(cols))
             self._moments_cache = cached
-        return cached[1]
+        return cached[1], cached[2]
 
     def statistics(self, X, post):
-        r""":math:`n_k = \sum_t \gamma_{tk}`, :math:`\sum_t \gamma_{tk} x_t` and
-        :math:`\sum_t \gamma_{tk} x_t^2` (diagonal, spherical) or
-        :math:`\sum_t \gamma_{tk} x_t x_t^\top` (full, tied); the first ones all from
-        :math:`\gamma^\top [1, X, X^2]` (:func:`_weighted_sums`)."""
-        D = X.shape[1]
-        both = _weighted_sums(post, self._moments(X))
-        stats = {"post": both[:, 0], "obs": both[:, 1:D + 1]}
+        r"""Weighted sums about a per-state reference point :math:`a_k` (``shift``,
+        (K, D)): :math:`n_k = \sum_t \gamma_{tk}`, ``obs`` :math:`\sum_t \gamma_{tk}
+        (x_t - a_k)` and ``obs**2`` :math:`\sum_t \gamma_{tk} (x_t - a_k)^2` (diagonal,
+        spherical) or ``obs*obs.T`` :math:`\sum_t \gamma_{tk} (x_t - a_k)(x_t - a_k)^\top`
+        (full, tied).
+
+        Raw moments (:math:`a = 0`) would lose every digit of a variance that is small
+        next to the squared mean (data with an offset of 1e8 and unit spread). Diagonal and
+        spherical: :math:`a` is the :func:`~.base.reference_point` of ``X`` (column
+        medians) and the sums come from one matrix product
+        :math:`\gamma^\top [1, X - a, (X - a)^2]` (:func:`_weighted_sums`); a state and
+        dimension whose second moment about :math:`a` exceeds ``_CANCEL`` times its centred
+        variance (a state far from the medians next to its spread) is summed again about
+        its own weighted mean. Full and tied: every state is summed about its own weighted
+        mean.
+        """
+        K, D = self.n_states, X.shape[1]
+        ref, F = self._moments(X)
+        both = _weighted_sums(post, F)
+        n = both[:, 0]
+        stats = {"post": n, "shift": np.tile(ref, (K, 1)), "obs": both[:, 1:D + 1]}
         if self.covariance_type in ("diag", "spherical"):
             stats["obs**2"] = both[:, D + 1:]
+            _resum_cancelling(stats, X, post)
         else:
-            stats["obs*obs.T"] = np.stack(
-                [(post[:, k, None] * X).T @ X for k in range(self.n_states)])
+            stats["obs*obs.T"] = _centred_outer(stats, X, post)
         return stats
 
     def mstep(self, params, stats, which):
         K, D = self.n_states, self.n_features
         n = stats["post"]
-        dead = np.flatnonzero(n < _DEAD)
-        live = n >= _DEAD
+        dead = np.flatnonzero(n < DEAD_MASS)
+        live = n >= DEAD_MASS
+        a = stats["shift"]
         means = params["means"].copy()
         covars = params["covars"].copy()
         mp, mw = self.means_prior, self.means_weight
         if "m" in which:
             with np.errstate(divide="ignore", invalid="ignore"):  # dead states are skipped
-                new = (mw * mp + stats["obs"]) / (mw + n[:, None])
-            means[live] = np.broadcast_to(new, means.shape)[live]
+                new = a + (mw * (mp - a) + stats["obs"]) / (mw + n[:, None])
+            means[live] = new[live]
         floored = []
         if "c" in which:
             cp, cw = self.covars_prior, self.covars_weight
             diff = means - mp
+            d = means - a  # the means about the statistics' reference points
             ct = self.covariance_type
             if ct in ("diag", "spherical"):
-                c_n = (mw * diff**2 + stats["obs**2"] - 2 * means * stats["obs"]
-                       + means**2 * n[:, None])
+                c_n = mw * diff**2 + _scatter_diag(stats, d)
                 new = (cp + c_n) / np.maximum(max(cw - 1, 0) + n[:, None], 1e-5)
                 if ct == "spherical":
                     new = new.mean(axis=1)
@@ -209,22 +242,23 @@ class GaussianEmissions(EmissionFamily):
                 new = np.maximum(new, self.min_covar)
                 covars[live] = new[live]
             else:
-                c_n = np.empty((K, D, D))
-                for k in range(K):
-                    om = np.outer(stats["obs"][k], means[k])
-                    c_n[k] = (mw * np.outer(diff[k], diff[k]) + stats["obs*obs.T"][k]
-                              - om - om.T + np.outer(means[k], means[k]) * n[k])
+                c_n = mw * np.einsum("ki,kj->kij", diff, diff) + _scatter_full(stats, d)
                 cvw = max(cw - D, 0)
                 if ct == "tied":
                     new, fl = _floor_eigen((cp + c_n.sum(axis=0)) / (cvw + n.sum()),
                                            self.min_covar)
-                    floored = list(range(K)) if fl else []
-                    covars = new
+                    ok = _definite(new)
+                    floored = list(range(K)) if fl or not ok else []
+                    covars = new if ok else covars
                 else:
-                    new = (cp + c_n) / (cvw + n[:, None, None])
+                    with np.errstate(divide="ignore", invalid="ignore"):  # dead: skipped
+                        new = (cp + c_n) / (cvw + n[:, None, None])
                     for k in np.flatnonzero(live):
-                        covars[k], fl = _floor_eigen(new[k], self.min_covar)
-                        if fl:
+                        cov, fl = _floor_eigen(new[k], self.min_covar)
+                        ok = _definite(cov)
+                        if ok:
+                            covars[k] = cov
+                        if fl or not ok:
                             floored.append(int(k))
         return {"means": means, "covars": covars}, sorted(set(dead.tolist()) | set(floored))
 
@@ -332,17 +366,17 @@ class GaussianEmissions(EmissionFamily):
         return {"means": m0, "beta": b0, "dof": nu0, "scale": s0}
 
     def _vb_stats(self, params: dict, n_virtual: float) -> dict:
-        """Statistics of ``n_virtual`` observations per state with the moments of ``params``."""
+        """Statistics of ``n_virtual`` observations per state with the moments of ``params``
+        (about the means)."""
         K, D, ct = self.n_states, self.n_features, self.covariance_type
         means = params["means"]
         n = np.full(K, float(n_virtual))
-        stats = {"post": n, "obs": n[:, None] * means}
+        stats = {"post": n, "shift": means.copy(), "obs": np.zeros((K, D))}
         if ct in ("diag", "spherical"):
             var = params["covars"] if ct == "diag" else params["covars"][:, None]
-            stats["obs**2"] = n[:, None] * (means**2 + var)
+            stats["obs**2"] = n[:, None] * np.broadcast_to(var, (K, D))
         else:
-            covs = full_covars(params["covars"], ct, K, D)
-            stats["obs*obs.T"] = n[:, None, None] * (covs + np.einsum("ki,kj->kij", means, means))
+            stats["obs*obs.T"] = n[:, None, None] * full_covars(params["covars"], ct, K, D)
         return stats
 
     def vb_init(self, params, n_virtual):
@@ -361,36 +395,34 @@ class GaussianEmissions(EmissionFamily):
             S = S_0 + \sum_t \gamma_t (x_t - m)(x_t - m)^\top + \beta_0 (m - m_0)(m - m_0)^\top
 
         (equal to :math:`S_0 + \sum_t\gamma_t x_t x_t^\top + \beta_0 m_0 m_0^\top -
-        \beta m m^\top`, hmmlearn's form). Diagonal: the diagonal of that, per dimension;
-        spherical: its mean over dimensions; tied: summed over states, with
-        :math:`\nu = \nu_0 + \sum_k n_k`. With only ``m`` in ``which``, :math:`(\nu, S)`
-        are kept; with only ``c``, :math:`(m, \beta)` are kept and :math:`S` uses the
-        current :math:`m` (each is the exact coordinate update of the bound)."""
+        \beta m m^\top`, hmmlearn's form, which is not how it is computed: the scatter comes
+        from the statistics about their reference points, see :meth:`statistics`).
+        Diagonal: the diagonal of that, per dimension; spherical: its mean over dimensions;
+        tied: summed over states, with :math:`\nu = \nu_0 + \sum_k n_k`. With only ``m`` in
+        ``which``, :math:`(\nu, S)` are kept; with only ``c``, :math:`(m, \beta)` are kept
+        and :math:`S` uses the current :math:`m` (each is the exact coordinate update of the
+        bound). Raises :class:`~hiddenstate.errors.NumericalError` if a full/tied :math:`S`
+        is not positive definite to working precision."""
         if "m" not in which and "c" not in which:
             return q
         p = self._vb_prior()
         ct = self.covariance_type
-        n, obs = stats["post"], stats["obs"]
+        n, obs, a = stats["post"], stats["obs"], stats["shift"]
         if "m" in which:
             beta = p["beta"] + n
-            means = (p["beta"][:, None] * p["means"] + obs) / beta[:, None]
+            means = a + (p["beta"][:, None] * (p["means"] - a) + obs) / beta[:, None]
         else:
             beta, means = q["beta"], q["means"]
         if "c" not in which:
             return {"means": means, "beta": beta, "dof": q["dof"], "scale": q["scale"]}
-        d = means - p["means"]
+        diff = means - p["means"]
         if ct in ("diag", "spherical"):
-            sq = (stats["obs**2"] - 2.0 * means * obs + means**2 * n[:, None]
-                  + p["beta"][:, None] * d**2)
+            sq = _scatter_diag(stats, means - a) + p["beta"][:, None] * diff**2
             dof = p["dof"] + n
             scale = p["scale"] + (sq if ct == "diag" else sq.mean(axis=1))
-            if not np.all(scale > 0):
-                raise _lost_definiteness()
         else:
-            om = np.einsum("ki,kj->kij", obs, means)
-            sq = (stats["obs*obs.T"] - om - om.transpose(0, 2, 1)
-                  + n[:, None, None] * np.einsum("ki,kj->kij", means, means)
-                  + p["beta"][:, None, None] * np.einsum("ki,kj->kij", d, d))
+            sq = (_scatter_full(stats, means - a)
+                  + p["beta"][:, None, None] * np.einsum("ki,kj->kij", diff, diff))
             if ct == "tied":
                 dof = p["dof"] + n.sum()
                 scale = p["scale"] + sq.sum(axis=0)
@@ -398,8 +430,16 @@ class GaussianEmissions(EmissionFamily):
                 dof = p["dof"] + n
                 scale = p["scale"] + sq
             scale = 0.5 * (scale + np.swapaxes(scale, -1, -2))
-            if np.linalg.eigvalsh(scale).min() <= 0:
-                raise _lost_definiteness()
+            bad = [k for k, S in enumerate(scale.reshape(-1, *scale.shape[-2:]))
+                   if not _definite(S)]
+            if bad:
+                owner = "the states'" if ct == "tied" else f"state {bad[0]}'s"
+                raise NumericalError(
+                    f"covars_prior: {owner} variational posterior scale matrix is not "
+                    "positive definite to working precision: the data are (nearly) "
+                    "degenerate in some direction and covars_prior is too small next to "
+                    "their spread to make up for it; pass a covars_prior on the scale of the "
+                    "data's variance, or remove collinear features")
         return {"means": means, "beta": beta, "dof": np.asarray(dof, dtype=np.float64),
                 "scale": scale}
 
@@ -492,19 +532,19 @@ class GaussianEmissions(EmissionFamily):
 
     # -- initialisation, checks, sampling -----------------------------------------------------
     def initialize(self, X, rng):
-        from sklearn.cluster import KMeans
-
+        """Means by k-means (:func:`~.base.kmeans`, shift-invariant), every covariance the
+        data's covariance plus ``min_covar``."""
         K, D = self.n_states, X.shape[1]
         if len(X) >= K:
-            km = KMeans(n_clusters=K, n_init=1, random_state=int(rng.integers(2**31 - 1)))
-            with warnings.catch_warnings():  # fewer distinct points than states is fine here
-                warnings.simplefilter("ignore")
-                means = km.fit(X).cluster_centers_
+            means = kmeans(X, K, rng)[0]
         else:
             means = X[rng.integers(len(X), size=K)] + rng.standard_normal((K, D))
         cv = np.atleast_2d(np.cov(X.T)) if len(X) > 1 else np.eye(D)
         cv = cv + self.min_covar * np.eye(D)
         ct = self.covariance_type
+        if ct in ("full", "tied") and not _definite(cv):
+            raise _not_definite("X: the covariance of the data plus min_covar (the initial "
+                                "covars_)", cv)
         if ct == "spherical":
             covars = np.full(K, np.diag(cv).mean())
         elif ct == "diag":
@@ -533,7 +573,7 @@ class GaussianEmissions(EmissionFamily):
         else:
             mats = covars[None] if covars.ndim == 2 else covars
             for k, c in enumerate(mats):
-                if not np.allclose(c, c.T) or np.linalg.eigvalsh(c).min() <= 0:
+                if not np.allclose(c, c.T) or not _definite(c):
                     raise InvalidInputError(
                         f"covars_: matrix {k} must be symmetric positive definite")
         return {"means": means, "covars": covars}
@@ -566,6 +606,102 @@ def _weighted_sums(post: np.ndarray, F: np.ndarray) -> np.ndarray:
     return out
 
 
+def _resum_cancelling(stats: dict, X: np.ndarray, post: np.ndarray) -> None:
+    """Diagonal statistics: sum again, about the state's own weighted mean, each live
+    (state, dimension) whose second moment about ``shift`` exceeds ``_CANCEL`` times its
+    centred variance (or whose centred variance came out <= 0); updates ``shift``, ``obs``
+    and ``obs**2`` in place."""
+    n, s1, s2, a = stats["post"], stats["obs"], stats["obs**2"], stats["shift"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = s1 / n[:, None]
+        raw = s2 / n[:, None]
+        redo = (n[:, None] >= DEAD_MASS) & (raw > _CANCEL * (raw - mean * mean))
+    for k in np.flatnonzero(redo.any(axis=1)):
+        cols = np.flatnonzero(redo[k])
+        m = a[k, cols] + mean[k, cols]
+        Z = X[:, cols] - m
+        w = post[:, k]
+        a[k, cols] = m
+        s1[k, cols] = w @ Z
+        s2[k, cols] = w @ (Z * Z)
+
+
+def _centred_outer(stats: dict, X: np.ndarray, post: np.ndarray) -> np.ndarray:
+    r"""Full/tied: :math:`\sum_t \gamma_{tk} (x_t - m_k)(x_t - m_k)^\top` about each state's
+    weighted mean :math:`m_k` (from ``shift`` and ``obs``), which become the state's
+    ``shift`` (``obs`` is recomputed about it: zero up to rounding). A state without mass
+    keeps zeros."""
+    K, D = post.shape[1], X.shape[1]
+    n, s1, a = stats["post"], stats["obs"], stats["shift"]
+    out = np.zeros((K, D, D))
+    for k in np.flatnonzero(n > 0):
+        m = a[k] + s1[k] / n[k]
+        Z = X - m
+        w = post[:, k]
+        a[k] = m
+        s1[k] = w @ Z
+        out[k] = (w[:, None] * Z).T @ Z
+    return out
+
+
+def _scatter_diag(stats: dict, d: np.ndarray) -> np.ndarray:
+    r""":math:`\sum_t \gamma_{tk}(x_{td} - \mu_{kd})^2` for :math:`\mu = a + d` from
+    statistics about :math:`a` (``shift``), as the sum of its two non-negative parts
+    :math:`(s_2 - s_1^2/n) + n(s_1/n - d)^2`; the first, a centred sum of squares, is
+    raised to 0 where rounding left it below (:meth:`GaussianEmissions.statistics` bounds
+    that rounding). 0 for a state without mass."""
+    n, s1, s2 = stats["post"][:, None], stats["obs"], stats["obs**2"]
+    has = n > 0
+    mean = np.divide(s1, n, out=np.zeros_like(s1), where=has)
+    centred = np.maximum(s2 - mean * s1, 0.0)
+    return np.where(has, centred + n * (mean - d) ** 2, 0.0)
+
+
+def _scatter_full(stats: dict, d: np.ndarray) -> np.ndarray:
+    r""":math:`\sum_t \gamma_{tk}(x_t - \mu_k)(x_t - \mu_k)^\top` for :math:`\mu = a + d`
+    from statistics about :math:`a` (``shift``): :math:`S - s_1 s_1^\top/n + n e e^\top`
+    with :math:`e = s_1/n - d` (each part is small unless :math:`a` is far from the data:
+    :meth:`GaussianEmissions.statistics` takes :math:`a` at the weighted means)."""
+    n, s1 = stats["post"], stats["obs"]
+    has = n > 0
+    mean = np.divide(s1, n[:, None], out=np.zeros_like(s1), where=has[:, None])
+    e = np.where(has[:, None], mean - d, 0.0)
+    return (stats["obs*obs.T"] - np.einsum("ki,kj->kij", mean, s1)
+            + n[:, None, None] * np.einsum("ki,kj->kij", e, e))
+
+
+def _definite(cov: np.ndarray) -> bool:
+    """Whether a symmetric matrix is positive definite to working precision: positive
+    eigenvalues, and a Cholesky factor (what :meth:`GaussianEmissions.log_likelihood`
+    needs; with eigenvalues spanning more than about 16 digits either can fail)."""
+    if not np.linalg.eigvalsh(cov).min() > 0:
+        return False
+    try:
+        np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
+def _cholesky(cov: np.ndarray, what: str) -> np.ndarray:
+    """Lower Cholesky factor of the covariance ``what`` describes (for the message)."""
+    try:
+        return linalg.cholesky(cov, lower=True)
+    except linalg.LinAlgError as exc:
+        raise _not_definite(what, cov) from exc
+
+
+def _not_definite(what: str, cov: np.ndarray) -> NumericalError:
+    """The error for a covariance matrix that is not positive definite to working
+    precision."""
+    w = np.linalg.eigvalsh(0.5 * (cov + cov.T))
+    return NumericalError(
+        f"{what} is not positive definite to working precision (eigenvalues from "
+        f"{w.min():.3g} to {w.max():.3g}: features are collinear, or min_covar is too small "
+        "next to the data's variance); remove collinear features, scale the data or raise "
+        "min_covar")
+
+
 def _floor_eigen(cov: np.ndarray, floor: float) -> tuple[np.ndarray, bool]:
     """Raise eigenvalues of a symmetric matrix below ``floor`` to ``floor``."""
     cov = 0.5 * (cov + cov.T)
@@ -583,13 +719,6 @@ def _short(arr) -> str:
     if arr.size <= 4:
         return "[" + ", ".join(f"{v:g}" for v in arr.ravel()) + "]"
     return f"an array of shape {arr.shape}"
-
-
-def _lost_definiteness() -> NumericalError:
-    return NumericalError(
-        "covars_prior: the variational posterior's scale matrix is not positive definite "
-        "(rounding in the raw second moments when |mean| >> std); standardise X or use a "
-        "larger covars_prior")
 
 
 def _kl_gamma(a, b, a0, b0):

@@ -31,9 +31,7 @@ from scipy.special import digamma, gammaln
 
 from .._validation import broadcast_param, check_counts
 from ..errors import InvalidInputError
-from .base import EmissionFamily
-
-_DEAD = 1e-10
+from .base import DEAD_MASS, EmissionFamily, kmeans
 
 
 class PoissonEmissions(EmissionFamily):
@@ -73,8 +71,8 @@ class PoissonEmissions(EmissionFamily):
         if "l" not in which:
             return params, []
         n = stats["post"]
-        dead = np.flatnonzero(n < _DEAD)
-        live = n >= _DEAD
+        dead = np.flatnonzero(n < DEAD_MASS)
+        live = n >= DEAD_MASS
         lam = params["lambdas"].copy()
         a, b = self.lambdas_prior, self.lambdas_weight
         with np.errstate(divide="ignore", invalid="ignore"):  # dead states are skipped
@@ -145,13 +143,28 @@ class PoissonEmissions(EmissionFamily):
         return {"lambdas": q["lambdas_shape"] / q["lambdas_rate"]}
 
     def initialize(self, X, rng):
+        r"""Rates from k-means (:func:`~.base.kmeans`) on :math:`\sqrt{x}`, where Poisson
+        counts have about the same variance, 1/4, whatever their rate: each state's rates
+        are the mean counts of one cluster, so every state starts where some data are.
+        (Rates drawn around the overall mean, as hmmlearn does, put states many Poisson
+        standard deviations :math:`\sqrt\lambda` away from every observation once counts
+        are large; such a state's log-likelihood is then hundreds of nats below another
+        state's everywhere, its posterior underflows to 0 and EM never moves it.) With fewer
+        observations than states, or fewer distinct ones, some states share a cluster's
+        rates. A rate of 0 (a cluster of zero counts) is raised to 1e-3 times the feature's
+        mean count (1e-3 for an all-zero feature) so that every count stays possible in
+        every state."""
+        K = self.n_states
+        if len(X) >= K:
+            centres, labels = kmeans(np.sqrt(X), K, rng)
+            counts = np.bincount(labels, minlength=K)[:, None]
+            sums = np.zeros((K, X.shape[1]))
+            np.add.at(sums, labels, X)
+            lam = np.where(counts > 0, sums / np.maximum(counts, 1), centres**2)
+        else:
+            lam = X[rng.integers(len(X), size=K)]
         mean = X.mean(axis=0)
-        var = X.var(axis=0)
-        mean = np.where(mean > 0, mean, 1.0)
-        var = np.where(var > 0, var, mean)
-        lam = rng.gamma(shape=mean**2 / var, scale=var / mean,
-                        size=(self.n_states, X.shape[1]))
-        return {"lambdas": np.maximum(lam, 1e-3 * mean)}
+        return {"lambdas": np.maximum(lam, 1e-3 * np.where(mean > 0, mean, 1.0))}
 
     def check_params(self, params):
         lam = np.asarray(params["lambdas"], dtype=np.float64)

@@ -35,15 +35,16 @@ _TASK_BLOCKS = 128  # blocks of 8 rows per parallel task
 
 
 @njit(parallel=True, cache=True)
-def gaussian_diag_loglik(X, means, inv_var, log_norm, scale, out, shift):
+def gaussian_diag_loglik(X, means, inv_var, log_norm, scale, occupied, out, shift):
     r"""``out[t, k]`` :math:`= \ell_{tk} - s_t`, with
     :math:`\ell_{tk}` = ``log_norm[k] - 0.5 * sum_d (X[t,d] - means[k,d])**2 * inv_var[k,d]``.
 
-    With ``scale``, :math:`s_t` = ``shift[t]`` :math:`= \max_k \ell_{tk}` (the dense
-    emission table's row scaling, see :class:`hiddenstate.inference.EmissionTable`; a row
-    that is ``-inf`` everywhere keeps ``out = -inf`` and gets ``shift = -inf``); without,
-    :math:`s_t = 0` and ``shift`` is not used. ``X``, ``out`` and ``shift`` are
-    C-contiguous.
+    With ``scale``, :math:`s_t` = ``shift[t]`` :math:`= \max_k \ell_{tk}` over the states
+    with ``occupied[k]``, and ``out[t, k] = -inf`` for the others (the dense emission
+    table's row scaling, see :func:`~hiddenstate.kernels.shift_rows`; a row that is
+    ``-inf`` in every occupied state keeps ``out = -inf`` and gets ``shift = -inf``);
+    without, :math:`s_t = 0`, and ``shift`` and ``occupied`` are not used. ``X``, ``out``
+    and ``shift`` are C-contiguous.
     """
     N, D = X.shape
     K = means.shape[0]
@@ -67,6 +68,8 @@ def gaussian_diag_loglik(X, means, inv_var, log_norm, scale, out, shift):
                     diff = vsub(vload(xs, d * LANES), vsplat(means[k, d]))
                     acc = vfma(vmul(diff, diff), vsplat(inv_var[k, d]), acc)
                 v = vsub(vsplat(log_norm[k]), vmul(vsplat(0.5), acc))
+                if scale and not occupied[k]:
+                    v = vsplat(-np.inf)
                 vstore(ll, k * LANES, v)
                 m = vwhere_gt(v, m, v, m)
             if scale:

@@ -203,10 +203,13 @@ def _forward_block(l0, first, lo, end, init, inits, from_state, transmat_t, emis
                 continue
             r = w.rows[b]
             if r >= lo[l0 + b]:
-                w.prod[b] *= w.s[b] if w.inv[b] > 0.0 else 0.0
-                if w.prod[b] < _TINY or w.prod[b] > _HUGE:
-                    w.logp[b] += np.log(w.prod[b])
-                    w.prod[b] = 1.0
+                scale = w.s[b] if w.inv[b] > 0.0 else 0.0
+                prod = w.prod[b] * scale
+                if prod < _TINY or prod > _HUGE:  # fold into the log: the factors' logs,
+                    w.logp[b] += np.log(w.prod[b]) + np.log(scale)  # as prod may underflow
+                    w.prod[b] = 1.0  # (a tiny scale: e^-300 less likely than the best state)
+                else:
+                    w.prod[b] = prod
             if keep_alpha and r >= lo[l0 + b]:
                 q = alpha_base[b] + r - lo[l0 + b]
                 inv_c[q] = w.inv[b]

@@ -61,8 +61,12 @@ touches of :math:`w`, by :math:`\mathrm{diag}(\hat E_w Q)` where the tree also c
 :math:`(P_1, Q_1)(P_2, Q_2) = (P_1 P_2,\; Q_1 + P_1 Q_2)` (table ``TQ``).
 
 **Dense families** (Gaussian, Poisson): the emission auxiliary is ``rho_g[i, p, k]`` for
-the family's statistic vector :math:`s(x)`; the emission M-step is the family's own
-(in Python, by the learner), so :func:`online_em_dense` takes the emission
+state ``i``'s statistic vector :math:`s_i(x)`: :math:`(1, x)` for Poisson,
+:math:`(1, x - a_i, (x - a_i)^2)` or :math:`(1, x - a_i, \mathrm{vec}((x - a_i)(x -
+a_i)^\top))` for Gaussians, about a reference point :math:`a_i` near the state's mean
+(the learner's ``frame``, moved with the mean; see
+:class:`hiddenstate.learn.online.online_em.OnlineEM`). The emission M-step is the
+family's own (in Python, by the learner), so :func:`online_em_dense` takes the emission
 log-likelihoods of its rows as given.
 """
 
@@ -515,21 +519,49 @@ def categorical_statistics(E, touch, TP, TQ, acc, phi, c, cur, avg_on, S, acc_no
 
 
 # -- dense families (statistic vectors) --------------------------------------------------------
+#: statistic vectors of the dense families (see :func:`online_em_dense`)
+POISSON, DIAG, FULL = 0, 1, 2
+
+
 @njit(cache=True)
-def online_em_dense(loglik, stats, starts, step_scale, step_exponent, warmup, avg_start,
-                    learn_start, trans_a, start_a, startprob, transmat, phi, rho_q, rho_pi,
-                    rho_g, Sg, avg_trans, avg_startp, counters, log_pred):
+def _dense_statistic(kind, x, a, out):
+    """The statistic vector of observation ``x`` about the reference point ``a``:
+    ``(1, x)`` (``POISSON``, ``a`` not used), ``(1, x - a, (x - a)**2)`` (``DIAG``) or
+    ``(1, x - a, vec((x - a)(x - a)^T))`` (``FULL``)."""
+    D = x.shape[0]
+    out[0] = 1.0
+    for d in range(D):
+        out[1 + d] = x[d] if kind == POISSON else x[d] - a[d]
+    if kind == DIAG:
+        for d in range(D):
+            out[1 + D + d] = out[1 + d] * out[1 + d]
+    elif kind == FULL:
+        for i in range(D):
+            for j in range(D):
+                out[1 + D + i * D + j] = out[1 + i] * out[1 + j]
+
+
+@njit(cache=True)
+def online_em_dense(loglik, X, kind, frame, starts, step_scale, step_exponent, warmup,
+                    avg_start, learn_start, trans_a, start_a, startprob, transmat, phi, rho_q,
+                    rho_pi, rho_g, Sg, avg_trans, avg_startp, counters, log_pred):
     """Consume rows with emission log-likelihoods ``loglik (N, K)`` (under the parameters
     current at each row: the caller passes one row per call once M-steps have begun) and
-    statistic vectors ``stats (N, P)``; ``rho_g (K, P, K)``; on return ``Sg (K, P)`` holds
-    the emission statistics after the last row. ``counters = [t, n_avg]``; ``log_pred[n]``
-    receives the prequential log-probability of row ``n`` (as in
-    :func:`online_em_categorical`). Transition and
-    initial-state M-steps and their averages as in :func:`online_em_categorical`.
-    Returns -1 or the index of an impossible row."""
+    observations ``X (N, D)``; state ``i``'s emission auxiliary ``rho_g[i] (P, K)``
+    accumulates the statistic vector of ``kind`` about ``frame[i]`` (see
+    :func:`_dense_statistic`; statistics about a point near the data keep the centred
+    second moments that raw moments of data far from the origin would cancel away). On
+    return ``Sg (K, P)`` holds the emission statistics after the last row.
+    ``counters = [t, n_avg]``; ``log_pred[n]`` receives the prequential log-probability of
+    row ``n`` (as in :func:`online_em_categorical`). A row's emission probabilities are
+    scaled by its largest log-likelihood; if that leaves every state of positive
+    prediction at probability 0 (a state the filter cannot be in beat them by more than
+    ~745 nats), again by its largest among those states.
+    Transition and initial-state M-steps and their averages as in
+    :func:`online_em_categorical`. Returns -1 or the index of an impossible row."""
     N = loglik.shape[0]
     K = transmat.shape[0]
-    P = stats.shape[1]
+    P = rho_g.shape[1]
     avg_on = avg_start >= 0
     first_m = max(warmup, 1)
     first_avg = max(avg_start, first_m)
@@ -544,20 +576,29 @@ def online_em_dense(loglik, stats, starts, step_scale, step_exponent, warmup, av
     phin = np.empty(K)
     Sq = np.empty((K, K))
     Sp = np.empty((1, K))
+    stat = np.empty(P)
     flat_g = rho_g.reshape(K * P, K)
     status = -1
     for n in range(N):
         start = starts[n]
         top = -np.inf
         for k in range(K):
-            if loglik[n, k] > top:
-                top = loglik[n, k]
+            top = max(top, loglik[n, k])
         if not top > -np.inf:
             status = n
             break
         for k in range(K):
             b[k] = np.exp(loglik[n, k] - top)
         z = _filter_step(phi, startprob, transmat, b, start, pred, R, phin)
+        if not z > 0.0:  # perhaps only states the filter cannot be in set the scale
+            top = -np.inf
+            for k in range(K):
+                if pred[k] > 0.0:
+                    top = max(top, loglik[n, k])
+            if top > -np.inf:
+                for k in range(K):
+                    b[k] = np.exp(loglik[n, k] - top) if pred[k] > 0.0 else 0.0
+                z = _filter_step(phi, startprob, transmat, b, start, pred, R, phin)
         if not z > 0.0:
             status = n
             break
@@ -571,8 +612,9 @@ def online_em_dense(loglik, stats, starts, step_scale, step_exponent, warmup, av
             for k in range(K):
                 flat_g[r, k] = omg * tmp_g[r, k]
         for i in range(K):
+            _dense_statistic(kind, X[n], frame[i], stat)
             for p in range(P):
-                rho_g[i, p, i] += gam * stats[n, p]
+                rho_g[i, p, i] += gam * stat[p]
         if t >= first_m:
             _mstep_transitions(rho_q, rho_pi, phin, trans_a, start_a, learn_start, transmat,
                                startprob, Sq, Sp)

@@ -74,7 +74,8 @@ class _HMMProblem:
         self.n_virtual = {"startprob": len(seqs.lengths), "transmat": n, "emission": n}
 
     def _table(self, views):
-        return self.family.table(views["emission"], self.X)
+        return inference.emission_table(self.family, views["emission"], self.X,
+                                        views["startprob"], views["transmat"], self.seqs)
 
     def _stats(self, start, trans, post):
         return {"startprob": start, "transmat": trans,
@@ -596,7 +597,8 @@ class HMM(BaseEstimator):
         X, seqs = self._validate(X, lengths, self.n_features_)
         family = self._fitted_family()
         emis = self._get_emission_params()
-        return seqs, family.table(emis, X)
+        return seqs, inference.emission_table(family, emis, X, self.startprob_,
+                                              self.transmat_, seqs)
 
     def score_sequences(self, X, lengths=None) -> np.ndarray:
         """Log-likelihood log p(x) of each sequence, shape ``(n_sequences,)``."""

@@ -64,6 +64,15 @@ seen before the first M-step would become impossible forever); they use the lear
 Gaussian and Poisson emissions use ``family.mstep`` with the family's own conjugate prior
 (maximum likelihood by default; a state without mass keeps its values).
 
+**Gaussian statistics about reference points.** Running averages of raw moments
+:math:`x` and :math:`x x^\top` lose every digit of a variance that is small next to the
+squared mean (data near 1e8 with unit spread). State ``i`` accumulates instead the
+statistics of :math:`x - a_i` (``frame[i]``; the family's ``shift``): all reference points
+start at the stream's first observation, and after an M-step a state whose mean has moved
+more than one standard deviation from its reference point gets the mean as its new one,
+its auxiliary re-expressed exactly (a linear map, see ``_follow_means``). Fits are then
+shift-invariant up to the rounding of the data themselves.
+
 **Polyak-Ruppert averaging** (``averaging=True``): the reported parameters are the
 arithmetic means of the iterates :math:`\theta_t`, :math:`t \ge \max(\text{average\_start},
 \text{warmup}, 1)`; the recursions themselves always run on the current iterate. For
@@ -78,7 +87,8 @@ default the power of two at or above W, between 1024 and 65536); the emission ma
 materialised only by :meth:`OnlineEM.params`.
 
 **State.** A flat dict of NumPy arrays and Python scalars (the step counter ``t``, the
-filter ``phi``, the auxiliaries, the window and its tree, the averages): saving and loading
+filter ``phi``, the auxiliaries, the window and its tree, the averages, the Gaussian
+reference points ``frame``): saving and loading
 it and continuing gives bit-identical parameters, wherever the stream was cut.
 :meth:`OnlineEM.update` returns a new state and leaves its argument unchanged.
 """
@@ -93,10 +103,13 @@ from ...errors import InvalidInputError, ZeroProbabilityError
 from ...families.blackbox import BlackBoxEmissions
 from ...families.categorical import CategoricalEmissions
 from ...families.dirichlet import DirichletRows
-from ...families.gaussian import GaussianEmissions
+from ...families.gaussian import GaussianEmissions, full_covars
 from ...families.poisson import PoissonEmissions
 from ...kernels.online_em import (
+    DIAG,
+    FULL,
     MAX_WINDOW,
+    POISSON,
     SCALE_FLOOR,
     categorical_statistics,
     online_em_categorical,
@@ -281,6 +294,8 @@ class OnlineEM:
         layout = _layout(family)
         params = family.check_params(theta["emission"])
         state["rho_emission"] = np.zeros((K, layout.P, K))
+        if layout.kind != POISSON:  # reference points of the Gaussian statistics, set by
+            state["frame"] = np.zeros((K, layout.D))  # the stream's first observation
         for key, value in params.items():
             state["emission." + key] = np.array(value, dtype=np.float64)
             state["avg.emission." + key] = np.zeros_like(value, dtype=np.float64)
@@ -448,7 +463,6 @@ class OnlineEM:
         if X.ndim != 2 or X.shape[1] != Ks + family.n_features:
             raise InvalidInputError(
                 f"X: expected shape (n, {family.n_features}), got {X.shape}")
-        rows = layout.rows(np.ascontiguousarray(X[:, Ks:]))
         keys = [k[len("emission."):] for k in state if k.startswith("emission.")]
         em = {key: state["emission." + key] for key in keys}
         K = family.n_states
@@ -458,18 +472,22 @@ class OnlineEM:
         threads = numba.get_num_threads()
         numba.set_num_threads(1)
         try:
-            self._dense_loop(state, X, rows, starts, family, layout, em, keys, Sg, counters,
-                             trans_a, start_a, log_pred)
+            self._dense_loop(state, X, np.ascontiguousarray(X[:, Ks:]), starts, family, layout,
+                             em, keys, Sg, counters, trans_a, start_a, log_pred)
         finally:
             numba.set_num_threads(threads)
 
-    def _dense_loop(self, state, X, rows, starts, family, layout, em, keys, Sg, counters,
+    def _dense_loop(self, state, X, Xi, starts, family, layout, em, keys, Sg, counters,
                     trans_a, start_a, log_pred) -> None:
         which = "".join(family.letters)
         Ks = _unwrap(family)[1]
         first_m = max(int(self.warmup), 1)
         avg_start = self._avg_start()
         first_avg = max(avg_start, first_m)
+        frame = (np.zeros((family.n_states, layout.D)) if layout.kind == POISSON
+                 else state["frame"])  # Poisson statistics need no reference point
+        if layout.kind != POISSON and counters[0] == 0:
+            frame[Ks:] = Xi[0]  # near the data, wherever the initial means are
         n, N = 0, len(X)
         while n < N:
             t = int(counters[0])
@@ -478,9 +496,9 @@ class OnlineEM:
             loglik = np.vstack([family.log_likelihood(em, X[i:i + 1])
                                 for i in range(n, n + chunk)])
             status = online_em_dense(
-                loglik, rows[n:n + chunk], starts[n:n + chunk], float(self.step_scale),
-                float(self.step_exponent), int(self.warmup), avg_start,
-                bool(self.learn_startprob), trans_a, start_a, state["startprob"],
+                loglik, Xi[n:n + chunk], layout.kind, frame, starts[n:n + chunk],
+                float(self.step_scale), float(self.step_exponent), int(self.warmup),
+                avg_start, bool(self.learn_startprob), trans_a, start_a, state["startprob"],
                 state["transmat"], state["phi"], state["rho_trans"], state["rho_start"],
                 state["rho_emission"], Sg, state["avg_transmat"], state["avg_startprob"],
                 counters, log_pred[n:n + chunk])
@@ -489,7 +507,10 @@ class OnlineEM:
             t = int(counters[0])
             if t >= first_m:
                 em = {key: np.asarray(value, dtype=np.float64) for key, value in
-                      family.mstep(em, layout.stats(Sg[Ks:]), which)[0].items()}
+                      family.mstep(em, layout.stats(Sg[Ks:], frame[Ks:]), which)[0].items()}
+                if layout.kind != POISSON:
+                    _follow_means(state["rho_emission"][Ks:], frame[Ks:], em,
+                                  _unwrap(family)[0], layout)
             if avg_start >= 0 and t >= first_avg:
                 for key in keys:
                     state["avg.emission." + key] += em[key]
@@ -534,6 +555,34 @@ def _check_lazy_sums(state: dict, averaged: bool, emis_A: np.ndarray, prefix: st
                 "avg_U); the state was modified or corrupted")
 
 
+def _follow_means(rho_g: np.ndarray, frame: np.ndarray, em: dict, family,
+                  layout: _Layout) -> None:
+    r"""Move the reference point :math:`a_i` of each state whose mean has left it by more
+    than one standard deviation in some dimension to that mean, re-expressing its
+    auxiliary exactly (in place): with :math:`c = a_{\text{old}} - a_{\text{new}}`,
+    :math:`x - a_{\text{new}} = (x - a_{\text{old}}) + c`, so the rows of ``rho_g[i]``
+    become :math:`s_1 + c\,s_0` and :math:`s_2 + 2c\,s_1 + c^2 s_0` (diagonal) or
+    :math:`S + c\,s_1^\top + s_1 c^\top + c c^\top s_0` (full). The second moments
+    then stay centred to within a few variances, whatever the offset of the data or the
+    distance the means travel (a start far from the data, a drifting source)."""
+    D = layout.D
+    means = em["means"]
+    var = np.diagonal(full_covars(em["covars"], family.covariance_type, len(means), D),
+                      axis1=1, axis2=2)
+    c = frame - means
+    for i in np.flatnonzero(np.any(c * c > var, axis=1)):
+        s0, s1 = rho_g[i, 0], rho_g[i, 1:1 + D]
+        ci = c[i][:, None]
+        if layout.kind == DIAG:
+            rho_g[i, 1 + D:] += 2.0 * ci * s1 + ci * ci * s0
+        else:
+            S = rho_g[i, 1 + D:].reshape(D, D, -1)
+            S += (c[i][:, None, None] * s1[None] + s1[:, None] * c[i][None, :, None]
+                  + np.multiply.outer(np.outer(c[i], c[i]), s0))
+        s1 += ci * s0
+        frame[i] = means[i]
+
+
 def _impossible(index: int, t: int) -> ZeroProbabilityError:
     return ZeroProbabilityError(
         f"X: observation {index} of this call (observation {t} of the stream) has probability "
@@ -544,29 +593,24 @@ def _impossible(index: int, t: int) -> ZeroProbabilityError:
 
 class _Layout:
     """The statistic vector s(x) of a dense family and its split into ``family.statistics``
-    keys: Poisson (1, x); Gaussian diag/spherical (1, x, x**2); full/tied (1, x, vec(x x^T))."""
+    keys: Poisson (1, x); Gaussian diag/spherical (1, x - a, (x - a)**2); full/tied
+    (1, x - a, vec((x - a)(x - a)^T)), about each state's reference point ``a`` (the
+    state's ``frame``, see :func:`~hiddenstate.kernels.online_em.online_em_dense`)."""
 
     def __init__(self, family):
         self.D = D = family.n_features
-        self.kind = ("poisson" if isinstance(family, PoissonEmissions)
-                     else "diag" if family.covariance_type in ("diag", "spherical") else "full")
-        self.P = {"poisson": 1 + D, "diag": 1 + 2 * D, "full": 1 + D + D * D}[self.kind]
+        self.kind = (POISSON if isinstance(family, PoissonEmissions)
+                     else DIAG if family.covariance_type in ("diag", "spherical") else FULL)
+        self.P = {POISSON: 1 + D, DIAG: 1 + 2 * D, FULL: 1 + D + D * D}[self.kind]
 
-    def rows(self, X: np.ndarray) -> np.ndarray:
-        N, D = X.shape
-        parts = [np.ones((N, 1)), X]
-        if self.kind == "diag":
-            parts.append(X * X)
-        elif self.kind == "full":
-            parts.append((X[:, :, None] * X[:, None, :]).reshape(N, D * D))
-        return np.ascontiguousarray(np.hstack(parts))
-
-    def stats(self, S: np.ndarray) -> dict:
+    def stats(self, S: np.ndarray, frame: np.ndarray) -> dict:
         D = self.D
         out = {"post": S[:, 0].copy(), "obs": S[:, 1:1 + D].copy()}
-        if self.kind == "diag":
+        if self.kind != POISSON:
+            out["shift"] = frame.copy()
+        if self.kind == DIAG:
             out["obs**2"] = S[:, 1 + D:].copy()
-        elif self.kind == "full":
+        elif self.kind == FULL:
             out["obs*obs.T"] = S[:, 1 + D:].reshape(-1, D, D).copy()
         return out
 

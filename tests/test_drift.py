@@ -221,7 +221,9 @@ def test_chunks_and_current():
     model = source.current
     assert isinstance(model, hs.HMM) and model.n_features_ == 3
     assert _same((model.startprob_, model.transmat_, model.emissionprob_), source.params)
-    model.transmat_[:] = 0.5  # a copy: the source does not change
+    with pytest.raises(ValueError, match="read-only"):
+        model.transmat_[:] = 0.5  # learned arrays are read-only; assign a new one instead
+    model.transmat_ = np.full((2, 2), 0.5)  # a copy: the source does not change
     assert not np.allclose(source.params[1], 0.5)
 
 

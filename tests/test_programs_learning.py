@@ -20,6 +20,7 @@ from hiddenstate.errors import (
     ProgramError,
     ZeroProbabilityError,
 )
+from hiddenstate.io import arrays_path
 from hiddenstate.learn import ConvergenceMonitor
 from hiddenstate.learn import fit as fit_mode
 from hiddenstate.programs import Program, ProgramModel, explain, geometric_schedule, load, msw
@@ -344,9 +345,10 @@ def test_loading_checks_the_file_and_the_program(tmp_path):
     fewer.switch_family("edge", ["on"])
     with pytest.raises(ModelFileError, match="outcomes"):
         load(tmp_path / "m", fewer)
-    arrays = dict(np.load(tmp_path / "m" / "arrays.npz"))
+    npz = arrays_path(tmp_path / "m")
+    arrays = dict(np.load(npz))
     arrays["probs"] = arrays["probs"] * 1.5
-    np.savez(tmp_path / "m" / "arrays.npz", **arrays)
+    np.savez(npz, **arrays)
     with pytest.raises(ModelFileError, match="manifest"):
         load(tmp_path / "m", path_program())
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InvalidInputError
+from .errors import InsufficientMemoryError, InvalidInputError
 
 
 def check_lengths(lengths, n_samples: int) -> np.ndarray:
@@ -17,7 +17,19 @@ def check_lengths(lengths, n_samples: int) -> np.ndarray:
         if n_samples == 0:
             raise InvalidInputError("X: no samples; pass at least one observation")
         return np.array([n_samples], dtype=np.int64)
-    arr = np.asarray(lengths)
+    if isinstance(lengths, (str, bytes, dict, set, frozenset)):
+        raise InvalidInputError(
+            f"lengths: expected a 1-D sequence of ints (one length per sequence), got a "
+            f"{type(lengths).__name__}")
+    try:
+        arr = np.asarray(lengths)
+    except (TypeError, ValueError) as exc:  # ragged nesting
+        raise InvalidInputError(
+            f"lengths: expected a 1-D sequence of ints, got {lengths!r:.60} ({exc})") from exc
+    if arr.ndim == 0:
+        raise InvalidInputError(
+            f"lengths: expected a 1-D sequence of ints, got the single value {lengths!r:.40}; "
+            "pass a list of lengths, e.g. [len(X)] for one sequence")
     if arr.ndim != 1:
         raise InvalidInputError(
             f"lengths: expected a 1-D sequence of ints, got shape {arr.shape}; "
@@ -25,23 +37,31 @@ def check_lengths(lengths, n_samples: int) -> np.ndarray:
         )
     if arr.size == 0:
         raise InvalidInputError("lengths: empty; pass at least one sequence length")
-    if not np.issubdtype(arr.dtype, np.integer):
-        if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(
-            arr == np.round(arr)
-        ):
-            arr = arr.astype(np.int64)
-        else:
-            raise InvalidInputError(
-                f"lengths: expected integers, got dtype {arr.dtype}; pass whole numbers"
-            )
-    arr = arr.astype(np.int64)
+    if arr.dtype == object:
+        arr = _object_numbers(arr, "lengths", integers=True)
+    if arr.dtype.kind == "b" or not (np.issubdtype(arr.dtype, np.integer)
+                                     or np.issubdtype(arr.dtype, np.floating)):
+        raise InvalidInputError(
+            f"lengths: expected integers, got dtype {arr.dtype}; pass whole numbers"
+        )
+    if not np.issubdtype(arr.dtype, np.integer) and not (
+            np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
+        raise InvalidInputError(
+            f"lengths: expected integers, got dtype {arr.dtype} with fractions or NaN; "
+            "pass whole numbers")
     if np.any(arr <= 0):
         bad = int(np.flatnonzero(arr <= 0)[0])
         raise InvalidInputError(
             f"lengths: sequence {bad} has length {arr[bad]}; empty sequences are not allowed, "
             "drop them before fitting"
         )
-    total = int(arr.sum())
+    if np.any(arr > n_samples):  # before the cast to int64, which could wrap around
+        bad = int(np.flatnonzero(arr > n_samples)[0])
+        raise InvalidInputError(
+            f"lengths: sequence {bad} has length {arr[bad]} but X has only {n_samples} rows; "
+            "lengths must add up to len(X)")
+    arr = arr.astype(np.int64)
+    total = int(arr.sum(dtype=object))
     if total != n_samples:
         raise InvalidInputError(
             f"lengths: sums to {total} but X has {n_samples} rows; lengths must add up to len(X)"
@@ -49,11 +69,52 @@ def check_lengths(lengths, n_samples: int) -> np.ndarray:
     return arr
 
 
+def _object_numbers(arr: np.ndarray, name: str, integers: bool) -> np.ndarray:
+    """An object array of real numbers as int64 (``integers`` and all entries integral
+    Python/NumPy ints) or float64; anything else (strings, None, complex, bools) is an
+    error naming ``name``."""
+    flat = arr.ravel()
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+           for v in flat):
+        if integers:
+            if any(not -2**63 <= int(v) < 2**63 for v in flat):
+                raise InvalidInputError(
+                    f"{name}: holds integers beyond the 64-bit range; pass smaller values")
+            return arr.astype(np.int64)
+        return arr.astype(np.float64)
+    if all(isinstance(v, (int, float, np.integer, np.floating))
+           and not isinstance(v, (bool, np.bool_)) for v in flat):
+        return arr.astype(np.float64)
+    bad = next(v for v in flat if isinstance(v, (bool, np.bool_))
+               or not isinstance(v, (int, float, np.integer, np.floating)))
+    raise InvalidInputError(
+        f"{name}: expected numbers, got an object array holding {type(bad).__name__} "
+        f"{bad!r:.40}; pass a numeric array")
+
+
+def _reject_kinds(arr: np.ndarray, name: str, what: str) -> None:
+    """Errors for complex and boolean arrays (neither is converted silently)."""
+    if arr.dtype.kind == "c":
+        raise InvalidInputError(
+            f"{name}: complex values (dtype {arr.dtype}); {what} are real, pass the real "
+            "part explicitly (X.real) if that is what you mean")
+    if arr.dtype.kind == "b":
+        raise InvalidInputError(
+            f"{name}: a boolean array; {what} are numbers, convert it explicitly "
+            "(X.astype(int) or X.astype(float))")
+
+
 def check_real_X(X, n_features: int | None, name: str = "X") -> np.ndarray:
     """2-D finite float64 array; a 1-D array is read as one feature."""
     try:
-        arr = np.asarray(X, dtype=np.float64)
+        arr = np.asarray(X)
+        _reject_kinds(arr, name, "observations")
+        if arr.dtype == object:
+            arr = _object_numbers(arr, name, integers=False)
+        arr = np.asarray(arr, dtype=np.float64)
     except (TypeError, ValueError) as exc:
+        if isinstance(exc, InvalidInputError):
+            raise
         raise InvalidInputError(
             f"{name}: cannot be read as numbers ({exc}); pass a numeric array") from exc
     if arr.ndim == 1:
@@ -83,7 +144,12 @@ def check_symbols(X, n_symbols: int | None, name: str = "X") -> np.ndarray:
 
     Accepts a 1-D array or hmmlearn's ``(n_samples, 1)`` column.
     """
-    arr = np.asarray(X)
+    try:
+        arr = np.asarray(X)
+    except (TypeError, ValueError) as exc:  # ragged nesting
+        raise InvalidInputError(
+            f"{name}: cannot be read as an array of symbols ({exc}); pass a 1-D array or an "
+            "(n_samples, 1) column of integers") from exc
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1:
@@ -93,7 +159,10 @@ def check_symbols(X, n_symbols: int | None, name: str = "X") -> np.ndarray:
         )
     if arr.size == 0:
         raise InvalidInputError(f"{name}: no samples; pass at least one observation")
-    if arr.dtype == object or arr.dtype.kind in "USb":
+    _reject_kinds(arr, name, "symbols")
+    if arr.dtype == object and not any(isinstance(v, (str, bytes)) for v in arr):
+        arr = _object_numbers(arr, name, integers=True)
+    if arr.dtype.kind not in "iuf":
         raise InvalidInputError(
             f"{name}: symbols must be integers, got dtype {arr.dtype}; "
             "map tokens to integer ids first (see hiddenstate.textio.Vocabulary)"
@@ -105,6 +174,14 @@ def check_symbols(X, n_symbols: int | None, name: str = "X") -> np.ndarray:
             raise InvalidInputError(
                 f"{name}: symbols must be whole numbers, got dtype {arr.dtype} with fractions"
             )
+    # values beyond int64 (uint64 >= 2**63, huge floats) would wrap around in the cast
+    if arr.max() >= 2.0**63:
+        raise InvalidInputError(
+            f"{name}: symbol {arr.max().item()} is beyond the 64-bit range; symbols are "
+            "0 .. n_symbols-1 (relabel them with np.unique(X, return_inverse=True))")
+    if arr.min() < -2.0**63:
+        raise InvalidInputError(
+            f"{name}: symbol {arr.min().item()} is negative; symbols are 0 .. n_symbols-1")
     arr = arr.astype(np.int64)
     if arr.min() < 0:
         raise InvalidInputError(
@@ -128,13 +205,43 @@ def check_counts(X, n_features: int | None, name: str = "X") -> np.ndarray:
     return arr
 
 
+def as_float_array(value, name: str, copy: bool = False) -> np.ndarray:
+    """``value`` as a C-contiguous, writable float64 array (a copy if ``copy``, or if the
+    input is read-only), or an error naming ``name``: strings, complex numbers, booleans
+    and non-numeric objects are never converted silently."""
+    if isinstance(value, (str, bytes)):
+        raise InvalidInputError(f"{name}: expected numbers, got a {type(value).__name__}")
+    try:
+        arr = np.asarray(value)
+        if arr.dtype == object:
+            arr = _object_numbers(arr, name, integers=False)
+        if arr.dtype.kind == "c":
+            raise InvalidInputError(
+                f"{name}: complex values (dtype {arr.dtype}); parameters are real numbers")
+        if arr.dtype.kind not in "iuf":
+            raise InvalidInputError(
+                f"{name}: expected numbers, got dtype {arr.dtype}; pass a float array")
+        out = np.array(arr, dtype=np.float64, order="C", copy=True if copy else None)
+    except InvalidInputError:
+        raise
+    except (TypeError, ValueError) as exc:  # ragged nesting
+        raise InvalidInputError(
+            f"{name}: cannot be read as an array of numbers ({exc})") from exc
+    return out if out.flags.writeable else out.copy()
+
+
 def check_stochastic(p, shape: tuple[int, ...], name: str, atol: float = 1e-8) -> np.ndarray:
-    """Probability vector or row-stochastic matrix of the given shape."""
-    arr = np.asarray(p, dtype=np.float64)
+    """Probability vector or row-stochastic matrix of the given shape (a writable float64
+    array)."""
+    arr = as_float_array(p, name)
     if arr.shape != shape:
         raise InvalidInputError(f"{name}: expected shape {shape}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise InvalidInputError(f"{name}: entries must be finite and non-negative")
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if np.any(bad):
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InvalidInputError(
+            f"{name}: entries must be finite and non-negative, got {float(arr[where])} at "
+            f"{where if len(where) > 1 else where[0]}")
     sums = arr.sum(axis=-1)
     if not np.allclose(sums, 1.0, rtol=0, atol=atol):
         worst = np.unravel_index(np.argmax(np.abs(sums - 1.0)), sums.shape) if sums.ndim else ()
@@ -143,7 +250,86 @@ def check_stochastic(p, shape: tuple[int, ...], name: str, atol: float = 1e-8) -
             f"{float(np.atleast_1d(sums)[worst[0] if worst else 0]):.6g}, not 1; "
             "normalise it (p / p.sum(axis=-1, keepdims=True))"
         )
-    return np.ascontiguousarray(arr)
+    return arr
+
+
+def check_number(value, name: str, minimum: float | None = None, strict: bool = False,
+                 finite: bool = True) -> float:
+    """A real number (Python or NumPy; not a bool), optionally ``>= minimum`` (``>`` if
+    ``strict``) and finite."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+    if ok:
+        value = float(value)
+        ok = not np.isnan(value) and (not finite or np.isfinite(value))
+    if ok and minimum is not None:
+        ok = value > minimum if strict else value >= minimum
+    if not ok:
+        want = "a finite number" if finite else "a number"
+        if minimum is not None:
+            want += f" {'>' if strict else '>='} {minimum:g}"
+        raise InvalidInputError(f"{name}: expected {want}, got {value!r:.60}")
+    return value
+
+
+# -- memory ---------------------------------------------------------------------------------------
+def available_memory() -> int | None:
+    """Bytes the kernel says can be allocated without swapping (``MemAvailable`` in
+    ``/proc/meminfo``), or None where that is not known."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB" if n >= 2**28 else f"{n / 2**20:.3g} MiB"
+
+
+#: estimates below this many bytes are not checked against the available memory
+_ALWAYS_FITS = 2**27
+#: how to shrink each share of a memory estimate
+_MEMORY_FIXES = {
+    "n_states": "use fewer states (n_states)",
+    "X": "pass fewer or shorter sequences per call (split X and lengths)",
+    "n_samples": "draw fewer samples per call",
+}
+
+
+def check_memory(parts: dict[str, float], what: str, fixes: dict[str, str] | None = None
+                 ) -> None:
+    """Refuse an operation whose estimated allocations exceed the available memory.
+
+    ``parts`` maps the argument responsible for each share of the estimate (e.g.
+    ``"n_states"``, ``"X"``) to bytes; the error names the largest share's argument, the
+    estimate, what is available and how to shrink it (``fixes`` by argument, or the
+    defaults). No check where the available memory is not known, nor below
+    ``_ALWAYS_FITS`` bytes (which spares small calls the read of ``/proc/meminfo``).
+    """
+    total = float(sum(parts.values()))
+    if total < _ALWAYS_FITS:
+        return
+    available = available_memory()
+    if available is None or total <= available:
+        return
+    argument = max(parts, key=parts.get)
+    fix = (fixes or {}).get(argument) or _MEMORY_FIXES.get(argument, "")
+    raise InsufficientMemoryError(
+        f"{argument}: {what} needs about {_gib(total)} of memory ({_gib(parts[argument])} "
+        f"of it because of {argument}) but only {_gib(available)} is available"
+        + (f"; {fix}" if fix else ""))
+
+
+def check_choice(value, name: str, choices) -> str:
+    """One of the strings ``choices`` (anything else, arrays included, is an error)."""
+    if not isinstance(value, str) or value not in choices:
+        raise InvalidInputError(
+            f"{name}: {value!r:.60} is not one of {sorted(choices)}")
+    return value
 
 
 def check_positive_int(value, name: str, minimum: int = 1) -> int:

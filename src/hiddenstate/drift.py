@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_positive_int
+from ._validation import check_memory, check_positive_int
 from .errors import InvalidInputError
 from .metrics import categorical_params
 from .models.hmm import HMM, make_rng
@@ -68,14 +68,12 @@ def _as_params(teacher, name: str) -> Params:
 
 
 def _as_hmm(params: Params) -> HMM:
-    """A categorical :class:`~hiddenstate.HMM` whose parameters are (copies of) ``params``."""
+    """A categorical :class:`~hiddenstate.HMM` whose parameters are (copies of) ``params``
+    (assigning a learned array stores a copy)."""
     startprob, transmat, emissionprob = params
     K, W = emissionprob.shape
     model = HMM(K, emission="categorical", n_features=W, init_params="")
-    model.startprob_ = startprob.copy()
-    model.transmat_ = transmat.copy()
-    model.emissionprob_ = emissionprob.copy()
-    model.n_features_ = W
+    model.startprob_, model.transmat_, model.emissionprob_ = startprob, transmat, emissionprob
     return model
 
 
@@ -127,6 +125,18 @@ def _sample_block(path: TeacherPath, T: int, rng: np.random.Generator) -> np.nda
     return y
 
 
+def _check_block_memory(n: int, T: int, K: int, W: int, walk: bool = False) -> None:
+    """Refuse a block of ``n`` sequences of length ``T`` that cannot fit in memory: the
+    ``(n, T)`` symbols, the per-step ``(n, max(K, W))`` draws and, for a random walk, the
+    ``n`` teachers' logits with their steps and softmax (``(n, K + K**2 + K W)`` several
+    times)."""
+    per_sequence = 8.0 * 4 * max(K, W) + (8.0 * 5 * (K + K * K + K * W) if walk else 0.0)
+    check_memory({"n": n * per_sequence, "T": 8.0 * n * T},
+                 f"sampling {n} sequences of length {T} ({K} states, {W} symbols)",
+                 {"n": "sample fewer sequences per call (see chunks)",
+                  "T": "sample shorter sequences"})
+
+
 def _as_stream(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n, T = y.shape
     return y.reshape(n * T, 1), np.full(n, T, dtype=np.int64)
@@ -151,6 +161,7 @@ def sample_sequences(teacher, n: int, T: int, random_state=None
     n = check_positive_int(n, "n")
     T = check_positive_int(T, "T")
     startprob, transmat, emissionprob = _as_params(teacher, "teacher")
+    _check_block_memory(n, T, *emissionprob.shape)
     path = TeacherPath(startprob[None], transmat[None], emissionprob[None],
                        np.zeros(n, dtype=np.int64))
     return _as_stream(_sample_block(path, T, make_rng(random_state)))
@@ -201,6 +212,8 @@ class _DriftingTeacher:
         if not isinstance(return_teachers, (bool, np.bool_)):
             raise InvalidInputError(
                 f"return_teachers: expected True or False, got {return_teachers!r}")
+        _check_block_memory(n, T, self.n_states, self.n_symbols,
+                            walk=isinstance(self, RandomWalkTeacher))
         path = self._advance(n)
         X, lengths = _as_stream(_sample_block(path, T, self._rng))
         return (X, lengths, path) if return_teachers else (X, lengths)

@@ -33,6 +33,10 @@ class ProgramError(HiddenStateError, ValueError):
     than alternatives of switch outcomes and goals."""
 
 
+class InsufficientMemoryError(HiddenStateError, MemoryError):
+    """An operation would need more memory than is available (checked before allocating)."""
+
+
 class NumericalError(HiddenStateError, FloatingPointError):
     """A learning objective became NaN or infinite."""
 

@@ -535,7 +535,7 @@ def load(path):
     try:
         model.monitor_ = ConvergenceMonitor(model.tol, model.n_iter, False, history, converged)
         model.set_learned(arrays, scalars)
-        model._check_learned()
+        getattr(model, "_check_loaded", model._check_learned)()
     except HiddenStateError as exc:
         raise ModelFileError(f"{path}: invalid parameters ({exc})") from exc
     return model

@@ -46,7 +46,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from . import inference
-from ._validation import check_positive_int, check_stochastic
+from ._validation import check_choice, check_positive_int, check_stochastic
 from .errors import ConvergenceWarning, InvalidInputError, NumericalError
 from .inference import EmissionTable, Sequences
 from .models.hmm import HMM, make_rng
@@ -244,7 +244,6 @@ def _as_model(model, name: str):
         startprob, transmat, emissionprob = categorical_params(model, name)
         hmm = HMM(len(startprob), emission="categorical", init_params="")
         hmm.startprob_, hmm.transmat_, hmm.emissionprob_ = startprob, transmat, emissionprob
-        hmm.n_features_ = emissionprob.shape[1]
         return hmm
     if isinstance(model, HMM):
         model._check_is_fitted()
@@ -420,6 +419,10 @@ def perplexity(model, X, lengths=None) -> float:
     of equally likely symbols the model hesitates between; for continuous emissions it is
     the exponential of the per-observation negative log density (not scale-free).
     """
+    if not callable(getattr(model, "score", None)):
+        raise InvalidInputError(
+            f"model: expected a fitted model with a score(X, lengths) method (a "
+            f"hiddenstate.HMM or PROPS), got {type(model).__name__}")
     arr = np.asarray(X)
     if arr.ndim == 0 or len(arr) == 0:
         raise InvalidInputError("X: no observations; pass at least one")
@@ -458,16 +461,15 @@ _MAPPINGS = ("one-to-one", "many-to-one", "identity")
 
 def _mapping(C: np.ndarray, mapping: str) -> tuple[np.ndarray, np.ndarray]:
     """For each predicted label (column of ``C``), the row of the true label it maps to
-    (-1: unmatched) and a mask of the columns that are mapped."""
+    (-1: unmatched) and a mask of the columns that are mapped (``mapping``: "one-to-one"
+    or "many-to-one", checked by the caller)."""
     n_true, n_pred = C.shape
     target = np.full(n_pred, -1, dtype=np.int64)
     if mapping == "one-to-one":
         rows, cols = linear_sum_assignment(C, maximize=True)
         target[cols] = rows
-    elif mapping == "many-to-one":
-        target[:] = np.argmax(C, axis=0)
     else:
-        raise InvalidInputError(f"mapping: {mapping!r} is not one of {_MAPPINGS}")
+        target[:] = np.argmax(C, axis=0)
     return target, target >= 0
 
 
@@ -492,6 +494,7 @@ def tagging_accuracy(true_states, predicted_states, mapping: str = "one-to-one")
     Labels may be any values ``numpy.unique`` can sort (ints, strings); ``-1`` (Viterbi's
     label for an impossible sequence) is just another label.
     """
+    check_choice(mapping, "mapping", _MAPPINGS)
     if mapping == "identity":
         t = _labels(true_states, "true_states")
         p = _labels(predicted_states, "predicted_states")
@@ -513,6 +516,7 @@ def relabel(true_states, predicted_states, mapping: str = "one-to-one", fill=-1)
     Predicted labels that the one-to-one mapping leaves unmatched (when there are more
     predicted than true labels) become ``fill``.
     """
+    check_choice(mapping, "mapping", _MAPPINGS[:2])
     C, t_values, _, p_idx = _contingency(true_states, predicted_states)
     target, mapped = _mapping(C, mapping)
     if mapped.all():

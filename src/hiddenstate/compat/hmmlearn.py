@@ -39,14 +39,22 @@ from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 from sklearn.utils import check_random_state
 
 from .. import errors
-from .._validation import check_lengths, check_stochastic
+from .._validation import (
+    broadcast_param,
+    check_choice,
+    check_lengths,
+    check_memory,
+    check_number,
+    check_positive_int,
+    check_stochastic,
+)
 from ..errors import InvalidInputError
 from ..families import COVARIANCE_TYPES
 from ..families.categorical import MAX_INFERRED_SYMBOLS
 from ..families.gaussian import full_covars
 from ..inference import Sequences
 from ..learn import fit as fit_mode
-from ..models.hmm import HMM
+from ..models.hmm import HMM, _check_poisson_rates, _prior_array
 
 __all__ = [
     "CategoricalHMM",
@@ -142,8 +150,8 @@ def _check_dist(value, shape, name) -> np.ndarray:
     return check_stochastic(value, shape, name, atol=_SUM_ATOL)
 
 
-def _as_prior(value):
-    arr = np.asarray(value, dtype=np.float64)
+def _as_prior(value, name: str):
+    arr = broadcast_param(name, value, None)
     return float(arr) if arr.ndim == 0 else arr
 
 
@@ -155,6 +163,8 @@ class _HmmlearnHMM(HMM):
     _letters = "st"
     #: emission-parameter attribute names by letter (hmmlearn's, with ``covars_``)
     _emission_attrs: dict[str, str] = {}
+    #: hmmlearn's parameters are plain writable arrays, validated at every call (``_check``)
+    _read_only_params = False
     n_init = 1  # hmmlearn has no restarts
     learn = "em"  # hmmlearn records log p(X); its priors act through the blocks' M-step
     k_best = 1
@@ -173,31 +183,42 @@ class _HmmlearnHMM(HMM):
         self.n_features = value
 
     def _startprob_prior(self):
-        return _as_prior(self.startprob_prior)
+        return _as_prior(self.startprob_prior, "startprob_prior")
 
     def _transmat_prior(self):
-        return _as_prior(self.transmat_prior)
+        return _as_prior(self.transmat_prior, "transmat_prior")
 
     def _check_hyper(self) -> None:
-        n = self.n_components
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise InvalidInputError(f"n_components: expected an integer >= 1, got {n!r}")
-        n_iter = self.n_iter
-        if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 0:
-            raise InvalidInputError(f"n_iter: expected an integer >= 0, got {n_iter!r}")
-        if not (isinstance(self.tol, (int, float, np.floating)) and not np.isnan(self.tol)):
-            raise InvalidInputError(f"tol: expected a number, got {self.tol!r}")
+        check_positive_int(self.n_components, "n_components")
+        check_positive_int(self.n_iter, "n_iter", minimum=0)
+        check_number(self.tol, "tol", finite=False)
         for name in ("params", "init_params"):
             letters = getattr(self, name)
             if not isinstance(letters, str) or set(letters) - set(self._letters):
                 raise InvalidInputError(
                     f"{name}: {type(self).__name__} takes letters from {self._letters!r}, "
                     f"got {letters!r}")
-        if self.implementation not in _IMPLEMENTATIONS:
+        if not isinstance(self.implementation, str) or \
+                self.implementation not in _IMPLEMENTATIONS:
             raise InvalidInputError(
                 f"implementation: expected one of {_IMPLEMENTATIONS}, got "
-                f"{self.implementation!r} (accepted for compatibility; hiddenstate always "
+                f"{self.implementation!r:.40} (accepted for compatibility; hiddenstate always "
                 "uses its scaled kernels)")
+        check_choice(self.algorithm, "algorithm", DECODER_ALGORITHMS)
+        if not isinstance(self.verbose, (bool, int, np.bool_, np.integer)):
+            raise InvalidInputError(f"verbose: expected True or False, got {self.verbose!r:.40}")
+        _check_seed(self.random_state)
+
+    #: prior name -> (parameter shape, shapes the M-step combines it with), by K and W/D
+    def _prior_shapes(self, K: int, D: int) -> dict:
+        return {"startprob_prior": ((K,), ()), "transmat_prior": ((K, K), ())}
+
+    def _check_priors(self, n_features: int, n_emission_states: int) -> None:
+        """hmmlearn's priors act through the M-step whatever their value; they must still
+        be finite numbers whose shape fits the parameter they are added to."""
+        for name, (shape, combine) in self._prior_shapes(n_emission_states,
+                                                         n_features).items():
+            _prior_array(name, getattr(self, name), shape, combine)
 
     # -- hmmlearn's initialisation ---------------------------------------------------------
     def _validate_X(self, X) -> np.ndarray:
@@ -291,8 +312,11 @@ class _HmmlearnHMM(HMM):
         if lengths is None:
             lengths = np.asarray([len(X)])
         seqs = Sequences.from_lengths(check_lengths(lengths, len(X)))
+        self._check_and_set_n_features(X)
+        self._check_fit_memory(X, seqs, self._family(self.n_features))  # before _init draws
         self._init(X, lengths)
         self._check()
+        self._check_priors(int(self.n_features), self.n_components)
         X = self._validate(X, None, self.n_features)[0]  # X agrees with the set parameters
         family = self._family(self.n_features)
         theta = {"startprob": self.startprob_, "transmat": self.transmat_,
@@ -323,9 +347,9 @@ class _HmmlearnHMM(HMM):
         the largest posterior *probability* (not a log-probability; ``score`` gives
         log p(X)). ``algorithm=None`` uses ``self.algorithm``."""
         algorithm = algorithm or self.algorithm
-        if algorithm not in DECODER_ALGORITHMS:
+        if not isinstance(algorithm, str) or algorithm not in DECODER_ALGORITHMS:
             raise InvalidInputError(
-                f"algorithm: unknown decoder {algorithm!r}; use 'viterbi' or 'map'")
+                f"algorithm: unknown decoder {algorithm!r:.40}; use 'viterbi' or 'map'")
         if algorithm == "map":
             posteriors = self.predict_proba(X, lengths)
             return float(posteriors.max(axis=1).sum()), posteriors.argmax(axis=1)
@@ -354,7 +378,11 @@ class _HmmlearnHMM(HMM):
             raise InvalidInputError(f"n_samples: expected an integer >= 1, got {n_samples!r}")
         if random_state is None:
             random_state = self.random_state
+        _check_seed(random_state)
         random_state = check_random_state(random_state)
+        # a Python list of n_samples observations before the array: ~100 bytes each
+        check_memory({"n_samples": n_samples * (120.0 + 16.0 * int(self.n_features))},
+                     f"sample(n_samples={n_samples})")
         transmat_cdf = np.cumsum(self.transmat_, axis=1)
         if currstate is None:
             startprob_cdf = np.cumsum(self.startprob_)
@@ -440,7 +468,15 @@ class CategoricalHMM(_HmmlearnHMM):
         self.monitor_ = ConvergenceMonitor(tol, n_iter, verbose)
 
     def _family_kwargs(self) -> dict:
-        return {"emissionprob_prior": _as_prior(self.emissionprob_prior)}
+        return {"emissionprob_prior": _as_prior(self.emissionprob_prior, "emissionprob_prior")}
+
+    def _check_hyper(self) -> None:
+        super()._check_hyper()
+        if self.n_features is not None:
+            check_positive_int(self.n_features, "n_features")
+
+    def _prior_shapes(self, K, D):
+        return {**super()._prior_shapes(K, D), "emissionprob_prior": ((K, D), ())}
 
     def _validate(self, X, lengths, n_features, stream=False, continues=False):
         arr = np.asarray(X)
@@ -538,16 +574,22 @@ class GaussianHMM(_HmmlearnHMM):
 
     def _check_hyper(self) -> None:
         super()._check_hyper()
-        if self.covariance_type not in COVARIANCE_TYPES:
-            raise InvalidInputError(
-                f"covariance_type: {self.covariance_type!r} is not one of {COVARIANCE_TYPES}")
+        check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
+        check_number(self.min_covar, "min_covar", minimum=0.0)
+
+    def _prior_shapes(self, K, D):
+        cov = {"spherical": (K, D), "diag": (K, D), "full": (K, D, D),
+               "tied": (D, D)}[self.covariance_type]
+        return {**super()._prior_shapes(K, D), "means_prior": ((K, D), ()),
+                "means_weight": ((K, D), ((K, 1),)), "covars_prior": (cov, ()),
+                "covars_weight": ((), ())}
 
     def _family_kwargs(self) -> dict:
         return {"covariance_type": self.covariance_type, "min_covar": self.min_covar,
-                "means_prior": _as_prior(self.means_prior),
-                "means_weight": _as_prior(self.means_weight),
-                "covars_prior": _as_prior(self.covars_prior),
-                "covars_weight": _as_prior(self.covars_weight)}
+                "means_prior": _as_prior(self.means_prior, "means_prior"),
+                "means_weight": _as_prior(self.means_weight, "means_weight"),
+                "covars_prior": _as_prior(self.covars_prior, "covars_prior"),
+                "covars_weight": _as_prior(self.covars_weight, "covars_weight")}
 
     @property
     def covars_(self) -> np.ndarray:
@@ -660,8 +702,12 @@ class PoissonHMM(_HmmlearnHMM):
         self.monitor_ = ConvergenceMonitor(tol, n_iter, verbose)
 
     def _family_kwargs(self) -> dict:
-        return {"lambdas_prior": _as_prior(self.lambdas_prior),
-                "lambdas_weight": _as_prior(self.lambdas_weight)}
+        return {"lambdas_prior": _as_prior(self.lambdas_prior, "lambdas_prior"),
+                "lambdas_weight": _as_prior(self.lambdas_weight, "lambdas_weight")}
+
+    def _prior_shapes(self, K, D):
+        return {**super()._prior_shapes(K, D), "lambdas_prior": ((K, D), ()),
+                "lambdas_weight": ((K, D), ((K, 1),))}
 
     def _get_n_fit_scalars_per_param(self):
         out = super()._get_n_fit_scalars_per_param()
@@ -694,10 +740,24 @@ class PoissonHMM(_HmmlearnHMM):
 
     def _sampler(self):
         lambdas = self.lambdas_
+        _check_poisson_rates(lambdas)
 
         def draw(state, random_state):
             return random_state.poisson(lambdas[state])
         return draw
+
+
+def _check_seed(random_state) -> None:
+    """What hmmlearn's ``check_random_state`` takes: None, an int in [0, 2**32) or a
+    ``numpy.random.RandomState`` (raised as InvalidInputError, a ValueError)."""
+    if random_state is None or isinstance(random_state, np.random.RandomState):
+        return
+    if isinstance(random_state, (int, np.integer)) and not isinstance(
+            random_state, (bool, np.bool_)) and 0 <= random_state < 2**32:
+        return
+    raise InvalidInputError(
+        f"random_state: expected None, an int in [0, 2**32) or a numpy.random.RandomState "
+        f"(hmmlearn's convention), got {random_state!r:.40}")
 
 
 def _validate_covars(covars: np.ndarray, covariance_type: str, n_components: int):

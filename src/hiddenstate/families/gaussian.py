@@ -573,7 +573,8 @@ class GaussianEmissions(EmissionFamily):
         else:
             mats = covars[None] if covars.ndim == 2 else covars
             for k, c in enumerate(mats):
-                if not np.allclose(c, c.T) or not _definite(c):
+                if not np.all(np.isfinite(c)) or not np.allclose(c, c.T) \
+                        or not _definite(c):
                     raise InvalidInputError(
                         f"covars_: matrix {k} must be symmetric positive definite")
         return {"means": means, "covars": covars}

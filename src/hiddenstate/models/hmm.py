@@ -8,21 +8,30 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .. import inference
-from .._validation import check_lengths, check_positive_int, check_stochastic
+from .._validation import (
+    broadcast_param,
+    check_choice,
+    check_lengths,
+    check_memory,
+    check_number,
+    check_positive_int,
+    check_stochastic,
+)
 from ..errors import (
     InvalidInputError,
     NotFittedError,
     ZeroProbabilityError,
 )
-from ..families import COVARIANCE_TYPES, FAMILIES, DirichletRows
+from ..families import COVARIANCE_TYPES, FAMILIES, CategoricalEmissions, DirichletRows
 from ..families.blackbox import BlackBoxEmissions
-from ..families.categorical import CategoricalEmissions
 from ..families.gaussian import full_covars
 from ..inference import Sequences
 from ..kernels import path_counts
 from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
 from ..learn.online import ONLINE_MODES, StateRecord, make_learner
+from . import _learned
+from ._learned import LearnedArray
 
 _ALL_LETTERS = "stemcl"
 
@@ -54,6 +63,10 @@ _FAMILY_PRIORS = {
     "poisson": ("lambdas_prior", "lambdas_weight"),
 }
 _POSTERIOR_SUFFIX = "_posterior_"
+#: copies of the parameters a batch fit holds at its peak (measured; see _check_fit_memory)
+_PARAM_COPIES = 1
+#: the largest rate numpy's Poisson sampler accepts (a bit below 2**63)
+_MAX_POISSON_RATE = 9.2e18
 _STATE_PREFIX = "learner_state_."
 
 
@@ -113,13 +126,23 @@ class _HMMProblem:
         return value, self._stats(start, trans, post), paths
 
 
-def _check_possible(loglik: np.ndarray) -> None:
+def _check_possible(loglik: np.ndarray, fitting: bool = True) -> None:
+    """A :class:`ZeroProbabilityError` naming the first sequence whose log-likelihood is
+    ``-inf`` (``fitting``: while learning; otherwise for a method whose states or
+    posteriors do not exist for such a sequence)."""
     bad = np.flatnonzero(~np.isfinite(loglik))
-    if len(bad):
+    if not len(bad):
+        return
+    if fitting:
         raise ZeroProbabilityError(
             f"X: sequence {bad[0]} has probability zero under the current parameters "
             "(an observation no reachable state can emit); check the data or use "
             "init_params to start from parameters that allow it")
+    raise ZeroProbabilityError(
+        f"X: sequence {bad[0]} has probability zero under the model (an observation that no "
+        "reachable state can emit), so it has no state path or posterior; score_sequences "
+        "gives -inf for it. Check the data, or the parameters (zeros in startprob_, "
+        "transmat_ or the emission parameters)")
 
 
 #: cap on the initial self-transition weight (a start that is nearly absorbing slows EM)
@@ -180,16 +203,96 @@ def persistence(X: np.ndarray, symbols: bool, bounds: np.ndarray) -> float:
     return float(min(r2 / r1, MAX_PERSISTENCE))
 
 
-def make_rng(random_state) -> np.random.Generator:
-    """A NumPy Generator from None, an int, a Generator or a legacy RandomState."""
+def check_random_state(random_state, name: str = "random_state") -> None:
+    """Raise unless ``random_state`` is None, an int >= 0, a SeedSequence, a numpy
+    Generator or a legacy RandomState."""
+    if random_state is None or isinstance(
+            random_state, (np.random.Generator, np.random.RandomState, np.random.SeedSequence)):
+        return
+    if isinstance(random_state, (int, np.integer)) and not isinstance(
+            random_state, (bool, np.bool_)):
+        if random_state < 0:
+            raise InvalidInputError(
+                f"{name}: a seed must be an integer >= 0, got {random_state}; pass e.g. "
+                f"{-int(random_state)} or None")
+        return
+    raise InvalidInputError(
+        f"{name}: expected None, an int >= 0 or a numpy Generator, got "
+        f"{type(random_state).__name__} {random_state!r:.40}")
+
+
+def make_rng(random_state, name: str = "random_state") -> np.random.Generator:
+    """A NumPy Generator from None, an int >= 0, a SeedSequence, a Generator (returned as
+    is) or a legacy RandomState (which seeds a new one)."""
+    check_random_state(random_state, name)
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(2**32 - 1, dtype=np.uint64))
-    if random_state is None or isinstance(random_state, (int, np.integer)):
-        return np.random.default_rng(random_state)
-    raise InvalidInputError(
-        f"random_state: expected None, an int or a numpy Generator, got {type(random_state)}")
+    return np.random.default_rng(random_state)
+
+
+def _prior_array(name: str, value, shape: tuple[int, ...], combine=()) -> np.ndarray:
+    """A prior as finite float64 numbers whose shape broadcasts to ``shape``, also when
+    combined with arrays of the shapes ``combine`` (what the M-step adds it to), without
+    changing it; errors name the prior. Returned as given, not broadcast (a (K, K) copy of
+    a scalar prior would cost memory for nothing)."""
+    arr = broadcast_param(name, value, None)
+    try:
+        ok = np.broadcast_shapes(arr.shape, shape, *combine) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise InvalidInputError(
+            f"{name}: has shape {arr.shape}, which does not broadcast to the parameter's "
+            f"shape {shape}; pass a number or an array of shape {shape}")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name}: must be finite, got {value!r:.60}")
+    return arr
+
+
+def _scalar_prior(name: str, value, learn: str, minimum: float | None) -> float:
+    arr = broadcast_param(name, value, None)
+    if arr.size != 1:
+        raise InvalidInputError(
+            f"{name}: learn={learn!r} takes a single number, got an array of shape "
+            f"{arr.shape} (per-state values are for learn='vb')")
+    return check_number(float(arr.reshape(())), name, minimum=minimum)
+
+
+def _spherical_prior(value, n_states: int):
+    """A per-state ``(K,)`` spherical ``covars_prior`` as a ``(K, 1)`` column, the form
+    every code path broadcasts against ``(K, D)`` correctly; anything else as given."""
+    arr = np.asarray(value) if not isinstance(value, (int, float)) else None
+    if arr is not None and arr.ndim == 1 and arr.shape[0] == n_states and n_states > 1:
+        return arr.reshape(n_states, 1)
+    return value
+
+
+def _table_build_copies(family) -> int:
+    """``(N, K)`` arrays alive at once while ``family.table`` builds a dense table
+    (measured: one for diagonal/spherical Gaussians, whose kernel scales in place; two for
+    full/tied; four for Poisson; the source columns of PROPS add a log-likelihood and a
+    shifted copy)."""
+    from ..families import BlackBoxEmissions, GaussianEmissions
+
+    if isinstance(family, BlackBoxEmissions):
+        return 2 + _table_build_copies(family.inner)
+    if isinstance(family, GaussianEmissions):
+        return 1 if family.covariance_type in ("diag", "spherical") else 2
+    return 4
+
+
+def _check_poisson_rates(lambdas: np.ndarray) -> None:
+    """NumPy draws Poisson counts for rates up to about 9.2e18 (int64)."""
+    if lambdas.size and lambdas.max() > _MAX_POISSON_RATE:
+        raise InvalidInputError(
+            f"lambdas_: a rate of {lambdas.max():g} is too large to draw counts from (the "
+            f"largest is {_MAX_POISSON_RATE:g})")
+
+
+def _smallest(arr: np.ndarray) -> str:
+    return f"{float(arr.min()):g}" if arr.size else "an empty array"
 
 
 class HMM(BaseEstimator):
@@ -308,12 +411,9 @@ class HMM(BaseEstimator):
         check_positive_int(self.n_states, "n_states")
         check_positive_int(self.n_iter, "n_iter")
         check_positive_int(self.n_init, "n_init")
-        if self.emission not in FAMILIES:
-            raise InvalidInputError(
-                f"emission: {self.emission!r} is not one of {sorted(FAMILIES)}")
-        if self.emission == "gaussian" and self.covariance_type not in COVARIANCE_TYPES:
-            raise InvalidInputError(
-                f"covariance_type: {self.covariance_type!r} is not one of {COVARIANCE_TYPES}")
+        check_choice(self.emission, "emission", FAMILIES)
+        if self.emission == "gaussian":
+            check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
         if self.n_features is not None:
             check_positive_int(self.n_features, "n_features")
         for name in ("init_params", "params"):
@@ -321,11 +421,12 @@ class HMM(BaseEstimator):
             if not isinstance(letters, str) or set(letters) - set(_ALL_LETTERS):
                 raise InvalidInputError(
                     f"{name}: expected a string of letters from {_ALL_LETTERS!r}, got {letters!r}")
-        if not (isinstance(self.tol, (int, float)) and not np.isnan(self.tol)):
-            raise InvalidInputError(f"tol: expected a number, got {self.tol!r}")
-        if self.learn not in MODES + ONLINE_MODES:
-            raise InvalidInputError(
-                f"learn: {self.learn!r} is not one of {MODES + ONLINE_MODES}")
+        check_number(self.tol, "tol", finite=False)
+        check_number(self.min_covar, "min_covar", minimum=0.0)
+        check_random_state(self.random_state)
+        check_choice(self.learn, "learn", MODES + ONLINE_MODES)
+        if not isinstance(self.verbose, (bool, int, np.bool_, np.integer)):
+            raise InvalidInputError(f"verbose: expected True or False, got {self.verbose!r:.40}")
         if self.learn in ONLINE_MODES and self.n_init != 1:
             raise InvalidInputError(
                 f"n_init: streaming learners see the data once; use n_init=1 with "
@@ -338,6 +439,16 @@ class HMM(BaseEstimator):
             raise InvalidInputError(
                 f"learner_options: only streaming learners {ONLINE_MODES} take options; "
                 f"learn={self.learn!r} is configured by the estimator's own arguments")
+        if self.learner_options:
+            make_learner(self.learn, self.learner_options)  # an unknown option is an error
+        if self.learn in ONLINE_MODES:
+            given = [n for n in ("startprob_prior", "transmat_prior", "emissionprob_prior")
+                     if getattr(self, n, None) is not None]
+            if given:
+                raise InvalidInputError(
+                    f"{given[0]}: the streaming learners do not use the estimator's Dirichlet "
+                    "priors; learn='online-em' takes them in learner_options (e.g. "
+                    f"learner_options={{{given[0]!r}: ...}}), the others have none")
         check_positive_int(self.k_best, "k_best")
         if self.learn == "em":
             given = [n for n in _FLAT_PRIORS if getattr(self, n, None) is not None]
@@ -346,13 +457,92 @@ class HMM(BaseEstimator):
                     f"{given[0]}: priors are not used by learn='em' (maximum likelihood); "
                     "use learn='map', 'vb', 'vt' or 'kvt', or drop the prior")
 
+    def _check_priors(self, n_features: int, n_emission_states: int) -> None:
+        """The priors in force for the mode: numbers of the right shape and range.
+
+        Dirichlet concentrations (``startprob_prior`` (K,), ``transmat_prior`` (K, K),
+        ``emissionprob_prior`` (K, W); a scalar or any broadcastable array) must be >= 1 for
+        ``"map"``, ``"vt"`` and ``"kvt"`` (below 1 the posterior density is unbounded at
+        the boundary of the simplex: there is no mode, the objective would be +inf) and
+        > 0 for ``"vb"``. For the point-estimate modes (and the streaming learners, whose
+        Gaussian/Poisson M-step uses them) ``means_prior`` broadcasts to (K, D);
+        ``means_weight`` and ``covars_weight`` are single numbers, ``means_weight >= 0``;
+        ``covars_prior`` is >= 0 and broadcasts to (K,) or (K, D) (spherical), (K, D)
+        (diag), (K, D, D) (full) or (D, D) (tied), symmetric positive semi-definite for
+        full/tied; ``lambdas_prior`` and ``lambdas_weight`` are >= 0 and broadcast to
+        (K, D). Variational Bayes checks its Gaussian/Poisson priors itself (they must be
+        proper; see ``docs/learning-modes.md``).
+        """
+        if self.learn == "em":
+            return
+        K, Ke, D = self.n_states, n_emission_states, n_features
+        vb = self.learn == "vb"
+        if self.learn not in ONLINE_MODES:
+            shapes = {"startprob_prior": (K,), "transmat_prior": (K, K),
+                      "emissionprob_prior": (Ke, D)}
+            names = list(shapes) if self.emission == "categorical" else list(shapes)[:2]
+            for name in names:
+                value = self._prior(name)
+                if value is None and name == "emissionprob_prior":   # VB's default: 1/W
+                    value = 1.0 / D
+                alpha = _prior_array(name, value, shapes[name])
+                if vb and not np.all(alpha > 0):
+                    raise InvalidInputError(
+                        f"{name}: learn='vb' needs a proper Dirichlet prior, every "
+                        f"concentration > 0 (got {_smallest(alpha)}); pass e.g. {name}=1.0")
+                if not vb and not np.all(alpha >= 1):
+                    raise InvalidInputError(
+                        f"{name}: learn={self.learn!r} needs Dirichlet concentrations >= 1 "
+                        f"(got {_smallest(alpha)}): below 1 the posterior density is "
+                        "unbounded at the edge of the simplex and has no mode. Use >= 1, or "
+                        "learn='vb' for a sparse prior (0 < alpha < 1)")
+        if vb:
+            return
+        if self.emission == "gaussian":
+            ct = self.covariance_type
+            _prior_array("means_prior", self._prior("means_prior"), (Ke, D))
+            _scalar_prior("means_weight", self._prior("means_weight"), self.learn, 0.0)
+            _scalar_prior("covars_weight", self._prior("covars_weight"), self.learn, None)
+            shape = {"spherical": (Ke, D), "diag": (Ke, D), "full": (Ke, D, D),
+                     "tied": (D, D)}[ct]
+            cp = _spherical_prior(self._prior("covars_prior"), Ke) if ct == "spherical" \
+                else self._prior("covars_prior")
+            psi = _prior_array("covars_prior", cp, shape)
+            if ct in ("spherical", "diag"):
+                bad = not np.all(psi >= 0)
+            else:
+                mats = np.broadcast_to(psi, shape).reshape(-1, D, D)
+                bad = not (np.allclose(mats, mats.transpose(0, 2, 1))
+                           and np.linalg.eigvalsh(mats).min() >= -1e-12 * max(
+                               1.0, float(np.abs(mats).max())))
+            if bad:
+                kind = ("non-negative" if ct in ("spherical", "diag")
+                        else "symmetric positive semi-definite")
+                raise InvalidInputError(
+                    f"covars_prior: must be {kind} for covariance_type={ct!r} (it is added "
+                    "to the scatter of every state's covariance estimate); pass e.g. "
+                    "covars_prior=1e-2")
+        elif self.emission == "poisson":
+            for name, combine in (("lambdas_prior", ()), ("lambdas_weight", ((Ke, 1),))):
+                value = _prior_array(name, self._prior(name), (Ke, D), combine)
+                if not np.all(value >= 0):
+                    raise InvalidInputError(
+                        f"{name}: learn={self.learn!r} needs {name} >= 0 (got "
+                        f"{_smallest(value)}); a negative value can make the estimated rate "
+                        "negative. Pass e.g. 0.0")
+
     def _family(self, n_features: int, X: np.ndarray | None = None,
                 n_states: int | None = None):
         """The emission family (of ``n_states`` states, default all); with data, VB's
         data-dependent prior defaults are filled in (Gaussian ``means_prior``: the data mean,
         ``covars_weight``: ``n_features``; Poisson ``lambdas_weight``: one over the data
         mean)."""
+        Ke = self.n_states if n_states is None else n_states
+        if X is not None:  # fitting: the priors must be usable
+            self._check_priors(n_features, Ke)
         kwargs = self._family_kwargs()
+        if self.emission == "gaussian" and self.covariance_type == "spherical":
+            kwargs["covars_prior"] = _spherical_prior(kwargs["covars_prior"], Ke)
         if self.learn == "vb" and self.emission == "gaussian":
             if self.means_prior is None and X is not None:
                 kwargs["means_prior"] = X.mean(axis=0)
@@ -363,32 +553,90 @@ class HMM(BaseEstimator):
         if self.learn == "vb" and self.emission == "poisson" and self.lambdas_weight is None:
             mean = X.mean(axis=0) if X is not None else np.ones(n_features)
             kwargs["lambdas_weight"] = 1.0 / np.where(mean > 0, mean, 1.0)
-        return FAMILIES[self.emission](self.n_states if n_states is None else n_states,
-                                       n_features, **kwargs)
+        return FAMILIES[self.emission](Ke, n_features, **kwargs)
 
     # -- learned parameters --------------------------------------------------------------------
+    # Assigning one stores a float64 copy; reading one gives a read-only view; the
+    # parameters are validated at their first use after any assignment (see _learned).
+    startprob_ = LearnedArray()
+    transmat_ = LearnedArray()
+    emissionprob_ = LearnedArray()
+    means_ = LearnedArray()
+    _covars_ = LearnedArray("covars_")  # covars_ in the covariance type's own shape
+    lambdas_ = LearnedArray()
+
     @property
     def covars_(self) -> np.ndarray:
-        """Covariances as ``(K, D, D)`` matrices (hmmlearn's getter)."""
-        if not hasattr(self, "_covars_"):
+        """Covariances as ``(K, D, D)`` matrices (hmmlearn's getter; read-only)."""
+        if not _learned.has(self, "_covars_"):
             raise AttributeError("covars_")
+        stored = _learned.raw(self, "_covars_")
         K = self.n_states
-        D = self.means_.shape[1] if hasattr(self, "means_") else self._covars_.shape[-1]
-        return full_covars(self._covars_, self.covariance_type, K, D)
+        D = _learned.raw(self, "means_").shape[-1] if _learned.has(self, "means_") \
+            else stored.shape[-1]
+        try:
+            out = full_covars(stored, self.covariance_type, K, D)
+        except (ValueError, IndexError, KeyError, TypeError) as exc:
+            raise InvalidInputError(
+                f"covars_: shape {stored.shape} does not fit covariance_type="
+                f"{self.covariance_type!r} with {K} states and {D} features ({exc})") from exc
+        if out is stored:
+            out = out.view()
+        out.flags.writeable = False
+        return out
 
     @covars_.setter
     def covars_(self, value) -> None:
-        self._covars_ = np.asarray(value, dtype=np.float64).copy()
+        self._covars_ = value
+
+    @property
+    def n_features_(self) -> int:
+        """Number of symbols (categorical) or features: set by ``fit``, or (parameters set
+        by hand) the ``n_features`` argument, or the number of columns of
+        ``emissionprob_`` / ``means_`` / ``lambdas_``."""
+        stored = self.__dict__.get("_fitted_n_features")
+        if stored is not None:
+            return stored
+        if self.n_features is not None:
+            return self.n_features
+        inferred = self._inferred_n_features()
+        if inferred is None:
+            raise AttributeError("n_features_")
+        return inferred
+
+    @n_features_.setter
+    def n_features_(self, value) -> None:
+        self.__dict__["_fitted_n_features"] = value
+        _learned.invalidate(self)
+
+    def _inferred_n_features(self) -> int | None:
+        """Columns of the first 2-D emission parameter (``covars_`` aside), if any."""
+        for attr in self._emission_attrs_of_family():
+            if attr != "_covars_" and _learned.has(self, attr):
+                arr = _learned.raw(self, attr)
+                if arr.ndim == 2:
+                    return arr.shape[1]
+        return None
 
     def _emission_keys(self) -> dict[str, str]:
         return FAMILIES[self.emission].letters
 
+    def _emission_attrs_of_family(self) -> list[str]:
+        return ["_covars_" if key == "covars" else key + "_"
+                for key in self._emission_keys().values()]
+
     def _get_emission_params(self) -> dict:
-        out = {}
-        for key in self._emission_keys().values():
-            attr = "_covars_" if key == "covars" else key + "_"
-            out[key] = getattr(self, attr)
-        return out
+        """The emission parameters (the stored arrays; do not modify them)."""
+        return {key: _learned.raw(self, "_covars_" if key == "covars" else key + "_")
+                for key in self._emission_keys().values()}
+
+    def _params(self) -> tuple[np.ndarray, np.ndarray, dict]:
+        """``(startprob, transmat, emission parameters)``, validated (once per change; see
+        :func:`~hiddenstate.models._learned.checked`): the stored arrays, which the
+        model's computations read and never modify."""
+        self._check_is_fitted()
+        return (_learned.raw(self, "startprob_"), _learned.raw(self, "transmat_"),
+                self._get_emission_params())
 
     def _set_params_(self, startprob, transmat, emission_params: dict) -> None:
         self.startprob_ = startprob
@@ -397,9 +645,54 @@ class HMM(BaseEstimator):
             setattr(self, "_covars_" if key == "covars" else key + "_", value)
 
     def _check_is_fitted(self) -> None:
-        if not hasattr(self, "transmat_") or not hasattr(self, "n_features_"):
+        """Raise :class:`NotFittedError` unless every parameter is set, then validate them
+        (at their first use after a change; an invalid parameter raises
+        :class:`InvalidInputError` naming it)."""
+        needed = ["startprob_", "transmat_"]
+        if isinstance(self.emission, str) and self.emission in FAMILIES:
+            needed += self._emission_attrs_of_family()
+        missing = [a for a in needed if not _learned.has(self, a)]
+        if missing:
+            name = "covars_" if missing[0] == "_covars_" else missing[0]
+            if len(missing) == len(needed):
+                raise NotFittedError(
+                    f"This {type(self).__name__} has no learned parameters yet; call fit "
+                    f"first, or set {', '.join(n.lstrip('_') for n in needed)} by hand")
             raise NotFittedError(
-                f"This {type(self).__name__} has no learned parameters yet; call fit first")
+                f"{name}: not set; set it (or call fit) before using {type(self).__name__}")
+        _learned.checked(self)
+
+    def _validation_key(self) -> tuple:
+        """What the parameters are validated against: the number of states, the emission
+        family and its shape arguments (checked here, as they are cheap)."""
+        K = check_positive_int(self.n_states, "n_states")
+        check_choice(self.emission, "emission", FAMILIES)
+        ct = None
+        if self.emission == "gaussian":
+            ct = check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
+        if self.n_features is not None:
+            check_positive_int(self.n_features, "n_features")
+        try:
+            W = self.n_features_
+        except AttributeError:
+            attr = next((a for a in self._emission_attrs_of_family() if a != "_covars_"), "")
+            shape = _learned.raw(self, attr).shape if _learned.has(self, attr) else None
+            raise InvalidInputError(
+                f"{attr}: expected shape (n_states, n_features), got {shape}; or pass "
+                "n_features") from None
+        W = check_positive_int(W, "n_features_")
+        return K, self.emission, ct, W
+
+    def _check_learned(self) -> None:
+        """Validate the learned parameters against the hyper-parameters: shapes for
+        ``n_states`` states and ``n_features_`` features, probabilities that are
+        finite, non-negative and sum to one, the emission family's own checks (positive
+        variances, symmetric positive-definite covariances, non-negative rates). Used at
+        the first use of changed parameters and when loading a saved model."""
+        K = check_positive_int(self.n_states, "n_states")
+        check_stochastic(_learned.raw(self, "startprob_"), (K,), "startprob_")
+        check_stochastic(_learned.raw(self, "transmat_"), (K, K), "transmat_")
+        self._fitted_family().check_params(self._get_emission_params())
 
     # -- data -----------------------------------------------------------------------------------
     def _known_n_features(self) -> int | None:
@@ -464,12 +757,12 @@ class HMM(BaseEstimator):
         return startprob, transmat, family.check_params(emis)
 
     def _user_param(self, attr: str, letter: str):
-        if not hasattr(self, attr):
+        if not _learned.has(self, attr):
             name = attr.strip("_") + "_"
             raise InvalidInputError(
                 f"init_params: {letter!r} is not in init_params={self.init_params!r}, so "
                 f"{name} must be set before fit; set it or add {letter!r} to init_params")
-        return getattr(self, attr)
+        return _learned.raw(self, attr).copy()  # the learners may update it in place
 
     def _problem(self, family, X, seqs) -> _HMMProblem:
         return _HMMProblem(family, X, seqs, self._startprob_prior(), self._transmat_prior())
@@ -494,6 +787,7 @@ class HMM(BaseEstimator):
         if n_features is None:
             n_features = self._infer_n_features(X)
         family = self._family(n_features, X)
+        self._check_fit_memory(X, seqs, family)
         rng = make_rng(self.random_state)
         if streaming:
             if hasattr(self, "learner_state_"):
@@ -514,6 +808,36 @@ class HMM(BaseEstimator):
                           best.params["emission"])
         self._set_posterior_(best.posterior)
         return self
+
+    def _check_fit_memory(self, X, seqs: Sequences, family, started: bool = False) -> None:
+        """Refuse a fit that would not fit in memory (checked before anything is allocated):
+        the E-step of the mode (forward-backward, Viterbi or k-best paths; the streaming
+        learners: forward-backward of the longest sequence, or online EM's own state with
+        its ``K**3`` transition statistics) plus ``_PARAM_COPIES`` copies of the
+        parameters (initialisation, current and new values, M-step temporaries)."""
+        K, W = self.n_states, family.n_features
+        by_symbol = isinstance(family, CategoricalEmissions)
+        params = _PARAM_COPIES * 8.0 * (K * K + K * W * (W if self.emission == "gaussian"
+                                                         and self.covariance_type == "full"
+                                                         else 1))
+        fixed = {"n_states": 0.0 if started else params}  # a started stream holds them
+        if self.learn == "online-em":
+            fixed["n_states"] += 0.0 if started else 8.0 * K**3 + (8.0 * W * K * K if by_symbol else
+                                                8.0 * K * K * (1 + W + W * W))
+            op, layout = "log_likelihood", seqs
+        elif self.learn in ONLINE_MODES:
+            op, layout = "forward_backward", Sequences.from_lengths(np.array([seqs.max_len]))
+        else:
+            op = {"vt": "viterbi", "kvt": "kbest"}.get(self.learn, "forward_backward")
+            layout = seqs
+            if op != "forward_backward":  # the path counts' posteriors
+                fixed["X"] = 8.0 * K * (W if by_symbol else len(X))
+        fixes = {"n_states": "online EM keeps K**3 transition statistics: use fewer states "
+                             "or a per-sequence learner ('bwo', 'baldi-chauvin', 'bona')"} \
+            if self.learn == "online-em" else None
+        self._check_memory(op, X, layout, family, self.k_best, fixed,
+                           f"fit (learn={self.learn!r}) on {len(X)} observations with "
+                           f"{K} states", fixes)
 
     # -- streaming ------------------------------------------------------------------------------
     def _learner(self):
@@ -564,16 +888,18 @@ class HMM(BaseEstimator):
             record = getattr(self, "_checked_state", None)
             if record is None or not record.matches(self.learner_state_):
                 self._check_is_fitted()  # a state set or edited by hand: check it first
-                self._check_learned()
+                self._check_loaded()
             X, seqs = self._validate(X, lengths, self.n_features_, stream=True,
                                      continues=continues)
             family = self._family(self.n_features_, X)
+            self._check_fit_memory(X, seqs, family, started=True)
             return self._stream(X, seqs, family, None, self.n_features_, continues)
         n_features = self._known_n_features()
         X, seqs = self._validate(X, lengths, n_features, stream=True, continues=continues)
         if n_features is None:
             n_features = self._infer_n_features(X)
         family = self._family(n_features, X)
+        self._check_fit_memory(X, seqs, family)
         return self._stream(X, seqs, family, make_rng(self.random_state), n_features,
                             continues)
 
@@ -592,42 +918,79 @@ class HMM(BaseEstimator):
         return sorted(a for a in vars(self) if a.endswith(_POSTERIOR_SUFFIX))
 
     # -- inference ------------------------------------------------------------------------------
-    def _prepare(self, X, lengths):
-        self._check_is_fitted()
+    def _prepare(self, X, lengths, op: str):
+        """Validated parameters, the layout of ``X`` and its emission table, after checking
+        that the inference function ``op`` (see :func:`inference.memory_estimate`) fits in
+        memory: ``(startprob, transmat, seqs, table)``."""
+        startprob, transmat, emis = self._params()
         X, seqs = self._validate(X, lengths, self.n_features_)
         family = self._fitted_family()
-        emis = self._get_emission_params()
-        return seqs, inference.emission_table(family, emis, X, self.startprob_,
-                                              self.transmat_, seqs)
+        self._check_memory(op, X, seqs, family)
+        return startprob, transmat, seqs, inference.emission_table(
+            family, emis, X, startprob, transmat, seqs)
+
+    def _check_memory(self, op: str, X, seqs: Sequences, family, k: int = 1,
+                      fixed: dict | None = None, what: str | None = None,
+                      fixes: dict | None = None) -> None:
+        """Refuse (:class:`~hiddenstate.errors.InsufficientMemoryError`) inference ``op`` on
+        ``X`` when it would not fit in the available memory: the allocations of the
+        inference function (:func:`inference.memory_estimate`; ``"posteriors"``: forward-
+        backward keeping every row's posteriors), the emission table and ``fixed`` (more
+        shares by argument)."""
+        K = self.n_states
+        by_symbol = isinstance(family, CategoricalEmissions)
+        rows = family.n_features if by_symbol else len(X)
+        if op == "posteriors":
+            parts = inference.memory_estimate("forward_backward", K, seqs, rows, False)
+        else:
+            parts = inference.memory_estimate(op, K, seqs, rows, by_symbol, k)
+        if by_symbol:
+            parts["n_states"] += rows * K * 8.0
+        else:  # the (N, K) table, and the temporaries that build it before inference runs
+            table = rows * K * 8.0
+            build = _table_build_copies(family) * table
+            parts["X"] += table + max(0.0, build - table - sum(parts.values()))
+        for key, value in (fixed or {}).items():
+            parts[key] = parts.get(key, 0.0) + value
+        what = what or f"{op} of {len(X)} observations with {K} states"
+        check_memory(parts, f"{type(self).__name__}: {what}", fixes)
 
     def score_sequences(self, X, lengths=None) -> np.ndarray:
-        """Log-likelihood log p(x) of each sequence, shape ``(n_sequences,)``."""
-        seqs, table = self._prepare(X, lengths)
-        return inference.log_likelihood(self.startprob_, self.transmat_, table, seqs)
+        """Log-likelihood log p(x) of each sequence, shape ``(n_sequences,)`` (``-inf`` for
+        a sequence that has probability zero)."""
+        startprob, transmat, seqs, table = self._prepare(X, lengths, "log_likelihood")
+        return inference.log_likelihood(startprob, transmat, table, seqs)
 
     def score(self, X, lengths=None) -> float:
-        """Log-likelihood log p(X) of the sequences (summed)."""
+        """Log-likelihood log p(X) of the sequences (summed; ``-inf`` if one of them has
+        probability zero)."""
         return float(self.score_sequences(X, lengths).sum())
 
     def score_samples(self, X, lengths=None):
-        """Log-likelihood and state posteriors p(z_t | x) ``(n, K)``."""
-        seqs, table = self._prepare(X, lengths)
+        """Log-likelihood and state posteriors p(z_t | x) ``(n, K)``. A sequence of
+        probability zero has no posteriors: :class:`ZeroProbabilityError`."""
+        startprob, transmat, seqs, table = self._prepare(X, lengths, "posteriors")
         if table.by_idx:  # per-observation posteriors, not sums per symbol
             table = inference.EmissionTable(table.emis, table.idx, table.log_offset, False)
-        post = inference.forward_backward(self.startprob_, self.transmat_, table, seqs)
+        post = inference.forward_backward(startprob, transmat, table, seqs)
+        _check_possible(post.loglik, fitting=False)
         return float(post.loglik.sum()), post.post
 
     def filter_proba(self, X, lengths=None) -> np.ndarray:
         """Filtered state posteriors p(z_t | x_{0:t}) ``(n, K)``: what the model believes at
-        each step having seen only the past and present."""
-        seqs, table = self._prepare(X, lengths)
-        return inference.filter_states(self.startprob_, self.transmat_, table, seqs)[0]
+        each step having seen only the past and present (:class:`ZeroProbabilityError` for
+        a sequence of probability zero)."""
+        startprob, transmat, seqs, table = self._prepare(X, lengths, "filter")
+        filtered, log_pred = inference.filter_states(startprob, transmat, table, seqs)
+        _check_possible(seqs.per_sequence_sum(log_pred), fitting=False)
+        return filtered
 
     def score_tokens(self, X, lengths=None) -> np.ndarray:
         """Predictive log-probability log p(x_t | x_{0:t-1}) of every observation ``(n,)``
-        (a sequence's entries sum to its log-likelihood)."""
-        seqs, table = self._prepare(X, lengths)
-        return inference.filter_states(self.startprob_, self.transmat_, table, seqs)[1]
+        (a sequence's entries sum to its log-likelihood; in a sequence of probability zero
+        they are ``-inf`` from the first impossible observation on)."""
+        startprob, transmat, seqs, table = self._prepare(X, lengths, "filter")
+        return inference.filter_states(startprob, transmat, table, seqs)[1]
 
     def predict_proba(self, X, lengths=None) -> np.ndarray:
         """State posteriors p(z_t | x_{0:T}) ``(n, K)``."""
@@ -635,10 +998,12 @@ class HMM(BaseEstimator):
 
     def decode(self, X, lengths=None, algorithm: str = "viterbi"):
         """Most likely states: ``"viterbi"`` (best joint path; returns log p(X, z*)) or
-        ``"map"`` (per-step posterior argmax; returns log p(X))."""
+        ``"map"`` (per-step posterior argmax; returns log p(X)). A sequence of probability
+        zero has no most likely path: :class:`ZeroProbabilityError`."""
         if algorithm == "viterbi":
-            seqs, table = self._prepare(X, lengths)
-            logprob, states = inference.viterbi(self.startprob_, self.transmat_, table, seqs)
+            startprob, transmat, seqs, table = self._prepare(X, lengths, "viterbi")
+            logprob, states = inference.viterbi(startprob, transmat, table, seqs)
+            _check_possible(logprob, fitting=False)
             return float(logprob.sum()), states
         if algorithm == "map":
             logprob, post = self.score_samples(X, lengths)
@@ -651,19 +1016,36 @@ class HMM(BaseEstimator):
         return self.decode(X, lengths, algorithm)[1]
 
     def sample_posterior(self, X, lengths=None, random_state=None) -> np.ndarray:
-        """One draw of the hidden path from p(z | x) (forward filtering, backward sampling)."""
-        seqs, table = self._prepare(X, lengths)
+        """One draw of the hidden path from p(z | x) (forward filtering, backward sampling;
+        :class:`ZeroProbabilityError` for a sequence of probability zero)."""
         rng = make_rng(self.random_state if random_state is None else random_state)
-        return inference.sample_posterior(self.startprob_, self.transmat_, table, seqs, rng)
+        startprob, transmat, seqs, table = self._prepare(X, lengths, "sample_posterior")
+        states = inference.sample_posterior(startprob, transmat, table, seqs, rng)
+        impossible = np.add.reduceat((states < 0).astype(np.int64), seqs.bounds[:-1]) > 0
+        _check_possible(np.where(impossible, -np.inf, 0.0), fitting=False)
+        return states
 
     def sample(self, n_samples: int = 1, random_state=None):
         """Draw one sequence: returns ``(X, states)``."""
-        self._check_is_fitted()
+        startprob, transmat, emis = self._params()
         n = check_positive_int(n_samples, "n_samples")
         rng = make_rng(self.random_state if random_state is None else random_state)
-        states = inference.sample_chain(self.startprob_, self.transmat_, n, rng)
-        X = self._fitted_family().sample(self._get_emission_params(), states, rng)
+        family = self._fitted_family()
+        check_memory({"n_samples": self._sample_bytes(n, family)}, f"sample(n_samples={n})")
+        if self.emission == "poisson":
+            _check_poisson_rates(emis["lambdas"])
+        states = inference.sample_chain(startprob, transmat, n, rng)
+        X = family.sample(emis, states, rng)
         return X, states
+
+    def _sample_bytes(self, n: int, family) -> float:
+        """Bytes :meth:`sample` allocates for ``n`` observations: the path, its uniforms
+        and the emission draws (categorical: an ``(n, W)`` comparison; Gaussian: the
+        ``(n, D, D)`` Cholesky factors of the drawn states)."""
+        D = self.n_features_
+        per = {"categorical": 9.0 * D + 24, "gaussian": 8.0 * (D * D + 3 * D) + 16,
+               "poisson": 24.0 * D + 16}[self.emission]
+        return n * per
 
     def n_parameters(self) -> int:
         """Number of free parameters (for AIC/BIC)."""
@@ -672,6 +1054,7 @@ class HMM(BaseEstimator):
         return (K - 1) + K * (K - 1) + self._fitted_family().n_free_parameters()
 
     def bic(self, X, lengths=None) -> float:
+        self._check_is_fitted()
         n = len(self._validate(X, lengths, self.n_features_)[0])
         return -2 * self.score(X, lengths) + self.n_parameters() * np.log(n)
 
@@ -722,12 +1105,11 @@ class HMM(BaseEstimator):
         names |= {a for a in arrays if a.endswith(_POSTERIOR_SUFFIX) and a.isidentifier()}
         return names
 
-    def _check_learned(self) -> None:
-        """Validate learned parameters (used when loading a saved model)."""
-        K = self.n_states
-        check_stochastic(self.startprob_, (K,), "startprob_")
-        check_stochastic(self.transmat_, (K, K), "transmat_")
-        self._fitted_family().check_params(self._get_emission_params())
+    def _check_loaded(self) -> None:
+        """Validate what a saved model (or a hand-set learner state) brings besides the
+        parameters: :meth:`_check_learned`, finite VB posteriors and the streaming
+        learner's state (recorded, so that ``partial_fit`` does not check it again)."""
+        self._check_learned()
         for attr in self._posterior_attrs():
             value = getattr(self, attr)
             if not (isinstance(value, np.ndarray) and value.dtype == np.float64

@@ -26,11 +26,18 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validation import check_lengths, check_positive_int, check_symbols
+from .._validation import (
+    check_choice,
+    check_lengths,
+    check_memory,
+    check_positive_int,
+    check_symbols,
+)
 from ..errors import InvalidInputError, ModelFileError
 from ..families import FAMILIES
 from ..families.blackbox import BlackBoxEmissions
 from ..inference import Sequences
+from ..learn import MODES
 from ..learn.online import ONLINE_MODES, StateRecord, make_learner
 from ..sources import (
     DensitySource,
@@ -41,7 +48,7 @@ from ..sources import (
     is_savable,
     sequence_log_probs,
 )
-from .hmm import _ALL_LETTERS, HMM, make_rng
+from .hmm import _ALL_LETTERS, HMM, _check_possible, make_rng
 
 __all__ = ["PROPS", "TokenScores", "perturbation_log_odds"]
 
@@ -155,9 +162,7 @@ class PROPS(HMM):
             raise InvalidInputError(
                 "sources: expected a non-empty list of sources (KneserNeySource, LSTMSource, "
                 "CallableSource, or objects with reset(), step(y) and n_symbols)")
-        if self.emission not in FAMILIES:
-            raise InvalidInputError(
-                f"emission: {self.emission!r} is not one of {sorted(FAMILIES)}")
+        check_choice(self.emission, "emission", FAMILIES)
         dense = self.emission != "categorical"
         sources = self._sources()
         W = {int(src.n_features if dense else src.n_symbols) for src in sources}
@@ -176,11 +181,13 @@ class PROPS(HMM):
             raise InvalidInputError(
                 f"n_perturbation_states: expected an integer >= 0, got "
                 f"{self.n_perturbation_states!r}")
-        if self.n_features is not None and self.n_features != W.copy().pop():
+        if self.n_features is not None and check_positive_int(
+                self.n_features, "n_features") != W.copy().pop():
             raise InvalidInputError(
                 f"n_features: {self.n_features} differs from the sources' "
                 f"{'n_features' if dense else 'n_symbols'} {W.pop()}; leave it None")
-        if self.learn in ONLINE_MODES and self.learn != "online-em":
+        if check_choice(self.learn, "learn", MODES + ONLINE_MODES) in ONLINE_MODES \
+                and self.learn != "online-em":
             raise InvalidInputError(
                 f"learn: PROPS learns by 'online-em' or a batch mode ('em', 'map', 'vb', 'vt', "
                 f"'kvt'); {self.learn!r} has no source states")
@@ -196,6 +203,16 @@ class PROPS(HMM):
         dense = self.emission != "categorical"
         return [as_source(src, dense, f"sources: entry {i}", f"emission={self.emission!r}")
                 for i, src in enumerate(self.sources)]
+
+    def _validation_key(self) -> tuple:
+        """The sources (by identity) and HMM's key; the sources are checked at every call
+        (cheap next to computing their predictions)."""
+        self._check_hyper()
+        return (tuple(id(src) for src in self.sources), self.n_perturbation_states,
+                *super()._validation_key())
+
+    def _inferred_n_features(self) -> int:
+        return self._known_n_features()
 
     def _family(self, n_features: int, X: np.ndarray | None = None,
                 n_states: int | None = None):
@@ -304,13 +321,20 @@ class PROPS(HMM):
         """Every per-token output at once (the model is not changed)."""
         from .. import inference
 
-        self._check_is_fitted()
+        startprob, transmat, emis = self._params()
         Xa, seqs = self._validate(X, lengths, self.n_features_)
-        table = self._fitted_family().table(self._get_emission_params(), Xa)
-        filtered, log_prob = inference.filter_states(self.startprob_, self.transmat_, table,
-                                                     seqs)
-        post = inference.forward_backward(self.startprob_, self.transmat_, table, seqs).post
-        _, states = inference.viterbi(self.startprob_, self.transmat_, table, seqs)
+        family = self._fitted_family()
+        K, N = self.n_states, len(Xa)
+        outputs = inference.memory_estimate("filter", K, seqs, N, False)["X"] + \
+            inference.memory_estimate("forward_backward", K, seqs, N, False)["X"]
+        self._check_memory("viterbi", Xa, seqs, family, fixed={"X": outputs},
+                           what=f"token_scores of {N} observations with {K} states")
+        table = family.table(emis, Xa)
+        filtered, log_prob = inference.filter_states(startprob, transmat, table, seqs)
+        fb = inference.forward_backward(startprob, transmat, table, seqs)
+        _check_possible(fb.loglik, fitting=False)
+        post = fb.post
+        _, states = inference.viterbi(startprob, transmat, table, seqs)
         return TokenScores(log_prob, Xa[:, :self.n_sources].copy(), filtered, post, states,
                            perturbation_log_odds(filtered, self.n_sources))
 
@@ -319,15 +343,17 @@ class PROPS(HMM):
         from its state's distribution (a source's predictive distribution given every
         observation so far, whichever state emitted it; a :class:`DensitySource`'s
         predictive distributions need a ``sample(rng)`` method)."""
-        self._check_is_fitted()
+        startprob, transmat, params = self._params()
         n = check_positive_int(n_samples, "n_samples")
         rng = make_rng(self.random_state if random_state is None else random_state)
         from .. import inference
 
-        states = inference.sample_chain(self.startprob_, self.transmat_, n, rng)
-        Ks = self.n_sources
-        inner, params = self._fitted_family().inner, self._get_emission_params()
         dense = self.emission != "categorical"
+        check_memory({"n_samples": 8.0 * n * (3 + (self.n_features_ if dense else 1))},
+                     f"PROPS.sample(n_samples={n})")
+        states = inference.sample_chain(startprob, transmat, n, rng)
+        Ks = self.n_sources
+        inner = self._fitted_family().inner
         sources = self._sources()
         preds = [src.reset() for src in sources]
         X = np.empty((n, self.n_features_ if dense else 1))

@@ -334,14 +334,16 @@ class BlockedHMMLM:
         """Train on the token-id stream ``X`` (see :func:`~.data.read_lm_file`).
 
         ``valid``: ids for the plateau schedule and the history; ``max_steps``: stop after
-        this many batches in this call; ``resume``: continue the training state (after
-        :func:`load_checkpoint` or an earlier ``fit``) instead of starting afresh;
+        this many batches in this call; ``resume``: continue from the current parameters
+        and training state (after :meth:`initialize`, :func:`load_checkpoint` or an
+        earlier ``fit``; raise ``n_epochs`` to train further) instead of starting afresh;
         ``checkpoint``: a directory written every ``checkpoint_every`` batches and at the end.
         """
-        if not resume or getattr(self, "_state", None) is None:
+        if not resume or not hasattr(self, "net_"):
             if vocabulary is None:
                 raise InvalidInputError("vocabulary: pass the vocabulary X was encoded with")
             self.initialize(vocabulary, word_cluster)
+        if self._state is None:
             self._state = self._new_state()
         ids = self._check_ids(X, "X")
         valid_ids = None if valid is None else self._check_ids(valid, "valid")
@@ -478,7 +480,7 @@ class BlockedHMMLM:
                 st["em_n"] += 1
                 self._m_step(st["acc"])
         st["carry"] = self._carry_out(x, v, d, alpha.detach())
-        return float(total), n
+        return float(total.detach()), n
 
     def _m_step(self, acc: dict) -> None:
         """MAP M-step: counts + ``em_prior``, normalised (see the module docstring)."""

@@ -322,3 +322,33 @@ def test_constraint_set_dropout_keeps_k_per_cluster():
     assert d.word_states.shape == (4, 2)
     assert torch.equal(d.kept[d.word_states[1]], d.kept[d.word_states[2]])
     assert torch.all(d.kept[d.word_states] // 4 == torch.tensor([0, 1, 1, 2])[:, None])
+
+
+def test_cli_train_eval_sample_round_trip(tmp_path, capsys):
+    import json
+
+    from hiddenstate.cli import main
+    rng = np.random.default_rng(10)
+    words = [f"w{i}" for i in range(12)]
+    lines = [" ".join(rng.choice(words, size=rng.integers(2, 6))) for _ in range(60)]
+    (tmp_path / "tr.txt").write_text("\n".join(lines[:50]) + "\n")
+    (tmp_path / "va.txt").write_text("\n".join(lines[50:]) + "\n")
+    assert main(["lm", "clusters", str(tmp_path / "tr.txt"), "--clusters", "3",
+                 "--out", str(tmp_path / "paths")]) == 0
+    assert read_brown_paths(tmp_path / "paths").n_clusters == 3
+    assert main(["lm", "train", "--train", str(tmp_path / "tr.txt"), "--valid",
+                 str(tmp_path / "va.txt"), "--paths", str(tmp_path / "paths"),
+                 "--states-per-cluster", "2", "--dropout", "1", "--batch-size", "2",
+                 "--bptt", "8", "--out", str(tmp_path / "m"), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["lm", "eval", str(tmp_path / "m"), str(tmp_path / "va.txt")]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    from hiddenstate.lm import read_lm_file
+    m = load_model(tmp_path / "m")
+    ids, _ = read_lm_file(tmp_path / "va.txt", m.vocabulary_)
+    assert rep["tokens"] == len(ids) and rep["perplexity"] == pytest.approx(m.perplexity(ids))
+    assert main(["lm", "sample", str(tmp_path / "m"), "--tokens", "20"]) == 0
+    assert set(capsys.readouterr().out.split()) <= set(words) | {"<unk>"}
+    assert main(["lm", "train", "--train", str(tmp_path / "tr.txt"), "--out",
+                 str(tmp_path / "m2"), "--dropout", "9", "--states-per-cluster", "2",
+                 "--paths", str(tmp_path / "paths"), "--no-progress"]) == 2

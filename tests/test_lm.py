@@ -352,3 +352,22 @@ def test_cli_train_eval_sample_round_trip(tmp_path, capsys):
     assert main(["lm", "train", "--train", str(tmp_path / "tr.txt"), "--out",
                  str(tmp_path / "m2"), "--dropout", "9", "--states-per-cluster", "2",
                  "--paths", str(tmp_path / "paths"), "--no-progress"]) == 2
+
+
+@pytest.mark.skipif(not (DATA / "ptb" / "ptb.train.txt").is_file(),
+                    reason="shared/data/ptb is absent")
+def test_ptb_token_counts_match_the_published_ones():
+    from hiddenstate.lm import load_corpus
+    c = load_corpus("ptb", DATA)
+    assert len(c["vocabulary"]) == 10000
+    assert (len(c["train"]), len(c["valid"]), len(c["test"])) == (929589, 73760, 82430)
+    assert int((c["train"] == c["vocabulary"].id_of(EOS)).sum()) == 42068
+
+
+def test_sentence_streams_cut_at_sentence_starts():
+    from hiddenstate.lm import sentence_streams
+    ids = np.array([3, 4, 1, 5, 1, 6, 7, 8, 1, 9, 1])
+    tokens, valid = sentence_streams(ids, 1, 3)
+    assert np.array_equal(tokens[valid], ids)  # row-major: the streams in order
+    for row, ok in zip(tokens, valid, strict=True):
+        assert row[ok][-1] == 1  # every stream ends a sentence, so the next starts one

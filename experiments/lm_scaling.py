@@ -39,20 +39,21 @@ RUN_DIR = OUT / "lm_scaling"
 
 #: name -> (corpus, BlockedHMMLM keyword arguments, note)
 _B = dict(batch_size=64, bptt=32, n_epochs=2, progress=False, random_state=0)
+_1 = {**_B, "n_epochs": 1}  # ablations: one epoch, compared at equal batches
 RUNS = {
     "brown-2^8-dropout": ("ptb", dict(states_per_cluster=2, state_dropout=1, **_B)),
     "brown-2^10-dropout": ("ptb", dict(states_per_cluster=8, state_dropout=4, **_B)),
     "brown-2^12-dropout": ("ptb", dict(states_per_cluster=32, state_dropout=16, **_B)),
-    "brown-2^10-nodropout": ("ptb", dict(states_per_cluster=8, **_B)),
+    "brown-2^10-nodropout": ("ptb", dict(states_per_cluster=8, **_1)),
     "random-2^10": ("ptb", dict(constraint="random", n_states=1032, states_per_cluster=8,
-                                **_B)),
+                                **_1)),
     "neural-2^10-dropout": ("ptb", dict(states_per_cluster=8, state_dropout=4,
-                                        parameterization="neural", **{**_B, "n_epochs": 1})),
-    "stepwise-em-2^10": ("ptb", dict(states_per_cluster=8, learn="stepwise_em", **_B)),
+                                        parameterization="neural", **_1)),
+    "stepwise-em-2^10": ("ptb", dict(states_per_cluster=8, learn="stepwise_em", **_1)),
     "em-2^10": ("ptb", dict(states_per_cluster=8, learn="em", **_B)),
     "dense-2^7": ("ptb", dict(constraint="dense", n_states=128, states_per_cluster=128, **_B)),
     "brown-2^10-dropout-wt2": ("wikitext-2", dict(states_per_cluster=8, state_dropout=4,
-                                                  **{**_B, "n_epochs": 1})),
+                                                  **_1)),
 }
 CLUSTERS = {"ptb": "lm-128", "wikitext-2": "w2flm-128"}
 
@@ -154,6 +155,7 @@ def report() -> None:
             u = np.array(r["states_used_per_cluster"])
             lines.append(f"- {name}: {u.mean():.1f} of {r['params']['states_per_cluster']} "
                          f"(min {u.min()}, max {u.max()})")
+    lines += ["", "## Trends of the paper, checked on these runs", ""] + _trends(res)
     (OUT / "lm_scaling.md").write_text("\n".join(lines) + "\n")
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
     for name, r in res.items():
@@ -177,6 +179,66 @@ def report() -> None:
     fig.tight_layout()
     fig.savefig(OUT / "lm_scaling.png", dpi=100)
     print("\n".join(lines))
+
+
+def _at_step(r: dict, step: int) -> float | None:
+    """Validation perplexity of run ``r`` at batch ``step`` of its curve (None if absent)."""
+    for h in r.get("history", []):
+        if h.get("step") == step and h.get("valid_ppl"):
+            return h["valid_ppl"]
+    return None
+
+
+def _trends(res: dict) -> list[str]:
+    out = []
+
+    def v(name):
+        return res[name]["valid_ppl"] if name in res else None
+
+    def says(claim, a, b, na, nb):
+        if a is None or b is None:
+            return f"- {claim}: not measured (a run is missing)."
+        verdict = "holds" if a < b else "does NOT hold"
+        return f"- {claim}: {verdict} here ({na} {a:.1f} vs {nb} {b:.1f} valid ppl)."
+
+    sizes = [n for n in ("brown-2^8-dropout", "brown-2^10-dropout", "brown-2^12-dropout")
+             if n in res]
+    if len(sizes) >= 2:
+        ppl = [v(n) for n in sizes]
+        mono = all(b < a for a, b in zip(ppl, ppl[1:], strict=False))
+        out.append(f"- More states help: {'holds' if mono else 'does NOT hold'} here "
+                   f"({', '.join(f'{n}: {p:.1f}' for n, p in zip(sizes, ppl, strict=True))}).")
+    # one-epoch runs compare with two-epoch runs at equal batches: the end of epoch one
+    step = next((r["history"][-1]["step"] for r in res.values()
+                 if r.get("corpus") == "ptb" and r.get("history")
+                 and r.get("params", {}).get("n_epochs") == 1), None)
+
+    def one_epoch(name):
+        return _at_step(res[name], step) if name in res and step else None
+
+    out.append(says(f"Brown constraints better than random ones (K = 1,032, no dropout, "
+                    f"{step} batches)", one_epoch("brown-2^10-nodropout"),
+                    one_epoch("random-2^10"), "Brown", "random"))
+    out.append(says(f"State dropout helps (K = 1,032, Brown, {step} batches)",
+                    one_epoch("brown-2^10-dropout"), one_epoch("brown-2^10-nodropout"),
+                    "dropout", "none"))
+    out.append(says(f"Neural better than scalar (K = 1,032, dropout, {step} batches)",
+                    one_epoch("neural-2^10-dropout"), one_epoch("brown-2^10-dropout"),
+                    "neural", "scalar"))
+    out.append(says(f"Gradient better than stepwise EM (K = 1,032, Brown, no dropout, "
+                    f"{step} batches)", one_epoch("brown-2^10-nodropout"),
+                    one_epoch("stepwise-em-2^10"), "gradient", "stepwise EM"))
+    out.append(says("Gradient (2 epochs, with dropout) better than batch EM (2 iterations, "
+                    "K = 1,032)", v("brown-2^10-dropout"), v("em-2^10"), "gradient", "EM"))
+    out.append(says("Stepwise EM (1 epoch) better than batch EM (2 epochs = 2 iterations)",
+                    v("stepwise-em-2^10"), v("em-2^10"), "stepwise", "batch"))
+    out.append(says("Blocked (K = 1,032) vs dense HMM (K = 128)", v("brown-2^10-nodropout"),
+                    v("dense-2^7"), "blocked", "dense"))
+    big = [n for n in sizes if n in res]
+    if big and "kn5-ptb" in res:
+        out.append(says(f"The largest CPU model ({big[-1]}) beats the KN 5-gram",
+                        v(big[-1]), v("kn5-ptb"), "HMM", "KN5"))
+    return out
 
 
 def main() -> None:

@@ -150,13 +150,14 @@ def report() -> None:
         "reference trains up to 50 epochs on a GPU). No hyper-parameter search beyond the "
         "learning rate of the scalar parameterisation.",
         "",
-        "| run | corpus | K | valid ppl | test ppl | train time | train tok/s |",
-        "|---|---|---|---|---|---|---|",
+        "| run | corpus | K | batches | valid ppl | test ppl | train time | train tok/s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, r in res.items():
         k = r["n_states"] if r["n_states"] else "-"
         tps = f"{r['train_tokens_per_s']:.0f}" if "train_tokens_per_s" in r else "-"
-        lines.append(f"| {name} | {r['corpus']} | {k} | {r['valid_ppl']:.1f} | "
+        lines.append(f"| {name} | {r['corpus']} | {k} | {r.get('batches', '-')} | "
+                     f"{r['valid_ppl']:.1f} | "
                      f"{r['test_ppl']:.1f} | {r['train_seconds']:.0f} s | {tps} |")
     lines += ["", "State usage on PTB valid (states per cluster carrying more than 0.1/k of "
               "the cluster's posterior mass; mean over clusters):", ""]
@@ -165,7 +166,24 @@ def report() -> None:
             u = np.array(r["states_used_per_cluster"])
             lines.append(f"- {name}: {u.mean():.1f} of {r['params']['states_per_cluster']} "
                          f"(min {u.min()}, max {u.max()})")
-    lines += ["", "## Trends of the paper, checked on these runs", ""] + _trends(res)
+    lines += ["", "## Trends of the paper, checked on these runs", ""] + _trends(res) + [
+        "",
+        "## Notes",
+        "",
+        "- The paper's trends that hold here: more states help (at every size tried) and "
+        "Brown constraints beat random ones by a wide margin.",
+        "- State dropout is, in the paper, a regulariser whose gain shows in converged "
+        "models; this early in training it slows learning (each batch updates only the "
+        "kept quarter of the transition table), so the comparison above does not test the "
+        "paper's claim. The learning rate was chosen for the scalar parameterisation only; "
+        "the neural one runs the reference's 0.01 untuned and costs about 8x more per batch "
+        "on this CPU.",
+        "- EM at this scale (no other implementation offers it): stepwise EM is within a few "
+        "perplexity points of AdamW at equal batches, batch EM after two iterations within "
+        "a few points of two epochs of AdamW.",
+        "- The goal \"the largest CPU model beats the KN 5-gram\" is not met with these "
+        "budgets; the validation curves were still falling when the runs stopped.",
+    ]
     (OUT / "lm_scaling.md").write_text("\n".join(lines) + "\n")
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
     for name, r in res.items():
@@ -173,17 +191,21 @@ def report() -> None:
         if h:
             ax[0].plot([x["step"] for x in h], [x["valid_ppl"] for x in h], marker="o",
                        label=name)
-    ax[0].set(xlabel="batches", ylabel="PTB valid perplexity", yscale="log",
+    ax[0].set(xlabel="batches", ylabel="valid perplexity (PTB; WikiText-2 for -wt2)",
+              yscale="log",
               title="validation perplexity during training")
     ax[0].legend(fontsize=7)
-    sc = [(r["n_states"], r["valid_ppl"]) for n, r in res.items()
-          if n.startswith("brown-") and n.endswith("dropout") and r["corpus"] == "ptb"]
+    sc = [(res[n]["n_states"], res[n]["valid_ppl"]) for n in
+          ("brown-2^8-dropout", "brown-2^10-dropout", "brown-2^12-dropout") if n in res]
+    ax[1].set_xscale("log")
     if sc:
         sc.sort()
         ax[1].plot(*zip(*sc, strict=True), marker="o", label="Brown + dropout (2 epochs)")
+        ax[1].set_xticks([k for k, _ in sc], [str(k) for k, _ in sc])
+        ax[1].minorticks_off()
     if "kn5-ptb" in res:
         ax[1].axhline(res["kn5-ptb"]["valid_ppl"], color="k", ls="--", label="KN 5-gram")
-    ax[1].set(xscale="log", xlabel="states K", ylabel="PTB valid perplexity",
+    ax[1].set(xlabel="states K", ylabel="PTB valid perplexity",
               title="more states")
     ax[1].legend(fontsize=7)
     fig.tight_layout()
@@ -240,7 +262,7 @@ def _trends(res: dict) -> list[str]:
                     one_epoch("stepwise-em-2^10"), "gradient", "stepwise EM"))
     out.append(says("Gradient (2 epochs, with dropout) better than batch EM (2 iterations, "
                     "K = 1,032)", v("brown-2^10-dropout"), v("em-2^10"), "gradient", "EM"))
-    out.append(says("Stepwise EM (1 epoch) better than batch EM (2 epochs = 2 iterations)",
+    out.append(says("Stepwise EM (226 batches) better than batch EM (2 epochs = 2 iterations)",
                     v("stepwise-em-2^10"), v("em-2^10"), "stepwise", "batch"))
     out.append(says("Blocked (K = 1,032) vs dense HMM (K = 128)", v("brown-2^10-nodropout"),
                     v("dense-2^7"), "blocked", "dense"))

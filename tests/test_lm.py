@@ -349,6 +349,15 @@ def test_cli_train_eval_sample_round_trip(tmp_path, capsys):
     assert rep["tokens"] == len(ids) and rep["perplexity"] == pytest.approx(m.perplexity(ids))
     assert main(["lm", "sample", str(tmp_path / "m"), "--tokens", "20"]) == 0
     assert set(capsys.readouterr().out.split()) <= set(words) | {"<unk>"}
+    pytest.importorskip("matplotlib")
+    assert main(["lm", "report", str(tmp_path / "m"), str(tmp_path / "va.txt"), "--out",
+                 str(tmp_path / "rep")]) == 0
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert rep["perplexity"] == pytest.approx(m.perplexity(ids))
+    usage = m.state_usage(ids)
+    assert usage.sum() == pytest.approx(len(ids))  # one unit of posterior mass per token
+    assert len(rep["states_used_per_cluster"]) == m.constraints_.n_clusters
+    assert (tmp_path / "rep" / "curve.png").stat().st_size > 0
     assert main(["lm", "train", "--train", str(tmp_path / "tr.txt"), "--out",
                  str(tmp_path / "m2"), "--dropout", "9", "--states-per-cluster", "2",
                  "--paths", str(tmp_path / "paths"), "--no-progress"]) == 2

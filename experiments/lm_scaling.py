@@ -264,7 +264,11 @@ def _trends(res: dict) -> list[str]:
                     "K = 1,032)", v("brown-2^10-dropout"), v("em-2^10"), "gradient", "EM"))
     out.append(says("Stepwise EM (226 batches) better than batch EM (2 epochs = 2 iterations)",
                     v("stepwise-em-2^10"), v("em-2^10"), "stepwise", "batch"))
-    out.append(says("Blocked (K = 1,032) vs dense HMM (K = 128)", v("brown-2^10-nodropout"),
+    dense_step = res["dense-2^7"]["history"][-1]["step"] if "dense-2^7" in res else None
+    out.append(says(f"Blocked (K = 1,032, no dropout) better than a dense HMM (K = 128) at "
+                    f"equal batches ({dense_step})",
+                    _at_step(res["brown-2^10-nodropout"], dense_step)
+                    if "brown-2^10-nodropout" in res and dense_step else None,
                     v("dense-2^7"), "blocked", "dense"))
     big = [n for n in sizes if n in res]
     if big and "kn5-ptb" in res:

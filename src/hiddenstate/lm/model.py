@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from ..errors import InvalidInputError, ModelFileError, NotFittedError, NumericalError
 from ..io import from_json, read_bundle, to_json, write_bundle
@@ -59,22 +60,8 @@ _LEARN = ("gradient", "em", "stepwise_em")
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
-def _progress(total: int, disable: bool):
-    """A tqdm bar when tqdm is installed (the ``torch`` extra installs it), else a bar
-    that prints nothing."""
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is in the torch extra
-        class _Quiet:
-            def update(self, n=1):
-                pass
-
-            def set_postfix(self, **kw):
-                pass
-
-            def close(self):
-                pass
-        return _Quiet()
+def _progress(total: int, disable: bool) -> tqdm:
+    """A tqdm bar over training tokens (tokens/s and running perplexity in its postfix)."""
     return tqdm(total=total, disable=disable, unit="tok", unit_scale=True, file=sys.stderr)
 
 

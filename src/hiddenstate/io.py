@@ -501,20 +501,23 @@ def save(model, path) -> None:
     with ``saved_params(parts)`` (PROPS) chooses the hyper-parameters written and adds the
     writers of its sub-bundles to ``parts``; ``from_saved_params(params, part)`` reads them
     back (``part(name)``: the sub-bundle's directory)."""
+    arrays = model.learned_arrays()  # NotFittedError / InvalidInputError before any write
     parts: dict[str, Callable[[Path], None]] = {}
     params = (model.saved_params(parts) if hasattr(model, "saved_params")
               else model.get_params(deep=False))
     if not isinstance(params.get("random_state"), (int, type(None))):
         params["random_state"] = None
+    monitor = getattr(model, "monitor_", None)  # None: parameters set by hand, never fitted
     meta = {
         "class": type(model).__name__,
         "params": {k: to_json(v) for k, v in params.items()},
         "n_features_": int(model.n_features_),
-        "monitor": {"history": [to_json(v) for v in model.monitor_.history],
-                    "converged": bool(model.monitor_.converged)},
+        "monitor": {"history": [] if monitor is None else
+                    [to_json(v) for v in monitor.history],
+                    "converged": False if monitor is None else bool(monitor.converged)},
         "scalars": {k: to_json(v) for k, v in model.learned_scalars().items()},
     }
-    write_bundle(path, FORMAT, meta, model.learned_arrays(), parts)
+    write_bundle(path, FORMAT, meta, arrays, parts)
 
 
 def load(path):

@@ -18,7 +18,6 @@ import warnings
 from collections.abc import Callable, Hashable
 
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .._validation import check_positive_int, check_stochastic
@@ -26,7 +25,7 @@ from ..errors import InvalidInputError, NotFittedError
 from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
 from .hmm import make_rng
-from .nbh_problem import NBHProblem, log_joint, one_hot
+from .nbh_problem import NBHProblem, log_joint, logsumexp_rows, one_hot
 
 #: values of ``X`` read as missing besides ``None`` and NaN (a hyper-parameter can add more)
 DEFAULT_MISSING = ("?",)
@@ -71,12 +70,20 @@ def _as_table(X, name: str = "X") -> np.ndarray:
             "one attribute is X.reshape(-1, 1)")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise InvalidInputError(f"{name}: empty table of shape {arr.shape}")
-    for i, j in zip(*np.nonzero(np.vectorize(lambda v: not isinstance(v, Hashable),
-                                             otypes=[bool])(arr)), strict=True):
-        raise InvalidInputError(
-            f"{name}: value at row {i}, column {j} ({type(arr[i, j]).__name__}) is not "
-            "hashable; attributes must be strings or numbers")
     return arr
+
+
+def _distinct(column: np.ndarray, j: int) -> set:
+    """The distinct values of one attribute column (an unhashable one is a named error)."""
+    try:
+        return set(column.tolist())
+    except TypeError:
+        for i, v in enumerate(column):
+            if not isinstance(v, Hashable):
+                raise InvalidInputError(
+                    f"X: value at row {i}, column {j} ({type(v).__name__}) is not hashable; "
+                    "attributes must be strings or numbers") from None
+        raise
 
 
 class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
@@ -175,34 +182,36 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         values training never saw)."""
         arr = _as_table(X)
         markers = tuple(self.missing_values)
+        distinct = [_distinct(arr[:, j], j) for j in range(arr.shape[1])]
         if fitting:
-            cats = []
-            for j in range(arr.shape[1]):
-                seen = {_plain(v) for v in arr[:, j] if not _is_missing(v, markers)}
-                cats.append(_sorted(seen))
-            self.categories_ = [np.asarray(c, dtype=object) for c in cats]
+            self.categories_ = [
+                np.asarray(_sorted({_plain(v) for v in values if not _is_missing(v, markers)}),
+                           dtype=object) for values in distinct]
             self.n_features_in_ = arr.shape[1]
         elif arr.shape[1] != len(self.categories_):
             raise InvalidInputError(
                 f"X: has {arr.shape[1]} attributes, but the model was fitted on "
                 f"{len(self.categories_)}")
         codes = np.empty(arr.shape, dtype=np.int64)
-        unknown = []
-        for j, cats in enumerate(self.categories_):
+        unknown = []  # (attribute, value, rows)
+        for j, (cats, values) in enumerate(zip(self.categories_, distinct, strict=True)):
             index = {v: i for i, v in enumerate(cats.tolist())}
-            for i, v in enumerate(arr[:, j]):
-                if _is_missing(v, markers):
-                    codes[i, j] = -1
-                    continue
-                code = index.get(_plain(v), -1)
-                if code < 0:
-                    unknown.append((j, v))
-                codes[i, j] = code
+            # one lookup per distinct value; the column is then mapped through a dict (a
+            # NaN object is found again by identity)
+            lookup = {v: -1 if _is_missing(v, markers) else index.get(_plain(v), -2)
+                      for v in values}
+            codes[:, j] = np.fromiter(map(lookup.__getitem__, arr[:, j]), dtype=np.int64,
+                                      count=len(arr))
+            for v, code in lookup.items():
+                if code == -2:
+                    unknown.append((j, v, int(np.sum(codes[:, j] == -2))))
+            codes[codes[:, j] == -2, j] = -1
         if unknown:
-            j, v = unknown[0]
+            j, v, _ = unknown[0]
             warnings.warn(
-                f"X: {len(unknown)} value(s) never seen in training (first: {v!r} in attribute "
-                f"{j}) are treated as missing", UnknownCategoryWarning, stacklevel=3)
+                f"X: {sum(u[2] for u in unknown)} value(s) never seen in training (first: "
+                f"{v!r} in attribute {j}) are treated as missing", UnknownCategoryWarning,
+                stacklevel=3)
         return codes
 
     def _n_values(self) -> list[int]:
@@ -295,8 +304,8 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
 
     def predict_log_proba(self, X) -> np.ndarray:
         """log p(c | a) ``(n, n_classes)`` (eq. 8 before the argmax)."""
-        per_class = logsumexp(self._log_joint(X), axis=2)
-        evidence = logsumexp(per_class, axis=1)
+        per_class = logsumexp_rows(self._log_joint(X))
+        evidence = logsumexp_rows(per_class)
         dead = ~np.isfinite(evidence)
         if dead.any():
             warnings.warn(
@@ -323,9 +332,9 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         predicted ones)."""
         lj = self._log_joint(X)
         c = self._class_index(y, len(lj)) if y is not None else \
-            np.argmax(logsumexp(lj, axis=2), axis=1)
+            np.argmax(logsumexp_rows(lj), axis=1)
         at = lj[np.arange(len(lj)), c]
-        norm = logsumexp(at, axis=1, keepdims=True)
+        norm = logsumexp_rows(at)[:, None]
         with np.errstate(invalid="ignore"):
             return np.where(np.isfinite(norm), np.exp(at - norm), np.nan)
 
@@ -345,9 +354,9 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
     def score_samples(self, X, y=None) -> np.ndarray:
         """log-evidence of each sample: log p(a) (``y`` None) or log p(c, a) at the given
         labels (the sum over clusters; missing attributes summed out)."""
-        lj = logsumexp(self._log_joint(X), axis=2)
+        lj = logsumexp_rows(self._log_joint(X))
         if y is None:
-            return logsumexp(lj, axis=1)
+            return logsumexp_rows(lj)
         return lj[np.arange(len(lj)), self._class_index(y, len(lj))]
 
     def log_likelihood(self, X, y=None) -> float:

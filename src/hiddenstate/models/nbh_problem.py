@@ -22,7 +22,6 @@ contributes nothing.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..errors import ZeroProbabilityError
 from ..families import DirichletRows
@@ -35,6 +34,15 @@ def one_hot(codes: np.ndarray, n_values: list[int]) -> np.ndarray:
     rows, cols = np.nonzero(codes >= 0)
     out[rows, offsets[cols] + codes[rows, cols]] = 1.0
     return out
+
+
+def logsumexp_rows(a: np.ndarray) -> np.ndarray:
+    """log of the sum of exp over the last axis, shifted by the row maximum; a row of
+    ``-inf`` gives ``-inf``."""
+    top = a.max(axis=-1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return safe + np.log(np.exp(a - safe[..., None]).sum(axis=-1))
 
 
 def log_joint(params: dict, onehot: np.ndarray, n_values: list[int]) -> np.ndarray:
@@ -70,6 +78,8 @@ class NBHProblem:
         self.onehot = one_hot(codes, self.n_values)
         n = len(y)
         self.class_counts = np.bincount(y, minlength=n_classes).astype(np.float64)
+        self.by_class = [np.flatnonzero(y == c) for c in range(n_classes)]
+        self.onehot_by_class = [self.onehot[rows] for rows in self.by_class]
         self.blocks = {"class": DirichletRows("class", "c", prior),
                        "cluster": DirichletRows("cluster", "h", prior)}
         self.letters = {"class": "c", "cluster": "h"}
@@ -81,9 +91,12 @@ class NBHProblem:
             self.n_virtual[key] = n / (n_classes * n_clusters)
 
     def log_joint_observed(self, params: dict) -> np.ndarray:
-        r""":math:`\log p(c_i, h, a_i)` at each sample's own class: ``(n, K)``."""
-        lj = log_joint(params, self.onehot, self.n_values)
-        out = lj[np.arange(len(self.y)), self.y]
+        r""":math:`\log p(c_i, h, a_i)` at each sample's own class: ``(n, K)`` (the
+        samples of each class against that class's rows only)."""
+        out = np.empty((len(self.y), self.K))
+        for c, rows in enumerate(self.by_class):
+            class_params = {name: value[c:c + 1] for name, value in params.items()}
+            out[rows] = log_joint(class_params, self.onehot_by_class[c], self.n_values)[:, 0]
         dead = np.flatnonzero(np.all(np.isneginf(out), axis=1))
         if len(dead):
             raise ZeroProbabilityError(
@@ -94,23 +107,22 @@ class NBHProblem:
     def stats(self, resp: np.ndarray) -> dict:
         """Counts per block from cluster weights ``resp`` ``(n, K)`` of each sample (its
         class is observed)."""
-        n = len(self.y)
-        full = np.zeros((n, self.C, self.K))
-        full[np.arange(n), self.y] = resp
-        flat = full.reshape(n, self.C * self.K)
-        per_value = flat.T @ self.onehot  # (C K, sum V)
-        out = {"class": self.class_counts.copy(), "cluster": flat.sum(axis=0).reshape(self.C,
-                                                                                    self.K)}
+        per_value = np.empty((self.C, self.K, self.onehot.shape[1]))
+        cluster = np.empty((self.C, self.K))
+        for c, rows in enumerate(self.by_class):
+            per_value[c] = resp[rows].T @ self.onehot_by_class[c]
+            cluster[c] = resp[rows].sum(axis=0)
+        out = {"class": self.class_counts.copy(), "cluster": cluster}
         start = 0
         for j, v in enumerate(self.n_values):
-            out[f"attr:{j}"] = per_value[:, start:start + v].reshape(self.C, self.K, v)
+            out[f"attr:{j}"] = per_value[:, :, start:start + v]
             start += v
         return out
 
     def expected_counts(self, views: dict) -> tuple[float, dict]:
         """Sum-product over the hidden cluster: (log-likelihood, expected counts)."""
         lj = self.log_joint_observed(views)
-        ll = logsumexp(lj, axis=1)
+        ll = logsumexp_rows(lj)
         return float(ll.sum()), self.stats(np.exp(lj - ll[:, None]))
 
     def path_counts(self, views: dict, k: int) -> tuple[float, dict, np.ndarray]:
@@ -121,7 +133,7 @@ class NBHProblem:
         k = min(k, self.K)
         best = np.argsort(-lj, axis=1, kind="stable")[:, :k]
         top = np.take_along_axis(lj, best, axis=1)
-        mass = logsumexp(top, axis=1)
+        mass = logsumexp_rows(top)
         resp = np.zeros_like(lj)
         with np.errstate(invalid="ignore"):
             np.put_along_axis(resp, best, np.exp(top - mass[:, None]), axis=1)

@@ -323,3 +323,21 @@ def test_enumeration_over_all_cluster_assignments_gives_the_likelihood():
                 for z in itertools.product(range(3), repeat=3))
     ll, _ = _problem_from(m, X, y).expected_counts(_params(m))
     assert abs(ll - np.log(total)) < TIGHT
+
+
+def test_kvt_with_every_cluster_follows_map():
+    """k-best VT with k = n_clusters weights every cluster by its posterior: the MAP E-step,
+    so the same trajectory of objectives and parameters from the same start."""
+    X, y = _synthetic(seed=9, n=150)
+    runs = {}
+    for mode in ("map", "kvt"):
+        m = hs.NaiveBayesHidden(n_clusters=3, learn=mode, prior=1.5, k_best=3, n_init=1,
+                                n_iter=8, tol=0.0, random_state=4).fit(X, y)
+        runs[mode] = m
+    h_map, h_kvt = runs["map"].monitor_.history, runs["kvt"].monitor_.history
+    n = min(len(h_map), len(h_kvt))
+    assert n >= 5
+    np.testing.assert_allclose(h_kvt[:n], h_map[:n], rtol=1e-12)
+    if len(h_map) == len(h_kvt):
+        for a, b in zip(runs["map"].feature_prob_, runs["kvt"].feature_prob_, strict=True):
+            np.testing.assert_allclose(a, b, atol=TIGHT)

@@ -3,7 +3,7 @@ by the workers of a Dask cluster.
 
 Each call of the E-step (``expected_counts`` or ``path_counts``)
 
-1. scatters the parameters once to every worker (``client.scatter(broadcast=True)``),
+1. sends the parameters once (one task whose result every worker fetches once),
 2. runs the partition's own Problem where the partition lives (one task per partition),
 3. merges the statistics pairwise in a binary tree whose shape depends on the partition
    index only, (0, 1), (2, 3), ... then the pairs of pairs
@@ -26,20 +26,24 @@ from ..learn import merge_statistics
 from .partitions import named
 
 
-def _expected_counts(problem, views, name: str):
-    value, stats = named(name, problem.expected_counts, views)
+def _expected_counts(problem, shared, name: str):
+    value, stats = named(name, problem.expected_counts, shared[0])
     return value, stats, b""
 
 
-def _path_counts(problem, views, name: str, k: int):
-    value, stats, paths = named(name, problem.path_counts, views, k)
+def _path_counts(problem, shared, name: str, k: int):
+    value, stats, paths = named(name, problem.path_counts, shared[0], k)
     paths = np.ascontiguousarray(paths)
     digest = hashlib.blake2b(repr(paths.shape).encode() + paths.tobytes(), digest_size=16)
     return value, stats, digest.digest()
 
 
-def _merge(a, b, blocks):
-    return a[0] + b[0], merge_statistics(blocks, a[1], b[1]), a[2] + b[2]
+def _shared(obj):
+    return obj
+
+
+def _merge(a, b, shared):
+    return a[0] + b[0], merge_statistics(shared[1], a[1], b[1]), a[2] + b[2]
 
 
 def _describe(problem):
@@ -58,7 +62,6 @@ class DaskProblem:
         self.blocks = blocks
         self.letters = letters
         self.n_virtual = n_virtual
-        [self._blocks] = client.scatter([blocks], broadcast=True, hash=False)
 
     @classmethod
     def build(cls, client, partitions: list, names: list[str], make_problem) -> DaskProblem:
@@ -72,12 +75,21 @@ class DaskProblem:
             n_virtual = {key: n_virtual[key] + more[key] for key in n_virtual}
         return cls(client, problems, list(names), blocks, letters, n_virtual)
 
+    def _broadcast(self, obj):
+        """``obj`` on the cluster once, as the result of a task: each worker fetches it once
+        (from a peer) for all its tasks. Unlike scattered data it has a lineage: if the
+        worker that holds it dies, the scheduler runs the task again (``client.scatter``
+        with ``broadcast=True`` both loses that and, measured, hangs when a worker dies
+        during the transfer)."""
+        return self.client.submit(_shared, obj, pure=False)
+
     def _map_reduce(self, step, views, *args):
-        [theta] = self.client.scatter([views], broadcast=True, hash=False)
+        # the parameters, and the blocks that merge statistics, sent once per iteration
+        theta = self._broadcast((views, self.blocks))
         level = [self.client.submit(step, problem, theta, name, *args, pure=False)
                  for problem, name in zip(self.problems, self.names, strict=True)]
         while len(level) > 1:
-            pairs = [self.client.submit(_merge, level[i], level[i + 1], self._blocks,
+            pairs = [self.client.submit(_merge, level[i], level[i + 1], theta,
                                         pure=False) for i in range(0, len(level) - 1, 2)]
             level = pairs + level[len(pairs) * 2:]
         return level[0].result()

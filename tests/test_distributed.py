@@ -67,8 +67,16 @@ def _assert_same(a, b, rtol=RTOL):
                                    err_msg=name)
 
 
-@pytest.mark.parametrize("emission", ["categorical", "gaussian", "poisson"])
-@pytest.mark.parametrize("learn", ["em", "map", "vb", "vt", "kvt"])
+#: every mode and every family in the default run; the whole grid with -m slow
+_QUICK = [("em", "categorical"), ("map", "gaussian"), ("vb", "poisson"), ("vt", "gaussian"),
+          ("kvt", "categorical")]
+_GRID = [pytest.param(learn, emission, marks=() if (learn, emission) in _QUICK
+                      else pytest.mark.slow)
+         for learn in ("em", "map", "vb", "vt", "kvt")
+         for emission in ("categorical", "gaussian", "poisson")]
+
+
+@pytest.mark.parametrize(("learn", "emission"), _GRID)
 def test_same_as_local_fit_for_every_mode_and_family(client, emission, learn):
     X, lengths = _data(emission)
     local = _model(emission, learn, n_init=2).fit(X, lengths)
@@ -77,7 +85,9 @@ def test_same_as_local_fit_for_every_mode_and_family(client, emission, learn):
     _assert_same(local, dist)
 
 
-@pytest.mark.parametrize("covariance_type", ["full", "tied", "spherical"])
+@pytest.mark.parametrize("covariance_type", [
+    "full", pytest.param("tied", marks=pytest.mark.slow),
+    pytest.param("spherical", marks=pytest.mark.slow)])
 def test_gaussian_covariance_types_match_local_fit(client, covariance_type):
     X, lengths = _data("gaussian", 1)
     X = X + 1e6  # far from the origin: the merged statistics must keep their digits
@@ -87,7 +97,8 @@ def test_gaussian_covariance_types_match_local_fit(client, covariance_type):
     _assert_same(local, dist, rtol=1e-10 if covariance_type == "spherical" else RTOL)
 
 
-@pytest.mark.parametrize("n_partitions", [1, 2, 5, N_SEQ])
+@pytest.mark.parametrize("n_partitions", [
+    1, 5, pytest.param(2, marks=pytest.mark.slow), pytest.param(N_SEQ, marks=pytest.mark.slow)])
 def test_any_number_of_partitions_gives_the_local_fit(client, n_partitions):
     X, lengths = _data("categorical", 2)
     local = _model("categorical", "em", n_iter=10).fit(X, lengths)

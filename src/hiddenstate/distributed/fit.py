@@ -27,6 +27,16 @@ from .problem import DaskProblem
 INIT_ROWS = 1_000_000
 
 
+#: Dask settings for workers that run E-steps. Dask's nannies set ``MALLOC_TRIM_THRESHOLD_``
+#: (65536), which turns off glibc's adaptive mmap threshold: every large temporary array of
+#: an E-step is then mapped and unmapped again, and the E-step ran 1.5-2x slower in a worker
+#: than in the client process (benchmarks/bench_distributed.py); the worker's sampling
+#: profiler (every 10 ms) cost a little more. Use the same settings on a real cluster
+#: (docs/distributed.md).
+WORKER_CONFIG = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                 "distributed.worker.profile.enabled": False}
+
+
 def _client_module():
     try:
         import distributed
@@ -41,12 +51,15 @@ def _client_module():
 def local_client(n_workers: int | None = None, **cluster_kwargs):
     """A ``distributed.Client`` on a new ``LocalCluster`` of ``n_workers`` processes (default:
     the CPU count) with one thread each (numba runs its own threads inside a task), closed
-    on exit."""
+    on exit. The workers are started with :data:`WORKER_CONFIG`."""
+    import dask
+
     distributed = _client_module()
     n = n_workers or os.cpu_count() or 1
     cluster_kwargs = {"processes": True, "threads_per_worker": 1, "dashboard_address": None,
                       **cluster_kwargs}
-    with distributed.LocalCluster(n_workers=n, **cluster_kwargs) as cluster, \
+    with dask.config.set(WORKER_CONFIG), \
+            distributed.LocalCluster(n_workers=n, **cluster_kwargs) as cluster, \
             distributed.Client(cluster) as client:
         yield client
 

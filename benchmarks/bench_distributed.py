@@ -57,6 +57,7 @@ def make_data(n_seq: int, T: int):
 
 
 def model(n_iter: int) -> hs.HMM:
+    """EM from a fixed random start (``init_params=""``), ``tol=-inf``."""
     rng = np.random.default_rng(2)
     m = hs.HMM(K, "categorical", n_features=W, init_params="", n_iter=n_iter, tol=-np.inf)
     m.startprob_ = rng.dirichlet(np.ones(K))
@@ -102,6 +103,8 @@ def main() -> None:
     rows.append(("local (HMM.fit)",) + timed(
         lambda m, cb: m.fit(X, lengths, callback=cb), args.n_iter))
     cores = os.cpu_count() or 1
+    tiny_X, tiny_lengths = make_data(16, 100)
+    tiny = {"local": timed(lambda m, cb: m.fit(tiny_X, tiny_lengths, callback=cb), 8)[0]}
     for n_workers, threads in ((1, cores), (2, max(1, cores // 2))):
         env = {"NUMBA_NUM_THREADS": str(threads)}
         with hsd.local_client(n_workers, env=env) as client:
@@ -109,6 +112,11 @@ def main() -> None:
                          f"thread{'s' * (threads > 1)} each)",) + timed(
                 lambda m, cb, c=client, n=n_workers: hsd.fit(
                     m, X, c, lengths=lengths, n_partitions=n, callback=cb), args.n_iter))
+            if n_workers == 2:  # Dask's own cost: tiny data, 1 or 16 partitions
+                for p in (1, 16):
+                    tiny[p] = timed(lambda m, cb, c=client, p=p: hsd.fit(
+                        m, tiny_X, c, lengths=tiny_lengths, n_partitions=p, callback=cb),
+                        8)[0]
     base = rows[0][1]
     print("| configuration | best s/iter | median s/iter | best / local | final log-lik |")
     print("|---|---:|---:|---:|---:|")
@@ -133,15 +141,18 @@ def main() -> None:
     t_merge = min(_timeit(lambda: merge_statistics(problem.blocks, stats, stats))
                   for _ in range(20))
     n_bytes = len(pickle.dumps(stats))
-    overhead = rows[1][1] - base
+    fixed = tiny[1] - tiny["local"]
+    per_partition = (tiny[16] - tiny[1]) / 15
     print("\n| cost-model piece | measured |")
     print("|---|---:|")
     print(f"| E-step per observation (this process, {numba.get_num_threads()} threads) | "
           f"{t_e / len(X) * 1e9:.1f} ns |")
     print(f"| merge of two partitions' statistics | {t_merge * 1e6:.1f} us |")
     print(f"| statistics of one partition (pickled) | {n_bytes} bytes |")
-    print(f"| Dask overhead per iteration, 1 worker (2 tasks + 1 merge-free reduce) | "
-          f"{overhead * 1e3:.1f} ms |")
+    print(f"| Dask cost per iteration, 1 partition (tiny data, 2 workers) | "
+          f"{fixed * 1e3:.1f} ms |")
+    print(f"| Dask cost per iteration and further partition (E-step + merge task) | "
+          f"{per_partition * 1e3:.2f} ms |")
 
 
 def _timeit(fn) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -185,8 +186,12 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
 def _fit(model, parts: Partitions, client, init_rows: int, callback):
     names = list(parts.names)
     n_features = model._known_n_features()
-    raw = [client.submit(_load, client.compute(s) if _is_delayed(s) else s, n, pure=False)
-           for s, n in zip(parts.sources, names, strict=True)]
+    with warnings.catch_warnings():
+        # in-memory arrays travel inside their load tasks on purpose: the scheduler keeps
+        # them, so a partition lost with its worker is loaded again (scattered data are not)
+        warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
+        raw = [client.submit(_load, client.compute(s) if _is_delayed(s) else s, n,
+                             pure=False) for s, n in zip(parts.sources, names, strict=True)]
     valid = [client.submit(_validate, r, model, n_features, n, pure=False)
              for r, n in zip(raw, names, strict=True)]
     summary = client.gather([client.submit(_summary, v, model, n_features, n, pure=False)

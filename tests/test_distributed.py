@@ -153,7 +153,8 @@ def test_a_worker_killed_mid_fit_changes_nothing(client):
 
 def _split(X, lengths, cuts):
     bounds = np.concatenate(([0], np.cumsum(lengths)))
-    return [(X[bounds[a]:bounds[b]], lengths[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    return [(X[bounds[a]:bounds[b]], lengths[a:b]) for a, b in
+            zip(cuts[:-1], cuts[1:], strict=True)]
 
 
 def test_parquet_files_with_a_sequence_id_column(client, tmp_path):
@@ -208,6 +209,17 @@ def test_a_bad_partition_raises_the_local_error_naming_it(client, tmp_path):
     with pytest.raises(InvalidInputError, match=r"^partition 1: "):
         hsd.fit(_model("categorical", "em"), arrays, client,
                 lengths=[lp for _, lp in parts])
+
+
+def test_progress_bar_counts_every_iteration_of_every_restart(client, capsys):
+    pytest.importorskip("tqdm", reason="tqdm (the dask extra's progress bar) is not installed")
+    X, lengths = _data("categorical")
+    seen = []
+    hsd.fit(_model("categorical", "em", n_iter=3, n_init=2), X, client, lengths=lengths,
+            progress=True, callback=lambda i, v: seen.append(i))
+    assert seen == [1, 2, 3, 1, 2, 3]
+    err = capsys.readouterr().err
+    assert "fit 1/2" in err and "fit 2/2" in err and "3/3" in err
 
 
 def test_streaming_modes_are_refused(client):

@@ -128,9 +128,9 @@ def _progress(callback, model, enabled: bool):
             state["init"] += 1
             label = (f"fit {state['init']}/{model.n_init}" if model.n_init > 1 else "fit")
             state["bar"] = tqdm(total=model.n_iter, desc=label, unit="it")
+        state["bar"].set_postfix(objective=f"{objective:.6g}", refresh=False)
         state["bar"].update(iteration - state["last"] if iteration > state["last"]
                             else iteration)
-        state["bar"].set_postfix(objective=f"{objective:.6g}")
         state["last"] = iteration
         if callback is not None:
             callback(iteration, objective)
@@ -174,7 +174,7 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
                 return fit(model, data, own, lengths=lengths, n_partitions=n_partitions,
                            init_rows=init_rows, progress=progress, callback=callback)
     if n_partitions is None:
-        n_partitions = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
+        n_partitions = max(1, len(client.nthreads()))
     parts = as_partitions(data, lengths, n_partitions)
     step, close = _progress(callback, model, progress)
     try:

@@ -69,41 +69,44 @@ def _is_delayed(source) -> bool:
     return hasattr(source, "dask") and hasattr(source, "compute")
 
 
-def _load(source, name: str):
-    """``(X, lengths)`` of one source (a loader, or the computed list of a bag partition)."""
+def _read(source, model, n_features: int | None, name: str):
+    """The validated ``(X, Sequences)`` of one source (a loader, or the computed list of a
+    bag partition), as ``HMM.fit`` validates its input."""
     if isinstance(source, list):  # a bag partition: its elements are sequences
         if not source:
-            raise InvalidInputError("data: empty bag partition; repartition the bag")
+            raise InvalidInputError(f"data: {name} is empty; repartition the bag")
         seqs = [np.asarray(s) for s in source]
-        return np.concatenate(seqs), np.array([len(s) for s in seqs], dtype=np.int64)
-    return named(name, source.load)
+        raw = np.concatenate(seqs), np.array([len(s) for s in seqs], dtype=np.int64)
+    else:
+        raw = named(name, source.load)
+    return named(name, model._validate, raw[0], raw[1], n_features)
 
 
-def _validate(raw, model, n_features: int | None, name: str):
-    X, seqs = named(name, model._validate, raw[0], raw[1], n_features)
-    return X, seqs.lengths
-
-
-def _summary(part, model, n_features: int | None, name: str):
-    """Rows, sequences, the number of features the data imply, column sums (for VB's
-    data-mean priors)."""
-    X, lengths = part
+def _summary(source, model, n_features: int | None, name: str):
+    """Rows, the number of features the data imply, column sums (for VB's data-mean
+    priors) of one source (read, then dropped)."""
+    X, _ = _read(source, model, n_features, name)
     inferred = n_features if n_features is not None else named(
         name, model._infer_n_features, X)
-    Xf = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
-    return len(X), len(lengths), inferred, Xf.sum(axis=0)
+    return len(X), inferred, np.asarray(X, dtype=np.float64).reshape(len(X), -1).sum(axis=0)
 
 
 class _HMMPart:
-    """``make_problem`` of an HMM: the model's own Problem on a partition's sequences."""
+    """``make_problem`` of an HMM: the model's own Problem on a source's sequences (read
+    and validated on the worker; the Problem is the only copy of the data it keeps)."""
 
-    def __init__(self, model, family):
+    def __init__(self, model, family, n_features: int):
         self.model = model
         self.family = family
+        self.n_features = n_features
 
-    def __call__(self, part):
-        X, lengths = part
-        return self.model._problem(self.family, X, Sequences.from_lengths(lengths))
+    def __call__(self, source, name: str):
+        X, seqs = _read(source, self.model, self.n_features, name)
+        return self.model._problem(self.family, X, seqs)
+
+
+def _data_of(problem):
+    return problem.X, problem.seqs.lengths
 
 
 def _progress(callback, model, enabled: bool):
@@ -187,30 +190,32 @@ def _fit(model, parts: Partitions, client, init_rows: int, callback):
     names = list(parts.names)
     n_features = model._known_n_features()
     with warnings.catch_warnings():
-        # in-memory arrays travel inside their load tasks on purpose: the scheduler keeps
-        # them, so a partition lost with its worker is loaded again (scattered data are not)
+        # in-memory arrays travel inside their tasks on purpose: the scheduler keeps them,
+        # so a partition lost with its worker is rebuilt (scattered data would be lost)
         warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
-        raw = [client.submit(_load, client.compute(s) if _is_delayed(s) else s, n,
-                             pure=False) for s, n in zip(parts.sources, names, strict=True)]
-    valid = [client.submit(_validate, r, model, n_features, n, pure=False)
-             for r, n in zip(raw, names, strict=True)]
-    summary = client.gather([client.submit(_summary, v, model, n_features, n, pure=False)
-                             for v, n in zip(valid, names, strict=True)])
+        # a bag partition is computed once and kept; the other sources are read twice (a
+        # summary pass, then the Problem), so that a worker holds one copy of its data
+        sources = [client.compute(s) if _is_delayed(s) else s for s in parts.sources]
+        summary = client.gather([client.submit(_summary, s, model, n_features, n, pure=False)
+                                 for s, n in zip(sources, names, strict=True)])
     rows = np.array([s[0] for s in summary])
     if n_features is None:
-        n_features = max(s[2] for s in summary)
-    column_sum = summary[0][3]
+        n_features = max(s[1] for s in summary)
+    column_sum = summary[0][2]
     for s in summary[1:]:
-        column_sum = column_sum + s[3]
-    mean = column_sum / rows.sum()
-    # the one-row stand-in whose mean is the data's: what the family reads from X
-    family = model._family(n_features, mean[None, :])
+        column_sum = column_sum + s[2]
+    # a one-row stand-in whose mean is the data's: all that the family reads from X
+    family = model._family(n_features, (column_sum / rows.sum())[None, :])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
+        problem = DaskProblem.build(client, sources, names,
+                                    _HMMPart(model, family, n_features))
     X0 = seqs0 = None
     if set(model.init_params) & (set("t") | set(family.letters)):
         n_init_parts = max(1, int(np.searchsorted(np.cumsum(rows), init_rows, side="right")))
-        sample = client.gather(valid[:n_init_parts])
+        sample = client.gather([client.submit(_data_of, p, pure=False)
+                                for p in problem.problems[:n_init_parts]])
         X0 = np.concatenate([x for x, _ in sample])
         seqs0 = Sequences.from_lengths(np.concatenate([ln for _, ln in sample]))
-    problem = DaskProblem.build(client, valid, names, _HMMPart(model, family))
     return model._fit_batch(problem, family, n_features, X0, seqs0,
                             make_rng(model.random_state), callback)

@@ -65,9 +65,10 @@ class DaskProblem:
 
     @classmethod
     def build(cls, client, partitions: list, names: list[str], make_problem) -> DaskProblem:
-        """Build ``make_problem(partition)`` on the worker of each partition future;
-        ``n_virtual`` is summed over the partitions (it counts data)."""
-        problems = [client.submit(named, name, make_problem, part, pure=False)
+        """Build ``make_problem(partition, name)`` on a worker for each partition (an object
+        that loads the data, or a future of them), in data order; ``n_virtual`` is summed
+        over the partitions (it counts data)."""
+        problems = [client.submit(make_problem, part, name, pure=False)
                     for part, name in zip(partitions, names, strict=True)]
         described = client.gather([client.submit(_describe, p, pure=False) for p in problems])
         blocks, letters, n_virtual = described[0]

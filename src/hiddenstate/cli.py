@@ -196,6 +196,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text: keep this many symbols including <unk> (default: all)")
     p.add_argument("--min-count", type=_int_at_least(1), default=1,
                    help="text: words seen fewer times map to <unk> (1)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                       help="fit on the Dask cluster at ADDRESS (e.g. tcp://host:8786); "
+                            "needs the dask extra")
+    where.add_argument("--workers", type=_int_at_least(1), default=None, metavar="N",
+                       help="fit on a local Dask cluster of N worker processes")
+    p.add_argument("--partitions", type=_int_at_least(1), default=None, metavar="N",
+                   help="with --scheduler/--workers: partitions of the data (one per worker)")
     p.add_argument("--report", metavar="REPORT_DIR", default=None,
                    help="also write an HTML report (index.html + PNGs) to this directory")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -541,13 +549,19 @@ def cmd_fit(args, out) -> int:
         transmat_prior=args.transmat_prior, emissionprob_prior=args.emissionprob_prior,
     )
     show = sys.stderr.isatty() if args.progress is None else args.progress
-    bar = ProgressBar(args.n_iter, args.n_init, enabled=show, label=SHORT_OBJECTIVES[args.learn])
     start = time.perf_counter()
-    try:
-        with _about_file(args.input):
-            model.fit(X, lengths, callback=bar)
-    finally:
-        bar.close()
+    if args.scheduler is not None or args.workers is not None:
+        _fit_distributed(model, X, lengths, args, show)
+    elif args.partitions is not None:
+        raise InvalidInputError("--partitions: only applies with --scheduler or --workers")
+    else:
+        bar = ProgressBar(args.n_iter, args.n_init, enabled=show,
+                          label=SHORT_OBJECTIVES[args.learn])
+        try:
+            with _about_file(args.input):
+                model.fit(X, lengths, callback=bar)
+        finally:
+            bar.close()
     seconds = time.perf_counter() - start
 
     out_dir = save_model_dir(model, args.out, fmt, vocabulary, source=str(args.input),
@@ -581,6 +595,32 @@ def cmd_fit(args, out) -> int:
         parts.append(f"report written to {index}")
     print("\n".join(parts), file=out)
     return 0
+
+
+def _fit_distributed(model, X, lengths, args, progress: bool) -> None:
+    """``model`` fitted by :func:`hiddenstate.distributed.fit` on the cluster at
+    ``--scheduler`` or on a local one of ``--workers`` processes (tqdm bar per restart)."""
+    try:
+        from distributed import Client
+
+        from . import distributed as hsd
+    except ImportError as exc:
+        raise InvalidInputError(
+            "--scheduler/--workers: need Dask's distributed scheduler; "
+            "pip install 'hiddenstate[dask]'") from exc
+    if args.scheduler is not None:
+        try:
+            client = Client(args.scheduler, timeout="30s")
+        except OSError as exc:
+            raise InvalidInputError(
+                f"--scheduler: cannot reach a Dask scheduler at {args.scheduler} ({exc}); "
+                "check the address (tcp://host:8786) and that the scheduler is running") from exc
+        context = client
+    else:
+        context = hsd.local_client(args.workers)
+    with context as client, _about_file(args.input):
+        hsd.fit(model, X, client, lengths=lengths, n_partitions=args.partitions,
+                progress=progress)
 
 
 def cmd_score(args, out) -> int:

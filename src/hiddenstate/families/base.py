@@ -60,6 +60,11 @@ class EmissionFamily(ABC):
     def statistics(self, X: np.ndarray, post: np.ndarray) -> dict:
         """Sufficient statistics from the E-step's posteriors (per row or per table row)."""
 
+    def merge_statistics(self, a: dict, b: dict) -> dict:
+        """Statistics of two disjoint data sets combined (sums, for statistics that are
+        plain sums over observations; see :func:`hiddenstate.learn.merge_statistics`)."""
+        return {key: a[key] + b[key] for key in a}
+
     @abstractmethod
     def mstep(self, params: dict, stats: dict, which: str) -> tuple[dict, list[int]]:
         """Updated parameters for the keys whose letter is in ``which``.

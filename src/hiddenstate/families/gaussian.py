@@ -213,6 +213,29 @@ class GaussianEmissions(EmissionFamily):
             stats["obs*obs.T"] = _centred_outer(stats, X, post)
         return stats
 
+    def merge_statistics(self, a, b):
+        r"""Statistics of two disjoint data sets, taken about ``a``'s reference points
+        :math:`a_k` (``b``'s where ``a`` has no mass): ``b``'s sums move from its points
+        :math:`b_k` by :math:`\delta = b_k - a_k` (the pairwise update of Chan, Golub &
+        LeVeque 1979): :math:`s_1 + n\delta`, :math:`s_2 + 2\delta s_1 + n\delta^2`,
+        :math:`S + \delta s_1^\top + s_1\delta^\top + n\delta\delta^\top`. Both
+        points lie near the state's data, so :math:`\delta` is small next to its spread
+        and no digits cancel."""
+        n_a, n_b = a["post"], b["post"]
+        shift = np.where((n_a > 0)[:, None], a["shift"], b["shift"])
+        d = b["shift"] - shift
+        nb = n_b[:, None]
+        s1 = b["obs"]
+        out = {"post": n_a + n_b, "shift": shift, "obs": a["obs"] + (s1 + nb * d)}
+        if "obs**2" in a:
+            out["obs**2"] = a["obs**2"] + (b["obs**2"] + 2.0 * d * s1 + nb * d * d)
+        if "obs*obs.T" in a:
+            cross = np.einsum("ki,kj->kij", d, s1)
+            out["obs*obs.T"] = a["obs*obs.T"] + (
+                b["obs*obs.T"] + cross + cross.transpose(0, 2, 1)
+                + n_b[:, None, None] * np.einsum("ki,kj->kij", d, d))
+        return out
+
     def mstep(self, params, stats, which):
         K, D = self.n_states, self.n_features
         n = stats["post"]

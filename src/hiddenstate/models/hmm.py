@@ -766,7 +766,15 @@ class HMM(BaseEstimator):
             if hasattr(self, "learner_state_"):
                 delattr(self, "learner_state_")
             return self._stream(X, seqs, family, rng, n_features, continues=False)
-        problem = self._problem(family, X, seqs)
+        return self._fit_batch(self._problem(family, X, seqs), family, n_features, X, seqs,
+                               rng, callback)
+
+    def _fit_batch(self, problem, family, n_features: int, X, seqs: Sequences | None, rng,
+                   callback) -> HMM:
+        """The ``n_init`` restarts of the batch mode on ``problem``, each started by
+        :meth:`_initial_params` from ``X``/``seqs`` (the data, or the sample of it that
+        :func:`hiddenstate.distributed.fit` gathers; None when nothing is initialised from
+        data); keeps the run with the highest final objective."""
         best = None
         for _ in range(self.n_init):
             startprob, transmat, emis = self._initial_params(X, family, rng, seqs)

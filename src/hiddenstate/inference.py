@@ -330,9 +330,17 @@ class EmissionTable:
 
     @classmethod
     def from_symbols(cls, emissionprob: np.ndarray, symbols: np.ndarray) -> EmissionTable:
-        """Categorical emissions: ``emissionprob`` is ``(K, W)``; no per-row table is built."""
-        return cls(_f64(np.asarray(emissionprob).T),
-                   np.ascontiguousarray(symbols, dtype=np.int64), None, True)
+        """Categorical emissions: ``emissionprob`` is ``(K, W)``; no per-row table is built.
+
+        A missing symbol (``-1``) has no emission term: it reads an extra row of ones
+        (row ``W``), whose posterior sums the statistics leave out."""
+        emis = _f64(np.asarray(emissionprob).T)
+        idx = np.ascontiguousarray(symbols, dtype=np.int64)
+        if len(idx) and idx.min() < 0:
+            W, K = emis.shape
+            emis = np.vstack([emis, np.ones((1, K))])
+            idx = np.where(idx < 0, W, idx)
+        return cls(emis, idx, None, True)
 
     def log_emis(self) -> np.ndarray:
         with np.errstate(divide="ignore"):

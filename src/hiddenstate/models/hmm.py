@@ -22,7 +22,13 @@ from ..errors import (
     NotFittedError,
     ZeroProbabilityError,
 )
-from ..families import COVARIANCE_TYPES, FAMILIES, CategoricalEmissions, DirichletRows
+from ..families import (
+    COVARIANCE_TYPES,
+    FAMILIES,
+    CategoricalEmissions,
+    DirichletRows,
+    GaussianEmissions,
+)
 from ..families.blackbox import BlackBoxEmissions
 from ..families.gaussian import full_covars
 from ..inference import Sequences
@@ -90,15 +96,15 @@ class _HMMProblem:
         return inference.emission_table(self.family, views["emission"], self.X,
                                         views["startprob"], views["transmat"], self.seqs)
 
-    def _stats(self, start, trans, post):
+    def _stats(self, start, trans, post, views):
         return {"startprob": start, "transmat": trans,
-                "emission": self.family.statistics(self.X, post)}
+                "emission": emission_statistics(self.family, self.X, post, views["emission"])}
 
     def expected_counts(self, views):
         post = inference.forward_backward(views["startprob"], views["transmat"],
                                           self._table(views), self.seqs)
         _check_possible(post.loglik)
-        return float(post.loglik.sum()), self._stats(post.start, post.trans, post.post)
+        return float(post.loglik.sum()), self._stats(post.start, post.trans, post.post, views)
 
     def path_counts(self, views, k):
         table = self._table(views)
@@ -123,7 +129,15 @@ class _HMMProblem:
         post = np.zeros((table.emis.shape[0] if table.by_idx else len(self.X), K))
         path_counts(paths, weights, table.idx if table.by_idx else
                     np.arange(len(self.X), dtype=np.int64), self.seqs.bounds, start, trans, post)
-        return value, self._stats(start, trans, post), paths
+        return value, self._stats(start, trans, post, views), paths
+
+
+def emission_statistics(family, X: np.ndarray, post: np.ndarray, params: dict) -> dict:
+    """``family.statistics(X, post)``; Gaussian rows with missing entries also need the
+    current parameters ``params`` (their conditional expectations)."""
+    if isinstance(family, GaussianEmissions):
+        return family.statistics(X, post, params)
+    return family.statistics(X, post)
 
 
 def _check_possible(loglik: np.ndarray, fitting: bool = True) -> None:
@@ -166,14 +180,22 @@ def _autocorrelation(X: np.ndarray, symbols: bool, bounds: np.ndarray, lag: int)
     n = len(X)
     ends = np.repeat(bounds[1:], np.diff(bounds))
     i = np.flatnonzero(np.arange(n) + lag < ends)
-    if len(i) == 0:
-        return float("nan")
-    if symbols:
+    if symbols:  # pairs with a missing symbol (-1) are left out
         x = np.asarray(X).reshape(-1)
-        f = np.bincount(x) / len(x)
+        i = i[(x[i] >= 0) & (x[i + lag] >= 0)]
+        if len(i) == 0:
+            return float("nan")
+        f = np.bincount(x[x >= 0]) / np.count_nonzero(x >= 0)
         f2 = float(f @ f)
         return (float(np.mean(x[i] == x[i + lag])) - f2) / (1.0 - f2) if f2 < 1 else np.nan
+    if len(i) == 0:
+        return float("nan")
     Z = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
+    miss = np.isnan(Z)
+    if miss.any():  # a missing entry counts as the mean (it adds nothing)
+        if miss.all(axis=0).any():
+            return float("nan")
+        Z = np.where(miss, np.nanmean(Z, axis=0), Z)
     sd = Z.std(axis=0)
     Z = (Z[:, sd > 0] - Z[:, sd > 0].mean(axis=0)) / sd[sd > 0]
     if Z.shape[1] == 0:
@@ -289,6 +311,12 @@ def _check_poisson_rates(lambdas: np.ndarray) -> None:
         raise InvalidInputError(
             f"lambdas_: a rate of {lambdas.max():g} is too large to draw counts from (the "
             f"largest is {_MAX_POISSON_RATE:g})")
+
+
+def _column_means(X: np.ndarray) -> np.ndarray:
+    """Mean of each column over its observed (not NaN) entries; 0 for a column with none."""
+    seen = ~np.isnan(X)
+    return np.where(seen, X, 0.0).sum(axis=0) / np.maximum(seen.sum(axis=0), 1)
 
 
 def _smallest(arr: np.ndarray) -> str:
@@ -545,13 +573,13 @@ class HMM(BaseEstimator):
             kwargs["covars_prior"] = _spherical_prior(kwargs["covars_prior"], Ke)
         if self.learn == "vb" and self.emission == "gaussian":
             if self.means_prior is None and X is not None:
-                kwargs["means_prior"] = X.mean(axis=0)
+                kwargs["means_prior"] = _column_means(X)
             if self.covars_weight is None:
                 kwargs["covars_weight"] = float(n_features)
         if kwargs.get("emissionprob_prior", 1.0) is None:     # VB's default: 1/W
             kwargs["emissionprob_prior"] = 1.0 / n_features
         if self.learn == "vb" and self.emission == "poisson" and self.lambdas_weight is None:
-            mean = X.mean(axis=0) if X is not None else np.ones(n_features)
+            mean = _column_means(X) if X is not None else np.ones(n_features)
             kwargs["lambdas_weight"] = 1.0 / np.where(mean > 0, mean, 1.0)
         return FAMILIES[self.emission](Ke, n_features, **kwargs)
 
@@ -995,6 +1023,20 @@ class HMM(BaseEstimator):
     def predict_proba(self, X, lengths=None) -> np.ndarray:
         """State posteriors p(z_t | x_{0:T}) ``(n, K)``."""
         return self.score_samples(X, lengths)[1]
+
+    def impute(self, X, lengths=None) -> np.ndarray:
+        r"""``X`` with its missing entries filled in from the posterior predictive given all
+        the observed data: Gaussian and Poisson, the mean
+        :math:`\sum_k p(z_t = k \mid X)\, E[x_{t,m} \mid x_{t,o}, z_t = k]` (Gaussian:
+        given the row's observed dimensions :math:`o`); categorical, the most probable
+        symbol :math:`\arg\max_w \sum_k p(z_t = k \mid X) B_{kw}`. Missing entries are
+        NaN (Gaussian, Poisson), ``-1`` (categorical) or masked (``numpy.ma``); observed
+        entries are returned unchanged."""
+        emis = self._params()[2]
+        Xv = self._validate(X, lengths, self.n_features_)[0]
+        post = self.score_samples(Xv, lengths)[1]
+        out = self._fitted_family().impute(emis, Xv, post)
+        return out.reshape(np.shape(X)) if self.emission == "categorical" else out
 
     def decode(self, X, lengths=None, algorithm: str = "viterbi"):
         """Most likely states: ``"viterbi"`` (best joint path; returns log p(X, z*)) or

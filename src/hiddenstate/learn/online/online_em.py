@@ -321,6 +321,15 @@ class OnlineEM:
                     "continues: there is no previous sequence to continue (no observation "
                     "seen yet); pass continues=False")
             starts[0] = False
+        inner = _unwrap(family)[0]
+        observed = (X[..., -inner.n_features:] if not isinstance(inner, CategoricalEmissions)
+                    else X[..., -1:] if X.ndim == 2 else X)
+        if np.issubdtype(observed.dtype, np.floating) and np.isnan(observed).any() or (
+                isinstance(inner, CategoricalEmissions) and len(X) and observed.min() < 0):
+            raise InvalidInputError(
+                "X: learn='online-em' does not take missing observations (NaN or -1); "
+                "fill them in first (HMM.impute) or use a batch mode or a per-sequence "
+                "streaming learner ('bwo', 'baldi-chauvin', 'bona', 'mpa'), which do")
         K = family.n_states
         trans_a, start_a = self._priors(K)
         if log_pred is None:

@@ -214,6 +214,28 @@ def check_symbols(X, n_symbols: int | None, name: str = "X",
     return np.ascontiguousarray(arr)
 
 
+def check_states(states, n_samples: int, n_states: int, name: str = "states") -> np.ndarray:
+    """Partial state labels: ``(n_samples,)`` integers in ``[-1, n_states)``, ``-1`` for
+    an unknown state, as int64."""
+    arr = np.asarray(states)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1 or len(arr) != n_samples:
+        raise InvalidInputError(
+            f"{name}: expected one state label per observation, shape ({n_samples},), got "
+            f"shape {arr.shape}; use -1 where the state is unknown")
+    if arr.dtype.kind not in "iu" and not (
+            arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
+        raise InvalidInputError(
+            f"{name}: labels must be integers (dtype {arr.dtype}); use -1 where the state is "
+            "unknown")
+    if len(arr) and (arr.min() < -1 or arr.max() >= n_states):
+        raise InvalidInputError(
+            f"{name}: labels must be states 0 .. {n_states - 1} or -1 (unknown), got values "
+            f"from {arr.min()} to {arr.max()}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
 def check_counts(X, n_features: int | None, name: str = "X",
                  allow_missing: bool = False) -> np.ndarray:
     """Non-negative integer counts (Poisson emissions) as float64 (n_samples, n_features);

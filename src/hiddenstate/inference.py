@@ -283,6 +283,55 @@ def emission_table(family, params: dict, X: np.ndarray, startprob, transmat,
     return table
 
 
+def clamp_states(table: EmissionTable, states: np.ndarray, log_likelihood
+                 ) -> tuple[EmissionTable, np.ndarray | None]:
+    r"""The emission table with every labelled row (``states[t] >= 0``) masked to its
+    label: :math:`p(x_t \mid z_t = k)\,[k = s_t]`, so that every path through another
+    state at a labelled step has probability 0 and the posterior at that step is the label
+    (semi-supervised learning; all rows labelled: the counts of supervised learning).
+
+    Dense tables: each labelled row becomes the one-hot row of its label with the offset
+    ``log_likelihood(rows)[:, label]`` (computed afresh, so no scaled value underflows).
+    Shared (``by_idx``) tables: one extra row per (table row, label) pair that occurs;
+    returns ``fold``, the original table row of every row of the new table (sum the
+    posteriors of the new rows into the old ones with :func:`fold_rows`), else None.
+    """
+    rows = np.flatnonzero(states >= 0)
+    if not len(rows):
+        return table, None
+    labels = states[rows]
+    K = table.emis.shape[1]
+    if table.by_idx:
+        M = table.emis.shape[0]
+        pairs, inverse = np.unique(table.idx[rows] * K + labels, return_inverse=True)
+        src, lab = pairs // K, pairs % K
+        extra = np.zeros((len(pairs), K))
+        extra[np.arange(len(pairs)), lab] = table.emis[src, lab]
+        idx = table.idx.copy()
+        idx[rows] = M + inverse.reshape(-1)
+        fold = np.concatenate((np.arange(M, dtype=np.int64), src))
+        return EmissionTable(np.vstack((table.emis, extra)), idx, table.log_offset,
+                             True), fold
+    value = log_likelihood(rows)[np.arange(len(rows)), labels]
+    emis = table.emis.copy()
+    emis[rows] = 0.0
+    emis[rows, labels] = np.where(value > -np.inf, 1.0, 0.0)
+    offset = (np.zeros(len(emis)) if table.log_offset is None
+              else table.log_offset.copy())
+    offset[rows] = value
+    return EmissionTable(emis, table.idx, offset, False), None
+
+
+def fold_rows(post: np.ndarray, fold: np.ndarray | None) -> np.ndarray:
+    """Posteriors summed per row of a clamped shared table (:func:`clamp_states`) back
+    onto the rows of the original table."""
+    if fold is None:
+        return post
+    out = np.zeros((int(fold.max()) + 1, post.shape[1]))
+    np.add.at(out, fold, post)
+    return out
+
+
 def all_occupied(K: int, occupied: np.ndarray | None) -> np.ndarray:
     """``occupied`` as a bool array, every one of the ``K`` states when it is None."""
     return np.ones(K, np.bool_) if occupied is None else np.asarray(occupied, np.bool_)

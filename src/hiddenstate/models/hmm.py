@@ -15,6 +15,7 @@ from .._validation import (
     check_memory,
     check_number,
     check_positive_int,
+    check_states,
     check_stochastic,
 )
 from ..errors import (
@@ -80,10 +81,12 @@ class _HMMProblem:
     """The HMM as the generic learner sees it: blocks ``startprob``, ``transmat``,
     ``emission`` and the two inference routines (see :mod:`hiddenstate.learn.batch`)."""
 
-    def __init__(self, family, X, seqs: Sequences, startprob_prior, transmat_prior):
+    def __init__(self, family, X, seqs: Sequences, startprob_prior, transmat_prior,
+                 states: np.ndarray | None = None):
         self.family = family
         self.X = X
         self.seqs = seqs
+        self.states = states  # partial state labels (-1: unknown), or None
         self.blocks = {"startprob": DirichletRows("startprob", "s", startprob_prior),
                        "transmat": DirichletRows("transmat", "t", transmat_prior),
                        "emission": family}
@@ -92,31 +95,41 @@ class _HMMProblem:
         n = len(X) / family.n_states
         self.n_virtual = {"startprob": len(seqs.lengths), "transmat": n, "emission": n}
 
-    def _table(self, views):
-        return inference.emission_table(self.family, views["emission"], self.X,
-                                        views["startprob"], views["transmat"], self.seqs)
+    def _table(self, views) -> tuple[inference.EmissionTable, np.ndarray | None]:
+        """The emission table, clamped at the labelled steps (and the clamped table's
+        ``fold``, see :func:`inference.clamp_states`)."""
+        table = inference.emission_table(self.family, views["emission"], self.X,
+                                         views["startprob"], views["transmat"], self.seqs)
+        if self.states is None:
+            return table, None
+        return inference.clamp_states(
+            table, self.states,
+            lambda rows: self.family.log_likelihood(views["emission"], self.X[rows]))
 
-    def _stats(self, start, trans, post, views):
+    def _stats(self, start, trans, post, views, fold):
+        post = inference.fold_rows(post, fold)
         return {"startprob": start, "transmat": trans,
                 "emission": emission_statistics(self.family, self.X, post, views["emission"])}
 
     def expected_counts(self, views):
-        post = inference.forward_backward(views["startprob"], views["transmat"],
-                                          self._table(views), self.seqs)
-        _check_possible(post.loglik)
-        return float(post.loglik.sum()), self._stats(post.start, post.trans, post.post, views)
+        table, fold = self._table(views)
+        post = inference.forward_backward(views["startprob"], views["transmat"], table,
+                                          self.seqs)
+        _check_possible(post.loglik, labelled=self.states is not None)
+        return float(post.loglik.sum()), self._stats(post.start, post.trans, post.post, views,
+                                                     fold)
 
     def path_counts(self, views, k):
-        table = self._table(views)
+        table, fold = self._table(views)
         if k == 1:
             logp, states = inference.viterbi(views["startprob"], views["transmat"], table,
                                              self.seqs)
-            _check_possible(logp)
+            _check_possible(logp, labelled=self.states is not None)
             paths, weights, value = states[None], np.ones((len(logp), 1)), float(logp.sum())
         else:
             logp, paths = inference.kbest(views["startprob"], views["transmat"], table,
                                           self.seqs, k)
-            _check_possible(logp[:, 0])
+            _check_possible(logp[:, 0], labelled=self.states is not None)
             top = logp[:, :1]
             with np.errstate(invalid="ignore"):
                 w = np.exp(logp - top)
@@ -129,7 +142,7 @@ class _HMMProblem:
         post = np.zeros((table.emis.shape[0] if table.by_idx else len(self.X), K))
         path_counts(paths, weights, table.idx if table.by_idx else
                     np.arange(len(self.X), dtype=np.int64), self.seqs.bounds, start, trans, post)
-        return value, self._stats(start, trans, post, views), paths
+        return value, self._stats(start, trans, post, views, fold), paths
 
 
 def emission_statistics(family, X: np.ndarray, post: np.ndarray, params: dict) -> dict:
@@ -140,13 +153,19 @@ def emission_statistics(family, X: np.ndarray, post: np.ndarray, params: dict) -
     return family.statistics(X, post)
 
 
-def _check_possible(loglik: np.ndarray, fitting: bool = True) -> None:
+def _check_possible(loglik: np.ndarray, fitting: bool = True, labelled: bool = False) -> None:
     """A :class:`ZeroProbabilityError` naming the first sequence whose log-likelihood is
     ``-inf`` (``fitting``: while learning; otherwise for a method whose states or
-    posteriors do not exist for such a sequence)."""
+    posteriors do not exist for such a sequence; ``labelled``: with state labels)."""
     bad = np.flatnonzero(~np.isfinite(loglik))
     if not len(bad):
         return
+    if labelled:
+        raise ZeroProbabilityError(
+            f"states: sequence {bad[0]} has probability zero given its state labels under "
+            "the current parameters (a labelled state that cannot emit its observation, or "
+            "two consecutive labels joined by a zero transition); check the labels, or "
+            "start from parameters that allow them (init_params)")
     if fitting:
         raise ZeroProbabilityError(
             f"X: sequence {bad[0]} has probability zero under the current parameters "
@@ -792,14 +811,16 @@ class HMM(BaseEstimator):
                 f"{name} must be set before fit; set it or add {letter!r} to init_params")
         return _learned.raw(self, attr).copy()  # the learners may update it in place
 
-    def _problem(self, family, X, seqs) -> _HMMProblem:
-        return _HMMProblem(family, X, seqs, self._startprob_prior(), self._transmat_prior())
+    def _problem(self, family, X, seqs, states=None) -> _HMMProblem:
+        return _HMMProblem(family, X, seqs, self._startprob_prior(), self._transmat_prior(),
+                           states)
 
     def _monitor(self) -> ConvergenceMonitor:
         tol = -np.inf if self.learn in ("vt", "kvt") else self.tol  # VT stops on paths
         return ConvergenceMonitor(tol, self.n_iter, self.verbose)
 
-    def fit(self, X, lengths=None, callback: Callable[[int, float], None] | None = None):
+    def fit(self, X, lengths=None, callback: Callable[[int, float], None] | None = None,
+            states=None):
         """Learn the parameters with the mode chosen by ``learn`` from one or more sequences.
 
         ``X`` holds the sequences concatenated (categorical: integer symbols, shape
@@ -807,11 +828,23 @@ class HMM(BaseEstimator):
         each sequence's length (default: one sequence). ``callback(iteration, objective)``
         is called after every iteration. With ``n_init > 1`` the run with the highest final
         objective of the mode is kept.
+
+        ``states`` (batch modes): known hidden states, ``(n,)`` integers with ``-1`` where
+        the state is unknown. Each labelled step's posterior is clamped to its label
+        (its emission row is masked to the label, :func:`inference.clamp_states`), in the
+        E-step of every mode: semi-supervised learning; with every step labelled, one
+        iteration gives the supervised estimates (counts, plus the priors of the mode).
         """
         self._check_hyper()
         n_features = self._known_n_features()
         streaming = self.learn in ONLINE_MODES
         X, seqs = self._validate(X, lengths, n_features, stream=streaming)
+        if states is not None:
+            if streaming:
+                raise InvalidInputError(
+                    f"states: state labels are for the batch modes {MODES}, not the "
+                    f"streaming learner learn={self.learn!r}")
+            states = check_states(states, len(X), self.n_states)
         if n_features is None:
             n_features = self._infer_n_features(X)
         family = self._family(n_features, X)
@@ -821,7 +854,7 @@ class HMM(BaseEstimator):
             if hasattr(self, "learner_state_"):
                 delattr(self, "learner_state_")
             return self._stream(X, seqs, family, rng, n_features, continues=False)
-        problem = self._problem(family, X, seqs)
+        problem = self._problem(family, X, seqs, states)
         best = None
         for _ in range(self.n_init):
             startprob, transmat, emis = self._initial_params(X, family, rng, seqs)

@@ -228,6 +228,85 @@ class Sequences:
         return np.add.reduceat(values, self.bounds[:-1]) if len(values) else values
 
 
+@dataclass(frozen=True)
+class Transitions:
+    r"""The allowed transitions of a structured model, by rows (CSR): row ``i`` may move to
+    the states ``indices[indptr[i]:indptr[i + 1]]`` (sorted). Transition probabilities
+    travel as one value per allowed entry (``(nnz,)``, :meth:`gather` / :meth:`dense`);
+    the sparse kernels (:mod:`hiddenstate.kernels.sparse`) cost :math:`O(\mathrm{nnz})`
+    per step."""
+
+    n_states: int
+    indptr: np.ndarray
+    indices: np.ndarray
+
+    @classmethod
+    def from_mask(cls, mask: np.ndarray) -> Transitions:
+        rows, cols = np.nonzero(mask)
+        indptr = np.zeros(len(mask) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=len(mask)), out=indptr[1:])
+        return cls(len(mask), indptr, cols.astype(np.int64))
+
+    @classmethod
+    def band(cls, K: int, below: int, above: int) -> Transitions:
+        """Row ``i`` allows ``i - below .. i + above`` (clipped to the states); built in
+        :math:`O(\mathrm{nnz})`, without a ``(K, K)`` mask."""
+        i = np.arange(K, dtype=np.int64)
+        lo, hi = np.maximum(i - below, 0), np.minimum(i + above, K - 1)
+        counts = hi - lo + 1
+        indptr = np.zeros(K + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        indices = np.arange(indptr[-1], dtype=np.int64) - np.repeat(indptr[:-1] - lo, counts)
+        return cls(K, indptr, indices)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indptr[-1])
+
+    @cached_property
+    def rows(self) -> np.ndarray:
+        """The row of every stored entry."""
+        return np.repeat(np.arange(self.n_states, dtype=np.int64), np.diff(self.indptr))
+
+    @cached_property
+    def keys(self) -> np.ndarray:
+        """``i * K + j`` of every stored entry (sorted)."""
+        return self.rows * self.n_states + self.indices
+
+    def mask(self) -> np.ndarray:
+        out = np.zeros((self.n_states, self.n_states), dtype=bool)
+        out[self.rows, self.indices] = True
+        return out
+
+    def gather(self, transmat: np.ndarray) -> np.ndarray:
+        """The allowed entries of a dense ``(K, K)`` matrix."""
+        return np.ascontiguousarray(np.asarray(transmat)[self.rows, self.indices],
+                                    dtype=np.float64)
+
+    def dense(self, values: np.ndarray) -> np.ndarray:
+        out = np.zeros((self.n_states, self.n_states))
+        out[self.rows, self.indices] = values
+        return out
+
+    def row_sums(self, values: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(values, self.indptr[:-1]) if len(values) else values
+
+    def position(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """The stored entry of each transition ``src -> dst`` (which must be allowed)."""
+        return np.searchsorted(self.keys, src * self.n_states + dst)
+
+    def successors(self, values: np.ndarray):
+        """``mask -> mask``: the states one positive allowed transition away (for
+        :func:`state_supports`)."""
+        positive = values > 0
+
+        def step(mask: np.ndarray) -> np.ndarray:
+            out = np.zeros(self.n_states, dtype=bool)
+            out[self.indices[positive & mask[self.rows]]] = True
+            return out
+        return step
+
+
 def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, int]:
     r"""The states the chain can be in at each position of a sequence: :math:`S_0` = the
     support of ``startprob``, :math:`S_{t+1}` = the states one positive transition away
@@ -236,12 +315,20 @@ def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, 
     :math:`S_t` = ``masks[s + (t - s) % p]`` beyond (only the first ``max_len`` positions
     are looked at). A state outside :math:`S_t` has probability exactly 0 at position
     :math:`t`, whatever the data (:func:`emission_table` leaves it out of the row scaling).
+    ``transmat`` may also be a function from a mask to the next one
+    (:meth:`Transitions.successors`).
     """
-    step = np.asarray(transmat) > 0
+    if callable(transmat):  # a structured model's successor function (Transitions)
+        successors = transmat
+    else:
+        step = np.asarray(transmat) > 0
+
+        def successors(mask):
+            return step[mask].any(axis=0)
     masks = [np.asarray(startprob) > 0]
     seen = {masks[0].tobytes(): 0}
     while len(masks) < max_len:
-        nxt = step[masks[-1]].any(axis=0)
+        nxt = successors(masks[-1])
         key = nxt.tobytes()
         if key in seen:
             return np.array(masks), seen[key], len(masks) - seen[key]
@@ -667,6 +754,64 @@ def sample_chain(startprob, transmat, n: int, rng: np.random.Generator) -> np.nd
     states = np.empty(n, dtype=np.int64)
     kernels.sample_states(_f64(startprob), _f64(transmat), rng.random(n), states)
     return states
+
+
+def sparse_forward_backward(startprob, transitions: Transitions, values,
+                            table: EmissionTable, seqs: Sequences) -> Posteriors:
+    """:func:`forward_backward` over the allowed transitions only
+    (:func:`hiddenstate.kernels.sparse.sparse_forward_backward`): ``trans`` holds the
+    expected count of each stored entry of ``transitions`` (``(nnz,)``)."""
+    startprob, values = _f64(startprob), _f64(values)
+    K = len(startprob)
+    C = seqs.n_chunks
+    if table.by_idx:
+        post_acc = np.zeros((C, table.emis.shape[0], K))
+        post_dense = np.empty((0, K))
+    else:
+        post_acc = np.empty((C, 0, K))
+        post_dense = np.empty((seqs.n_samples, K))
+    start_acc = np.zeros((C, K))
+    trans_acc = np.zeros((C, transitions.nnz))
+    loglik = np.empty(len(seqs.lengths))
+    _call(kernels.sparse_forward_backward, seqs.chunks, seqs.n_samples, K,
+          startprob, transitions.indptr, transitions.indices, values, table.emis, table.idx,
+          seqs.bounds, seqs.chunks, table.by_idx, post_acc, post_dense, start_acc, trans_acc,
+          loglik)
+    start, trans = start_acc[0].copy(), trans_acc[0].copy()  # fixed-order reductions
+    for c in range(1, C):
+        start += start_acc[c]
+        trans += trans_acc[c]
+    post = post_dense
+    if table.by_idx:
+        post = post_acc[0].copy()
+        for c in range(1, C):
+            post += post_acc[c]
+    return Posteriors(loglik + table.offset_per_sequence(seqs), start, trans, post)
+
+
+def sparse_log_likelihood(startprob, transitions: Transitions, values, table: EmissionTable,
+                          seqs: Sequences) -> np.ndarray:
+    """:func:`log_likelihood` over the allowed transitions only."""
+    loglik = np.empty(len(seqs.lengths))
+    _call(kernels.sparse_log_likelihood, seqs.chunks, seqs.n_samples, len(startprob),
+          _f64(startprob), transitions.indptr, transitions.indices, _f64(values), table.emis,
+          table.idx, seqs.bounds, seqs.chunks, loglik)
+    return loglik + table.offset_per_sequence(seqs)
+
+
+def sparse_viterbi(startprob, transitions: Transitions, values, table: EmissionTable,
+                   seqs: Sequences):
+    """:func:`viterbi` over the allowed transitions only."""
+    K = len(startprob)
+    with np.errstate(divide="ignore"):
+        log_start, log_values = np.log(_f64(startprob)), np.log(_f64(values))
+    backptr = np.empty((seqs.n_samples, K), dtype=np.int32 if K < 2**31 else np.int64)
+    logprob = np.empty(len(seqs.lengths))
+    states = np.empty(seqs.n_samples, dtype=np.int64)
+    _call(kernels.sparse_viterbi, seqs.chunks, seqs.n_samples, K,
+          log_start, transitions.indptr, transitions.indices, log_values, table.log_emis(),
+          table.idx, seqs.bounds, seqs.chunks, backptr, logprob, states)
+    return logprob + table.offset_per_sequence(seqs), states
 
 
 def kbest(startprob, transmat, table: EmissionTable, seqs: Sequences, k: int):

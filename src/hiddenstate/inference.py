@@ -249,7 +249,7 @@ class Transitions:
 
     @classmethod
     def band(cls, K: int, below: int, above: int) -> Transitions:
-        """Row ``i`` allows ``i - below .. i + above`` (clipped to the states); built in
+        r"""Row ``i`` allows ``i - below .. i + above`` (clipped to the states); built in
         :math:`O(\mathrm{nnz})`, without a ``(K, K)`` mask."""
         i = np.arange(K, dtype=np.int64)
         lo, hi = np.maximum(i - below, 0), np.minimum(i + above, K - 1)
@@ -839,7 +839,7 @@ def _running(n_chunks: int) -> int:
 
 
 def memory_estimate(op: str, K: int, seqs: Sequences, table_rows: int, by_idx: bool,
-                    k: int = 1) -> dict[str, float]:
+                    k: int = 1, n_transitions: int | None = None) -> dict[str, float]:
     """Bytes that the inference function ``op`` allocates for ``K`` states and the layout
     ``seqs``, with an emission table of ``table_rows`` rows (shared by observations if
     ``by_idx``; the table itself is not counted). Split into the share that grows with the
@@ -855,6 +855,17 @@ def memory_estimate(op: str, K: int, seqs: Sequences, table_rows: int, by_idx: b
     """
     F = _F64
     N = seqs.n_samples
+    if n_transitions is not None and op in ("log_likelihood", "forward_backward", "viterbi"):
+        # the sparse kernels (``n_transitions`` allowed entries): per-chunk counts, the
+        # values, alpha and the posteriors (forward-backward) or back-pointers (Viterbi),
+        # and the dense (K, K) transmat_ the model keeps
+        C = seqs.n_chunks
+        states = (C + 3.0) * n_transitions * F + K * K * F
+        rows = {"log_likelihood": 0.0, "forward_backward": 2.0 * N * K * F,
+                "viterbi": N * K * (4.0 + F)}[op]
+        if op == "forward_backward" and by_idx:
+            states += (C + 1) * table_rows * K * F
+        return {"n_states": states, "X": rows}
     states, rows = 1.0 * K * K * F, 0.0  # transmat_t, or log(transmat)
     if op in ("log_likelihood", "filter", "viterbi"):
         plan = seqs.segments

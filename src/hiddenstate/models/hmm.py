@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -31,8 +32,9 @@ from ..families import (
     GaussianEmissions,
 )
 from ..families.blackbox import BlackBoxEmissions
+from ..families.dirichlet import SparseDirichletRows
 from ..families.gaussian import full_covars
-from ..inference import Sequences
+from ..inference import Sequences, Transitions
 from ..kernels import path_counts
 from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
@@ -77,29 +79,95 @@ _MAX_POISSON_RATE = 9.2e18
 _STATE_PREFIX = "learner_state_."
 
 
+#: allowed transitions per K**2 below which a structured model runs the sparse kernels
+#: (benchmarks/bench_structured.py: the dense lockstep kernels win above about this)
+SPARSE_DENSITY = 0.25
+TOPOLOGIES = ("full", "left-right", "banded")
+
+
+@dataclass
+class _Chain:
+    """The Markov chain as inference sees it: ``startprob`` and either a dense ``transmat``
+    or, for a structured model, its allowed ``transitions`` with one value per entry
+    (``values``; ``transmat`` may also be set). Chooses the sparse kernels
+    (:mod:`hiddenstate.kernels.sparse`) when few transitions are allowed."""
+
+    startprob: np.ndarray
+    transmat: np.ndarray | None
+    transitions: Transitions | None = None
+    values: np.ndarray | None = None
+
+    @property
+    def sparse(self) -> bool:
+        K = len(self.startprob)
+        return self.transitions is not None and self.transitions.nnz <= SPARSE_DENSITY * K * K
+
+    def successors(self):
+        """What :func:`inference.state_supports` follows."""
+        if self.transitions is None:
+            return self.transmat
+        return self.transitions.successors(self.values)
+
+    def dense(self) -> np.ndarray:
+        return self.transmat if self.transmat is not None else self.transitions.dense(
+            self.values)
+
+    def log_likelihood(self, table, seqs):
+        if self.sparse:
+            return inference.sparse_log_likelihood(self.startprob, self.transitions,
+                                                   self.values, table, seqs)
+        return inference.log_likelihood(self.startprob, self.dense(), table, seqs)
+
+    def forward_backward(self, table, seqs):
+        """Posteriors; ``trans`` per allowed entry for a structured model."""
+        if self.sparse:
+            return inference.sparse_forward_backward(self.startprob, self.transitions,
+                                                     self.values, table, seqs)
+        post = inference.forward_backward(self.startprob, self.dense(), table, seqs)
+        if self.transitions is not None:
+            post.trans = self.transitions.gather(post.trans)
+        return post
+
+    def viterbi(self, table, seqs):
+        if self.sparse:
+            return inference.sparse_viterbi(self.startprob, self.transitions, self.values,
+                                            table, seqs)
+        return inference.viterbi(self.startprob, self.dense(), table, seqs)
+
+
 class _HMMProblem:
     """The HMM as the generic learner sees it: blocks ``startprob``, ``transmat``,
     ``emission`` and the two inference routines (see :mod:`hiddenstate.learn.batch`)."""
 
     def __init__(self, family, X, seqs: Sequences, startprob_prior, transmat_prior,
-                 states: np.ndarray | None = None):
+                 states: np.ndarray | None = None, transitions: Transitions | None = None):
         self.family = family
         self.X = X
         self.seqs = seqs
         self.states = states  # partial state labels (-1: unknown), or None
+        # a structured model's transmat block holds its allowed entries only
+        self.transitions = transitions
+        trans_block = (DirichletRows("transmat", "t", transmat_prior) if transitions is None
+                       else SparseDirichletRows("transmat", "t", transmat_prior, transitions))
         self.blocks = {"startprob": DirichletRows("startprob", "s", startprob_prior),
-                       "transmat": DirichletRows("transmat", "t", transmat_prior),
+                       "transmat": trans_block,
                        "emission": family}
         self.letters = {"startprob": "s", "transmat": "t",
                         "emission": "".join(family.letters)}
         n = len(X) / family.n_states
         self.n_virtual = {"startprob": len(seqs.lengths), "transmat": n, "emission": n}
 
+    def _chain(self, views) -> _Chain:
+        if self.transitions is None:
+            return _Chain(views["startprob"], views["transmat"])
+        return _Chain(views["startprob"], None, self.transitions, views["transmat"])
+
     def _table(self, views) -> tuple[inference.EmissionTable, np.ndarray | None]:
         """The emission table, clamped at the labelled steps (and the clamped table's
         ``fold``, see :func:`inference.clamp_states`)."""
         table = inference.emission_table(self.family, views["emission"], self.X,
-                                         views["startprob"], views["transmat"], self.seqs)
+                                         views["startprob"], self._chain(views).successors(),
+                                         self.seqs)
         if self.states is None:
             return table, None
         return inference.clamp_states(
@@ -113,21 +181,20 @@ class _HMMProblem:
 
     def expected_counts(self, views):
         table, fold = self._table(views)
-        post = inference.forward_backward(views["startprob"], views["transmat"], table,
-                                          self.seqs)
+        post = self._chain(views).forward_backward(table, self.seqs)
         _check_possible(post.loglik, labelled=self.states is not None)
         return float(post.loglik.sum()), self._stats(post.start, post.trans, post.post, views,
                                                      fold)
 
     def path_counts(self, views, k):
         table, fold = self._table(views)
+        chain = self._chain(views)
         if k == 1:
-            logp, states = inference.viterbi(views["startprob"], views["transmat"], table,
-                                             self.seqs)
+            logp, states = chain.viterbi(table, self.seqs)
             _check_possible(logp, labelled=self.states is not None)
             paths, weights, value = states[None], np.ones((len(logp), 1)), float(logp.sum())
         else:
-            logp, paths = inference.kbest(views["startprob"], views["transmat"], table,
+            logp, paths = inference.kbest(views["startprob"], chain.dense(), table,
                                           self.seqs, k)
             _check_possible(logp[:, 0], labelled=self.states is not None)
             top = logp[:, :1]
@@ -138,11 +205,34 @@ class _HMMProblem:
             weights /= mass
             value = float(np.sum(top[:, 0] + np.log(mass[:, 0])))
         K = self.family.n_states
-        start, trans = np.zeros(K), np.zeros((K, K))
+        rows = table.idx if table.by_idx else np.arange(len(self.X), dtype=np.int64)
         post = np.zeros((table.emis.shape[0] if table.by_idx else len(self.X), K))
-        path_counts(paths, weights, table.idx if table.by_idx else
-                    np.arange(len(self.X), dtype=np.int64), self.seqs.bounds, start, trans, post)
+        if self.transitions is None:
+            start, trans = np.zeros(K), np.zeros((K, K))
+            path_counts(paths, weights, rows, self.seqs.bounds, start, trans, post)
+        else:
+            start, trans = self._structured_path_counts(paths, weights, rows, post)
         return value, self._stats(start, trans, post, views, fold), paths
+
+    def _structured_path_counts(self, paths, weights, rows, post):
+        """:func:`~hiddenstate.kernels.path_counts` with the transition counts per allowed
+        entry (``(nnz,)``): no ``(K, K)`` array."""
+        K = self.family.n_states
+        bounds = self.seqs.bounds
+        seq_of = np.repeat(np.arange(len(self.seqs.lengths)), self.seqs.lengths)
+        start, trans = np.zeros(K), np.zeros(self.transitions.nnz)
+        inner = np.ones(len(rows), dtype=bool)
+        inner[bounds[:-1]] = False
+        t = np.flatnonzero(inner)
+        for r in range(paths.shape[0]):
+            w = weights[seq_of, r]
+            ok = paths[r] >= 0
+            np.add.at(start, paths[r][bounds[:-1]][ok[bounds[:-1]]],
+                      w[bounds[:-1]][ok[bounds[:-1]]])
+            tt = t[ok[t]]
+            np.add.at(trans, self.transitions.position(paths[r][tt - 1], paths[r][tt]), w[tt])
+            np.add.at(post, (rows[ok], paths[r][ok]), w[ok])
+        return start, trans
 
 
 def emission_statistics(family, X: np.ndarray, post: np.ndarray, params: dict) -> dict:
@@ -332,6 +422,22 @@ def _check_poisson_rates(lambdas: np.ndarray) -> None:
             f"largest is {_MAX_POISSON_RATE:g})")
 
 
+def _check_structure(transmat: np.ndarray, transitions: Transitions | None,
+                     name: str = "transmat_") -> np.ndarray | None:
+    """The allowed entries of a (valid, row-stochastic) ``transmat``, after checking that it
+    puts no probability elsewhere; None for an unstructured model."""
+    if transitions is None:
+        return None
+    values = transitions.gather(transmat)
+    outside = 1.0 - transitions.row_sums(values)
+    bad = np.flatnonzero(outside > 1e-8)
+    if len(bad):
+        raise InvalidInputError(
+            f"{name}: row {bad[0]} puts probability {outside[bad[0]]:.3g} on transitions "
+            "that topology / transmat_mask do not allow; set those entries to 0")
+    return values
+
+
 def _column_means(X: np.ndarray) -> np.ndarray:
     """Mean of each column over its observed (not NaN) entries; 0 for a column with none."""
     seen = ~np.isnan(X)
@@ -380,6 +486,14 @@ class HMM(BaseEstimator):
     means_prior, means_weight, covars_prior, covars_weight : Gaussian priors (hmmlearn's
         names and meaning: prior mean and its weight, covariance scale and its weight).
     lambdas_prior, lambdas_weight : Gamma prior on Poisson rates (shape - 1 and rate).
+    topology : ``"full"`` (every transition allowed), ``"left-right"`` (state ``i`` moves to
+        ``j >= i`` only; with ``bandwidth``, ``i <= j <= i + bandwidth``) or ``"banded"``
+        (``|i - j| <= bandwidth``).
+    bandwidth : see ``topology`` (needed by ``"banded"``).
+    transmat_mask : boolean ``(K, K)``, the transitions allowed (combined with
+        ``topology``). The other entries of ``transmat_`` are zero and stay exactly zero
+        in every mode; with few allowed transitions (at most a quarter of ``K**2``) the
+        sparse kernels run, at a cost proportional to their number.
         Priors are used by every mode but ``"em"``; ``None`` takes the mode's default
         (see ``docs/learning-modes.md``).
 
@@ -403,7 +517,8 @@ class HMM(BaseEstimator):
                  learn: str = "em", k_best: int = 1, startprob_prior=None,
                  transmat_prior=None, emissionprob_prior=None, means_prior=None,
                  means_weight=None, covars_prior=None, covars_weight=None,
-                 lambdas_prior=None, lambdas_weight=None, learner_options: dict | None = None):
+                 lambdas_prior=None, lambdas_weight=None, learner_options: dict | None = None,
+                 topology: str = "full", bandwidth: int | None = None, transmat_mask=None):
         self.n_states = n_states
         self.emission = emission
         self.n_features = n_features
@@ -428,6 +543,9 @@ class HMM(BaseEstimator):
         self.lambdas_prior = lambdas_prior
         self.lambdas_weight = lambdas_weight
         self.learner_options = learner_options
+        self.topology = topology
+        self.bandwidth = bandwidth
+        self.transmat_mask = transmat_mask
 
     # -- configuration --------------------------------------------------------------------------
     def _prior(self, name: str):
@@ -497,12 +615,57 @@ class HMM(BaseEstimator):
                     "priors; learn='online-em' takes them in learner_options (e.g. "
                     f"learner_options={{{given[0]!r}: ...}}), the others have none")
         check_positive_int(self.k_best, "k_best")
+        self._transitions()  # checks topology, bandwidth and transmat_mask
         if self.learn == "em":
             given = [n for n in _FLAT_PRIORS if getattr(self, n, None) is not None]
             if given:
                 raise InvalidInputError(
                     f"{given[0]}: priors are not used by learn='em' (maximum likelihood); "
                     "use learn='map', 'vb', 'vt' or 'kvt', or drop the prior")
+
+    def _transitions(self) -> Transitions | None:
+        """The allowed transitions of a structured model (``topology``, ``bandwidth``,
+        ``transmat_mask``), or None when every transition is allowed."""
+        K = check_positive_int(self.n_states, "n_states")
+        topology = check_choice(self.topology, "topology", TOPOLOGIES)
+        bw = self.bandwidth
+        if bw is not None:
+            check_positive_int(bw, "bandwidth", minimum=0)
+        if topology == "banded" and bw is None:
+            raise InvalidInputError(
+                "bandwidth: topology='banded' needs bandwidth (state i moves to the states "
+                "i - bandwidth .. i + bandwidth); pass e.g. bandwidth=1")
+        if topology == "full" and bw is not None:
+            raise InvalidInputError(
+                "bandwidth: only used with topology='banded' or 'left-right'")
+        if topology == "full":
+            transitions = None
+        elif topology == "banded":
+            transitions = Transitions.band(K, bw, bw)
+        else:
+            transitions = Transitions.band(K, 0, K - 1 if bw is None else bw)
+        if self.transmat_mask is None:
+            return transitions
+        mask = np.asarray(self.transmat_mask)
+        if mask.shape != (K, K) or mask.dtype != np.bool_:
+            raise InvalidInputError(
+                f"transmat_mask: expected a boolean array of shape {(K, K)}, got "
+                f"{mask.dtype} {mask.shape}")
+        if transitions is not None:
+            mask = mask & transitions.mask()
+        empty = np.flatnonzero(~mask.any(axis=1))
+        if len(empty):
+            raise InvalidInputError(
+                f"transmat_mask: state {empty[0]} has no allowed transition (with "
+                f"topology={topology!r}); every row needs at least one True entry")
+        return Transitions.from_mask(mask)
+
+    def _chain(self, startprob, transmat) -> _Chain:
+        """The chain of the model's parameters (structured: its allowed entries)."""
+        transitions = self._transitions()
+        if transitions is None:
+            return _Chain(startprob, transmat)
+        return _Chain(startprob, transmat, transitions, transitions.gather(transmat))
 
     def _check_priors(self, n_features: int, n_emission_states: int) -> None:
         """The priors in force for the mode: numbers of the right shape and range.
@@ -738,7 +901,8 @@ class HMM(BaseEstimator):
         the first use of changed parameters and when loading a saved model."""
         K = check_positive_int(self.n_states, "n_states")
         check_stochastic(_learned.raw(self, "startprob_"), (K,), "startprob_")
-        check_stochastic(_learned.raw(self, "transmat_"), (K, K), "transmat_")
+        transmat = check_stochastic(_learned.raw(self, "transmat_"), (K, K), "transmat_")
+        _check_structure(transmat, self._transitions())
         self._fitted_family().check_params(self._get_emission_params())
 
     # -- data -----------------------------------------------------------------------------------
@@ -772,8 +936,13 @@ class HMM(BaseEstimator):
         return self._family(self.n_features_)
 
     # -- fitting --------------------------------------------------------------------------------
-    def _initial_params(self, X, family, rng: np.random.Generator, seqs: Sequences):
+    def _initial_params(self, X, family, rng: np.random.Generator, seqs: Sequences,
+                        values: bool = False):
+        """Initial ``(startprob, transmat, emission)``; a structured model's ``transmat``
+        is restricted to the allowed transitions (rows renormalised), and with ``values``
+        returned as its allowed entries only (no ``(K, K)`` array)."""
         K = self.n_states
+        transitions = self._transitions()
         init = self.init_params
         if "s" in init:
             startprob = np.full(K, 1.0 / K)
@@ -787,11 +956,19 @@ class HMM(BaseEstimator):
             # starts alike.
             s = (STREAM_PERSISTENCE if self.learn in ONLINE_MODES
                  else persistence(*_observations(X, family), seqs.bounds))
-            transmat = s * np.eye(K) + (1.0 - s) / K
+            if transitions is None:
+                transmat = s * np.eye(K) + (1.0 - s) / K
+            else:
+                v = (s * (transitions.rows == transitions.indices) + (1.0 - s) / K)
+                transmat = v / transitions.row_sums(v)[transitions.rows]
         else:
             transmat = self._user_param("transmat_", "t")
+            transmat = check_stochastic(transmat, (K, K), "transmat_")
+            if transitions is not None:
+                transmat = _check_structure(transmat, transitions)
         startprob = check_stochastic(startprob, (K,), "startprob_")
-        transmat = check_stochastic(transmat, (K, K), "transmat_")
+        if transitions is not None and not values:
+            transmat = transitions.dense(transmat)
         # data-driven initialisation (k-means for Gaussians) only when something needs it
         drawn = family.initialize(X, rng) if set(init) & set(family.letters) else {}
         emis = {}
@@ -813,7 +990,7 @@ class HMM(BaseEstimator):
 
     def _problem(self, family, X, seqs, states=None) -> _HMMProblem:
         return _HMMProblem(family, X, seqs, self._startprob_prior(), self._transmat_prior(),
-                           states)
+                           states, self._transitions())
 
     def _monitor(self) -> ConvergenceMonitor:
         tol = -np.inf if self.learn in ("vt", "kvt") else self.tol  # VT stops on paths
@@ -857,7 +1034,8 @@ class HMM(BaseEstimator):
         problem = self._problem(family, X, seqs, states)
         best = None
         for _ in range(self.n_init):
-            startprob, transmat, emis = self._initial_params(X, family, rng, seqs)
+            startprob, transmat, emis = self._initial_params(X, family, rng, seqs,
+                                                             values=True)
             theta = {"startprob": startprob, "transmat": transmat, "emission": emis}
             result = fit_mode(problem, self.learn, theta, self._monitor(), self._which(),
                               self.k_best, callback)
@@ -865,8 +1043,10 @@ class HMM(BaseEstimator):
                 best = result
         self.monitor_ = best.monitor
         self.n_features_ = n_features
-        self._set_params_(best.params["startprob"], best.params["transmat"],
-                          best.params["emission"])
+        transmat = best.params["transmat"]
+        if problem.transitions is not None:
+            transmat = problem.transitions.dense(transmat)
+        self._set_params_(best.params["startprob"], transmat, best.params["emission"])
         self._set_posterior_(best.posterior)
         return self
 
@@ -979,16 +1159,18 @@ class HMM(BaseEstimator):
         return sorted(a for a in vars(self) if a.endswith(_POSTERIOR_SUFFIX))
 
     # -- inference ------------------------------------------------------------------------------
-    def _prepare(self, X, lengths, op: str):
+    def _prepare(self, X, lengths, op: str, chain: bool = False):
         """Validated parameters, the layout of ``X`` and its emission table, after checking
         that the inference function ``op`` (see :func:`inference.memory_estimate`) fits in
-        memory: ``(startprob, transmat, seqs, table)``."""
+        memory: ``(startprob, transmat, seqs, table)``; with ``chain``, the
+        :class:`_Chain` in place of ``(startprob, transmat)``."""
         startprob, transmat, emis = self._params()
         X, seqs = self._validate(X, lengths, self.n_features_)
         family = self._fitted_family()
         self._check_memory(op, X, seqs, family)
-        return startprob, transmat, seqs, inference.emission_table(
-            family, emis, X, startprob, transmat, seqs)
+        c = self._chain(startprob, transmat)
+        table = inference.emission_table(family, emis, X, startprob, c.successors(), seqs)
+        return (c, seqs, table) if chain else (startprob, transmat, seqs, table)
 
     def _check_memory(self, op: str, X, seqs: Sequences, family, k: int = 1,
                       fixed: dict | None = None, what: str | None = None,
@@ -1001,10 +1183,15 @@ class HMM(BaseEstimator):
         K = self.n_states
         by_symbol = isinstance(family, CategoricalEmissions)
         rows = family.n_features if by_symbol else len(X)
+        transitions = self._transitions()
+        nnz = None
+        if transitions is not None and transitions.nnz <= SPARSE_DENSITY * K * K:
+            nnz = transitions.nnz
         if op == "posteriors":
-            parts = inference.memory_estimate("forward_backward", K, seqs, rows, False)
+            parts = inference.memory_estimate("forward_backward", K, seqs, rows, False,
+                                              n_transitions=nnz)
         else:
-            parts = inference.memory_estimate(op, K, seqs, rows, by_symbol, k)
+            parts = inference.memory_estimate(op, K, seqs, rows, by_symbol, k, nnz)
         if by_symbol:
             parts["n_states"] += rows * K * 8.0
         else:  # the (N, K) table, and the temporaries that build it before inference runs
@@ -1019,8 +1206,8 @@ class HMM(BaseEstimator):
     def score_sequences(self, X, lengths=None) -> np.ndarray:
         """Log-likelihood log p(x) of each sequence, shape ``(n_sequences,)`` (``-inf`` for
         a sequence that has probability zero)."""
-        startprob, transmat, seqs, table = self._prepare(X, lengths, "log_likelihood")
-        return inference.log_likelihood(startprob, transmat, table, seqs)
+        chain, seqs, table = self._prepare(X, lengths, "log_likelihood", chain=True)
+        return chain.log_likelihood(table, seqs)
 
     def score(self, X, lengths=None) -> float:
         """Log-likelihood log p(X) of the sequences (summed; ``-inf`` if one of them has
@@ -1030,10 +1217,10 @@ class HMM(BaseEstimator):
     def score_samples(self, X, lengths=None):
         """Log-likelihood and state posteriors p(z_t | x) ``(n, K)``. A sequence of
         probability zero has no posteriors: :class:`ZeroProbabilityError`."""
-        startprob, transmat, seqs, table = self._prepare(X, lengths, "posteriors")
+        chain, seqs, table = self._prepare(X, lengths, "posteriors", chain=True)
         if table.by_idx:  # per-observation posteriors, not sums per symbol
             table = inference.EmissionTable(table.emis, table.idx, table.log_offset, False)
-        post = inference.forward_backward(startprob, transmat, table, seqs)
+        post = chain.forward_backward(table, seqs)
         _check_possible(post.loglik, fitting=False)
         return float(post.loglik.sum()), post.post
 
@@ -1076,8 +1263,8 @@ class HMM(BaseEstimator):
         ``"map"`` (per-step posterior argmax; returns log p(X)). A sequence of probability
         zero has no most likely path: :class:`ZeroProbabilityError`."""
         if algorithm == "viterbi":
-            startprob, transmat, seqs, table = self._prepare(X, lengths, "viterbi")
-            logprob, states = inference.viterbi(startprob, transmat, table, seqs)
+            chain, seqs, table = self._prepare(X, lengths, "viterbi", chain=True)
+            logprob, states = chain.viterbi(table, seqs)
             _check_possible(logprob, fitting=False)
             return float(logprob.sum()), states
         if algorithm == "map":

@@ -627,8 +627,10 @@ class HMM(BaseEstimator):
         """The allowed transitions of a structured model (``topology``, ``bandwidth``,
         ``transmat_mask``), or None when every transition is allowed."""
         K = check_positive_int(self.n_states, "n_states")
-        topology = check_choice(self.topology, "topology", TOPOLOGIES)
-        bw = self.bandwidth
+        # subclasses with their own constructor (PROPS, the hmmlearn classes): unstructured
+        topology = check_choice(getattr(self, "topology", "full"), "topology", TOPOLOGIES)
+        bw = getattr(self, "bandwidth", None)
+        mask = getattr(self, "transmat_mask", None)
         if bw is not None:
             check_positive_int(bw, "bandwidth", minimum=0)
         if topology == "banded" and bw is None:
@@ -644,9 +646,9 @@ class HMM(BaseEstimator):
             transitions = Transitions.band(K, bw, bw)
         else:
             transitions = Transitions.band(K, 0, K - 1 if bw is None else bw)
-        if self.transmat_mask is None:
+        if mask is None:
             return transitions
-        mask = np.asarray(self.transmat_mask)
+        mask = np.asarray(mask)
         if mask.shape != (K, K) or mask.dtype != np.bool_:
             raise InvalidInputError(
                 f"transmat_mask: expected a boolean array of shape {(K, K)}, got "

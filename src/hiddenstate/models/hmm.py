@@ -34,6 +34,7 @@ from ..families import (
 from ..families.blackbox import BlackBoxEmissions
 from ..families.dirichlet import SparseDirichletRows
 from ..families.gaussian import full_covars
+from ..families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
 from ..inference import Sequences, Transitions
 from ..kernels import path_counts
 from ..learn import MODES, ConvergenceMonitor
@@ -422,6 +423,29 @@ def _check_poisson_rates(lambdas: np.ndarray) -> None:
             f"largest is {_MAX_POISSON_RATE:g})")
 
 
+def _as_n_features(value):
+    """``n_features`` as given: None, an int, or (several categorical features) a tuple."""
+    if value is None or isinstance(value, (int, np.integer)):
+        return value
+    return tuple(int(w) for w in value)
+
+
+def _check_n_features(value, emission) -> None:
+    """None, a positive int, or for categorical emissions a sequence of positive ints (the
+    alphabet of each of several features)."""
+    if value is None:
+        return
+    if isinstance(value, (list, tuple, np.ndarray)) and emission == "categorical":
+        if len(value) < 2:
+            raise InvalidInputError(
+                "n_features: a sequence gives the alphabet size of each of several "
+                f"categorical features (at least 2), got {value!r:.60}; pass an int for one")
+        for w in value:
+            check_positive_int(w, "n_features")
+        return
+    check_positive_int(value, "n_features")
+
+
 def _check_structure(transmat: np.ndarray, transitions: Transitions | None,
                      name: str = "transmat_") -> np.ndarray | None:
     """The allowed entries of a (valid, row-stochastic) ``transmat``, after checking that it
@@ -460,6 +484,10 @@ class HMM(BaseEstimator):
     n_states : number of hidden states K.
     emission : ``"categorical"`` (integer symbols), ``"gaussian"`` or ``"poisson"``.
     n_features : number of symbols (categorical) or features; inferred from the data if None.
+        Several categorical features per step (``X`` of shape ``(n, F)``, F > 1): a product
+        of per-feature categoricals; ``n_features`` is then the alphabet size of each
+        feature (a sequence of F ints), and ``emissionprob_`` has shape ``(F, K, W)`` with
+        ``W`` the largest alphabet (zeros past a feature's own).
     covariance_type : ``"spherical"``, ``"diag"``, ``"full"`` or ``"tied"`` (Gaussian only).
     n_iter, tol : EM stops after ``n_iter`` iterations or when the log-likelihood improves by
         less than ``tol`` (``tol=-inf`` runs all iterations).
@@ -579,8 +607,7 @@ class HMM(BaseEstimator):
         check_choice(self.emission, "emission", FAMILIES)
         if self.emission == "gaussian":
             check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
-        if self.n_features is not None:
-            check_positive_int(self.n_features, "n_features")
+        _check_n_features(self.n_features, self.emission)
         for name in ("init_params", "params"):
             letters = getattr(self, name)
             if not isinstance(letters, str) or set(letters) - set(_ALL_LETTERS):
@@ -691,12 +718,13 @@ class HMM(BaseEstimator):
         vb = self.learn == "vb"
         if self.learn not in ONLINE_MODES:
             shapes = {"startprob_prior": (K,), "transmat_prior": (K, K),
-                      "emissionprob_prior": (Ke, D)}
+                      "emissionprob_prior": ((len(D), Ke, max(D)) if isinstance(D, tuple)
+                                             else (Ke, D))}
             names = list(shapes) if self.emission == "categorical" else list(shapes)[:2]
             for name in names:
                 value = self._prior(name)
                 if value is None and name == "emissionprob_prior":   # VB's default: 1/W
-                    value = 1.0 / D
+                    value = 1.0 / (max(D) if isinstance(D, tuple) else D)
                 alpha = _prior_array(name, value, shapes[name])
                 if vb and not np.all(alpha > 0):
                     raise InvalidInputError(
@@ -760,6 +788,11 @@ class HMM(BaseEstimator):
                 kwargs["means_prior"] = _column_means(X)
             if self.covars_weight is None:
                 kwargs["covars_weight"] = float(n_features)
+        if isinstance(n_features, tuple):  # several categorical features
+            prior = kwargs.get("emissionprob_prior")
+            if prior is None:   # VB's default: 1/W of each feature's alphabet
+                prior = 1.0 / np.array(n_features, dtype=np.float64)[:, None, None]
+            return MultiCategoricalEmissions(Ke, n_features, emissionprob_prior=prior)
         if kwargs.get("emissionprob_prior", 1.0) is None:     # VB's default: 1/W
             kwargs["emissionprob_prior"] = 1.0 / n_features
         if self.learn == "vb" and self.emission == "poisson" and self.lambdas_weight is None:
@@ -810,7 +843,7 @@ class HMM(BaseEstimator):
         if stored is not None:
             return stored
         if self.n_features is not None:
-            return self.n_features
+            return _as_n_features(self.n_features)
         inferred = self._inferred_n_features()
         if inferred is None:
             raise AttributeError("n_features_")
@@ -828,6 +861,8 @@ class HMM(BaseEstimator):
                 arr = _learned.raw(self, attr)
                 if arr.ndim == 2:
                     return arr.shape[1]
+                if arr.ndim == 3 and attr == "emissionprob_":  # several features
+                    return (arr.shape[2],) * arr.shape[0]
         return None
 
     def _emission_keys(self) -> dict[str, str]:
@@ -882,8 +917,7 @@ class HMM(BaseEstimator):
         ct = None
         if self.emission == "gaussian":
             ct = check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
-        if self.n_features is not None:
-            check_positive_int(self.n_features, "n_features")
+        _check_n_features(self.n_features, self.emission)
         try:
             W = self.n_features_
         except AttributeError:
@@ -892,7 +926,8 @@ class HMM(BaseEstimator):
             raise InvalidInputError(
                 f"{attr}: expected shape (n_states, n_features), got {shape}; or pass "
                 "n_features") from None
-        W = check_positive_int(W, "n_features_")
+        W = (tuple(check_positive_int(w, "n_features_") for w in W) if isinstance(W, tuple)
+             else check_positive_int(W, "n_features_"))
         return K, self.emission, ct, W
 
     def _check_learned(self) -> None:
@@ -913,10 +948,14 @@ class HMM(BaseEstimator):
         ``emissionprob_`` that ``fit`` keeps)."""
         if self.n_features is None and "e" not in self.init_params \
                 and hasattr(self, "emissionprob_"):
-            return np.asarray(self.emissionprob_).shape[1]
-        return self.n_features
+            shape = np.asarray(self.emissionprob_).shape
+            return (shape[2],) * shape[0] if len(shape) == 3 else shape[1]
+        return _as_n_features(self.n_features)
 
-    def _infer_n_features(self, X: np.ndarray) -> int:
+    def _infer_n_features(self, X: np.ndarray) -> int | tuple[int, ...]:
+        if self.emission == "categorical" and X.ndim == 2:  # several features
+            return MultiCategoricalEmissions(self.n_states, (1,) * X.shape[1]
+                                             ).infer_n_features(X)
         return FAMILIES[self.emission](self.n_states, 1,
                                        **self._family_kwargs()).infer_n_features(X)
 
@@ -928,6 +967,12 @@ class HMM(BaseEstimator):
                   continues: bool = False):
         """Validated observations and their layout. ``stream``/``continues``: the data feed a
         streaming learner (and continue its last sequence)."""
+        if self.emission == "categorical" and (
+                isinstance(n_features, tuple) or (len(np.shape(X)) == 2
+                                                  and np.shape(X)[1] > 1)):
+            Xv = check_feature_symbols(X, n_features)   # several categorical features
+            seqs = Sequences.from_lengths(check_lengths(lengths, len(Xv)))
+            return Xv, seqs
         family_cls = FAMILIES[self.emission]
         family = family_cls(self.n_states, n_features or 1, **self._family_kwargs())
         Xv = family.validate_X(X, n_features)
@@ -1088,6 +1133,10 @@ class HMM(BaseEstimator):
 
     def _stream(self, X, seqs, family, rng, n_features, continues: bool):
         """Feed sequences to the streaming learner (starting it if needed)."""
+        if isinstance(family, MultiCategoricalEmissions):
+            raise InvalidInputError(
+                f"X: several categorical features per step are learned by the batch modes "
+                f"{MODES}, not by the streaming learner learn={self.learn!r}")
         learner = self._learner()
         state = getattr(self, "learner_state_", None)
         if state is None:
@@ -1307,6 +1356,7 @@ class HMM(BaseEstimator):
         and the emission draws (categorical: an ``(n, W)`` comparison; Gaussian: the
         ``(n, D, D)`` Cholesky factors of the drawn states)."""
         D = self.n_features_
+        D = len(D) * max(D) if isinstance(D, tuple) else D
         per = {"categorical": 9.0 * D + 24, "gaussian": 8.0 * (D * D + 3 * D) + 16,
                "poisson": 24.0 * D + 16}[self.emission]
         return n * per

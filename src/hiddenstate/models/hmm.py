@@ -30,6 +30,7 @@ from ..families import (
     CategoricalEmissions,
     DirichletRows,
     GaussianEmissions,
+    PoissonEmissions,
 )
 from ..families.blackbox import BlackBoxEmissions
 from ..families.dirichlet import SparseDirichletRows
@@ -421,6 +422,47 @@ def _check_poisson_rates(lambdas: np.ndarray) -> None:
         raise InvalidInputError(
             f"lambdas_: a rate of {lambdas.max():g} is too large to draw counts from (the "
             f"largest is {_MAX_POISSON_RATE:g})")
+
+
+def _labelled_start(family, X: np.ndarray, states: np.ndarray, emis: dict,
+                    init_params: str) -> dict:
+    r"""Initial emission parameters moved to the labelled steps: for each state, the mean
+    of the labelled observations with the initial value as one more pseudo-observation,
+    :math:`(\sum_{t: s_t = k} v_t + p_k)/(n_k + 1)` per entry, for the categorical rows
+    (:math:`v_t` one-hot), the Gaussian means and the Poisson rates that ``init_params``
+    initialises (a missing entry counts for nothing; Gaussian covariances keep their
+    data-wide start). Without it a few labels cannot pull EM out of the local optimum the
+    random start falls into: the labels would then sit in states that explain the rest of
+    the data the other way round."""
+    lab = np.flatnonzero(states >= 0)
+    if not len(lab):
+        return emis
+    K = family.n_states
+
+    def moved(p0: np.ndarray, V: np.ndarray) -> np.ndarray:
+        seen = ~np.isnan(V)
+        S, n = np.zeros((K, V.shape[1])), np.zeros((K, V.shape[1]))
+        np.add.at(S, states[lab], np.where(seen, V, 0.0))
+        np.add.at(n, states[lab], seen.astype(np.float64))
+        return (S + p0) / (n + 1.0)
+
+    emis = dict(emis)
+    Xl = X[lab]
+    if isinstance(family, MultiCategoricalEmissions) and "e" in init_params:
+        B = emis["emissionprob"].copy()
+        for f, W in enumerate(family.alphabets):
+            V = np.where(Xl[:, f:f + 1] < 0, np.nan, Xl[:, f:f + 1] == np.arange(W))
+            B[f, :, :W] = moved(B[f, :, :W], V)
+        emis["emissionprob"] = B
+    elif isinstance(family, CategoricalEmissions) and "e" in init_params:
+        W = family.n_features
+        V = np.where(Xl[:, None] < 0, np.nan, Xl[:, None] == np.arange(W))
+        emis["emissionprob"] = moved(emis["emissionprob"], V)
+    elif isinstance(family, GaussianEmissions) and "m" in init_params:
+        emis["means"] = moved(emis["means"], Xl)
+    elif isinstance(family, PoissonEmissions) and "l" in init_params:
+        emis["lambdas"] = moved(emis["lambdas"], Xl)
+    return emis
 
 
 def _as_n_features(value):
@@ -1083,6 +1125,8 @@ class HMM(BaseEstimator):
         for _ in range(self.n_init):
             startprob, transmat, emis = self._initial_params(X, family, rng, seqs,
                                                              values=True)
+            if states is not None:
+                emis = _labelled_start(family, X, states, emis, self.init_params)
             theta = {"startprob": startprob, "transmat": transmat, "emission": emis}
             result = fit_mode(problem, self.learn, theta, self._monitor(), self._which(),
                               self.k_best, callback)

@@ -396,3 +396,32 @@ def broadcast_param(name: str, value, shape: tuple[int, ...] | None) -> np.ndarr
         want = f" broadcastable to {shape}" if shape is not None else " of numbers"
         raise InvalidInputError(
             f"{name}: expected a number or an array{want}, got {value!r:.80}") from exc
+
+
+def check_random_state(random_state, name: str = "random_state") -> None:
+    """Raise unless ``random_state`` is None, an int >= 0, a SeedSequence, a numpy
+    Generator or a legacy RandomState."""
+    if random_state is None or isinstance(
+            random_state, (np.random.Generator, np.random.RandomState, np.random.SeedSequence)):
+        return
+    if isinstance(random_state, (int, np.integer)) and not isinstance(
+            random_state, (bool, np.bool_)):
+        if random_state < 0:
+            raise InvalidInputError(
+                f"{name}: a seed must be an integer >= 0, got {random_state}; pass e.g. "
+                f"{-int(random_state)} or None")
+        return
+    raise InvalidInputError(
+        f"{name}: expected None, an int >= 0 or a numpy Generator, got "
+        f"{type(random_state).__name__} {random_state!r:.40}")
+
+
+def make_rng(random_state, name: str = "random_state") -> np.random.Generator:
+    """A NumPy Generator from None, an int >= 0, a SeedSequence, a Generator (returned as
+    is) or a legacy RandomState (which seeds a new one)."""
+    check_random_state(random_state, name)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**32 - 1, dtype=np.uint64))
+    return np.random.default_rng(random_state)

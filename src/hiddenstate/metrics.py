@@ -46,10 +46,10 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from . import inference
-from ._validation import check_choice, check_positive_int, check_stochastic
+from ._validation import check_choice, check_positive_int, check_stochastic, make_rng
 from .errors import ConvergenceWarning, InvalidInputError, NumericalError
 from .inference import EmissionTable, Sequences
-from .models.hmm import HMM, make_rng
+from .models.hmm import HMM
 
 __all__ = [
     "DivergenceRate",

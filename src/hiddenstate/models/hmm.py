@@ -16,8 +16,10 @@ from .._validation import (
     check_memory,
     check_number,
     check_positive_int,
+    check_random_state,
     check_states,
     check_stochastic,
+    make_rng,
 )
 from ..errors import (
     InvalidInputError,
@@ -334,35 +336,6 @@ def persistence(X: np.ndarray, symbols: bool, bounds: np.ndarray) -> float:
     if not (r1 > 2.0 / np.sqrt(len(X)) and r2 > 0):   # NaN compares False
         return 0.0
     return float(min(r2 / r1, MAX_PERSISTENCE))
-
-
-def check_random_state(random_state, name: str = "random_state") -> None:
-    """Raise unless ``random_state`` is None, an int >= 0, a SeedSequence, a numpy
-    Generator or a legacy RandomState."""
-    if random_state is None or isinstance(
-            random_state, (np.random.Generator, np.random.RandomState, np.random.SeedSequence)):
-        return
-    if isinstance(random_state, (int, np.integer)) and not isinstance(
-            random_state, (bool, np.bool_)):
-        if random_state < 0:
-            raise InvalidInputError(
-                f"{name}: a seed must be an integer >= 0, got {random_state}; pass e.g. "
-                f"{-int(random_state)} or None")
-        return
-    raise InvalidInputError(
-        f"{name}: expected None, an int >= 0 or a numpy Generator, got "
-        f"{type(random_state).__name__} {random_state!r:.40}")
-
-
-def make_rng(random_state, name: str = "random_state") -> np.random.Generator:
-    """A NumPy Generator from None, an int >= 0, a SeedSequence, a Generator (returned as
-    is) or a legacy RandomState (which seeds a new one)."""
-    check_random_state(random_state, name)
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(2**32 - 1, dtype=np.uint64))
-    return np.random.default_rng(random_state)
 
 
 def _prior_array(name: str, value, shape: tuple[int, ...], combine=()) -> np.ndarray:

@@ -32,6 +32,7 @@ from .._validation import (
     check_memory,
     check_positive_int,
     check_symbols,
+    make_rng,
 )
 from ..errors import InvalidInputError, ModelFileError
 from ..families import FAMILIES
@@ -48,7 +49,7 @@ from ..sources import (
     is_savable,
     sequence_log_probs,
 )
-from .hmm import _ALL_LETTERS, HMM, _check_possible, make_rng
+from .hmm import _ALL_LETTERS, HMM, _check_possible
 
 __all__ = ["PROPS", "TokenScores", "perturbation_log_odds"]
 

@@ -62,7 +62,9 @@ lazy normaliser is linear in the statistics, and with :math:`\alpha = 1` every s
 seen before the first M-step would become impossible forever); they use the learner's
 ``emissionprob_prior``, not the family's (whose default is the flat :math:`\alpha = 1`).
 Gaussian and Poisson emissions use ``family.mstep`` with the family's own conjugate prior
-(maximum likelihood by default; a state without mass keeps its values).
+(the family object's prior; ``hs.HMM(learn="online-em")`` builds the family with
+the MAP defaults of ``docs/learning-modes.md``, e.g. ``covars_prior=0.01``; a state without
+mass keeps its values).
 
 **Gaussian statistics about reference points.** Running averages of raw moments
 :math:`x` and :math:`x x^\top` lose every digit of a variance that is small next to the

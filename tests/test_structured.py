@@ -2,13 +2,15 @@
 kernels against the dense ones, a masked model against enumeration, and zeros that stay
 exactly zero in every learning mode."""
 
+import warnings
+
 import numpy as np
 import pytest
 from brute_force import dataset_posteriors
 
 import hiddenstate as hs
 from hiddenstate import inference
-from hiddenstate.errors import InvalidInputError
+from hiddenstate.errors import DegenerateStateWarning, InvalidInputError
 from hiddenstate.inference import EmissionTable, Sequences, Transitions
 from hiddenstate.learn.online import ONLINE_MODES
 
@@ -109,3 +111,26 @@ def test_structured_arguments_validated():
     m.transmat_ = np.full((3, 3), 1 / 3)            # hand-set, mass where not allowed
     with pytest.raises(InvalidInputError, match="transmat_: row 1"):
         m.score(X)
+
+
+@pytest.mark.parametrize("learn", ["em", "vt", "kvt"])
+def test_structured_fit_equals_dense_fit_from_the_same_zeros(learn):
+    """A left-right model (sparse kernels, transitions stored by allowed entry) learns what
+    an unstructured model started from the same transition matrix learns (dense kernels;
+    its zeros stay zero because no path uses them), iteration for iteration."""
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 3, (90, 1))
+    structured = _masked_model(8, topology="left-right", bandwidth=1)
+    plain = hs.HMM(8, init_params="", tol=-np.inf)
+    plain.startprob_, plain.transmat_ = structured.startprob_, structured.transmat_
+    plain.emissionprob_ = structured.emissionprob_
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateStateWarning)  # states the paths skip
+        for m in (structured, plain):
+            m.set_params(learn=learn, n_iter=5, k_best=3)
+            m.fit(X, [30, 30, 30])
+    assert structured._chain(structured.startprob_, structured.transmat_).sparse
+    np.testing.assert_allclose(structured.transmat_, plain.transmat_, rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(structured.emissionprob_, plain.emissionprob_, rtol=1e-9)
+    np.testing.assert_allclose(structured.monitor_.history, plain.monitor_.history,
+                               rtol=1e-11)

@@ -14,11 +14,14 @@ the largest alphabet; a feature with fewer symbols has zeros past its alphabet
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from .._validation import check_symbols
 from ..errors import InvalidInputError
 from .base import EmissionFamily
+from .categorical import MAX_INFERRED_SYMBOLS
 from .dirichlet import DirichletRows
 
 
@@ -32,16 +35,32 @@ class MultiCategoricalEmissions(EmissionFamily):
         self.alphabets = tuple(int(w) for w in alphabets)
         super().__init__(n_states, max(self.alphabets))
         self.emissionprob_prior = emissionprob_prior
-        F, K, W = len(self.alphabets), n_states, self.n_features
-        self.support = np.arange(W)[None, None, :] < np.array(self.alphabets)[:, None, None]
-        self.support = np.broadcast_to(self.support, (F, K, W))
-        prior = np.broadcast_to(np.asarray(emissionprob_prior, dtype=np.float64), (F, K, W))
-        # outside a feature's alphabet: a flat 1 for the point estimates (no term in the
-        # log prior), 0 for variational Bayes (q stays 0 there)
-        self.rows = DirichletRows("emissionprob", "e",
-                                  np.where(self.support, prior, 1.0).reshape(F * K, W))
-        self.vb_rows = DirichletRows("emissionprob", "e",
-                                     np.where(self.support, prior, 0.0).reshape(F * K, W))
+
+    # built when first used (after the estimator's memory check), not in the constructor
+    @cached_property
+    def support(self) -> np.ndarray:
+        """Bool ``(F, K, W)``: the entries inside each feature's alphabet."""
+        F, K, W = self.n_columns, self.n_states, self.n_features
+        inside = np.arange(W)[None, None, :] < np.array(self.alphabets)[:, None, None]
+        return np.broadcast_to(inside, (F, K, W))
+
+    def _rows(self, outside: float) -> DirichletRows:
+        F, K, W = self.n_columns, self.n_states, self.n_features
+        prior = np.broadcast_to(np.asarray(self.emissionprob_prior, dtype=np.float64),
+                                (F, K, W))
+        return DirichletRows("emissionprob", "e",
+                             np.where(self.support, prior, outside).reshape(F * K, W))
+
+    @cached_property
+    def rows(self) -> DirichletRows:
+        """The point estimates' rows: a flat 1 outside a feature's alphabet (no term in the
+        log prior; the entries there start at 0 and stay 0)."""
+        return self._rows(1.0)
+
+    @cached_property
+    def vb_rows(self) -> DirichletRows:
+        """Variational Bayes' rows: prior 0 outside a feature's alphabet (q stays 0)."""
+        return self._rows(0.0)
 
     @property
     def n_columns(self) -> int:
@@ -57,7 +76,14 @@ class MultiCategoricalEmissions(EmissionFamily):
         return check_feature_symbols(X, fitted_n_features)
 
     def infer_n_features(self, X):
-        return tuple(max(int(col.max()) + 1, 1) for col in X.T)
+        out = tuple(max(int(col.max()) + 1, 1) for col in X.T)
+        for f, W in enumerate(out):
+            if W > MAX_INFERRED_SYMBOLS:
+                raise InvalidInputError(
+                    f"X[:, {f}]: the largest symbol, {W - 1}, implies an alphabet of {W} "
+                    "symbols; relabel each column to 0..W-1 (np.unique(col, "
+                    "return_inverse=True)) or pass n_features explicitly")
+        return out
 
     def log_likelihood(self, params, X):
         """:math:`\\sum_f \\log B^{(f)}_{k, x_{tf}}` over the observed features."""

@@ -1121,6 +1121,8 @@ class HMM(BaseEstimator):
         its ``K**3`` transition statistics) plus ``_PARAM_COPIES`` copies of the
         parameters (initialisation, current and new values, M-step temporaries)."""
         K, W = self.n_states, family.n_features
+        if isinstance(family, MultiCategoricalEmissions):  # F rows of W per state
+            W = family.n_columns * W
         by_symbol = isinstance(family, CategoricalEmissions)
         params = _PARAM_COPIES * 8.0 * (K * K + K * W * (W if self.emission == "gaussian"
                                                          and self.covariance_type == "full"

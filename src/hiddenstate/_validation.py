@@ -288,10 +288,11 @@ def check_stochastic(p, shape: tuple[int, ...], name: str, atol: float = 1e-8) -
             f"{where if len(where) > 1 else where[0]}")
     sums = arr.sum(axis=-1)
     if not np.allclose(sums, 1.0, rtol=0, atol=atol):
-        worst = np.unravel_index(np.argmax(np.abs(sums - 1.0)), sums.shape) if sums.ndim else ()
+        worst = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(sums - 1.0)),
+                                                       sums.shape))
+        row = f"row {worst[0] if len(worst) == 1 else worst} " if worst else ""
         raise InvalidInputError(
-            f"{name}: {'row ' + str(worst[0]) + ' ' if worst else ''}sums to "
-            f"{float(np.atleast_1d(sums)[worst[0] if worst else 0]):.6g}, not 1; "
+            f"{name}: {row}sums to {float(sums[worst]):.6g}, not 1; "
             "normalise it (p / p.sum(axis=-1, keepdims=True))"
         )
     return arr

@@ -73,9 +73,10 @@ _V1_PART = re.compile(r"source-[0-9]{1,6}")
 
 
 def _registry() -> dict:
-    from .models import HMM, PROPS, TreeNet
+    from .models import HMM, PROPS, NaiveBayesHidden, TreeNet
 
-    return {"HMM": HMM, "PROPS": PROPS, "TreeNet": TreeNet}
+    return {"HMM": HMM, "PROPS": PROPS, "TreeNet": TreeNet,
+            "NaiveBayesHidden": NaiveBayesHidden}
 
 
 def _digest(arr: np.ndarray) -> str:

@@ -27,8 +27,8 @@ def estimate_rows(counts: np.ndarray, current: np.ndarray, prior=1.0) -> tuple[n
     """
     est = np.maximum(counts + (np.asarray(prior, dtype=np.float64) - 1.0), 0.0)
     est = np.where(current == 0, 0.0, est)
-    est = np.atleast_2d(est)
-    cur = np.atleast_2d(current)
+    est = est.reshape(-1, est.shape[-1])  # rows along the last axis, any number of axes
+    cur = np.reshape(current, est.shape)
     sums = est.sum(axis=1)
     live = sums > 0
     out = np.empty_like(est)
@@ -63,18 +63,16 @@ class DirichletRows:
         return estimate_rows(counts, theta, self._alpha(theta))
 
     def log_prior(self, theta) -> float:
+        theta = np.asarray(theta, dtype=np.float64)
         alpha = self._alpha(theta)
         if np.all(alpha == 1.0):
             return 0.0  # flat prior: a constant, left out
-        rows_t = np.atleast_2d(theta)
-        rows_a = np.atleast_2d(alpha)
-        total = 0.0
-        for t, a in zip(rows_t, rows_a, strict=True):
-            s = _support(t, a)
-            with np.errstate(divide="ignore"):
-                total += np.sum((a[s] - 1.0) * np.log(t[s]))
-            total -= np.sum(gammaln(a[s])) - gammaln(a[s].sum())
-        return float(total)
+        s = _support(theta, alpha)  # every row at once (rows along the last axis)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.where(s, (alpha - 1.0) * np.log(np.where(s, theta, 1.0)), 0.0)
+            norm = (np.sum(np.where(s, gammaln(np.where(s, alpha, 1.0)), 0.0), axis=-1)
+                    - gammaln(np.sum(np.where(s, alpha, 0.0), axis=-1)))
+        return float(np.sum(logs) - np.sum(norm))
 
     # -- variational Bayes ----------------------------------------------------------------------
     def vb_init(self, theta, n_virtual: float) -> np.ndarray:
@@ -93,16 +91,20 @@ class DirichletRows:
         return np.where(q > 0, out, 0.0)
 
     def vb_kl(self, q) -> float:
-        """KL(Dir(q) || Dir(prior)) summed over rows (entries with q = 0 excluded)."""
+        """KL(Dir(q) || Dir(prior)) summed over rows (entries with q = 0 excluded); every
+        row at once (rows along the last axis)."""
+        q = np.asarray(q, dtype=np.float64)
         alpha = self._alpha(q)
-        total = 0.0
-        for a_hat, a in zip(np.atleast_2d(q), np.atleast_2d(alpha), strict=True):
-            s = a_hat > 0
-            a_hat, a = a_hat[s], a[s]
-            a0 = a_hat.sum()
-            total += (gammaln(a0) - gammaln(a_hat).sum() - gammaln(a.sum()) + gammaln(a).sum()
-                      + np.sum((a_hat - a) * (digamma(a_hat) - digamma(a0))))
-        return float(total)
+        s = q > 0
+        a_hat = np.where(s, q, 1.0)  # placeholders outside the support, masked below
+        a = np.where(s, alpha, 1.0)
+        a0 = np.sum(np.where(s, q, 0.0), axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_entry = np.where(s, -gammaln(a_hat) + gammaln(a)
+                                 + (a_hat - a) * (digamma(a_hat) - digamma(a0)[..., None]), 0.0)
+            rows = (gammaln(a0) - gammaln(np.sum(np.where(s, alpha, 0.0), axis=-1))
+                    + np.sum(per_entry, axis=-1))
+        return float(np.sum(rows))
 
     def vb_mean(self, q) -> np.ndarray:
         sums = q.sum(axis=-1, keepdims=True)

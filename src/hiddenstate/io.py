@@ -512,7 +512,8 @@ def save(model, path) -> None:
     meta = {
         "class": type(model).__name__,
         "params": {k: to_json(v) for k, v in params.items()},
-        "n_features_": int(model.n_features_),
+        "n_features_": (list(map(int, model.n_features_))
+                        if isinstance(model.n_features_, tuple) else int(model.n_features_)),
         "monitor": {"history": [] if monitor is None else
                     [to_json(v) for v in monitor.history],
                     "converged": False if monitor is None else bool(monitor.converged)},
@@ -538,7 +539,12 @@ def load(path):
                  if hasattr(cls, "from_saved_params") else cls(**params))
         model._check_hyper()
         n_features = meta["n_features_"]
-        if not _is_int(n_features) or n_features < 1:
+        if isinstance(n_features, list) and n_features:  # several categorical features
+            if not all(_is_int(w) and w >= 1 for w in n_features):
+                raise ModelFileError(f"{where}: n_features_: expected alphabet sizes >= 1, "
+                                     f"got {_short(n_features)}")
+            n_features = tuple(n_features)
+        elif not _is_int(n_features) or n_features < 1:
             raise ModelFileError(f"{where}: n_features_: expected an integer >= 1, got "
                                  f"{_short(n_features)}")
         history = [float(from_json(v)) for v in meta["monitor"]["history"]]

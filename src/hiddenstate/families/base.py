@@ -125,6 +125,21 @@ class EmissionFamily(ABC):
         raise NotImplementedError
 
 
+def fill_missing(X: np.ndarray) -> np.ndarray:
+    """``X`` with each missing entry (NaN) replaced by its column's mean over the observed
+    entries, for initialisations (k-means) that need complete rows; ``X`` itself when
+    nothing is missing. A column with no observed entry is an error."""
+    miss = np.isnan(X)
+    if not miss.any():
+        return X
+    empty = miss.all(axis=0)
+    if empty.any():
+        raise InvalidInputError(
+            f"X: column {int(np.flatnonzero(empty)[0])} has no observed value (all NaN); "
+            "drop it or pass initial parameters with init_params")
+    return np.where(miss, np.nanmean(X, axis=0), X)
+
+
 def reference_point(X: np.ndarray) -> np.ndarray:
     """A point amid the rows of ``X`` (``(D,)``): the column medians of evenly spaced rows
     (fewer than 2048). A data value itself (or the mean of two), so that the reference of

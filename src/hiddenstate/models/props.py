@@ -239,6 +239,11 @@ class PROPS(HMM):
             y = check_symbols(X, W)
         else:
             y = FAMILIES[self.emission](1, W, **self._family_kwargs()).validate_X(X, W)
+            if np.isnan(y).any():
+                raise InvalidInputError(
+                    "X: PROPS sources predict each observation from the whole history, so "
+                    "missing observations (NaN) are not supported; fill them in first "
+                    "(HMM.impute)")
         seqs = Sequences.from_lengths(check_lengths(lengths, len(y)))
         resume = None
         if continues:

@@ -323,6 +323,14 @@ class OnlineEM:
                     "continues: there is no previous sequence to continue (no observation "
                     "seen yet); pass continues=False")
             starts[0] = False
+        inner = _unwrap(family)[0]
+        if not isinstance(inner, CategoricalEmissions):
+            miss = np.isnan(np.asarray(X[:, -inner.n_features:], dtype=np.float64))
+            if np.any(miss.any(axis=1) & ~miss.all(axis=1)):
+                raise InvalidInputError(
+                    "X: learn='online-em' takes missing rows (every feature NaN) but not "
+                    "partly missing ones; fill them in first (HMM.impute) or use a batch "
+                    "mode, which marginalises the missing features")
         K = family.n_states
         trans_a, start_a = self._priors(K)
         if log_pred is None:
@@ -424,9 +432,10 @@ class OnlineEM:
             y = X[:, 0] if X.ndim == 2 and X.shape[1] == 1 else X
             src_b = np.empty((len(y), 0))
         y = np.ascontiguousarray(y, dtype=np.int64)
-        if y.ndim != 1 or (len(y) and (y.min() < 0 or y.max() >= W)):
+        if y.ndim != 1 or (len(y) and (y.min() < -1 or y.max() >= W)):
             raise InvalidInputError(
-                f"X: expected symbols 0 .. {W - 1} (one column), got shape {X.shape} with "
+                f"X: expected symbols 0 .. {W - 1} (-1: missing; one column), got shape "
+                f"{X.shape} with "
                 f"values {y.min() if len(y) else ''} .. {y.max() if len(y) else ''}")
         _, emis_a = self._emission_prior(emission0)
         emis_A = emis_a.sum(axis=1)
@@ -488,8 +497,10 @@ class OnlineEM:
         first_avg = max(avg_start, first_m)
         frame = (np.zeros((family.n_states, layout.D)) if layout.kind == POISSON
                  else state["frame"])  # Poisson statistics need no reference point
-        if layout.kind != POISSON and counters[0] == 0:
-            frame[Ks:] = Xi[0]  # near the data, wherever the initial means are
+        if layout.kind != POISSON and not state["rho_emission"][Ks:].any():
+            seen = np.flatnonzero(~np.isnan(Xi[:, 0]))
+            if len(seen):  # near the data, wherever the initial means are
+                frame[Ks:] = Xi[seen[0]]
         n, N = 0, len(X)
         while n < N:
             t = int(counters[0])

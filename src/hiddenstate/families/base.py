@@ -60,6 +60,12 @@ class EmissionFamily(ABC):
     def statistics(self, X: np.ndarray, post: np.ndarray) -> dict:
         """Sufficient statistics from the E-step's posteriors (per row or per table row)."""
 
+    def statistics_at(self, params: dict, X: np.ndarray, post: np.ndarray) -> dict:
+        """:meth:`statistics` for a family whose statistics also depend on the parameters
+        of the E-step (a mixture's component responsibilities); the others ignore
+        ``params``."""
+        return self.statistics(X, post)
+
     @abstractmethod
     def mstep(self, params: dict, stats: dict, which: str) -> tuple[dict, list[int]]:
         """Updated parameters for the keys whose letter is in ``which``.

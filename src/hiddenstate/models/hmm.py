@@ -25,6 +25,7 @@ from ..errors import (
 from ..families import COVARIANCE_TYPES, FAMILIES, CategoricalEmissions, DirichletRows
 from ..families.blackbox import BlackBoxEmissions
 from ..families.gaussian import full_covars
+from ..families.multinomial import check_n_trials
 from ..inference import Sequences
 from ..kernels import path_counts
 from ..learn import MODES, ConvergenceMonitor
@@ -33,13 +34,13 @@ from ..learn.online import ONLINE_MODES, StateRecord, make_learner
 from . import _learned
 from ._learned import LearnedArray
 
-_ALL_LETTERS = "stemcl"
+_ALL_LETTERS = "stemclw"
 
 #: priors that make every mode's M-step the maximum-likelihood one
 _FLAT_PRIORS = {
     "startprob_prior": 1.0, "transmat_prior": 1.0, "emissionprob_prior": 1.0,
     "means_prior": 0.0, "means_weight": 0.0, "covars_prior": 0.0, "covars_weight": 1.0,
-    "lambdas_prior": 0.0, "lambdas_weight": 0.0,
+    "lambdas_prior": 0.0, "lambdas_weight": 0.0, "weights_prior": 1.0,
 }
 #: defaults of learn="map" / "vt" / "kvt" (hmmlearn's defaults)
 _MAP_PRIORS = {**_FLAT_PRIORS, "covars_prior": 1e-2}
@@ -61,7 +62,11 @@ _FAMILY_PRIORS = {
     "categorical": ("emissionprob_prior",),
     "gaussian": ("means_prior", "means_weight", "covars_prior", "covars_weight"),
     "poisson": ("lambdas_prior", "lambdas_weight"),
+    "gmm": ("weights_prior", "means_prior", "means_weight", "covars_prior", "covars_weight"),
+    "multinomial": ("emissionprob_prior",),
 }
+#: families with Gaussian components (covariance_type, min_covar and the Gaussian priors)
+_GAUSSIAN = ("gaussian", "gmm")
 _POSTERIOR_SUFFIX = "_posterior_"
 #: copies of the parameters a batch fit holds at its peak (measured; see _check_fit_memory)
 _PARAM_COPIES = 1
@@ -90,15 +95,15 @@ class _HMMProblem:
         return inference.emission_table(self.family, views["emission"], self.X,
                                         views["startprob"], views["transmat"], self.seqs)
 
-    def _stats(self, start, trans, post):
+    def _stats(self, views, start, trans, post):
         return {"startprob": start, "transmat": trans,
-                "emission": self.family.statistics(self.X, post)}
+                "emission": self.family.statistics_at(views["emission"], self.X, post)}
 
     def expected_counts(self, views):
         post = inference.forward_backward(views["startprob"], views["transmat"],
                                           self._table(views), self.seqs)
         _check_possible(post.loglik)
-        return float(post.loglik.sum()), self._stats(post.start, post.trans, post.post)
+        return float(post.loglik.sum()), self._stats(views, post.start, post.trans, post.post)
 
     def path_counts(self, views, k):
         table = self._table(views)
@@ -123,7 +128,7 @@ class _HMMProblem:
         post = np.zeros((table.emis.shape[0] if table.by_idx else len(self.X), K))
         path_counts(paths, weights, table.idx if table.by_idx else
                     np.arange(len(self.X), dtype=np.int64), self.seqs.bounds, start, trans, post)
-        return value, self._stats(start, trans, post), paths
+        return value, self._stats(views, start, trans, post), paths
 
 
 def _check_possible(loglik: np.ndarray, fitting: bool = True) -> None:
@@ -356,7 +361,8 @@ class HMM(BaseEstimator):
                  learn: str = "em", k_best: int = 1, startprob_prior=None,
                  transmat_prior=None, emissionprob_prior=None, means_prior=None,
                  means_weight=None, covars_prior=None, covars_weight=None,
-                 lambdas_prior=None, lambdas_weight=None, learner_options: dict | None = None):
+                 lambdas_prior=None, lambdas_weight=None, learner_options: dict | None = None,
+                 n_mix: int = 1, n_trials=None, weights_prior=None):
         self.n_states = n_states
         self.emission = emission
         self.n_features = n_features
@@ -381,6 +387,9 @@ class HMM(BaseEstimator):
         self.lambdas_prior = lambdas_prior
         self.lambdas_weight = lambdas_weight
         self.learner_options = learner_options
+        self.n_mix = n_mix
+        self.n_trials = n_trials
+        self.weights_prior = weights_prior
 
     # -- configuration --------------------------------------------------------------------------
     def _prior(self, name: str):
@@ -397,8 +406,12 @@ class HMM(BaseEstimator):
         """Extra constructor arguments of the emission family (its priors included)."""
         names = _FAMILY_PRIORS[self.emission]
         kwargs = {name: self._prior(name) for name in names}
-        if self.emission == "gaussian":
+        if self.emission in _GAUSSIAN:
             kwargs.update(covariance_type=self.covariance_type, min_covar=self.min_covar)
+        if self.emission == "gmm":
+            kwargs["n_mix"] = self.n_mix
+        if self.emission == "multinomial":
+            kwargs["n_trials"] = self.n_trials
         return kwargs
 
     def _startprob_prior(self):
@@ -412,8 +425,12 @@ class HMM(BaseEstimator):
         check_positive_int(self.n_iter, "n_iter")
         check_positive_int(self.n_init, "n_init")
         check_choice(self.emission, "emission", FAMILIES)
-        if self.emission == "gaussian":
+        if self.emission in _GAUSSIAN:
             check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
+        if self.emission == "gmm":
+            check_positive_int(self.n_mix, "n_mix")
+        if self.emission == "multinomial":
+            check_n_trials(self.n_trials)
         if self.n_features is not None:
             check_positive_int(self.n_features, "n_features")
         for name in ("init_params", "params"):
@@ -480,7 +497,10 @@ class HMM(BaseEstimator):
         if self.learn not in ONLINE_MODES:
             shapes = {"startprob_prior": (K,), "transmat_prior": (K, K),
                       "emissionprob_prior": (Ke, D)}
-            names = list(shapes) if self.emission == "categorical" else list(shapes)[:2]
+            if self.emission == "gmm":
+                shapes["weights_prior"] = (Ke, self.n_mix)
+            names = [n for n in shapes if n in ("startprob_prior", "transmat_prior")
+                     or n in _FAMILY_PRIORS[self.emission]]
             for name in names:
                 value = self._prior(name)
                 if value is None and name == "emissionprob_prior":   # VB's default: 1/W
@@ -498,7 +518,9 @@ class HMM(BaseEstimator):
                         "learn='vb' for a sparse prior (0 < alpha < 1)")
         if vb:
             return
-        if self.emission == "gaussian":
+        if self.emission == "gmm":
+            self._family(D, None, Ke).check_point_priors(self.learn)
+        elif self.emission == "gaussian":
             ct = self.covariance_type
             _prior_array("means_prior", self._prior("means_prior"), (Ke, D))
             _scalar_prior("means_weight", self._prior("means_weight"), self.learn, 0.0)
@@ -543,7 +565,7 @@ class HMM(BaseEstimator):
         kwargs = self._family_kwargs()
         if self.emission == "gaussian" and self.covariance_type == "spherical":
             kwargs["covars_prior"] = _spherical_prior(kwargs["covars_prior"], Ke)
-        if self.learn == "vb" and self.emission == "gaussian":
+        if self.learn == "vb" and self.emission in _GAUSSIAN:
             if self.means_prior is None and X is not None:
                 kwargs["means_prior"] = X.mean(axis=0)
             if self.covars_weight is None:
@@ -564,13 +586,19 @@ class HMM(BaseEstimator):
     means_ = LearnedArray()
     _covars_ = LearnedArray("covars_")  # covars_ in the covariance type's own shape
     lambdas_ = LearnedArray()
+    weights_ = LearnedArray()
 
     @property
     def covars_(self) -> np.ndarray:
-        """Covariances as ``(K, D, D)`` matrices (hmmlearn's getter; read-only)."""
+        """Covariances as ``(K, D, D)`` matrices (hmmlearn's getter; read-only); for
+        ``emission="gmm"`` in the stored shape (hmmlearn's GMMHMM ``covars_``)."""
         if not _learned.has(self, "_covars_"):
             raise AttributeError("covars_")
         stored = _learned.raw(self, "_covars_")
+        if self.emission == "gmm":
+            out = stored.view()
+            out.flags.writeable = False
+            return out
         K = self.n_states
         D = _learned.raw(self, "means_").shape[-1] if _learned.has(self, "means_") \
             else stored.shape[-1]
@@ -610,12 +638,13 @@ class HMM(BaseEstimator):
         _learned.invalidate(self)
 
     def _inferred_n_features(self) -> int | None:
-        """Columns of the first 2-D emission parameter (``covars_`` aside), if any."""
+        """Columns of the first 2-D emission parameter (``covars_`` aside; a mixture's
+        ``means_`` (K, M, D)), if any."""
         for attr in self._emission_attrs_of_family():
-            if attr != "_covars_" and _learned.has(self, attr):
+            if attr not in ("_covars_", "weights_") and _learned.has(self, attr):
                 arr = _learned.raw(self, attr)
-                if arr.ndim == 2:
-                    return arr.shape[1]
+                if arr.ndim == (3 if self.emission == "gmm" else 2):
+                    return arr.shape[-1]
         return None
 
     def _emission_keys(self) -> dict[str, str]:
@@ -668,8 +697,13 @@ class HMM(BaseEstimator):
         K = check_positive_int(self.n_states, "n_states")
         check_choice(self.emission, "emission", FAMILIES)
         ct = None
-        if self.emission == "gaussian":
+        if self.emission in _GAUSSIAN:
             ct = check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
+        if self.emission == "gmm":
+            ct = (ct, check_positive_int(self.n_mix, "n_mix"))
+        if self.emission == "multinomial":
+            ct = check_n_trials(self.n_trials)
+            ct = ct if ct is None or np.ndim(ct) == 0 else tuple(ct.tolist())
         if self.n_features is not None:
             check_positive_int(self.n_features, "n_features")
         try:
@@ -1044,7 +1078,8 @@ class HMM(BaseEstimator):
         ``(n, D, D)`` Cholesky factors of the drawn states)."""
         D = self.n_features_
         per = {"categorical": 9.0 * D + 24, "gaussian": 8.0 * (D * D + 3 * D) + 16,
-               "poisson": 24.0 * D + 16}[self.emission]
+               "poisson": 24.0 * D + 16, "gmm": 8.0 * (D * D + 3 * D + self.n_mix) + 24,
+               "multinomial": 24.0 * D + 16}[self.emission]
         return n * per
 
     def n_parameters(self) -> int:

@@ -301,7 +301,8 @@ def _smallest(arr: np.ndarray) -> str:
 
 
 class HMM(BaseEstimator):
-    r"""Hidden Markov model with categorical, Gaussian or Poisson emissions.
+    r"""Hidden Markov model with categorical, Gaussian, Poisson, Gaussian-mixture or
+    multinomial emissions.
 
     .. math::
         p(x_{0:T}, z_{0:T}) = \pi_{z_0} \prod_{t\ge1} A_{z_{t-1} z_t}
@@ -310,14 +311,21 @@ class HMM(BaseEstimator):
     Parameters
     ----------
     n_states : number of hidden states K.
-    emission : ``"categorical"`` (integer symbols), ``"gaussian"`` or ``"poisson"``.
+    emission : ``"categorical"`` (integer symbols), ``"gaussian"``, ``"poisson"``, ``"gmm"``
+        (a mixture of ``n_mix`` Gaussians per state) or ``"multinomial"`` (count vectors;
+        see ``docs/families.md``).
     n_features : number of symbols (categorical) or features; inferred from the data if None.
-    covariance_type : ``"spherical"``, ``"diag"``, ``"full"`` or ``"tied"`` (Gaussian only).
+    covariance_type : ``"spherical"``, ``"diag"``, ``"full"`` or ``"tied"`` (Gaussian and
+        gmm; gmm's "tied" shares one matrix among a state's components).
+    n_mix : number of mixture components per state (``emission="gmm"``).
+    n_trials : trials per row (``emission="multinomial"``): None (each row's total) or an
+        int every row's total must equal (needed by ``sample``).
     n_iter, tol : EM stops after ``n_iter`` iterations or when the log-likelihood improves by
         less than ``tol`` (``tol=-inf`` runs all iterations).
     n_init : random restarts; the run with the highest final log-likelihood is kept.
     init_params : letters of the parameters initialised by ``fit`` (``s`` startprob, ``t``
-        transmat, ``e`` emissionprob, ``m`` means, ``c`` covars, ``l`` lambdas); parameters
+        transmat, ``e`` emissionprob, ``m`` means, ``c`` covars, ``l`` lambdas, ``w``
+        mixture weights); parameters
         whose letter is absent must be set by the user before ``fit`` and are kept as set.
     params : letters of the parameters updated by EM.
     min_covar : floor on variances (and covariance eigenvalues), applied with a warning.
@@ -338,6 +346,8 @@ class HMM(BaseEstimator):
     means_prior, means_weight, covars_prior, covars_weight : Gaussian priors (hmmlearn's
         names and meaning: prior mean and its weight, covariance scale and its weight).
     lambdas_prior, lambdas_weight : Gamma prior on Poisson rates (shape - 1 and rate).
+    weights_prior : Dirichlet concentration of the mixture weights (gmm); the gmm
+        components take the Gaussian priors above, per component.
         Priors are used by every mode but ``"em"``; ``None`` takes the mode's default
         (see ``docs/learning-modes.md``).
 
@@ -345,7 +355,8 @@ class HMM(BaseEstimator):
     ----------
     startprob_ (K,), transmat_ (K, K), emissionprob_ (K, W), means_ (K, D),
     covars_ (hmmlearn's getter: (K, D, D) whatever the type; set it in the type's own shape),
-    lambdas_ (K, D), n_features_, monitor_ (``history``, ``converged``).
+    lambdas_ (K, D), weights_ (K, M) (gmm, whose ``means_`` are (K, M, D) and ``covars_``
+    hmmlearn's GMMHMM shapes), n_features_, monitor_ (``history``, ``converged``).
     stream_log_prob_ (``learn="online-em"``): the prequential log-probability
     log p(x_t | x_<t, θ_{t-1}) of each observation of the last ``fit``/``partial_fit``
     call, predicted before the parameters learned from it (a running learning curve). It

@@ -187,12 +187,12 @@ def test_gmmhmm_one_step_matches_hmmlearn(ct, hmmlearn_hmm):
                              params=params)
         ref = hmmlearn_hmm.GMMHMM(3, n_mix=2, covariance_type=ct, random_state=1, n_iter=1,
                                   params=params)
-        ours.fit(X)
-        ref.fit(X)
+        ours.fit(X, [100, 80])
+        ref.fit(X, [100, 80])
         for key in keys:
             np.testing.assert_allclose(getattr(ours, key), getattr(ref, key), rtol=0,
                                        atol=1e-8, err_msg=f"{ct} {params} {key}")
-    assert ours.score(X) == pytest.approx(ref.score(X), rel=1e-10)
+    assert ours.score(X, [100, 80]) == pytest.approx(ref.score(X, [100, 80]), rel=1e-10)
 
 
 def test_multinomialhmm_matches_hmmlearn(hmmlearn_hmm):
@@ -222,6 +222,17 @@ def test_gmm_map_vb_objective_non_decreasing(ct, learn):
     assert len(h) == 15
     assert np.diff(h).min() >= -1e-9 * np.abs(h).max()
     assert h[-1] - h[0] > 1.0  # it learned something
+
+
+def test_gmm_kvt_with_one_path_is_vt():
+    X = _gmm_data()
+    fits = [hs.HMM(n_states=2, emission="gmm", n_mix=2, covariance_type="diag", learn=learn,
+                   k_best=1, n_iter=10, random_state=0).fit(X, [90, 90])
+            for learn in ("vt", "kvt")]
+    for key in ("weights_", "means_", "covars_", "transmat_"):
+        np.testing.assert_array_equal(getattr(fits[0], key), getattr(fits[1], key))
+    assert fits[0].monitor_.history == fits[1].monitor_.history
+    assert fits[0].monitor_.history[-1] > fits[0].monitor_.history[0]
 
 
 @pytest.mark.parametrize("learn", ["map", "vb", "vt", "online-em"])

@@ -279,10 +279,12 @@ def _table_build_copies(family) -> int:
     (measured: one for diagonal/spherical Gaussians, whose kernel scales in place; two for
     full/tied; four for Poisson; the source columns of PROPS add a log-likelihood and a
     shifted copy)."""
-    from ..families import BlackBoxEmissions, GaussianEmissions
+    from ..families import BlackBoxEmissions, GaussianEmissions, GMMEmissions
 
     if isinstance(family, BlackBoxEmissions):
         return 2 + _table_build_copies(family.inner)
+    if isinstance(family, GMMEmissions):  # (N, K, M) component tables, then the sum
+        return 3 * family.n_mix + 1
     if isinstance(family, GaussianEmissions):
         return 1 if family.covariance_type in ("diag", "spherical") else 2
     return 4

@@ -322,3 +322,26 @@ def test_sampling_moments():
     C = f.sample(20000, random_state=0)[0]
     assert np.all(C.sum(axis=1) == 7)
     np.testing.assert_allclose(C.mean(axis=0), 7 * np.asarray(f.emissionprob_)[0], atol=0.05)
+
+
+@pytest.mark.parametrize("ct", ["diag", "full"])
+def test_gmm_statistics_are_shift_invariant(ct):
+    """Centred statistics (the Gaussian family's): the fit of X + 1e8 is the fit of X
+    shifted, from the same start (raw second moments would cancel every digit of a unit
+    variance next to 1e16)."""
+    X = _gmm_data()
+    shift = 1e8
+    fits = []
+    for c in (0.0, shift):
+        rng = np.random.default_rng(5)
+        m = hs.HMM(n_states=2, emission="gmm", n_mix=2, covariance_type=ct, n_iter=4,
+                   tol=-np.inf, init_params="")
+        m.startprob_, m.transmat_ = [0.5, 0.5], [[0.9, 0.1], [0.1, 0.9]]
+        m.weights_ = [[0.5, 0.5], [0.5, 0.5]]
+        m.means_ = X[rng.choice(len(X), size=4, replace=False)].reshape(2, 2, 2) + c
+        m.covars_ = (np.ones((2, 2, 2)) if ct == "diag"
+                     else np.tile(np.eye(2), (2, 2, 1, 1)))
+        fits.append(m.fit(X + c, [90, 90]))
+    np.testing.assert_allclose(fits[1].means_ - shift, fits[0].means_, atol=1e-6)
+    np.testing.assert_allclose(fits[1].covars_, fits[0].covars_, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(fits[1].weights_, fits[0].weights_, atol=1e-7)

@@ -64,6 +64,11 @@ class EmissionFamily(ABC):
         """Statistics of two disjoint data sets combined (sums, for statistics that are
         plain sums over observations; see :func:`hiddenstate.learn.merge_statistics`)."""
         return {key: a[key] + b[key] for key in a}
+    def statistics_at(self, params: dict, X: np.ndarray, post: np.ndarray) -> dict:
+        """:meth:`statistics` for a family whose statistics also depend on the parameters
+        of the E-step (a mixture's component responsibilities); the others ignore
+        ``params``."""
+        return self.statistics(X, post)
 
     @abstractmethod
     def mstep(self, params: dict, stats: dict, which: str) -> tuple[dict, list[int]]:

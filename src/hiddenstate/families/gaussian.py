@@ -252,6 +252,11 @@ class GaussianEmissions(EmissionFamily):
             self._moments_cache = cached
         return cached[1], cached[2]
 
+    def statistics_at(self, params, X, post):
+        """:meth:`statistics` with the E-step's parameters, which rows with missing entries
+        need for their conditional expectations."""
+        return self.statistics(X, post, params)
+
     def statistics(self, X, post, params=None):
         r"""Weighted sums about a per-state reference point :math:`a_k` (``shift``,
         (K, D)): :math:`n_k = \sum_t \gamma_{tk}`, ``obs`` :math:`\sum_t \gamma_{tk}

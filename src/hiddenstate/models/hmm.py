@@ -38,6 +38,7 @@ from ..families.blackbox import BlackBoxEmissions
 from ..families.dirichlet import SparseDirichletRows
 from ..families.gaussian import full_covars
 from ..families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
+from ..families.multinomial import check_n_trials
 from ..inference import Sequences, Transitions
 from ..kernels import path_counts
 from ..learn import MODES, ConvergenceMonitor
@@ -46,13 +47,13 @@ from ..learn.online import ONLINE_MODES, StateRecord, make_learner
 from . import _learned
 from ._learned import LearnedArray
 
-_ALL_LETTERS = "stemcl"
+_ALL_LETTERS = "stemclw"
 
 #: priors that make every mode's M-step the maximum-likelihood one
 _FLAT_PRIORS = {
     "startprob_prior": 1.0, "transmat_prior": 1.0, "emissionprob_prior": 1.0,
     "means_prior": 0.0, "means_weight": 0.0, "covars_prior": 0.0, "covars_weight": 1.0,
-    "lambdas_prior": 0.0, "lambdas_weight": 0.0,
+    "lambdas_prior": 0.0, "lambdas_weight": 0.0, "weights_prior": 1.0,
 }
 #: defaults of learn="map" / "vt" / "kvt" (hmmlearn's defaults)
 _MAP_PRIORS = {**_FLAT_PRIORS, "covars_prior": 1e-2}
@@ -74,7 +75,11 @@ _FAMILY_PRIORS = {
     "categorical": ("emissionprob_prior",),
     "gaussian": ("means_prior", "means_weight", "covars_prior", "covars_weight"),
     "poisson": ("lambdas_prior", "lambdas_weight"),
+    "gmm": ("weights_prior", "means_prior", "means_weight", "covars_prior", "covars_weight"),
+    "multinomial": ("emissionprob_prior",),
 }
+#: families with Gaussian components (covariance_type, min_covar and the Gaussian priors)
+_GAUSSIAN = ("gaussian", "gmm")
 _POSTERIOR_SUFFIX = "_posterior_"
 #: copies of the parameters a batch fit holds at its peak (measured; see _check_fit_memory)
 _PARAM_COPIES = 1
@@ -181,7 +186,7 @@ class _HMMProblem:
     def _stats(self, start, trans, post, views, fold):
         post = inference.fold_rows(post, fold)
         return {"startprob": start, "transmat": trans,
-                "emission": emission_statistics(self.family, self.X, post, views["emission"])}
+                "emission": self.family.statistics_at(views["emission"], self.X, post)}
 
     def expected_counts(self, views):
         table, fold = self._table(views)
@@ -237,14 +242,6 @@ class _HMMProblem:
             np.add.at(trans, self.transitions.position(paths[r][tt - 1], paths[r][tt]), w[tt])
             np.add.at(post, (rows[ok], paths[r][ok]), w[ok])
         return start, trans
-
-
-def emission_statistics(family, X: np.ndarray, post: np.ndarray, params: dict) -> dict:
-    """``family.statistics(X, post)``; Gaussian rows with missing entries also need the
-    current parameters ``params`` (their conditional expectations)."""
-    if isinstance(family, GaussianEmissions):
-        return family.statistics(X, post, params)
-    return family.statistics(X, post)
 
 
 def _check_possible(loglik: np.ndarray, fitting: bool = True, labelled: bool = False) -> None:
@@ -380,10 +377,12 @@ def _table_build_copies(family) -> int:
     (measured: one for diagonal/spherical Gaussians, whose kernel scales in place; two for
     full/tied; four for Poisson; the source columns of PROPS add a log-likelihood and a
     shifted copy)."""
-    from ..families import BlackBoxEmissions, GaussianEmissions
+    from ..families import BlackBoxEmissions, GaussianEmissions, GMMEmissions
 
     if isinstance(family, BlackBoxEmissions):
         return 2 + _table_build_copies(family.inner)
+    if isinstance(family, GMMEmissions):  # (N, K, M) component tables, then the sum
+        return 3 * family.n_mix + 1
     if isinstance(family, GaussianEmissions):
         return 1 if family.covariance_type in ("diag", "spherical") else 2
     return 4
@@ -488,7 +487,8 @@ def _smallest(arr: np.ndarray) -> str:
 
 
 class HMM(BaseEstimator):
-    r"""Hidden Markov model with categorical, Gaussian or Poisson emissions.
+    r"""Hidden Markov model with categorical, Gaussian, Poisson, Gaussian-mixture or
+    multinomial emissions.
 
     .. math::
         p(x_{0:T}, z_{0:T}) = \pi_{z_0} \prod_{t\ge1} A_{z_{t-1} z_t}
@@ -497,18 +497,25 @@ class HMM(BaseEstimator):
     Parameters
     ----------
     n_states : number of hidden states K.
-    emission : ``"categorical"`` (integer symbols), ``"gaussian"`` or ``"poisson"``.
+    emission : ``"categorical"`` (integer symbols), ``"gaussian"``, ``"poisson"``, ``"gmm"``
+        (a mixture of ``n_mix`` Gaussians per state) or ``"multinomial"`` (count vectors;
+        see ``docs/families.md``).
     n_features : number of symbols (categorical) or features; inferred from the data if None.
         Several categorical features per step (``X`` of shape ``(n, F)``, F > 1): a product
         of per-feature categoricals; ``n_features`` is then the alphabet size of each
         feature (a sequence of F ints), and ``emissionprob_`` has shape ``(F, K, W)`` with
         ``W`` the largest alphabet (zeros past a feature's own).
-    covariance_type : ``"spherical"``, ``"diag"``, ``"full"`` or ``"tied"`` (Gaussian only).
+    covariance_type : ``"spherical"``, ``"diag"``, ``"full"`` or ``"tied"`` (Gaussian and
+        gmm; gmm's "tied" shares one matrix among a state's components).
+    n_mix : number of mixture components per state (``emission="gmm"``).
+    n_trials : trials per row (``emission="multinomial"``): None (each row's total) or an
+        int every row's total must equal (needed by ``sample``).
     n_iter, tol : EM stops after ``n_iter`` iterations or when the log-likelihood improves by
         less than ``tol`` (``tol=-inf`` runs all iterations).
     n_init : random restarts; the run with the highest final log-likelihood is kept.
     init_params : letters of the parameters initialised by ``fit`` (``s`` startprob, ``t``
-        transmat, ``e`` emissionprob, ``m`` means, ``c`` covars, ``l`` lambdas); parameters
+        transmat, ``e`` emissionprob, ``m`` means, ``c`` covars, ``l`` lambdas, ``w``
+        mixture weights); parameters
         whose letter is absent must be set by the user before ``fit`` and are kept as set.
     params : letters of the parameters updated by EM.
     min_covar : floor on variances (and covariance eigenvalues), applied with a warning.
@@ -537,6 +544,8 @@ class HMM(BaseEstimator):
         ``topology``). The other entries of ``transmat_`` are zero and stay exactly zero
         in every mode; with few allowed transitions (at most a quarter of ``K**2``) the
         sparse kernels run, at a cost proportional to their number.
+    weights_prior : Dirichlet concentration of the mixture weights (gmm); the gmm
+        components take the Gaussian priors above, per component.
         Priors are used by every mode but ``"em"``; ``None`` takes the mode's default
         (see ``docs/learning-modes.md``).
 
@@ -544,7 +553,8 @@ class HMM(BaseEstimator):
     ----------
     startprob_ (K,), transmat_ (K, K), emissionprob_ (K, W), means_ (K, D),
     covars_ (hmmlearn's getter: (K, D, D) whatever the type; set it in the type's own shape),
-    lambdas_ (K, D), n_features_, monitor_ (``history``, ``converged``).
+    lambdas_ (K, D), weights_ (K, M) (gmm, whose ``means_`` are (K, M, D) and ``covars_``
+    hmmlearn's GMMHMM shapes), n_features_, monitor_ (``history``, ``converged``).
     stream_log_prob_ (``learn="online-em"``): the prequential log-probability
     log p(x_t | x_<t, θ_{t-1}) of each observation of the last ``fit``/``partial_fit``
     call, predicted before the parameters learned from it (a running learning curve). It
@@ -561,7 +571,8 @@ class HMM(BaseEstimator):
                  transmat_prior=None, emissionprob_prior=None, means_prior=None,
                  means_weight=None, covars_prior=None, covars_weight=None,
                  lambdas_prior=None, lambdas_weight=None, learner_options: dict | None = None,
-                 topology: str = "full", bandwidth: int | None = None, transmat_mask=None):
+                 n_mix: int = 1, n_trials=None, weights_prior=None, topology: str = "full",
+                 bandwidth: int | None = None, transmat_mask=None):
         self.n_states = n_states
         self.emission = emission
         self.n_features = n_features
@@ -586,6 +597,9 @@ class HMM(BaseEstimator):
         self.lambdas_prior = lambdas_prior
         self.lambdas_weight = lambdas_weight
         self.learner_options = learner_options
+        self.n_mix = n_mix
+        self.n_trials = n_trials
+        self.weights_prior = weights_prior
         self.topology = topology
         self.bandwidth = bandwidth
         self.transmat_mask = transmat_mask
@@ -605,8 +619,12 @@ class HMM(BaseEstimator):
         """Extra constructor arguments of the emission family (its priors included)."""
         names = _FAMILY_PRIORS[self.emission]
         kwargs = {name: self._prior(name) for name in names}
-        if self.emission == "gaussian":
+        if self.emission in _GAUSSIAN:
             kwargs.update(covariance_type=self.covariance_type, min_covar=self.min_covar)
+        if self.emission == "gmm":
+            kwargs["n_mix"] = self.n_mix
+        if self.emission == "multinomial":
+            kwargs["n_trials"] = self.n_trials
         return kwargs
 
     def _startprob_prior(self):
@@ -620,9 +638,13 @@ class HMM(BaseEstimator):
         check_positive_int(self.n_iter, "n_iter")
         check_positive_int(self.n_init, "n_init")
         check_choice(self.emission, "emission", FAMILIES)
-        if self.emission == "gaussian":
+        if self.emission in _GAUSSIAN:
             check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
         _check_n_features(self.n_features, self.emission)
+        if self.emission == "gmm":
+            check_positive_int(self.n_mix, "n_mix")
+        if self.emission == "multinomial":
+            check_n_trials(self.n_trials)
         for name in ("init_params", "params"):
             letters = getattr(self, name)
             if not isinstance(letters, str) or set(letters) - set(_ALL_LETTERS):
@@ -735,7 +757,10 @@ class HMM(BaseEstimator):
             shapes = {"startprob_prior": (K,), "transmat_prior": (K, K),
                       "emissionprob_prior": ((len(D), Ke, max(D)) if isinstance(D, tuple)
                                              else (Ke, D))}
-            names = list(shapes) if self.emission == "categorical" else list(shapes)[:2]
+            if self.emission == "gmm":
+                shapes["weights_prior"] = (Ke, self.n_mix)
+            names = [n for n in shapes if n in ("startprob_prior", "transmat_prior")
+                     or n in _FAMILY_PRIORS[self.emission]]
             for name in names:
                 value = self._prior(name)
                 if value is None and name == "emissionprob_prior":   # VB's default: 1/W
@@ -753,7 +778,9 @@ class HMM(BaseEstimator):
                         "learn='vb' for a sparse prior (0 < alpha < 1)")
         if vb:
             return
-        if self.emission == "gaussian":
+        if self.emission == "gmm":
+            self._family(D, None, Ke).check_point_priors(self.learn)
+        elif self.emission == "gaussian":
             ct = self.covariance_type
             _prior_array("means_prior", self._prior("means_prior"), (Ke, D))
             _scalar_prior("means_weight", self._prior("means_weight"), self.learn, 0.0)
@@ -798,7 +825,7 @@ class HMM(BaseEstimator):
         kwargs = self._family_kwargs()
         if self.emission == "gaussian" and self.covariance_type == "spherical":
             kwargs["covars_prior"] = _spherical_prior(kwargs["covars_prior"], Ke)
-        if self.learn == "vb" and self.emission == "gaussian":
+        if self.learn == "vb" and self.emission in _GAUSSIAN:
             if self.means_prior is None and X is not None:
                 kwargs["means_prior"] = _column_means(X)
             if self.covars_weight is None:
@@ -824,13 +851,19 @@ class HMM(BaseEstimator):
     means_ = LearnedArray()
     _covars_ = LearnedArray("covars_")  # covars_ in the covariance type's own shape
     lambdas_ = LearnedArray()
+    weights_ = LearnedArray()
 
     @property
     def covars_(self) -> np.ndarray:
-        """Covariances as ``(K, D, D)`` matrices (hmmlearn's getter; read-only)."""
+        """Covariances as ``(K, D, D)`` matrices (hmmlearn's getter; read-only); for
+        ``emission="gmm"`` in the stored shape (hmmlearn's GMMHMM ``covars_``)."""
         if not _learned.has(self, "_covars_"):
             raise AttributeError("covars_")
         stored = _learned.raw(self, "_covars_")
+        if self.emission == "gmm":
+            out = stored.view()
+            out.flags.writeable = False
+            return out
         K = self.n_states
         D = _learned.raw(self, "means_").shape[-1] if _learned.has(self, "means_") \
             else stored.shape[-1]
@@ -870,14 +903,15 @@ class HMM(BaseEstimator):
         _learned.invalidate(self)
 
     def _inferred_n_features(self) -> int | None:
-        """Columns of the first 2-D emission parameter (``covars_`` aside), if any."""
+        """Columns of the first 2-D emission parameter (``covars_`` aside; a mixture's
+        ``means_`` (K, M, D)), if any."""
         for attr in self._emission_attrs_of_family():
-            if attr != "_covars_" and _learned.has(self, attr):
+            if attr not in ("_covars_", "weights_") and _learned.has(self, attr):
                 arr = _learned.raw(self, attr)
-                if arr.ndim == 2:
-                    return arr.shape[1]
                 if arr.ndim == 3 and attr == "emissionprob_":  # several features
                     return (arr.shape[2],) * arr.shape[0]
+                if arr.ndim == (3 if self.emission == "gmm" else 2):
+                    return arr.shape[-1]
         return None
 
     def _emission_keys(self) -> dict[str, str]:
@@ -930,9 +964,14 @@ class HMM(BaseEstimator):
         K = check_positive_int(self.n_states, "n_states")
         check_choice(self.emission, "emission", FAMILIES)
         ct = None
-        if self.emission == "gaussian":
+        if self.emission in _GAUSSIAN:
             ct = check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
         _check_n_features(self.n_features, self.emission)
+        if self.emission == "gmm":
+            ct = (ct, check_positive_int(self.n_mix, "n_mix"))
+        if self.emission == "multinomial":
+            ct = check_n_trials(self.n_trials)
+            ct = ct if ct is None or np.ndim(ct) == 0 else tuple(ct.tolist())
         try:
             W = self.n_features_
         except AttributeError:
@@ -1387,7 +1426,8 @@ class HMM(BaseEstimator):
         D = self.n_features_
         D = len(D) * max(D) if isinstance(D, tuple) else D
         per = {"categorical": 9.0 * D + 24, "gaussian": 8.0 * (D * D + 3 * D) + 16,
-               "poisson": 24.0 * D + 16}[self.emission]
+               "poisson": 24.0 * D + 16, "gmm": 8.0 * (D * D + 3 * D + self.n_mix) + 24,
+               "multinomial": 24.0 * D + 16}[self.emission]
         return n * per
 
     def n_parameters(self) -> int:

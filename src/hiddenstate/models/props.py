@@ -163,7 +163,9 @@ class PROPS(HMM):
             raise InvalidInputError(
                 "sources: expected a non-empty list of sources (KneserNeySource, LSTMSource, "
                 "CallableSource, or objects with reset(), step(y) and n_symbols)")
-        check_choice(self.emission, "emission", FAMILIES)
+        # the perturbation states' families (not the mixture and multinomial ones)
+        check_choice(self.emission, "emission", [f for f in FAMILIES
+                                                 if f not in ("gmm", "multinomial")])
         dense = self.emission != "categorical"
         sources = self._sources()
         W = {int(src.n_features if dense else src.n_symbols) for src in sources}

@@ -106,6 +106,7 @@ from ...families.blackbox import BlackBoxEmissions
 from ...families.categorical import CategoricalEmissions
 from ...families.dirichlet import DirichletRows
 from ...families.gaussian import GaussianEmissions, full_covars
+from ...families.multinomial import MultinomialEmissions
 from ...families.poisson import PoissonEmissions
 from ...kernels.online_em import (
     DIAG,
@@ -148,7 +149,8 @@ def _is_number(x) -> bool:
 
 
 class OnlineEM:
-    r"""Online EM (Cappé 2011) for HMMs with categorical, Gaussian or Poisson emissions.
+    r"""Online EM (Cappé 2011) for HMMs with categorical, Gaussian, Poisson or multinomial
+    emissions (multinomial rows use the learner's ``emissionprob_prior``, as categorical ones).
 
     Parameters
     ----------
@@ -492,6 +494,12 @@ class OnlineEM:
                     trans_a, start_a, log_pred) -> None:
         which = "".join(family.letters)
         Ks = _unwrap(family)[1]
+        stepper = family
+        if isinstance(family, MultinomialEmissions):
+            # multinomial rows are categorical rows: the learner's Dirichlet prior (alpha > 1,
+            # so that a category not seen before the first M-step stays possible)
+            stepper = MultinomialEmissions(family.n_states, family.n_features, None,
+                                           self._emission_prior(em["emissionprob"])[0])
         first_m = max(int(self.warmup), 1)
         avg_start = self._avg_start()
         first_avg = max(avg_start, first_m)
@@ -520,7 +528,7 @@ class OnlineEM:
             t = int(counters[0])
             if t >= first_m:
                 em = {key: np.asarray(value, dtype=np.float64) for key, value in
-                      family.mstep(em, layout.stats(Sg[Ks:], frame[Ks:]), which)[0].items()}
+                      stepper.mstep(em, layout.stats(Sg[Ks:], frame[Ks:]), which)[0].items()}
                 if layout.kind != POISSON:
                     _follow_means(state["rho_emission"][Ks:], frame[Ks:], em,
                                   _unwrap(family)[0], layout)
@@ -612,7 +620,7 @@ class _Layout:
 
     def __init__(self, family):
         self.D = D = family.n_features
-        self.kind = (POISSON if isinstance(family, PoissonEmissions)
+        self.kind = (POISSON if isinstance(family, (PoissonEmissions, MultinomialEmissions))
                      else DIAG if family.covariance_type in ("diag", "spherical") else FULL)
         self.P = {POISSON: 1 + D, DIAG: 1 + 2 * D, FULL: 1 + D + D * D}[self.kind]
 
@@ -637,8 +645,9 @@ def _unwrap(family):
 
 def _layout(family) -> _Layout:
     family = _unwrap(family)[0]
-    if isinstance(family, (PoissonEmissions, GaussianEmissions)):
+    if isinstance(family, (PoissonEmissions, GaussianEmissions, MultinomialEmissions)):
         return _Layout(family)
     raise InvalidInputError(
-        f"emission: learn='online-em' needs a family with sufficient statistics (categorical, "
-        f"Gaussian, Poisson), got {type(family).__name__}")
+        f"emission: learn='online-em' needs a family whose sufficient statistics do not "
+        f"depend on the parameters (categorical, Gaussian, Poisson, multinomial), got "
+        f"{type(family).__name__}; fit it with learn='em', 'map', 'vb', 'vt' or 'kvt'")

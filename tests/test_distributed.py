@@ -212,14 +212,13 @@ def test_a_bad_partition_raises_the_local_error_naming_it(client, tmp_path):
 
 
 def test_progress_bar_counts_every_iteration_of_every_restart(client, capsys):
-    pytest.importorskip("tqdm", reason="tqdm (the dask extra's progress bar) is not installed")
     X, lengths = _data("categorical")
     seen = []
     hsd.fit(_model("categorical", "em", n_iter=3, n_init=2), X, client, lengths=lengths,
             progress=True, callback=lambda i, v: seen.append(i))
     assert seen == [1, 2, 3, 1, 2, 3]
     err = capsys.readouterr().err
-    assert "fit 1/2" in err and "fit 2/2" in err and "3/3" in err
+    assert "fit init 1/2" in err and "fit init 2/2" in err and "3/3" in err
 
 
 def test_streaming_modes_are_refused(client):

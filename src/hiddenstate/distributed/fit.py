@@ -17,10 +17,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._validation import make_rng
 from ..errors import InvalidInputError
 from ..inference import Sequences
 from ..learn import MODES
-from ..models.hmm import make_rng
+from ..progress import FitProgress
 from .partitions import Partitions, as_partitions, named
 from .problem import DaskProblem
 
@@ -110,35 +111,18 @@ def _data_of(problem):
 
 
 def _progress(callback, model, enabled: bool):
-    """The user's callback, preceded by a tqdm bar per restart when ``enabled``."""
+    """The user's callback, preceded by a :class:`~hiddenstate.progress.FitProgress` bar
+    per restart when ``enabled``; and the function that ends the last bar."""
     if not enabled:
         return callback, lambda: None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError as exc:
-        raise InvalidInputError(
-            "progress: the progress bar needs tqdm (pip install 'hiddenstate[dask]'); "
-            "pass progress=False") from exc
-    state = {"bar": None, "last": 0, "init": 0}
-
-    def close():
-        if state["bar"] is not None:
-            state["bar"].close()
+    bar = FitProgress(model.n_iter, model.n_init)
 
     def step(iteration: int, objective: float) -> None:
-        if state["bar"] is None or iteration <= state["last"]:
-            close()
-            state["init"] += 1
-            label = (f"fit {state['init']}/{model.n_init}" if model.n_init > 1 else "fit")
-            state["bar"] = tqdm(total=model.n_iter, desc=label, unit="it")
-        state["bar"].set_postfix(objective=f"{objective:.6g}", refresh=False)
-        state["bar"].update(iteration - state["last"] if iteration > state["last"]
-                            else iteration)
-        state["last"] = iteration
+        bar(iteration, objective)
         if callback is not None:
             callback(iteration, objective)
 
-    return step, close
+    return step, bar.close
 
 
 def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = None,

@@ -356,7 +356,7 @@ class TreeNet(BaseEstimator):
         ``X`` ``(n_patterns, n_observed)``: integer symbols, ``-1`` for a missing one;
         ``likelihoods``: optional soft evidence on hidden variables. ``callback(iteration,
         objective)`` is called after every iteration or epoch (pass
-        :class:`hiddenstate.cli.ProgressBar` for a progress bar).
+        :class:`hiddenstate.progress.FitProgress` for a progress bar).
         """
         s = self._check_hyper()
         if self.learn in TREE_MODES and not s.is_tree:

@@ -2,12 +2,13 @@
 
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
 from .io import load
-from .models import HMM, PROPS, TreeNet
+from .models import HMM, PCFG, PROPS, TreeNet
 
 __version__ = "0.1.0"
 
 __all__ = [
     "HMM",
+    "PCFG",
     "PROPS",
     "TreeNet",
     "HiddenStateError",

@@ -72,9 +72,9 @@ _V1_PART = re.compile(r"source-[0-9]{1,6}")
 
 
 def _registry() -> dict:
-    from .models import HMM, PROPS, TreeNet
+    from .models import HMM, PCFG, PROPS, TreeNet
 
-    return {"HMM": HMM, "PROPS": PROPS, "TreeNet": TreeNet}
+    return {"HMM": HMM, "PCFG": PCFG, "PROPS": PROPS, "TreeNet": TreeNet}
 
 
 def _digest(arr: np.ndarray) -> str:

@@ -347,3 +347,18 @@ def test_k_best_on_many_parses_is_sorted_and_distinct():
     assert m.score([["a"] * 6]) == pytest.approx(np.log(42) + lp, abs=1e-12)
     # a long sentence does not underflow
     assert np.isfinite(m.score([["a"] * 300]))
+
+
+def test_a_nonterminal_1e400_below_its_cell_neighbour_keeps_its_precision():
+    # cell (0, 3) holds P (probability 1) and T (1e-400); only T leads to the root
+    m = hs.PCFG(rules={"S": [("T", "B")], "T": [("U", "A"), ("t",)], "U": [("A", "A"), ("u",)],
+                       "P": [("A", "D")], "D": [("A", "A")], "A": [("a",)], "B": [("b",)]},
+                start="S")
+    m.set_probs("T", [1e-200, 1 - 1e-200])
+    m.set_probs("U", [1e-200, 1 - 1e-200])
+    words = ["a", "a", "a", "b"]
+    assert m.score([words]) == pytest.approx(2 * np.log(1e-200), abs=1e-9)
+    counts = m.expected_counts([words])
+    assert counts[("T", ("U", "A"))] == pytest.approx(1.0, abs=1e-12)
+    assert counts[("A", ("a",))] == pytest.approx(3.0, abs=1e-12)
+    assert m.predict_proba([words])[0][0, 3, m.grammar().nt_index["T"]] == pytest.approx(1.0)

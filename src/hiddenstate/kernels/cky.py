@@ -1,7 +1,7 @@
 r"""Chart passes of a probabilistic context-free grammar in Chomsky normal form (CKY).
 
 The grammar is flat arrays (built by :class:`hiddenstate.grammar.Grammar`): ``N``
-nonterminals, a vector ``theta`` of rule probabilities (one entry per rule, the rules of a
+nonterminals, a vector ``logtheta`` of log rule probabilities (one entry per rule, the rules of a
 left-hand side forming one categorical switch), and
 
 - binary rules :math:`A \to B\,C` grouped by their left child: rules ``bl_ptr[B] ..
@@ -16,10 +16,11 @@ left-hand side forming one categorical switch), and
 Sentences are word ids concatenated in ``words``, sentence ``s`` being
 ``words[offsets[s]:offsets[s + 1]]``. Span ``(i, j)`` covers words ``i .. j - 1``.
 
-**Inside** (Lari & Young 1990; Manning & Schütze 1999, sec. 11.3.2), scaled: each cell's
-vector :math:`\beta_{ij}(A)` is stored divided by its maximum, the log of which is kept in
-``ls[i, j]``; the products of two child cells are brought to a common scale per split point
-with one ``exp`` per split, so long sentences never underflow:
+**Inside** (Lari & Young 1990; Manning & Schütze 1999, sec. 11.3.2) in log space: each
+cell holds :math:`\log\beta_{ij}(A)`; every nonterminal of a cell is summed relative to its
+own largest term (two sweeps over the cell's rule applications, the first a max-product), so
+a nonterminal whose inside probability is 1e-400 times that of another in the same cell
+keeps full precision (rule probabilities of 1e-150 are common late in EM):
 
 .. math::
     \beta_{ij}(A) = \sum_{i<k<j}\ \sum_{A\to B C}\theta_{A\to BC}\,\beta_{ik}(B)\,
@@ -29,8 +30,9 @@ with one ``exp`` per split, so long sentences never underflow:
 **Outside** as posterior *uses* (the form of :mod:`hiddenstate.kernels.explanation_graph`):
 :math:`\mu_{ij}(A) = \alpha_{ij}(A)\beta_{ij}(A)/P(w) \in [0, 1]`, pushed top-down: a
 parent cell gives each of its (rule, split) alternatives the share
-:math:`\mu_{ij}(A)\,\theta\,\beta_{ik}(B)\beta_{kj}(C)/\beta_{ij}(A)`, which is that
-rule occurrence's expected count and is added to both child cells. No scaling is needed.
+:math:`\mu_{ij}(A)\,\exp(\log\theta + \log\beta_{ik}(B) + \log\beta_{kj}(C) -
+\log\beta_{ij}(A))`, which is that rule occurrence's expected count and is added to both
+child cells. The exponent is never positive: nothing overflows.
 
 **Viterbi** (max-product) in log space; **k-best** keeps the ``K`` best derivations of every
 (cell, nonterminal) (Huang & Chiang 2005, algorithm 1); **sampling** draws derivations
@@ -50,130 +52,116 @@ from numba import njit
 
 
 @njit(cache=True)
-def inside_chart(theta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param, w):
-    """Scaled inside chart of one sentence: ``(ins (n, n + 1, N), ls (n, n + 1))`` with
-    :math:`\\beta_{ij}(A) = ins[i, j, A]\\,e^{ls[i, j]}` (``ls = -inf``: nothing derives
-    the span)."""
+def inside_chart(logtheta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param, w):
+    """Log inside chart of one sentence: ``lin (n, n + 1, N)`` with
+    ``lin[i, j, A]`` = :math:`\\log\\beta_{ij}(A)` (``-inf``: A does not derive the span).
+    Each cell takes two sweeps over its rule applications: the largest log-term of every
+    ``A`` first, then the sum of ``exp(term - largest)``, so no term underflows relative to
+    the others of its own nonterminal, whatever the other nonterminals of the cell hold."""
     n = w.shape[0]
-    ins = np.zeros((n, n + 1, N))
-    ls = np.full((n, n + 1), -np.inf)
+    lin = np.full((n, n + 1, N), -np.inf)
     for i in range(n):
         word = w[i]
-        top = 0.0
         for r in range(lx_ptr[word], lx_ptr[word + 1]):
-            v = theta[lx_param[r]]
-            ins[i, i + 1, lx_lhs[r]] += v
-        for a in range(N):
-            if ins[i, i + 1, a] > top:
-                top = ins[i, i + 1, a]
-        if top > 0.0:
-            for a in range(N):
-                ins[i, i + 1, a] /= top
-            ls[i, i + 1] = np.log(top)
+            lin[i, i + 1, lx_lhs[r]] = logtheta[lx_param[r]]
+    top = np.empty(N)
     acc = np.empty(N)
     for span in range(2, n + 1):
         for i in range(n - span + 1):
             j = i + span
-            m = -np.inf
+            top[:] = -np.inf
             for k in range(i + 1, j):
-                s = ls[i, k] + ls[k, j]
-                if s > m:
-                    m = s
-            if m == -np.inf:
-                continue
+                for b in range(N):
+                    vb = lin[i, k, b]
+                    if vb == -np.inf:
+                        continue
+                    for r in range(bl_ptr[b], bl_ptr[b + 1]):
+                        s = logtheta[b_param[r]] + vb + lin[k, j, b_right[r]]
+                        if s > top[b_lhs[r]]:
+                            top[b_lhs[r]] = s
             acc[:] = 0.0
             for k in range(i + 1, j):
-                wk = np.exp(ls[i, k] + ls[k, j] - m)
-                if wk == 0.0:
-                    continue
                 for b in range(N):
-                    vb = ins[i, k, b]
-                    if vb == 0.0:
+                    vb = lin[i, k, b]
+                    if vb == -np.inf:
                         continue
-                    vb *= wk
                     for r in range(bl_ptr[b], bl_ptr[b + 1]):
-                        vc = ins[k, j, b_right[r]]
-                        if vc != 0.0:
-                            acc[b_lhs[r]] += theta[b_param[r]] * vb * vc
-            top = 0.0
+                        a = b_lhs[r]
+                        s = logtheta[b_param[r]] + vb + lin[k, j, b_right[r]]
+                        if s > -np.inf:
+                            acc[a] += np.exp(s - top[a])
             for a in range(N):
-                if acc[a] > top:
-                    top = acc[a]
-            if top > 0.0:
-                for a in range(N):
-                    ins[i, j, a] = acc[a] / top
-                ls[i, j] = m + np.log(top)
-    return ins, ls
+                if top[a] > -np.inf:
+                    lin[i, j, a] = top[a] + np.log(acc[a])
+    return lin
 
 
 @njit(cache=True)
-def _root_total(theta, root_nt, root_param, ins, ls, n):
+def _root_total(logtheta, root_nt, root_param, lin, n):
     """log P(w) from the top cell (``-inf`` when no root derives the sentence)."""
-    z = 0.0
+    top = -np.inf
     for r in range(root_nt.shape[0]):
-        z += theta[root_param[r]] * ins[0, n, root_nt[r]]
-    if z <= 0.0 or ls[0, n] == -np.inf:
-        return -np.inf
-    return np.log(z) + ls[0, n]
+        s = logtheta[root_param[r]] + lin[0, n, root_nt[r]]
+        if s > top:
+            top = s
+    if top == -np.inf:
+        return top
+    acc = 0.0
+    for r in range(root_nt.shape[0]):
+        acc += np.exp(logtheta[root_param[r]] + lin[0, n, root_nt[r]] - top)
+    return top + np.log(acc)
 
 
 @njit(cache=True)
-def _push_down(theta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param,
-               root_nt, root_param, w, ins, ls, weight, mu, counts):
-    """Posterior uses ``mu`` (filled, shape of ``ins``) and expected rule counts (added to
-    ``counts`` times ``weight``) of one sentence whose inside chart is ``ins, ls``."""
+def _push_down(logtheta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param,
+               root_nt, root_param, w, lin, logz, mu, counts):
+    """Posterior uses ``mu`` (filled, shape of ``lin``) and expected rule counts (added to
+    ``counts``) of one sentence of log-probability ``logz`` whose inside chart is ``lin``.
+    Every share is ``exp(term - lin[parent])`` with ``term <= lin[parent]``: no overflow,
+    and only negligible shares underflow."""
     n = w.shape[0]
-    z = 0.0
     for r in range(root_nt.shape[0]):
-        z += theta[root_param[r]] * ins[0, n, root_nt[r]]
-    for r in range(root_nt.shape[0]):
-        u = theta[root_param[r]] * ins[0, n, root_nt[r]] / z
+        u = np.exp(logtheta[root_param[r]] + lin[0, n, root_nt[r]] - logz)
         mu[0, n, root_nt[r]] += u
-        counts[root_param[r]] += weight * u
-    f = np.empty(N)
+        counts[root_param[r]] += u
     for span in range(n, 1, -1):
         for i in range(n - span + 1):
             j = i + span
             live = False
             for a in range(N):
                 if mu[i, j, a] > 0.0:
-                    f[a] = mu[i, j, a] / ins[i, j, a]
                     live = True
-                else:
-                    f[a] = 0.0
+                    break
             if not live:
                 continue
             for k in range(i + 1, j):
-                wk = np.exp(ls[i, k] + ls[k, j] - ls[i, j])
-                if wk == 0.0:
-                    continue
                 for b in range(N):
-                    vb = ins[i, k, b]
-                    if vb == 0.0:
+                    vb = lin[i, k, b]
+                    if vb == -np.inf:
                         continue
-                    vb *= wk
                     for r in range(bl_ptr[b], bl_ptr[b + 1]):
-                        fa = f[b_lhs[r]]
-                        if fa == 0.0:
+                        a = b_lhs[r]
+                        ma = mu[i, j, a]
+                        if ma == 0.0:
                             continue
                         c = b_right[r]
-                        vc = ins[k, j, c]
-                        if vc == 0.0:
+                        s = logtheta[b_param[r]] + vb + lin[k, j, c]
+                        if s == -np.inf:
                             continue
-                        u = fa * theta[b_param[r]] * vb * vc
+                        u = ma * np.exp(s - lin[i, j, a])
                         mu[i, k, b] += u
                         mu[k, j, c] += u
-                        counts[b_param[r]] += weight * u
+                        counts[b_param[r]] += u
     for i in range(n):
         word = w[i]
         for r in range(lx_ptr[word], lx_ptr[word + 1]):
             u = mu[i, i + 1, lx_lhs[r]]
-            if u > 0.0 and theta[lx_param[r]] > 0.0:
-                counts[lx_param[r]] += weight * u
+            if u > 0.0 and logtheta[lx_param[r]] > -np.inf:
+                counts[lx_param[r]] += u
 
 
 @njit(cache=True)
-def inside_outside(theta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param,
+def inside_outside(logtheta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param,
                    root_nt, root_param, words, offsets, want_counts, loglik, counts):
     """log P(w) of every sentence into ``loglik``; with ``want_counts``, the expected count
     of every rule given the sentences added to ``counts`` (sentences of probability zero
@@ -181,29 +169,29 @@ def inside_outside(theta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx
     for s in range(offsets.shape[0] - 1):
         w = words[offsets[s]:offsets[s + 1]]
         n = w.shape[0]
-        ins, ls = inside_chart(theta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs,
-                               lx_param, w)
-        loglik[s] = _root_total(theta, root_nt, root_param, ins, ls, n)
+        lin = inside_chart(logtheta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs,
+                           lx_param, w)
+        loglik[s] = _root_total(logtheta, root_nt, root_param, lin, n)
         if want_counts and loglik[s] > -np.inf:
-            mu = np.zeros_like(ins)
-            _push_down(theta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param,
-                       root_nt, root_param, w, ins, ls, 1.0, mu, counts)
+            mu = np.zeros_like(lin)
+            _push_down(logtheta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs,
+                       lx_param, root_nt, root_param, w, lin, loglik[s], mu, counts)
 
 
 @njit(cache=True)
-def span_posteriors(theta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param,
+def span_posteriors(logtheta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param,
                     root_nt, root_param, w):
     """``(log P(w), mu)``: ``mu[i, j, A]`` = P(A spans words i..j-1 | w) (zeros when the
     sentence has probability zero)."""
     n = w.shape[0]
-    ins, ls = inside_chart(theta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs,
-                           lx_param, w)
-    logp = _root_total(theta, root_nt, root_param, ins, ls, n)
-    mu = np.zeros_like(ins)
+    lin = inside_chart(logtheta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs,
+                       lx_param, w)
+    logp = _root_total(logtheta, root_nt, root_param, lin, n)
+    mu = np.zeros_like(lin)
     if logp > -np.inf:
-        counts = np.zeros(theta.shape[0])
-        _push_down(theta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param,
-                   root_nt, root_param, w, ins, ls, 1.0, mu, counts)
+        counts = np.zeros(logtheta.shape[0])
+        _push_down(logtheta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param,
+                   root_nt, root_param, w, lin, logp, mu, counts)
     return logp, mu
 
 
@@ -438,29 +426,26 @@ def kbest_parses(logtheta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, l
 
 
 @njit(cache=True)
-def sample_parses(theta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param,
+def sample_parses(logtheta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param,
                   root_nt, root_param, w, uniforms, out):
     """Posterior samples of derivations of one sentence, one per row of ``uniforms
     (n_samples, 2n)`` (one uniform per node): top-down, each node picks its (rule, split)
-    with probability proportional to its share of the node's inside probability.
+    with probability ``exp(term - lin[node])``, its share of the node's inside probability.
     ``out (n_samples, 2n, 4)``. Returns log P(w) (``-inf``: no derivation, nothing
     written)."""
     n = w.shape[0]
-    ins, ls = inside_chart(theta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs,
-                           lx_param, w)
-    logp = _root_total(theta, root_nt, root_param, ins, ls, n)
+    lin = inside_chart(logtheta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs,
+                       lx_param, w)
+    logp = _root_total(logtheta, root_nt, root_param, lin, n)
     if logp == -np.inf:
         return logp
     stack = np.empty((2 * n, 3), dtype=np.int64)
     for d in range(uniforms.shape[0]):
-        z = 0.0
-        for r in range(root_nt.shape[0]):
-            z += theta[root_param[r]] * ins[0, n, root_nt[r]]
-        target = uniforms[d, 0] * z
+        target = uniforms[d, 0]
         acc = 0.0
         chosen = -1
         for r in range(root_nt.shape[0]):
-            v = theta[root_param[r]] * ins[0, n, root_nt[r]]
+            v = np.exp(logtheta[root_param[r]] + lin[0, n, root_nt[r]] - logp)
             if v > 0.0:
                 chosen = r
                 acc += v
@@ -490,31 +475,31 @@ def sample_parses(theta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_
                         out[d, p, 3] = lx_param[r]
                 p += 1
                 continue
-            target = uniforms[d, p] * ins[i, j, a]
+            target = uniforms[d, p]
             acc = 0.0
             cr = -1
             ck = -1
+            done = False
             for k in range(i + 1, j):
-                wk = np.exp(ls[i, k] + ls[k, j] - ls[i, j])
-                if wk == 0.0:
-                    continue
                 for b in range(N):
-                    vb = ins[i, k, b]
-                    if vb == 0.0:
+                    vb = lin[i, k, b]
+                    if vb == -np.inf:
                         continue
                     for r in range(bl_ptr[b], bl_ptr[b + 1]):
                         if b_lhs[r] != a:
                             continue
-                        v = theta[b_param[r]] * vb * ins[k, j, b_right[r]] * wk
+                        v = np.exp(logtheta[b_param[r]] + vb + lin[k, j, b_right[r]]
+                                   - lin[i, j, a])
                         if v > 0.0:
                             cr = r
                             ck = k
                             acc += v
                             if target < acc:
+                                done = True
                                 break
-                    if cr >= 0 and target < acc:
+                    if done:
                         break
-                if cr >= 0 and target < acc:
+                if done:
                     break
             out[d, p, 3] = b_param[cr]
             stack[top, 0] = b_right[cr]

@@ -239,7 +239,7 @@ class PCFG(BaseEstimator):
                 "trees: expected a non-empty list of hiddenstate.grammar.Tree or paths of "
                 "bracketed files")
         if markov is not None:
-            markov = check_positive_int(markov, "markov")
+            markov = check_positive_int(markov, "markov", minimum=0)
         out = []
         for t in trees:
             t = normalise(t, terminals)
@@ -371,7 +371,9 @@ class PCFG(BaseEstimator):
     def _inside_outside(self, g: Grammar, theta, words, offsets, want_counts: bool):
         loglik = np.empty(len(offsets) - 1)
         counts = np.zeros(g.n_params)
-        cky.inside_outside(theta, *g.kernel_args(), words, offsets, want_counts, loglik,
+        with np.errstate(divide="ignore"):
+            logtheta = np.log(theta)
+        cky.inside_outside(logtheta, *g.kernel_args(), words, offsets, want_counts, loglik,
                            counts)
         return loglik, counts
 
@@ -446,17 +448,26 @@ class PCFG(BaseEstimator):
         with np.errstate(divide="ignore"):
             return np.log(self._theta(g))
 
-    def parse(self, sentences, cnf: bool = False, return_logprob: bool = False):
+    def parse(self, sentences, cnf: bool = False, return_logprob: bool = False,
+              errors: str = "raise"):
         """The most probable parse of every sentence (CKY-Viterbi): a list of
         :class:`~hiddenstate.grammar.Tree`; binarisation and collapsed unary chains undone
         unless ``cnf``. ``return_logprob``: also the parses' log-probabilities. A sentence
-        without a parse raises :class:`~hiddenstate.errors.ZeroProbabilityError`."""
+        without a parse of non-zero probability raises
+        :class:`~hiddenstate.errors.ZeroProbabilityError` (``errors="raise"``) or gets
+        ``None`` and log-probability ``-inf`` (``errors="none"``)."""
+        if errors not in ("raise", "none"):
+            raise InvalidInputError(f"errors: expected 'raise' or 'none', got {errors!r}")
         g = self._check_hyper()
         words, offsets, tokens = self._encode(g, sentences)
         score, out = _viterbi(g, self._logtheta(g), words, offsets)
-        _check_possible(score)
+        if errors == "raise":
+            _check_possible(score)
         trees = []
         for s, toks in enumerate(tokens):
+            if score[s] == -np.inf:
+                trees.append(None)
+                continue
             t = g.tree(out[2 * offsets[s]:2 * offsets[s + 1]], toks)
             trees.append(t if cnf else from_cnf(t))
         return (trees, score) if return_logprob else trees
@@ -478,10 +489,10 @@ class PCFG(BaseEstimator):
         (nonterminals in ``grammar().nonterminals`` order; CNF labels)."""
         g = self._check_hyper()
         words, offsets, _ = self._encode(g, sentences)
-        theta = self._theta(g)
+        logtheta = self._logtheta(g)
         out = []
         for s in range(len(offsets) - 1):
-            logp, mu = cky.span_posteriors(theta, *g.kernel_args(),
+            logp, mu = cky.span_posteriors(logtheta, *g.kernel_args(),
                                            words[offsets[s]:offsets[s + 1]])
             _check_possible(np.array([logp]), s)
             out.append(mu)
@@ -495,7 +506,7 @@ class PCFG(BaseEstimator):
         words, _, tokens = self._encode(g, [sentence], "sentence")
         rng = make_rng(random_state)
         out = np.zeros((n_samples, 2 * len(words), 4), dtype=np.int64)
-        logp = cky.sample_parses(self._theta(g), *g.kernel_args(), words,
+        logp = cky.sample_parses(self._logtheta(g), *g.kernel_args(), words,
                                  rng.random((n_samples, 2 * len(words))), out)
         _check_possible(np.array([logp]))
         trees = [g.tree(out[d], tokens[0]) for d in range(n_samples)]

@@ -9,23 +9,24 @@ Writes ``experiments/results/prism_pcfg.md`` and ``experiments/results/prism_pcf
 
 Set-up (the paper's, on data we have). The paper's grammar was given: 861 CFG rules for the
 ATR corpus, written by hand; its probabilities were learned from the sentences alone. Here
-the sentences are the part-of-speech sequences of the trees of
-``../shared/data/ptb-sample-treebank`` (3,914 trees) with at most ``--max-length`` tags, the
-trees normalised (empty elements and function tags removed), unary chains collapsed and
-binarised (horizontal Markov order ``--markov``, default 0: ``NP -> DT NP|<>``, so
-that the grammar over-generates as a hand-written one does), and the grammar is the set of CNF rules of *all* those trees
-(given, like ATR's). Each mode learns the probabilities from the training sentences of a fold
-(8-fold cross-validation over 8 contiguous sections, as in the paper), with ``--restarts``
-random restarts ("random but almost uniform": every switch drawn from a symmetric Dirichlet
-of concentration ``--init-concentration``), keeping the restart with the best final
-objective of the mode (the library's ``n_init`` rule). Pseudo-counts as in the paper: EM
-none (maximum likelihood), MAP and VT Dirichlet concentration 2 (pseudo-count 1), VB
-concentration 1. EM, MAP and VB stop when the objective gains less than 1e-4 (PRISM's
-default epsilon) or after 1000 iterations; VT stops when the Viterbi parses of the training
-sentences repeat. Each test sentence is parsed by CKY-Viterbi (VB: with the posterior mean)
-and compared with its gold tree (LT, BT, 0-CB, labelled bracket F1;
+the sentences are the part-of-speech sequences of the trees of ``../shared/data/ptb-sample-
+treebank`` (3,914 trees) with at most ``--max-length`` tags, the trees normalised (empty
+elements and function tags removed), unary chains collapsed and binarised (horizontal
+Markov order ``--markov``, default 0: ``NP -> DT NP|<>``, so that the grammar over-
+generates as a hand-written one does), and the grammar is the set of CNF rules of *all*
+those trees (given, like ATR's). Each mode learns the probabilities from the training
+sentences of a fold (8-fold cross-validation over 8 contiguous sections, as in the paper),
+with ``--restarts`` random restarts ("random but almost uniform": every switch drawn from a
+symmetric Dirichlet of concentration ``--init-concentration``), keeping the restart with
+the best final objective of the mode (the library's ``n_init`` rule). Pseudo-counts as in
+the paper: EM none (maximum likelihood), MAP and VT Dirichlet concentration 2 (pseudo-count
+1), VB concentration 1. EM, MAP and VB stop when the objective gains less than 1e-4
+(PRISM's default epsilon) or after 1000 iterations; VT stops when the Viterbi parses of the
+training sentences repeat. Each test sentence is parsed by CKY-Viterbi (VB: with the
+posterior mean) and compared with its gold tree (LT, BT, 0-CB, labelled bracket F1;
 :func:`hiddenstate.metrics.tree_scores`). Supervised upper bound: rule counts of the
-training trees plus one (MAP with concentration 2, so that every test sentence has a parse).
+training trees plus one (MAP with concentration 2, so that every test sentence has a
+parse).
 """
 
 from __future__ import annotations
@@ -169,8 +170,9 @@ def report(args, g, gold, log_parses, rows, sup_scores, wall):
              + (" (quick)" if args.quick else ""),
              "",
              f"Command: `python experiments/prism_pcfg.py{' --quick' if args.quick else ''}"
-             f" --max-length {args.max_length} --markov {args.markov} --restarts {args.restarts} --folds "
-             f"{args.folds} --init-concentration {args.init_concentration}`; wall time "
+             f" --max-length {args.max_length} --markov {args.markov} --restarts "
+             f"{args.restarts} --folds {args.folds} --init-concentration "
+             f"{args.init_concentration}`; wall time "
              f"{wall / 60:.1f} min (2 shared CPU cores).",
              "",
              "## Data and grammar",

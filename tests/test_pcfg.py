@@ -189,14 +189,14 @@ def test_kernels_equal_the_program_on_the_explanation_graph_engine():
     _, logp = m.parse(SENTENCES, return_logprob=True)
     for goal, lp in zip(goals, logp, strict=True):
         assert pm.viterbi(goal).logprob == pytest.approx(lp, abs=1e-10)
-    # the same EM and VT trajectories from the same start
-    for mode in ("em", "vt"):
+    # the same trajectories in every mode from the same start, Dirichlet(1.5) priors
+    for mode in ("em", "map", "vb", "vt", "kvt"):
         mine = hs.PCFG(rules=RULES, start=START_SYMBOLS, learn=mode, init="current", n_iter=6,
-                       tol=-np.inf)
+                       tol=-np.inf, k_best=3, prior=1.5)
         mine.theta_ = m.theta_
         mine.fit(SENTENCES)
-        theirs = ProgramModel(g.to_program(m.theta_), learn=mode, init="declared", n_iter=6,
-                              tol=-np.inf)
+        theirs = ProgramModel(g.to_program(m.theta_, prior=1.5), learn=mode, init="declared",
+                              n_iter=6, tol=-np.inf, k_best=3)
         theirs.fit([theirs.program.predicates["sentence"](tuple(w)) for w in SENTENCES])
         np.testing.assert_allclose(mine.monitor_.history, theirs.monitor_.history,
                                    atol=1e-10, rtol=0)

@@ -32,6 +32,7 @@ import argparse
 import glob
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -57,7 +58,10 @@ spec = json.load(open(sys.argv[1]))
 out = {}
 N, start, rules = spec["N"], spec["start"], spec["rules"]
 sents, small = spec["sentences"], [spec["sentences"][i] for i in spec["small"]]
+which = sys.argv[2]
 try:
+    if which != "torch":
+        raise SystemExit
     import torch
     torch.set_num_threads(1)
     from torch_struct import SentCFG
@@ -86,7 +90,7 @@ try:
         pot = (terms.requires_grad_(), R.expand(len(batch), -1, -1, -1),
                roots.expand(len(batch), -1))
         return SentCFG(pot, lengths=lengths)
-    batches = [small]
+    batches = [[x] for x in small]  # one sentence at a time: dense charts are large
     def timed(fn):
         t0 = time.process_time(); r = fn(); return time.process_time() - t0, r
     def inside_outside():
@@ -110,7 +114,11 @@ try:
     out["torch_version"] = torch.__version__
 except Exception as exc:  # noqa: BLE001
     out["torch_error"] = f"{type(exc).__name__}: {exc}"
+except SystemExit:
+    pass
 try:
+    if which != "nltk":
+        raise SystemExit
     import math
     import nltk
     from nltk.grammar import PCFG, Nonterminal, ProbabilisticProduction
@@ -120,7 +128,7 @@ try:
         r = [Nonterminal(x) for x in rhs] if len(rhs) == 2 else [rhs[0]]
         prods.append(ProbabilisticProduction(Nonterminal(lhs), r, prob=math.exp(lp)))
     g = PCFG(Nonterminal("<start>"), prods)
-    parser = nltk.ViterbiParser(g)
+    parser = nltk.ViterbiParser(g, max_time=None)
     def run():
         res = []
         for s in sents:
@@ -131,6 +139,8 @@ try:
     out["nltk"] = {"seconds": t, "logmax": lps, "version": nltk.__version__}
 except Exception as exc:  # noqa: BLE001
     out["nltk_error"] = f"{type(exc).__name__}: {exc}"
+except SystemExit:
+    pass
 print(json.dumps(out))
 '''
 
@@ -157,6 +167,12 @@ def grammar_and_sentences(max_length: int, n_sentences: int, seed: int):
     return model, g, theta, sents[:n_sentences]
 
 
+def _limit_memory() -> None:
+    """The references may use at most 10 GiB of address space (torch-struct's dense charts
+    grow as n^2 N^3 for N nonterminals; the machine is shared)."""
+    resource.setrlimit(resource.RLIMIT_AS, (10 << 30, 10 << 30))
+
+
 def cpu_time(fn, repeats: int):
     """(minimum process CPU seconds over ``repeats`` calls after one untimed warm-up, the
     last result): CPU time, not wall time, because the machine is shared."""
@@ -176,14 +192,14 @@ def main(argv=None):
     ap.add_argument("--max-length", type=int, default=40)
     ap.add_argument("--sentences", type=int, default=30)
     ap.add_argument("--small", type=int, default=3,
-                    help="sentences of 8-12 words for torch-struct and the program engine")
+                    help="sentences of 8-10 words for torch-struct and the program engine")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ref-python", default="/work/venv-pcfgref/bin/python")
     args = ap.parse_args(argv)
     if args.quick:
         args.sentences, args.small, args.repeats, args.max_length = 8, 1, 1, 20
     model, g, theta, sents = grammar_and_sentences(args.max_length, args.sentences, 0)
-    small_idx = [i for i, x in enumerate(sents) if 8 <= len(x) <= 12][:args.small]
+    small_idx = [i for i, x in enumerate(sents) if 8 <= len(x) <= 10][:args.small]
     small = [sents[i] for i in small_idx]
     lengths = [len(x) for x in sents]
     print(f"# bench_pcfg on {cpu_name()}: one thread, process CPU seconds")
@@ -235,13 +251,16 @@ def main(argv=None):
             json.dump(spec, fh)
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "PYTHONWARNINGS": "ignore"}
-        proc = subprocess.run([args.ref_python, "-c", REFERENCE, fh.name], capture_output=True,
-                              text=True, env=env, check=False)
+        for which in ("nltk", "torch"):  # separate processes: one failing spares the other
+            proc = subprocess.run([args.ref_python, "-c", REFERENCE, fh.name, which],
+                                  capture_output=True, text=True, env=env, check=False,
+                                  preexec_fn=_limit_memory)
+            if proc.returncode == 0:
+                ref.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+            else:
+                ref[f"{which}_error"] = (f"exit status {proc.returncode} "
+                                         f"{proc.stderr.strip()[-200:]}")
         os.unlink(fh.name)
-        if proc.returncode == 0:
-            ref = json.loads(proc.stdout.strip().splitlines()[-1])
-        else:
-            ref = {"torch_error": proc.stderr[-300:], "nltk_error": proc.stderr[-300:]}
     else:
         ref = {"torch_error": f"no reference interpreter at {args.ref_python}",
                "nltk_error": f"no reference interpreter at {args.ref_python}"}

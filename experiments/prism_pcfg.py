@@ -1,7 +1,7 @@
 """Viterbi training of a PCFG against EM, MAP and VB: Sato & Kubota's Tables 1-2 on the
 Penn Treebank sample.
 
-    .venv/bin/python experiments/prism_pcfg.py            # full run (~10 minutes on 2 cores)
+    .venv/bin/python experiments/prism_pcfg.py            # full run (~25 minutes on 2 cores)
     .venv/bin/python experiments/prism_pcfg.py --quick    # smoke run (~15 seconds)
     .venv/bin/python experiments/prism_pcfg.py --max-length 12 --restarts 8   # ~1.5 hours
 
@@ -85,7 +85,7 @@ def main(argv=None):
     ap.add_argument("--max-length", type=int, default=10)
     ap.add_argument("--markov", type=int, default=0,
                     help="horizontal Markov order of the binarisation (-1: none)")
-    ap.add_argument("--restarts", type=int, default=3)
+    ap.add_argument("--restarts", type=int, default=8)
     ap.add_argument("--folds", type=int, default=8)
     ap.add_argument("--init-concentration", type=float, default=10.0)
     args = ap.parse_args(argv)

@@ -303,7 +303,7 @@ def main(argv=None):
     for task, impl, k, sec, ours, note in rows:
         rate = k / sec if sec == sec and sec > 0 else float("nan")
         ratio = f"{sec / ours:.0f}x" if ours else "-"
-        print(f"| {task} | {impl} | {k} | {sec:.4f} | {rate:.1f} | {ratio} | {note} |")
+        print(f"| {task} | {impl} | {k} | {sec:.4g} | {rate:.3g} | {ratio} | {note} |")
 
 
 if __name__ == "__main__":

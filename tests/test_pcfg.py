@@ -362,3 +362,20 @@ def test_a_nonterminal_1e400_below_its_cell_neighbour_keeps_its_precision():
     assert counts[("T", ("U", "A"))] == pytest.approx(1.0, abs=1e-12)
     assert counts[("A", ("a",))] == pytest.approx(3.0, abs=1e-12)
     assert m.predict_proba([words])[0][0, 3, m.grammar().nt_index["T"]] == pytest.approx(1.0)
+
+
+def test_a_tampered_saved_grammar_is_refused(tmp_path):
+    import json
+
+    m = random_model(8)
+    m.save(tmp_path / "g")
+    doc = json.loads((tmp_path / "g" / "model.json").read_text())
+    rules = doc["params"]["rules"]
+    rules.append(["S", ["NP", "VP", "PP"]])  # not CNF
+    (tmp_path / "g" / "model.json").write_text(json.dumps(doc))
+    with pytest.raises(hs.ModelFileError, match="Chomsky normal form"):
+        hs.load(tmp_path / "g")
+    rules[-1] = ["S", ["she"]]  # valid rule, but theta_ no longer fits the grammar
+    (tmp_path / "g" / "model.json").write_text(json.dumps(doc))
+    with pytest.raises(hs.ModelFileError, match="theta_"):
+        hs.load(tmp_path / "g")

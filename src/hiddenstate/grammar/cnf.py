@@ -166,7 +166,6 @@ class Grammar:
         self.b_param = np.asarray(bp, dtype=np.int64)[order]
         self.b_right = np.ascontiguousarray(bl_arr[:, 1])
         self.b_lhs = np.ascontiguousarray(bl_arr[:, 2])
-        self.b_left = np.ascontiguousarray(bl_arr[:, 0])
         self.bl_ptr = np.searchsorted(bl_arr[:, 0], np.arange(N + 1)).astype(np.int64)
         lx_arr = np.asarray(lx, dtype=np.int64).reshape(-1, 2)
         order = np.argsort(lx_arr[:, 0], kind="stable")

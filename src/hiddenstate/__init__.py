@@ -2,13 +2,14 @@
 
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
 from .io import load
-from .models import HMM, PROPS, NaiveBayesHidden, TreeNet
+from .models import HMM, PCFG, PROPS, NaiveBayesHidden, TreeNet
 
 __version__ = "0.1.0"
 
 __all__ = [
     "HMM",
     "NaiveBayesHidden",
+    "PCFG",
     "PROPS",
     "TreeNet",
     "HiddenStateError",

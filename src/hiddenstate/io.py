@@ -73,9 +73,9 @@ _V1_PART = re.compile(r"source-[0-9]{1,6}")
 
 
 def _registry() -> dict:
-    from .models import HMM, PROPS, NaiveBayesHidden, TreeNet
+    from .models import HMM, PCFG, PROPS, NaiveBayesHidden, TreeNet
 
-    return {"HMM": HMM, "PROPS": PROPS, "TreeNet": TreeNet,
+    return {"HMM": HMM, "PCFG": PCFG, "PROPS": PROPS, "TreeNet": TreeNet,
             "NaiveBayesHidden": NaiveBayesHidden}
 
 

@@ -1,21 +1,22 @@
 """Run hmmlearn's own test suite against ``hiddenstate.compat.hmmlearn``.
 
 Copies the tests that ship with the installed hmmlearn (0.3.3) to a temporary directory,
-rewrites them so that ``hmm.CategoricalHMM``, ``hmm.GaussianHMM`` and ``hmm.PoissonHMM``
-are hiddenstate's compat classes (everything else -- GMMHMM, MultinomialHMM, the
-variational models, helpers -- stays hmmlearn's), runs pytest and prints passed / failed /
-skipped counts per file with the failures grouped by reason.
+rewrites them so that ``hmm.CategoricalHMM``, ``hmm.GaussianHMM``, ``hmm.PoissonHMM``,
+``hmm.GMMHMM`` and ``hmm.MultinomialHMM`` (and ``from ..hmm import GMMHMM``) are
+hiddenstate's compat classes (everything else -- the variational models, helpers -- stays
+hmmlearn's), runs pytest and prints passed / failed / skipped counts per file with the
+failures grouped by reason.
 
     .venv/bin/python benchmarks/hmmlearn_suite.py            # the default selection
     .venv/bin/python benchmarks/hmmlearn_suite.py --seed 3 --keep
     .venv/bin/python benchmarks/hmmlearn_suite.py --baseline  # same tests, hmmlearn's classes
 
-Selection: the three test files of these classes, plus the other test files whose tests
-build one of them (the variational tests sample their data from, and compare against,
-``hmm.CategoricalHMM`` / ``hmm.GaussianHMM``; one MultinomialHMM test compares against
-``hmm.CategoricalHMM``). Files that never touch the three classes (``test_base.py``:
-``BaseHMM``, ``_hmmc`` and hmmlearn's own ``ConvergenceMonitor``; GMMHMM; utils; KL) are
-not run: they would only test hmmlearn.
+Selection: the test files of these classes, plus the other test files whose tests build
+one of them (the variational tests sample their data from, and compare against,
+``hmm.CategoricalHMM`` / ``hmm.GaussianHMM``). Files that never touch the classes
+(``test_base.py``: ``BaseHMM``, ``_hmmc`` and hmmlearn's own ``ConvergenceMonitor``; utils;
+KL) are not run: they would only test hmmlearn. ``--files test_gmm_hmm_new.py ...`` runs a
+subset.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-CLASSES = ("CategoricalHMM", "GaussianHMM", "PoissonHMM")
-CORE_FILES = ("test_categorical_hmm.py", "test_gaussian_hmm.py", "test_poisson_hmm.py")
-OTHER_FILES = ("test_variational_categorical.py", "test_variational_gaussian.py",
-               "test_multinomial_hmm.py")
+CLASSES = ("CategoricalHMM", "GaussianHMM", "PoissonHMM", "GMMHMM", "MultinomialHMM")
+CORE_FILES = ("test_categorical_hmm.py", "test_gaussian_hmm.py", "test_poisson_hmm.py",
+              "test_gmm_hmm.py", "test_gmm_hmm_multisequence.py", "test_gmm_hmm_new.py",
+              "test_multinomial_hmm.py")
+OTHER_FILES = ("test_variational_categorical.py", "test_variational_gaussian.py")
 
 # Appended to the copied conftest.py: count, per test, how many instances of the three
 # classes it built (recorded as a junit property), so that tests which never touch them
@@ -46,7 +48,8 @@ import functools as _functools
 
 import pytest as _pytest
 
-from {module} import CategoricalHMM as _C, GaussianHMM as _G, PoissonHMM as _P
+from {module} import (CategoricalHMM as _C, GaussianHMM as _G, GMMHMM as _M,
+                      MultinomialHMM as _N, PoissonHMM as _P)
 
 _BUILT = [0]
 
@@ -61,7 +64,7 @@ def _count_instances(cls):
     cls.__init__ = __init__
 
 
-for _cls in (_C, _G, _P):
+for _cls in (_C, _G, _P, _M, _N):
     _count_instances(_cls)
 
 
@@ -79,6 +82,15 @@ KNOWN = {
         "expects hmmlearn's implementation='scaling' forward pass to underflow on an "
         "outlier and raise; hiddenstate ignores `implementation` and its scaled kernels "
         "handle the outlier (the 'log' variant of the same test passes)"),
+    "test_chunked[full]": (
+        "fits 3 states x 2 components to data drawn from ONE 2-component mixture (a flat "
+        "ridge of equally good parameters), 10 iterations, then asks the fits on one "
+        "sequence and on 5 chunks to agree to 1e-3 in the covariances. Both fits are "
+        "monotone and still climbing; hiddenstate's exact covariance M-step (about the new "
+        "means; hmmlearn uses the previous means) takes another path along the ridge, on "
+        "which the two fits differ by 1.8e-3 (hmmlearn: 0.9e-3); at 60 iterations "
+        "hmmlearn's own pair differs by 1.7e-4, ours by 3.6e-3. A tolerance on a "
+        "non-identifiable fit, not a bug"),
 }
 
 
@@ -101,6 +113,9 @@ def rewrite(source: str, ours: bool) -> tuple[str, int]:
         return source, 0
     pattern = re.compile(r"\bhmm\.(" + "|".join(CLASSES) + r")\b")
     source, n = pattern.subn(ALIAS + r".\1", source)
+    direct = re.compile(r"^from hmmlearn\.hmm import (" + "|".join(CLASSES) + r")$", re.M)
+    source, m = direct.subn(r"from hiddenstate.compat.hmmlearn import \1", source)
+    n += m
     if n:
         source = f"from hiddenstate.compat import hmmlearn as {ALIAS}  # noqa\n" + source
     return source, n
@@ -169,7 +184,7 @@ def summarise(report: Path) -> int:
         elif outcome == "skipped":
             skips[message].append(test_id)
     total: dict[str, int] = defaultdict(int)
-    print("\ntests that build CategoricalHMM / GaussianHMM / PoissonHMM:")
+    print("\ntests that build one of " + " / ".join(CLASSES) + ":")
     print(f"{'file':<36}{'passed':>8}{'failed':>8}{'error':>8}{'skipped':>8}"
           f"{'not using':>11}")
     for file in sorted(set(per_file) | set(untouched)):
@@ -180,7 +195,7 @@ def summarise(report: Path) -> int:
             total[k] += v
     print(f"{'total':<36}{total['passed']:>8}{total['failed']:>8}{total['error']:>8}"
           f"{total['skipped']:>8}{sum(untouched.values()):>11}")
-    print("('not using': tests in these files that never build one of the three classes; "
+    print("('not using': tests in these files that never build one of these classes; "
           "they test hmmlearn alone and are not counted)")
     if reasons:
         print("\nfailures grouped by reason:")
@@ -203,7 +218,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="HMMLEARN_SEED for the tests' RNG")
     ap.add_argument("--files", nargs="*", help="test files to run (default: the selection)")
     ap.add_argument("--core", action="store_true",
-                    help="only the three classes' own test files")
+                    help="only the classes' own test files")
     ap.add_argument("--baseline", action="store_true",
                     help="run the same tests on hmmlearn's own classes")
     ap.add_argument("--keep", action="store_true", help="keep (and print) the temp dir")

@@ -13,6 +13,7 @@ import pytest
 
 import hiddenstate
 from hiddenstate import HMM, cli, textio
+from hiddenstate.progress import FitProgress
 from hiddenstate.textio import Vocabulary
 
 SENTENCES = [
@@ -316,16 +317,18 @@ def test_module_entry_point_exit_code_and_stderr(tmp_path):
 
 def test_progress_bar_draws_iterations_and_restarts():
     buf = io.StringIO()
-    bar = cli.ProgressBar(n_iter=4, n_init=2, stream=buf, min_interval=0.0)
+    bar = FitProgress(n_iter=4, n_init=2, stream=buf, min_interval=0.0)
     for it, ll in [(1, -10.0), (2, -9.0), (3, -8.5), (1, -12.0), (2, -11.0)]:
         bar(it, ll)
     bar.close()
     text = buf.getvalue()
-    assert text.count("\r") == 5 and text.endswith("\n")
-    assert "init 1/2 [##################------] 3/4" in text
-    assert "init 2/2" in text and "delta +1" in text
+    first, second = text.split("fit init 2/2", 1)
+    assert "fit init 1/2" in first and "3/4" in first and "4/4" not in first
+    assert "log-lik=-8.5" in first and "delta=+0.5" in first
+    assert "2/4" in second and "log-lik=-11" in second and "delta=+1" in second
+    assert "-12" not in second.split("delta")[-1]  # the delta restarts with the restart
     quiet = io.StringIO()
-    off = cli.ProgressBar(n_iter=4, stream=quiet, enabled=False)
+    off = FitProgress(n_iter=4, stream=quiet, enabled=False)
     off(1, -1.0)
     off.close()
     assert quiet.getvalue() == ""
@@ -335,7 +338,7 @@ def test_fit_progress_flag_writes_bar_to_stderr(tmp_path, text_file, capsys):
     rc, _, err = run(["fit", text_file, "--out", tmp_path / "m", "--n-iter", 5, "--tol=-inf",
                       "--random-state", 0, "--progress"], capsys)
     assert rc == 0
-    assert "fit [" in err and "5/5" in err
+    assert "fit: 100%" in err and "5/5" in err and "log-lik=" in err
 
 
 # --------------------------------------------------------------------------- report

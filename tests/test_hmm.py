@@ -170,13 +170,13 @@ def test_singular_covariance_floored_with_warning():
 
 
 @pytest.mark.parametrize("X,lengths,kw,match", [
-    (np.array([[0], [1], [-1]]), None, {}, "negative"),
+    (np.array([[0], [1], [-2]]), None, {}, "negative"),  # -1 marks a missing symbol
     (np.array([[0.5], [1.0]]), None, {}, "whole numbers"),
     (np.array([["a"], ["b"]]), None, {}, "integers"),
     (np.array([[0], [1], [2]]), [2, 2], {}, "sums to 4"),
     (np.array([[0], [1], [2]]), [3, 0], {}, "empty sequences"),
     (np.zeros((0, 1), dtype=int), None, {}, "no samples"),
-    (np.array([[0.0, np.nan]]), None, {"emission": "gaussian"}, "NaN"),
+    (np.array([[0.0, np.inf]]), None, {"emission": "gaussian"}, "inf"),  # NaN: missing
     (np.ones((3, 2, 2)), None, {"emission": "gaussian"}, "2-D"),
     (np.array([[1.5]]), None, {"emission": "poisson"}, "integer counts"),
 ])

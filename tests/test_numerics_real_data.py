@@ -549,8 +549,9 @@ def test_categorical_huge_alphabet():
     for m in (small, big):
         m.startprob_, m.transmat_ = start
     small.emissionprob_ = B
-    big.emissionprob_ = np.zeros((3, W))
-    big.emissionprob_[:, codes] = B
+    wide = np.zeros((3, W))
+    wide[:, codes] = B
+    big.emissionprob_ = wide
     fit_quietly(small, compact[:, None])
     fit_quietly(big, codes[compact][:, None])
     np.testing.assert_allclose(big.emissionprob_[:, codes], small.emissionprob_, rtol=1e-12)

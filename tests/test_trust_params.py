@@ -551,3 +551,21 @@ def test_props_hyper_parameter_errors(kw, match):
     src = CallableSource(lambda h: np.full(3, 1 / 3), 3)
     with pytest.raises(InvalidInputError, match=match):
         hs.PROPS([src], 1, **kw).fit(np.array([0, 1, 2]))
+
+
+def test_hand_set_model_saves_and_loads_and_unfitted_save_writes_nothing(tmp_path):
+    m = HMM(3, emission="gaussian", covariance_type="full")
+    m.startprob_, m.transmat_ = PI, A
+    m.means_, m.covars_ = MEANS, COVARS["full"]
+    X = RNG.normal(size=(20, 2))
+    m.save(tmp_path / "hand")
+    back = hs.load(tmp_path / "hand")
+    assert back.score(X) == m.score(X)
+    assert back.monitor_.history == [] and not back.monitor_.converged
+    with pytest.raises(NotFittedError):
+        HMM(3).save(tmp_path / "empty")
+    bad = HMM(3, emission="categorical")
+    bad.startprob_, bad.transmat_, bad.emissionprob_ = PI, A * 1.4, B
+    with pytest.raises(InvalidInputError, match="transmat_"):
+        bad.save(tmp_path / "bad")
+    assert not (tmp_path / "empty").exists() and not (tmp_path / "bad").exists()

@@ -2,12 +2,14 @@
 
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
 from .io import load
-from .models import HMM, PROPS, TreeNet
+from .models import HMM, PCFG, PROPS, NaiveBayesHidden, TreeNet
 
 __version__ = "0.1.0"
 
 __all__ = [
     "HMM",
+    "NaiveBayesHidden",
+    "PCFG",
     "PROPS",
     "TreeNet",
     "HiddenStateError",

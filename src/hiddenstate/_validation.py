@@ -104,8 +104,17 @@ def _reject_kinds(arr: np.ndarray, name: str, what: str) -> None:
             "(X.astype(int) or X.astype(float))")
 
 
-def check_real_X(X, n_features: int | None, name: str = "X") -> np.ndarray:
-    """2-D finite float64 array; a 1-D array is read as one feature."""
+#: the marker of a missing symbol in categorical data
+MISSING_SYMBOL = -1
+
+
+def check_real_X(X, n_features: int | None, name: str = "X",
+                 allow_missing: bool = False) -> np.ndarray:
+    """2-D finite float64 array; a 1-D array is read as one feature. With
+    ``allow_missing``, NaN marks a missing entry (so do the masked entries of a
+    ``numpy.ma`` masked array); infinities are still refused."""
+    if allow_missing and np.ma.isMaskedArray(X):
+        X = np.ma.filled(np.ma.asarray(X, dtype=np.float64), np.nan)
     try:
         arr = np.asarray(X)
         _reject_kinds(arr, name, "observations")
@@ -125,9 +134,12 @@ def check_real_X(X, n_features: int | None, name: str = "X") -> np.ndarray:
         )
     if arr.shape[0] == 0:
         raise InvalidInputError(f"{name}: no samples; pass at least one observation")
-    if not np.all(np.isfinite(arr)):
-        bad = np.argwhere(~np.isfinite(arr))[0]
+    bad_values = np.isinf(arr) if allow_missing else ~np.isfinite(arr)
+    if np.any(bad_values):
+        bad = np.argwhere(bad_values)[0]
         raise InvalidInputError(
+            f"{name}: contains inf (first at row {bad[0]}, column {bad[1]}); mark a missing "
+            "value with NaN" if allow_missing else
             f"{name}: contains NaN or inf (first at row {bad[0]}, column {bad[1]}); "
             "remove or impute missing values first"
         )
@@ -139,11 +151,16 @@ def check_real_X(X, n_features: int | None, name: str = "X") -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def check_symbols(X, n_symbols: int | None, name: str = "X") -> np.ndarray:
+def check_symbols(X, n_symbols: int | None, name: str = "X",
+                  allow_missing: bool = False) -> np.ndarray:
     """Integer symbols in ``[0, n_symbols)`` as a 1-D int64 array.
 
-    Accepts a 1-D array or hmmlearn's ``(n_samples, 1)`` column.
+    Accepts a 1-D array or hmmlearn's ``(n_samples, 1)`` column. With ``allow_missing``,
+    ``-1`` (:data:`MISSING_SYMBOL`) marks a missing symbol, and so do the masked entries of
+    a ``numpy.ma`` masked array.
     """
+    if allow_missing and np.ma.isMaskedArray(X):
+        X = np.ma.filled(X, MISSING_SYMBOL)
     try:
         arr = np.asarray(X)
     except (TypeError, ValueError) as exc:  # ragged nesting
@@ -183,9 +200,11 @@ def check_symbols(X, n_symbols: int | None, name: str = "X") -> np.ndarray:
         raise InvalidInputError(
             f"{name}: symbol {arr.min().item()} is negative; symbols are 0 .. n_symbols-1")
     arr = arr.astype(np.int64)
-    if arr.min() < 0:
+    lowest = MISSING_SYMBOL if allow_missing else 0
+    if arr.min() < lowest:
         raise InvalidInputError(
             f"{name}: symbol {int(arr.min())} is negative; symbols are 0 .. n_symbols-1"
+            + (f" ({MISSING_SYMBOL} marks a missing symbol)" if allow_missing else "")
         )
     if n_symbols is not None and arr.max() >= n_symbols:
         raise InvalidInputError(
@@ -195,10 +214,35 @@ def check_symbols(X, n_symbols: int | None, name: str = "X") -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def check_counts(X, n_features: int | None, name: str = "X") -> np.ndarray:
-    """Non-negative integer counts (Poisson emissions) as float64 (n_samples, n_features)."""
-    arr = check_real_X(X, n_features, name)
-    if np.any(arr < 0) or np.any(arr != np.round(arr)):
+def check_states(states, n_samples: int, n_states: int, name: str = "states") -> np.ndarray:
+    """Partial state labels: ``(n_samples,)`` integers in ``[-1, n_states)``, ``-1`` for
+    an unknown state, as int64."""
+    arr = np.asarray(states)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1 or len(arr) != n_samples:
+        raise InvalidInputError(
+            f"{name}: expected one state label per observation, shape ({n_samples},), got "
+            f"shape {arr.shape}; use -1 where the state is unknown")
+    if arr.dtype.kind not in "iu" and not (
+            arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
+        raise InvalidInputError(
+            f"{name}: labels must be integers (dtype {arr.dtype}); use -1 where the state is "
+            "unknown")
+    if len(arr) and (arr.min() < -1 or arr.max() >= n_states):
+        raise InvalidInputError(
+            f"{name}: labels must be states 0 .. {n_states - 1} or -1 (unknown), got values "
+            f"from {arr.min()} to {arr.max()}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def check_counts(X, n_features: int | None, name: str = "X",
+                 allow_missing: bool = False) -> np.ndarray:
+    """Non-negative integer counts (Poisson emissions) as float64 (n_samples, n_features);
+    with ``allow_missing``, NaN (or a masked entry) marks a missing count."""
+    arr = check_real_X(X, n_features, name, allow_missing)
+    seen = arr[~np.isnan(arr)] if allow_missing else arr
+    if np.any(seen < 0) or np.any(seen != np.round(seen)):
         raise InvalidInputError(
             f"{name}: Poisson emissions need non-negative integer counts"
         )
@@ -244,10 +288,11 @@ def check_stochastic(p, shape: tuple[int, ...], name: str, atol: float = 1e-8) -
             f"{where if len(where) > 1 else where[0]}")
     sums = arr.sum(axis=-1)
     if not np.allclose(sums, 1.0, rtol=0, atol=atol):
-        worst = np.unravel_index(np.argmax(np.abs(sums - 1.0)), sums.shape) if sums.ndim else ()
+        worst = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(sums - 1.0)),
+                                                       sums.shape))
+        row = f"row {worst[0] if len(worst) == 1 else worst} " if worst else ""
         raise InvalidInputError(
-            f"{name}: {'row ' + str(worst[0]) + ' ' if worst else ''}sums to "
-            f"{float(np.atleast_1d(sums)[worst[0] if worst else 0]):.6g}, not 1; "
+            f"{name}: {row}sums to {float(sums[worst]):.6g}, not 1; "
             "normalise it (p / p.sum(axis=-1, keepdims=True))"
         )
     return arr
@@ -352,3 +397,32 @@ def broadcast_param(name: str, value, shape: tuple[int, ...] | None) -> np.ndarr
         want = f" broadcastable to {shape}" if shape is not None else " of numbers"
         raise InvalidInputError(
             f"{name}: expected a number or an array{want}, got {value!r:.80}") from exc
+
+
+def check_random_state(random_state, name: str = "random_state") -> None:
+    """Raise unless ``random_state`` is None, an int >= 0, a SeedSequence, a numpy
+    Generator or a legacy RandomState."""
+    if random_state is None or isinstance(
+            random_state, (np.random.Generator, np.random.RandomState, np.random.SeedSequence)):
+        return
+    if isinstance(random_state, (int, np.integer)) and not isinstance(
+            random_state, (bool, np.bool_)):
+        if random_state < 0:
+            raise InvalidInputError(
+                f"{name}: a seed must be an integer >= 0, got {random_state}; pass e.g. "
+                f"{-int(random_state)} or None")
+        return
+    raise InvalidInputError(
+        f"{name}: expected None, an int >= 0 or a numpy Generator, got "
+        f"{type(random_state).__name__} {random_state!r:.40}")
+
+
+def make_rng(random_state, name: str = "random_state") -> np.random.Generator:
+    """A NumPy Generator from None, an int >= 0, a SeedSequence, a Generator (returned as
+    is) or a legacy RandomState (which seeds a new one)."""
+    check_random_state(random_state, name)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**32 - 1, dtype=np.uint64))
+    return np.random.default_rng(random_state)

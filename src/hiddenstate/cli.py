@@ -30,6 +30,7 @@ import numpy as np
 from . import textio
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, ZeroProbabilityError
 from .learn import MODES
+from .progress import FitProgress
 
 #: the objective's name on the progress bar, per learning mode
 SHORT_OBJECTIVES = {"em": "log-lik", "map": "log-post", "vb": "ELBO", "vt": "log p(X,z*)",
@@ -41,67 +42,6 @@ VOCAB_FILE = "vocabulary.json"
 _META_FORMAT = "hiddenstate.cli"
 #: the version of ``cli.json`` written (version 1, which has no checksums, is still read)
 _META_VERSION = 2
-
-
-# --------------------------------------------------------------------------- progress bar
-
-
-class ProgressBar:
-    """A one-line EM progress bar on a stream (stderr); use as ``fit(callback=bar)``.
-
-    ``bar(iteration, objective)`` redraws the line. ``iteration`` counts from 1 within a
-    restart; a smaller value than the previous one means a new restart began.
-    """
-
-    def __init__(self, n_iter: int, n_init: int = 1, stream=None, width: int = 24,
-                 enabled: bool = True, min_interval: float = 0.05, label: str = "log-lik",
-                 prefix: str = "fit", show_delta: bool = True):
-        self.n_iter = n_iter
-        self.prefix = prefix
-        self.show_delta = show_delta
-        self.n_init = n_init
-        self.stream = sys.stderr if stream is None else stream
-        self.width = width
-        self.enabled = enabled
-        self.min_interval = min_interval
-        self.label = label
-        self.init = 1
-        self._last_iter = 0
-        self._last_value: float | None = None
-        self._last_draw = 0.0
-        self._start = time.perf_counter()
-        self._drawn = False
-
-    def __call__(self, iteration: int, objective: float) -> None:
-        if iteration <= self._last_iter:
-            self.init += 1
-            self._last_value = None
-        delta = None if self._last_value is None else objective - self._last_value
-        self._last_iter, self._last_value = iteration, objective
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if now - self._last_draw < self.min_interval and iteration < self.n_iter:
-            return
-        self._last_draw = now
-        frac = min(1.0, iteration / max(1, self.n_iter))
-        filled = int(round(frac * self.width))
-        bar = "#" * filled + "-" * (self.width - filled)
-        restart = f"init {self.init}/{self.n_init} " if self.n_init > 1 else ""
-        d = "" if delta is None or not self.show_delta else f"  delta {delta:+.3g}"
-        line = (f"\r{self.prefix} {restart}[{bar}] "
-                f"{iteration:>{len(str(self.n_iter))}}/{self.n_iter}"
-                f"  {self.label} {objective:.6g}{d}  {now - self._start:.1f}s")
-        self.stream.write(line.ljust(getattr(self, "_width_drawn", 0)))
-        self._width_drawn = len(line)
-        self.stream.flush()
-        self._drawn = True
-
-    def close(self) -> None:
-        if self._drawn:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._drawn = False
 
 
 # --------------------------------------------------------------------------- argument types
@@ -196,6 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text: keep this many symbols including <unk> (default: all)")
     p.add_argument("--min-count", type=_int_at_least(1), default=1,
                    help="text: words seen fewer times map to <unk> (1)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                       help="fit on the Dask cluster at ADDRESS (e.g. tcp://host:8786); "
+                            "needs the dask extra")
+    where.add_argument("--workers", type=_int_at_least(1), default=None, metavar="N",
+                       help="fit on a local Dask cluster of N worker processes")
+    p.add_argument("--partitions", type=_int_at_least(1), default=None, metavar="N",
+                   help="with --scheduler/--workers: partitions of the data (one per worker)")
     p.add_argument("--report", metavar="REPORT_DIR", default=None,
                    help="also write an HTML report (index.html + PNGs) to this directory")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -544,13 +492,19 @@ def cmd_fit(args, out) -> int:
         transmat_prior=args.transmat_prior, emissionprob_prior=args.emissionprob_prior,
     )
     show = sys.stderr.isatty() if args.progress is None else args.progress
-    bar = ProgressBar(args.n_iter, args.n_init, enabled=show, label=SHORT_OBJECTIVES[args.learn])
     start = time.perf_counter()
-    try:
-        with _about_file(args.input):
-            model.fit(X, lengths, callback=bar)
-    finally:
-        bar.close()
+    if args.scheduler is not None or args.workers is not None:
+        _fit_distributed(model, X, lengths, args, show)
+    elif args.partitions is not None:
+        raise InvalidInputError("--partitions: only applies with --scheduler or --workers")
+    else:
+        bar = FitProgress(args.n_iter, args.n_init, enabled=show,
+                          label=SHORT_OBJECTIVES[args.learn])
+        try:
+            with _about_file(args.input):
+                model.fit(X, lengths, callback=bar)
+        finally:
+            bar.close()
     seconds = time.perf_counter() - start
 
     out_dir = save_model_dir(model, args.out, fmt, vocabulary, source=str(args.input),
@@ -584,6 +538,32 @@ def cmd_fit(args, out) -> int:
         parts.append(f"report written to {index}")
     print("\n".join(parts), file=out)
     return 0
+
+
+def _fit_distributed(model, X, lengths, args, progress: bool) -> None:
+    """``model`` fitted by :func:`hiddenstate.distributed.fit` on the cluster at
+    ``--scheduler`` or on a local one of ``--workers`` processes (tqdm bar per restart)."""
+    try:
+        from distributed import Client
+
+        from . import distributed as hsd
+    except ImportError as exc:
+        raise InvalidInputError(
+            "--scheduler/--workers: need Dask's distributed scheduler; "
+            "pip install 'hiddenstate[dask]'") from exc
+    if args.scheduler is not None:
+        try:
+            client = Client(args.scheduler, timeout="30s")
+        except OSError as exc:
+            raise InvalidInputError(
+                f"--scheduler: cannot reach a Dask scheduler at {args.scheduler} ({exc}); "
+                "check the address (tcp://host:8786) and that the scheduler is running") from exc
+        context = client
+    else:
+        context = hsd.local_client(args.workers)
+    with context as client, _about_file(args.input):
+        hsd.fit(model, X, client, lengths=lengths, n_partitions=args.partitions,
+                progress=progress)
 
 
 def cmd_score(args, out) -> int:
@@ -689,9 +669,10 @@ def cmd_report(args, out) -> int:
 
 def stage_progress(show: bool):
     """``(progress, close)``: a ``progress(stage, done, total, value)`` callback for
-    :func:`hiddenstate.personalize.personalize` that draws one :class:`ProgressBar` per stage
-    on stderr (when ``show``), and the function that ends the last bar."""
-    bars: dict[str, ProgressBar] = {}
+    :func:`hiddenstate.personalize.personalize` that draws one
+    :class:`~hiddenstate.progress.FitProgress` per stage on stderr (when ``show``), and the
+    function that ends the last bar."""
+    bars: dict[str, FitProgress] = {}
     labels = {"source": "loss", "props": "mean log p", "hmm": "mean log p"}
 
     def progress(stage: str, done: int, total: int, value: float) -> None:
@@ -699,7 +680,7 @@ def stage_progress(show: bool):
             return
         if stage not in bars:
             close()
-            bars[stage] = ProgressBar(total, enabled=show, label=labels[stage],
+            bars[stage] = FitProgress(total, enabled=show, label=labels[stage],
                                       prefix=f"{stage:<6}", show_delta=False)
         if done > 0:  # done == 0 announces the stage (its clock starts)
             bars[stage](done, value)

@@ -45,10 +45,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_memory, check_positive_int
+from ._validation import check_memory, check_positive_int, make_rng
 from .errors import InvalidInputError
 from .metrics import categorical_params
-from .models.hmm import HMM, make_rng
+from .models.hmm import HMM
 
 __all__ = [
     "JumpingTeacher",

@@ -228,6 +228,85 @@ class Sequences:
         return np.add.reduceat(values, self.bounds[:-1]) if len(values) else values
 
 
+@dataclass(frozen=True)
+class Transitions:
+    r"""The allowed transitions of a structured model, by rows (CSR): row ``i`` may move to
+    the states ``indices[indptr[i]:indptr[i + 1]]`` (sorted). Transition probabilities
+    travel as one value per allowed entry (``(nnz,)``, :meth:`gather` / :meth:`dense`);
+    the sparse kernels (:mod:`hiddenstate.kernels.sparse`) cost :math:`O(\mathrm{nnz})`
+    per step."""
+
+    n_states: int
+    indptr: np.ndarray
+    indices: np.ndarray
+
+    @classmethod
+    def from_mask(cls, mask: np.ndarray) -> Transitions:
+        rows, cols = np.nonzero(mask)
+        indptr = np.zeros(len(mask) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=len(mask)), out=indptr[1:])
+        return cls(len(mask), indptr, cols.astype(np.int64))
+
+    @classmethod
+    def band(cls, K: int, below: int, above: int) -> Transitions:
+        r"""Row ``i`` allows ``i - below .. i + above`` (clipped to the states); built in
+        :math:`O(\mathrm{nnz})`, without a ``(K, K)`` mask."""
+        i = np.arange(K, dtype=np.int64)
+        lo, hi = np.maximum(i - below, 0), np.minimum(i + above, K - 1)
+        counts = hi - lo + 1
+        indptr = np.zeros(K + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        indices = np.arange(indptr[-1], dtype=np.int64) - np.repeat(indptr[:-1] - lo, counts)
+        return cls(K, indptr, indices)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indptr[-1])
+
+    @cached_property
+    def rows(self) -> np.ndarray:
+        """The row of every stored entry."""
+        return np.repeat(np.arange(self.n_states, dtype=np.int64), np.diff(self.indptr))
+
+    @cached_property
+    def keys(self) -> np.ndarray:
+        """``i * K + j`` of every stored entry (sorted)."""
+        return self.rows * self.n_states + self.indices
+
+    def mask(self) -> np.ndarray:
+        out = np.zeros((self.n_states, self.n_states), dtype=bool)
+        out[self.rows, self.indices] = True
+        return out
+
+    def gather(self, transmat: np.ndarray) -> np.ndarray:
+        """The allowed entries of a dense ``(K, K)`` matrix."""
+        return np.ascontiguousarray(np.asarray(transmat)[self.rows, self.indices],
+                                    dtype=np.float64)
+
+    def dense(self, values: np.ndarray) -> np.ndarray:
+        out = np.zeros((self.n_states, self.n_states))
+        out[self.rows, self.indices] = values
+        return out
+
+    def row_sums(self, values: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(values, self.indptr[:-1]) if len(values) else values
+
+    def position(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """The stored entry of each transition ``src -> dst`` (which must be allowed)."""
+        return np.searchsorted(self.keys, src * self.n_states + dst)
+
+    def successors(self, values: np.ndarray):
+        """``mask -> mask``: the states one positive allowed transition away (for
+        :func:`state_supports`)."""
+        positive = values > 0
+
+        def step(mask: np.ndarray) -> np.ndarray:
+            out = np.zeros(self.n_states, dtype=bool)
+            out[self.indices[positive & mask[self.rows]]] = True
+            return out
+        return step
+
+
 def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, int]:
     r"""The states the chain can be in at each position of a sequence: :math:`S_0` = the
     support of ``startprob``, :math:`S_{t+1}` = the states one positive transition away
@@ -236,12 +315,20 @@ def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, 
     :math:`S_t` = ``masks[s + (t - s) % p]`` beyond (only the first ``max_len`` positions
     are looked at). A state outside :math:`S_t` has probability exactly 0 at position
     :math:`t`, whatever the data (:func:`emission_table` leaves it out of the row scaling).
+    ``transmat`` may also be a function from a mask to the next one
+    (:meth:`Transitions.successors`).
     """
-    step = np.asarray(transmat) > 0
+    if callable(transmat):  # a structured model's successor function (Transitions)
+        successors = transmat
+    else:
+        step = np.asarray(transmat) > 0
+
+        def successors(mask):
+            return step[mask].any(axis=0)
     masks = [np.asarray(startprob) > 0]
     seen = {masks[0].tobytes(): 0}
     while len(masks) < max_len:
-        nxt = step[masks[-1]].any(axis=0)
+        nxt = successors(masks[-1])
         key = nxt.tobytes()
         if key in seen:
             return np.array(masks), seen[key], len(masks) - seen[key]
@@ -281,6 +368,55 @@ def emission_table(family, params: dict, X: np.ndarray, startprob, transmat,
         table.emis[rows] = np.exp(log_frame - np.where(top > -np.inf, top, 0.0)[:, None])
         table.log_offset[rows] = top
     return table
+
+
+def clamp_states(table: EmissionTable, states: np.ndarray, log_likelihood
+                 ) -> tuple[EmissionTable, np.ndarray | None]:
+    r"""The emission table with every labelled row (``states[t] >= 0``) masked to its
+    label: :math:`p(x_t \mid z_t = k)\,[k = s_t]`, so that every path through another
+    state at a labelled step has probability 0 and the posterior at that step is the label
+    (semi-supervised learning; all rows labelled: the counts of supervised learning).
+
+    Dense tables: each labelled row becomes the one-hot row of its label with the offset
+    ``log_likelihood(rows)[:, label]`` (computed afresh, so no scaled value underflows).
+    Shared (``by_idx``) tables: one extra row per (table row, label) pair that occurs;
+    returns ``fold``, the original table row of every row of the new table (sum the
+    posteriors of the new rows into the old ones with :func:`fold_rows`), else None.
+    """
+    rows = np.flatnonzero(states >= 0)
+    if not len(rows):
+        return table, None
+    labels = states[rows]
+    K = table.emis.shape[1]
+    if table.by_idx:
+        M = table.emis.shape[0]
+        pairs, inverse = np.unique(table.idx[rows] * K + labels, return_inverse=True)
+        src, lab = pairs // K, pairs % K
+        extra = np.zeros((len(pairs), K))
+        extra[np.arange(len(pairs)), lab] = table.emis[src, lab]
+        idx = table.idx.copy()
+        idx[rows] = M + inverse.reshape(-1)
+        fold = np.concatenate((np.arange(M, dtype=np.int64), src))
+        return EmissionTable(np.vstack((table.emis, extra)), idx, table.log_offset,
+                             True), fold
+    value = log_likelihood(rows)[np.arange(len(rows)), labels]
+    emis = table.emis.copy()
+    emis[rows] = 0.0
+    emis[rows, labels] = np.where(value > -np.inf, 1.0, 0.0)
+    offset = (np.zeros(len(emis)) if table.log_offset is None
+              else table.log_offset.copy())
+    offset[rows] = value
+    return EmissionTable(emis, table.idx, offset, False), None
+
+
+def fold_rows(post: np.ndarray, fold: np.ndarray | None) -> np.ndarray:
+    """Posteriors summed per row of a clamped shared table (:func:`clamp_states`) back
+    onto the rows of the original table."""
+    if fold is None:
+        return post
+    out = np.zeros((int(fold.max()) + 1, post.shape[1]))
+    np.add.at(out, fold, post)
+    return out
 
 
 def all_occupied(K: int, occupied: np.ndarray | None) -> np.ndarray:
@@ -330,9 +466,17 @@ class EmissionTable:
 
     @classmethod
     def from_symbols(cls, emissionprob: np.ndarray, symbols: np.ndarray) -> EmissionTable:
-        """Categorical emissions: ``emissionprob`` is ``(K, W)``; no per-row table is built."""
-        return cls(_f64(np.asarray(emissionprob).T),
-                   np.ascontiguousarray(symbols, dtype=np.int64), None, True)
+        """Categorical emissions: ``emissionprob`` is ``(K, W)``; no per-row table is built.
+
+        A missing symbol (``-1``) has no emission term: it reads an extra row of ones
+        (row ``W``), whose posterior sums the statistics leave out."""
+        emis = _f64(np.asarray(emissionprob).T)
+        idx = np.ascontiguousarray(symbols, dtype=np.int64)
+        if len(idx) and idx.min() < 0:
+            W, K = emis.shape
+            emis = np.vstack([emis, np.ones((1, K))])
+            idx = np.where(idx < 0, W, idx)
+        return cls(emis, idx, None, True)
 
     def log_emis(self) -> np.ndarray:
         with np.errstate(divide="ignore"):
@@ -612,6 +756,64 @@ def sample_chain(startprob, transmat, n: int, rng: np.random.Generator) -> np.nd
     return states
 
 
+def sparse_forward_backward(startprob, transitions: Transitions, values,
+                            table: EmissionTable, seqs: Sequences) -> Posteriors:
+    """:func:`forward_backward` over the allowed transitions only
+    (:func:`hiddenstate.kernels.sparse.sparse_forward_backward`): ``trans`` holds the
+    expected count of each stored entry of ``transitions`` (``(nnz,)``)."""
+    startprob, values = _f64(startprob), _f64(values)
+    K = len(startprob)
+    C = seqs.n_chunks
+    if table.by_idx:
+        post_acc = np.zeros((C, table.emis.shape[0], K))
+        post_dense = np.empty((0, K))
+    else:
+        post_acc = np.empty((C, 0, K))
+        post_dense = np.empty((seqs.n_samples, K))
+    start_acc = np.zeros((C, K))
+    trans_acc = np.zeros((C, transitions.nnz))
+    loglik = np.empty(len(seqs.lengths))
+    _call(kernels.sparse_forward_backward, seqs.chunks, seqs.n_samples, K,
+          startprob, transitions.indptr, transitions.indices, values, table.emis, table.idx,
+          seqs.bounds, seqs.chunks, table.by_idx, post_acc, post_dense, start_acc, trans_acc,
+          loglik)
+    start, trans = start_acc[0].copy(), trans_acc[0].copy()  # fixed-order reductions
+    for c in range(1, C):
+        start += start_acc[c]
+        trans += trans_acc[c]
+    post = post_dense
+    if table.by_idx:
+        post = post_acc[0].copy()
+        for c in range(1, C):
+            post += post_acc[c]
+    return Posteriors(loglik + table.offset_per_sequence(seqs), start, trans, post)
+
+
+def sparse_log_likelihood(startprob, transitions: Transitions, values, table: EmissionTable,
+                          seqs: Sequences) -> np.ndarray:
+    """:func:`log_likelihood` over the allowed transitions only."""
+    loglik = np.empty(len(seqs.lengths))
+    _call(kernels.sparse_log_likelihood, seqs.chunks, seqs.n_samples, len(startprob),
+          _f64(startprob), transitions.indptr, transitions.indices, _f64(values), table.emis,
+          table.idx, seqs.bounds, seqs.chunks, loglik)
+    return loglik + table.offset_per_sequence(seqs)
+
+
+def sparse_viterbi(startprob, transitions: Transitions, values, table: EmissionTable,
+                   seqs: Sequences):
+    """:func:`viterbi` over the allowed transitions only."""
+    K = len(startprob)
+    with np.errstate(divide="ignore"):
+        log_start, log_values = np.log(_f64(startprob)), np.log(_f64(values))
+    backptr = np.empty((seqs.n_samples, K), dtype=np.int32 if K < 2**31 else np.int64)
+    logprob = np.empty(len(seqs.lengths))
+    states = np.empty(seqs.n_samples, dtype=np.int64)
+    _call(kernels.sparse_viterbi, seqs.chunks, seqs.n_samples, K,
+          log_start, transitions.indptr, transitions.indices, log_values, table.log_emis(),
+          table.idx, seqs.bounds, seqs.chunks, backptr, logprob, states)
+    return logprob + table.offset_per_sequence(seqs), states
+
+
 def kbest(startprob, transmat, table: EmissionTable, seqs: Sequences, k: int):
     """The ``k`` most probable state paths of each sequence.
 
@@ -637,7 +839,7 @@ def _running(n_chunks: int) -> int:
 
 
 def memory_estimate(op: str, K: int, seqs: Sequences, table_rows: int, by_idx: bool,
-                    k: int = 1) -> dict[str, float]:
+                    k: int = 1, n_transitions: int | None = None) -> dict[str, float]:
     """Bytes that the inference function ``op`` allocates for ``K`` states and the layout
     ``seqs``, with an emission table of ``table_rows`` rows (shared by observations if
     ``by_idx``; the table itself is not counted). Split into the share that grows with the
@@ -653,6 +855,17 @@ def memory_estimate(op: str, K: int, seqs: Sequences, table_rows: int, by_idx: b
     """
     F = _F64
     N = seqs.n_samples
+    if n_transitions is not None and op in ("log_likelihood", "forward_backward", "viterbi"):
+        # the sparse kernels (``n_transitions`` allowed entries): per-chunk counts, the
+        # values, alpha and the posteriors (forward-backward) or back-pointers (Viterbi),
+        # and the dense (K, K) transmat_ the model keeps
+        C = seqs.n_chunks
+        states = (C + 3.0) * n_transitions * F + K * K * F
+        rows = {"log_likelihood": 0.0, "forward_backward": 2.0 * N * K * F,
+                "viterbi": N * K * (4.0 + F)}[op]
+        if op == "forward_backward" and by_idx:
+            states += (C + 1) * table_rows * K * F
+        return {"n_states": states, "X": rows}
     states, rows = 1.0 * K * K * F, 0.0  # transmat_t, or log(transmat)
     if op in ("log_likelihood", "filter", "viterbi"):
         plan = seqs.segments

@@ -40,7 +40,8 @@ import re
 import secrets
 import shutil
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -72,9 +73,10 @@ _V1_PART = re.compile(r"source-[0-9]{1,6}")
 
 
 def _registry() -> dict:
-    from .models import HMM, PROPS, TreeNet
+    from .models import HMM, PCFG, PROPS, NaiveBayesHidden, TreeNet
 
-    return {"HMM": HMM, "PROPS": PROPS, "TreeNet": TreeNet}
+    return {"HMM": HMM, "PCFG": PCFG, "PROPS": PROPS, "TreeNet": TreeNet,
+            "NaiveBayesHidden": NaiveBayesHidden}
 
 
 def _digest(arr: np.ndarray) -> str:
@@ -154,6 +156,22 @@ def _array_from_json(value: dict) -> np.ndarray:
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+@contextmanager
+def reading(where, invalid: str = "invalid content") -> Iterator[None]:
+    """Translate what can go wrong while interpreting a loaded file's content into a
+    :class:`ModelFileError` naming ``where``: a ``HiddenStateError`` raised by a constructor
+    or check becomes "``where``: ``invalid`` (...)", a missing key or a value of the wrong
+    type "``where``: malformed (...)"; a ``ModelFileError`` passes unchanged."""
+    try:
+        yield
+    except ModelFileError:
+        raise
+    except HiddenStateError as exc:
+        raise ModelFileError(f"{where}: {invalid} ({exc})") from exc
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise ModelFileError(f"{where}: malformed ({_short(exc)})") from exc
 
 
 def _depth(doc) -> int:
@@ -484,20 +502,24 @@ def save(model, path) -> None:
     with ``saved_params(parts)`` (PROPS) chooses the hyper-parameters written and adds the
     writers of its sub-bundles to ``parts``; ``from_saved_params(params, part)`` reads them
     back (``part(name)``: the sub-bundle's directory)."""
+    arrays = model.learned_arrays()  # NotFittedError / InvalidInputError before any write
     parts: dict[str, Callable[[Path], None]] = {}
     params = (model.saved_params(parts) if hasattr(model, "saved_params")
               else model.get_params(deep=False))
     if not isinstance(params.get("random_state"), (int, type(None))):
         params["random_state"] = None
+    monitor = getattr(model, "monitor_", None)  # None: parameters set by hand, never fitted
     meta = {
         "class": type(model).__name__,
         "params": {k: to_json(v) for k, v in params.items()},
-        "n_features_": int(model.n_features_),
-        "monitor": {"history": [to_json(v) for v in model.monitor_.history],
-                    "converged": bool(model.monitor_.converged)},
+        "n_features_": (list(map(int, model.n_features_))
+                        if isinstance(model.n_features_, tuple) else int(model.n_features_)),
+        "monitor": {"history": [] if monitor is None else
+                    [to_json(v) for v in monitor.history],
+                    "converged": False if monitor is None else bool(monitor.converged)},
         "scalars": {k: to_json(v) for k, v in model.learned_scalars().items()},
     }
-    write_bundle(path, FORMAT, meta, model.learned_arrays(), parts)
+    write_bundle(path, FORMAT, meta, arrays, parts)
 
 
 def load(path):
@@ -511,13 +533,18 @@ def load(path):
     cls = _registry().get(meta.get("class")) if isinstance(meta.get("class"), str) else None
     if cls is None:
         raise ModelFileError(f"{where}: unknown model class {_short(meta.get('class'))}")
-    try:
+    with reading(where, "invalid hyper-parameters"):
         params = {k: from_json(v) for k, v in dict(meta["params"]).items()}
         model = (cls.from_saved_params(params, lambda name: part_path(path, meta, name))
                  if hasattr(cls, "from_saved_params") else cls(**params))
         model._check_hyper()
         n_features = meta["n_features_"]
-        if not _is_int(n_features) or n_features < 1:
+        if isinstance(n_features, list) and n_features:  # several categorical features
+            if not all(_is_int(w) and w >= 1 for w in n_features):
+                raise ModelFileError(f"{where}: n_features_: expected alphabet sizes >= 1, "
+                                     f"got {_short(n_features)}")
+            n_features = tuple(n_features)
+        elif not _is_int(n_features) or n_features < 1:
             raise ModelFileError(f"{where}: n_features_: expected an integer >= 1, got "
                                  f"{_short(n_features)}")
         history = [float(from_json(v)) for v in meta["monitor"]["history"]]
@@ -525,12 +552,6 @@ def load(path):
         if not isinstance(converged, bool):
             raise ModelFileError(f"{where}: monitor.converged: expected true or false")
         scalars = {k: from_json(v) for k, v in dict(meta.get("scalars", {})).items()}
-    except ModelFileError:
-        raise
-    except HiddenStateError as exc:
-        raise ModelFileError(f"{where}: invalid hyper-parameters ({exc})") from exc
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ModelFileError(f"{where}: malformed ({_short(exc)})") from exc
     model.n_features_ = n_features
     try:
         model.monitor_ = ConvergenceMonitor(model.tol, model.n_iter, False, history, converged)

@@ -14,6 +14,13 @@ Distances between models
     long sequences, estimated by sampling from the first model with a stated convergence rule
     and a standard error. Works for every emission family.
 
+Parse trees
+-----------
+:func:`tree_scores`
+    LT (labelled tree exact match), BT (unlabelled tree match) and 0-CB (sentences whose
+    predicted tree crosses no bracket of the gold tree) as Sato & Kubota define them after
+    Goodman (1996), and labelled bracket precision / recall / F1 (PARSEVAL).
+
 Evaluating a model on data
 --------------------------
 :func:`perplexity`
@@ -46,10 +53,10 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from . import inference
-from ._validation import check_choice, check_positive_int, check_stochastic
+from ._validation import check_choice, check_positive_int, check_stochastic, make_rng
 from .errors import ConvergenceWarning, InvalidInputError, NumericalError
 from .inference import EmissionTable, Sequences
-from .models.hmm import HMM, make_rng
+from .models.hmm import HMM
 
 __all__ = [
     "DivergenceRate",
@@ -57,9 +64,11 @@ __all__ = [
     "kl_divergence",
     "kl_divergence_per_step",
     "perplexity",
+    "TreeScores",
     "relabel",
     "symmetric_divergence_rate",
     "tagging_accuracy",
+    "tree_scores",
     "variation_of_information",
 ]
 
@@ -544,3 +553,77 @@ def variation_of_information(true_states, predicted_states) -> float:
     h_t_given_p = -np.sum(c * np.log(c / C.sum(axis=0)[j]))
     h_p_given_t = -np.sum(c * np.log(c / C.sum(axis=1)[i]))
     return float((h_t_given_p + h_p_given_t) / n)
+
+
+# -- parse trees ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TreeScores:
+    """Corpus-level parse scores (fractions in [0, 1]); see :func:`tree_scores`."""
+
+    labelled_tree: float     # LT
+    bracketed_tree: float    # BT
+    zero_crossing: float     # 0-CB
+    precision: float
+    recall: float
+    f1: float
+    n_sentences: int
+
+
+def _brackets(tree) -> list[tuple[str, int, int]]:
+    """(label, start, end) of every constituent that is not a part-of-speech node."""
+    return [(node.label, i, j) for node, i, j in tree.nodes() if not node.is_preterminal()]
+
+
+def _crosses(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[0] < a[1] < b[1] or b[0] < a[0] < b[1] < a[1]
+
+
+def tree_scores(gold, predicted) -> TreeScores:
+    r"""Compare predicted parse trees with gold ones (:class:`hiddenstate.grammar.Tree`,
+    same sentences in the same order; a predicted ``None`` is a sentence left unparsed and
+    counts as wrong everywhere).
+
+    With :math:`G_i, P_i` the gold and predicted trees of sentence :math:`i` (Sato & Kubota,
+    "Viterbi training in PRISM", sec. 4.1, after Goodman 1996):
+
+    - LT = #{i : P_i = G_i} / n (labels and shape);
+    - BT = #{i : unlabelled(P_i) = unlabelled(G_i)} / n (shape only: every label, part of
+      speech included, removed);
+    - 0-CB = #{i : no bracket of P_i crosses a bracket of G_i} / n, brackets ``(s, e)``
+      and ``(s', e')`` crossing when :math:`s < s' < e < e'` or :math:`s' < s < e' < e`;
+    - precision / recall / F1 of labelled brackets ``(label, start, end)`` (multisets, the
+      part-of-speech nodes left out, summed over the corpus: PARSEVAL / evalb's micro
+      average).
+    """
+    gold, predicted = list(gold), list(predicted)
+    if len(gold) != len(predicted):
+        raise InvalidInputError(
+            f"predicted: {len(predicted)} trees for {len(gold)} gold trees; pass one "
+            "prediction (or None) per gold tree")
+    if not gold:
+        raise InvalidInputError("gold: empty; pass at least one tree")
+    from collections import Counter
+
+    lt = bt = cb = 0
+    matched = n_gold = n_pred = 0
+    for s, (g, p) in enumerate(zip(gold, predicted, strict=True)):
+        gb = _brackets(g)
+        n_gold += len(gb)
+        if p is None:
+            continue
+        if len(p.leaves()) != len(g.leaves()):
+            raise InvalidInputError(
+                f"predicted: tree {s} has {len(p.leaves())} leaves, its gold tree "
+                f"{len(g.leaves())}; compare parses of the same sentence")
+        pb = _brackets(p)
+        n_pred += len(pb)
+        matched += sum((Counter(gb) & Counter(pb)).values())
+        lt += p == g
+        bt += p.unlabelled() == g.unlabelled()
+        spans = {(i, j) for _, i, j in gb}
+        cb += not any(_crosses((i, j), q) for _, i, j in pb for q in spans)
+    n = len(gold)
+    precision = matched / n_pred if n_pred else 0.0
+    recall = matched / n_gold if n_gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return TreeScores(lt / n, bt / n, cb / n, precision, recall, f1, n)

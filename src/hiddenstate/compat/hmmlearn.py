@@ -1,5 +1,5 @@
-"""hmmlearn 0.3.3's ``CategoricalHMM``, ``GaussianHMM`` and ``PoissonHMM``, backed by
-:class:`hiddenstate.HMM`.
+"""hmmlearn 0.3.3's ``CategoricalHMM``, ``GaussianHMM``, ``PoissonHMM``, ``GMMHMM`` and
+``MultinomialHMM``, backed by :class:`hiddenstate.HMM`.
 
 Switching is a changed import::
 
@@ -10,7 +10,8 @@ Switching is a changed import::
 
 The classes take hmmlearn's constructor arguments with hmmlearn's defaults (``n_iter=10``,
 ``tol=1e-2``, its priors), expose the same attributes (``startprob_``, ``transmat_``,
-``emissionprob_``/``means_``/``covars_``/``lambdas_``, ``n_features``, ``monitor_``) and
+``emissionprob_``/``means_``/``covars_``/``lambdas_``/``weights_``, ``n_features``,
+``monitor_``) and
 methods, and initialise like hmmlearn: a parameter whose letter is in ``init_params`` is
 (re)initialised by ``fit`` (with a logged warning if it was already set), a parameter that
 is missing is initialised whatever ``init_params`` says, and the random draws are
@@ -59,7 +60,9 @@ from ..models.hmm import HMM, _check_poisson_rates, _prior_array
 __all__ = [
     "CategoricalHMM",
     "ConvergenceMonitor",
+    "GMMHMM",
     "GaussianHMM",
+    "MultinomialHMM",
     "NotFittedError",
     "PoissonHMM",
 ]
@@ -412,8 +415,12 @@ class _HmmlearnHMM(HMM):
 
         self._check_is_fitted()
         kwargs = {}
-        if self.emission == "gaussian":
+        if self.emission in ("gaussian", "gmm"):
             kwargs = {"covariance_type": self.covariance_type, "min_covar": self.min_covar}
+        if self.emission == "gmm":
+            kwargs["n_mix"] = int(self.n_mix)
+        if self.emission == "multinomial" and np.ndim(self.n_trials) == 0:
+            kwargs["n_trials"] = self.n_trials
         rs = self.random_state
         out = HMM(n_states=self.n_components, emission=self.emission,
                   n_features=int(self.n_features), n_iter=max(int(self.n_iter), 1),
@@ -744,6 +751,304 @@ class PoissonHMM(_HmmlearnHMM):
 
         def draw(state, random_state):
             return random_state.poisson(lambdas[state])
+        return draw
+
+
+class GMMHMM(_HmmlearnHMM):
+    """Hidden Markov model with Gaussian-mixture emissions (hmmlearn's ``GMMHMM``): each
+    state emits from its own mixture of ``n_mix`` Gaussians.
+
+    Attributes (hmmlearn's shapes): ``weights_`` ``(n_components, n_mix)``, ``means_``
+    ``(n_components, n_mix, n_features)``, ``covars_`` ``(n_components, n_mix)``
+    (spherical), ``(n_components, n_mix, n_features)`` (diag), ``(n_components, n_mix,
+    n_features, n_features)`` (full) or ``(n_components, n_features, n_features)`` (tied:
+    one matrix per state, shared by its components).
+
+    hmmlearn's priors (``weights_prior``, ``means_prior``, ``means_weight`` and its
+    inverse-gamma / inverse-Wishart ``covars_prior``, ``covars_weight``, with its
+    covariance-type-dependent defaults) are translated into the Gaussian family's
+    ``(covars_prior, covars_weight)`` so that the M-step's numerator and denominator are
+    hmmlearn's (see :meth:`_family_kwargs`). Differences: the covariance M-step sums the
+    scatter about the new means (hmmlearn: about the previous ones, which is not the EM
+    update; the two agree when ``'m'`` is not in ``params``); a denominator that hmmlearn's
+    defaults make smaller than the posterior mass (spherical with ``n_mix > n_features``)
+    is the maximum-likelihood one here; variances are floored at ``min_covar``.
+    """
+
+    emission = "gmm"
+    _letters = "stmcw"
+    _emission_attrs = {"m": "means_", "c": "_covars_", "w": "weights_"}
+
+    def __init__(self, n_components=1, n_mix=1, min_covar=1e-3, startprob_prior=1.0,
+                 transmat_prior=1.0, weights_prior=1.0, means_prior=0.0, means_weight=0.0,
+                 covars_prior=None, covars_weight=None, algorithm="viterbi",
+                 covariance_type="diag", random_state=None, n_iter=10, tol=1e-2,
+                 verbose=False, params="stmcw", init_params="stmcw", implementation="log"):
+        self.n_components = n_components
+        self.n_mix = n_mix
+        self.min_covar = min_covar
+        self.startprob_prior = startprob_prior
+        self.transmat_prior = transmat_prior
+        self.weights_prior = weights_prior
+        self.means_prior = means_prior
+        self.means_weight = means_weight
+        self.covars_prior = covars_prior
+        self.covars_weight = covars_weight
+        self.algorithm = algorithm
+        self.covariance_type = covariance_type
+        self.random_state = random_state
+        self.n_iter = n_iter
+        self.tol = tol
+        self.verbose = verbose
+        self.params = params
+        self.init_params = init_params
+        self.implementation = implementation
+        self.monitor_ = ConvergenceMonitor(tol, n_iter, verbose)
+
+    def _check_hyper(self) -> None:
+        super()._check_hyper()
+        check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
+        check_positive_int(self.n_mix, "n_mix")
+        check_number(self.min_covar, "min_covar", minimum=0.0)
+
+    def _hmmlearn_covar_priors(self) -> tuple:
+        """``(covars_prior, covars_weight)`` with hmmlearn's defaults filled in
+        (``GMMHMM._init_covar_priors``)."""
+        D, M, ct = self.n_features, self.n_mix, self.covariance_type
+        defaults = {"full": (0.0, -(1.0 + D + 1.0)), "tied": (0.0, -(M + D + 1.0)),
+                    "diag": (-1.5, 0.0), "spherical": (-(M + 2.0) / 2.0, 0.0)}[ct]
+        cp = defaults[0] if self.covars_prior is None else self.covars_prior
+        cw = defaults[1] if self.covars_weight is None else self.covars_weight
+        return cp, cw
+
+    @staticmethod
+    def _single(value, name: str) -> float:
+        arr = broadcast_param(name, value, None)
+        if arr.size != 1 and not np.all(arr == arr.reshape(-1)[0]):
+            raise InvalidInputError(
+                f"{name}: per-component values are not supported by the compat GMMHMM; pass "
+                "a single number")
+        return float(arr.reshape(-1)[0])
+
+    def _family_kwargs(self) -> dict:
+        r"""hmmlearn's GMMHMM M-step in the Gaussian family's parameterisation
+        (numerator :math:`\Psi + \lambda dd^\top + \text{scatter}`, denominator
+        :math:`\max(\nu - D', 0) + n`): diag (inverse gamma, :math:`\alpha` =
+        ``covars_prior``, :math:`\beta` = ``covars_weight``): :math:`\Psi = 2\beta`,
+        :math:`\nu = 2\alpha + 4`; spherical: :math:`\Psi = 2\beta/D`,
+        :math:`\nu = 2 + (2\alpha + 2)/D`; full: :math:`\Psi` = ``covars_prior``,
+        :math:`\nu` = ``covars_weight`` + 2D + 2; tied: :math:`\nu` = ``covars_weight`` +
+        ``n_mix`` + 2D + 1."""
+        kwargs = {"covariance_type": self.covariance_type, "min_covar": self.min_covar,
+                  "n_mix": self.n_mix,
+                  "weights_prior": _as_prior(self.weights_prior, "weights_prior"),
+                  "means_prior": _as_prior(self.means_prior, "means_prior"),
+                  "means_weight": self._single(self.means_weight, "means_weight")}
+        D = getattr(self, "n_features", None)
+        if D is None:  # before the data are seen: the likelihood does not use the priors
+            return kwargs
+        cp, cw = self._hmmlearn_covar_priors()
+        ct = self.covariance_type
+        if ct == "diag":
+            psi, nu = 2.0 * self._single(cw, "covars_weight"), 2.0 * self._single(
+                cp, "covars_prior") + 4.0
+        elif ct == "spherical":
+            psi = 2.0 * self._single(cw, "covars_weight") / D
+            nu = 2.0 + (2.0 * self._single(cp, "covars_prior") + 2.0) / D
+        else:
+            psi = _as_prior(cp, "covars_prior")
+            nu = self._single(cw, "covars_weight") + 2.0 * D + (
+                2.0 if ct == "full" else 1.0 + self.n_mix)
+        kwargs.update(covars_prior=psi, covars_weight=nu)
+        return kwargs
+
+    def _check_priors(self, n_features: int, n_emission_states: int) -> None:
+        K = n_emission_states
+        _prior_array("startprob_prior", self.startprob_prior, (K,))
+        _prior_array("transmat_prior", self.transmat_prior, (K, K))
+        _prior_array("weights_prior", self.weights_prior, (K, self.n_mix))
+        self._family(n_features).check_point_priors("em")
+
+    @property
+    def covars_(self) -> np.ndarray:
+        """Covariances in hmmlearn's GMMHMM shape for ``covariance_type``."""
+        if not hasattr(self, "_covars_"):
+            raise AttributeError("covars_")
+        return self._covars_
+
+    @covars_.setter
+    def covars_(self, value) -> None:
+        self._covars_ = np.array(value, dtype=np.float64, copy=True)
+
+    def _get_n_fit_scalars_per_param(self):
+        out = super()._get_n_fit_scalars_per_param()
+        K, M, D = self.n_components, self.n_mix, self.n_features
+        out["m"] = K * M * D
+        out["c"] = {"spherical": K * M, "diag": K * M * D, "full": K * M * D * (D + 1) // 2,
+                    "tied": K * D * (D + 1) // 2}[self.covariance_type]
+        out["w"] = K * (M - 1)
+        return out
+
+    def _init_emissions(self, X) -> None:
+        """hmmlearn's ``GMMHMM._init``: k-means with ``n_components`` clusters, then
+        ``n_mix`` means by k-means within each (a cluster with fewer points than ``n_mix``
+        draws its means around the centroid from NumPy's global generator, as hmmlearn
+        does), uniform weights, every covariance the data's covariance plus
+        ``min_covar``."""
+        K, M, D = self.n_components, self.n_mix, self.n_features
+        if len(X) < K:
+            raise InvalidInputError(
+                f"X: {len(X)} samples cannot initialise {K} states by k-means; pass more "
+                "data, or set the parameters and remove 'mcw' from init_params")
+
+        def compute_cv():
+            return np.atleast_2d(np.cov(X.T)) + self.min_covar * np.eye(D)
+
+        main = cluster.KMeans(n_clusters=K, random_state=self.random_state, n_init=10)
+        labels = main.fit_predict(X)
+        centroid = np.mean(main.cluster_centers_, axis=0)
+        cv = None
+        means = []
+        for label in range(K):
+            X_cluster = X[labels == label]
+            if len(X_cluster) >= M:
+                km = cluster.KMeans(n_clusters=M, random_state=self.random_state, n_init=10)
+                km.fit(X_cluster)
+                means.append(km.cluster_centers_)
+            else:
+                cv = compute_cv() if cv is None else cv
+                # hmmlearn draws these from the global generator
+                means.append(np.random.multivariate_normal(  # noqa: NPY002
+                    centroid, cov=cv, size=M))
+        if self._needs_init("w", "weights_"):
+            self.weights_ = np.full((K, M), 1.0 / M)
+        if self._needs_init("m", "means_"):
+            self.means_ = np.stack(means)
+        if self._needs_init("c", "covars_"):
+            cv = compute_cv() if cv is None else cv
+            ct = self.covariance_type
+            shape = {"tied": (K, D, D), "full": (K, M, D, D), "diag": (K, M, D),
+                     "spherical": (K, M)}[ct]
+            fill = {"tied": cv, "full": cv, "diag": np.diag(cv), "spherical": cv.mean()}[ct]
+            covars = np.zeros(shape)
+            covars[:] = fill
+            self.covars_ = covars
+
+    def _check_emissions(self) -> None:
+        if self.covariance_type not in COVARIANCE_TYPES:
+            raise InvalidInputError(
+                f"covariance_type: {self.covariance_type!r} is not one of {COVARIANCE_TYPES}")
+        means = np.asarray(self._attr("means_"), dtype=np.float64)
+        if means.ndim != 3 or means.shape[:2] != (self.n_components, self.n_mix):
+            raise InvalidInputError(
+                f"means_: expected shape (n_components, n_mix, n_features) with "
+                f"n_components={self.n_components}, n_mix={self.n_mix}, got {means.shape}")
+        self.n_features = means.shape[2]
+        checked = self._family(self.n_features).check_params(
+            {"weights": np.atleast_2d(np.asarray(self._attr("weights_"), dtype=np.float64)),
+             "means": means, "covars": self._attr("_covars_")})
+        self.weights_ = _check_dist(checked["weights"], (self.n_components, self.n_mix),
+                                    "weights_")
+        self.means_ = checked["means"]
+        self._covars_ = checked["covars"]
+
+    def _sampler(self):
+        weights, means, covars = self.weights_, self.means_, self._covars_
+        K, M, D, ct = self.n_components, self.n_mix, self.n_features, self.covariance_type
+
+        def draw(state, random_state):
+            comp = random_state.choice(M, p=weights[state])
+            if ct == "tied":
+                cov = covars[state]
+            else:
+                cov = full_covars(covars[:, comp], ct, K, D)[state]
+            return random_state.multivariate_normal(means[state, comp], cov)
+        return draw
+
+
+class MultinomialHMM(_HmmlearnHMM):
+    """Hidden Markov model with multinomial emissions (hmmlearn 0.3's ``MultinomialHMM``):
+    each sample is a vector of counts over ``n_features`` categories from ``n_trials``
+    trials, ``X`` of shape ``(n_samples, n_features)``.
+
+    ``n_trials``: an int, or None, in which case ``fit`` sets it to the rows' totals (an
+    array, as hmmlearn does); sampling needs a single number. ``emissionprob_``
+    ``(n_components, n_features)``: the category probabilities of each state.
+    """
+
+    emission = "multinomial"
+    _letters = "ste"
+    _emission_attrs = {"e": "emissionprob_"}
+
+    def __init__(self, n_components=1, n_trials=None, startprob_prior=1.0, transmat_prior=1.0,
+                 algorithm="viterbi", random_state=None, n_iter=10, tol=1e-2, verbose=False,
+                 params="ste", init_params="ste", implementation="log"):
+        self.n_components = n_components
+        self.n_trials = n_trials
+        self.startprob_prior = startprob_prior
+        self.transmat_prior = transmat_prior
+        self.algorithm = algorithm
+        self.random_state = random_state
+        self.n_iter = n_iter
+        self.tol = tol
+        self.verbose = verbose
+        self.params = params
+        self.init_params = init_params
+        self.implementation = implementation
+        self.monitor_ = ConvergenceMonitor(tol, n_iter, verbose)
+
+    def _family_kwargs(self) -> dict:
+        # n_trials is checked by _check_and_set_n_features (fit), as hmmlearn does
+        return {"n_trials": None, "emissionprob_prior": 1.0}
+
+    def _check_and_set_n_features(self, X) -> None:
+        super()._check_and_set_n_features(X)
+        totals = np.asarray(X).sum(axis=1)
+        if self.n_trials is None:
+            self.n_trials = totals
+        elif not np.all(totals == self.n_trials):
+            raise InvalidInputError(
+                "X: the total count of every sample should add up to n_trials "
+                f"({self.n_trials!r:.40}); pass n_trials=None to take each row's total")
+
+    def _get_n_fit_scalars_per_param(self):
+        out = super()._get_n_fit_scalars_per_param()
+        out["e"] = self.n_components * (self.n_features - 1)
+        return out
+
+    def _init_emissions(self, X) -> None:
+        self.random_state = check_random_state(self.random_state)
+        if self._needs_init("e", "emissionprob_"):
+            B = self.random_state.rand(self.n_components, self.n_features)
+            B /= B.sum(axis=1, keepdims=True)
+            self.emissionprob_ = B
+
+    def _check_emissions(self) -> None:
+        B = np.atleast_2d(np.asarray(self._attr("emissionprob_"), dtype=np.float64))
+        n_features = getattr(self, "n_features", None) or B.shape[1]
+        if B.shape != (self.n_components, n_features):
+            raise InvalidInputError(
+                f"emissionprob_: expected shape (n_components, n_features) = "
+                f"{(self.n_components, n_features)}, got {B.shape}")
+        self.n_features = n_features
+        if self.n_trials is None:
+            raise InvalidInputError(
+                "n_trials: must be set (an int, or fit with n_trials=None to take each row's "
+                "total)")
+        self.emissionprob_ = _check_dist(B, (self.n_components, n_features), "emissionprob_")
+
+    def _sampler(self):
+        from scipy.stats import multinomial
+
+        trials = np.unique(np.asarray(self.n_trials))
+        if trials.size != 1:
+            raise InvalidInputError(
+                f"n_trials: sampling needs a single number of trials, got {trials.size} "
+                "different values; set n_trials to an int")
+        n, B = int(trials[0]), self.emissionprob_
+
+        def draw(state, random_state):
+            return multinomial.rvs(n=n, p=B[state], random_state=random_state)
         return draw
 
 

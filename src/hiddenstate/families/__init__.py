@@ -8,12 +8,16 @@ from .blackbox import BlackBoxEmissions
 from .categorical import CategoricalEmissions
 from .dirichlet import DirichletRows, estimate_rows
 from .gaussian import COVARIANCE_TYPES, GaussianEmissions
+from .gmm import GMMEmissions
+from .multinomial import MultinomialEmissions
 from .poisson import PoissonEmissions
 
 FAMILIES = {
     "categorical": CategoricalEmissions,
     "gaussian": GaussianEmissions,
     "poisson": PoissonEmissions,
+    "gmm": GMMEmissions,
+    "multinomial": MultinomialEmissions,
 }
 
 __all__ = [
@@ -23,7 +27,9 @@ __all__ = [
     "CategoricalEmissions",
     "DirichletRows",
     "EmissionFamily",
+    "GMMEmissions",
     "GaussianEmissions",
+    "MultinomialEmissions",
     "PoissonEmissions",
     "estimate_rows",
 ]

@@ -60,6 +60,16 @@ class EmissionFamily(ABC):
     def statistics(self, X: np.ndarray, post: np.ndarray) -> dict:
         """Sufficient statistics from the E-step's posteriors (per row or per table row)."""
 
+    def merge_statistics(self, a: dict, b: dict) -> dict:
+        """Statistics of two disjoint data sets combined (sums, for statistics that are
+        plain sums over observations; see :func:`hiddenstate.learn.merge_statistics`)."""
+        return {key: a[key] + b[key] for key in a}
+    def statistics_at(self, params: dict, X: np.ndarray, post: np.ndarray) -> dict:
+        """:meth:`statistics` for a family whose statistics also depend on the parameters
+        of the E-step (a mixture's component responsibilities); the others ignore
+        ``params``."""
+        return self.statistics(X, post)
+
     @abstractmethod
     def mstep(self, params: dict, stats: dict, which: str) -> tuple[dict, list[int]]:
         """Updated parameters for the keys whose letter is in ``which``.
@@ -118,6 +128,21 @@ class EmissionFamily(ABC):
     def n_free_parameters(self) -> int:
         """Number of free parameters (for AIC/BIC)."""
         raise NotImplementedError
+
+
+def fill_missing(X: np.ndarray) -> np.ndarray:
+    """``X`` with each missing entry (NaN) replaced by its column's mean over the observed
+    entries, for initialisations (k-means) that need complete rows; ``X`` itself when
+    nothing is missing. A column with no observed entry is an error."""
+    miss = np.isnan(X)
+    if not miss.any():
+        return X
+    empty = miss.all(axis=0)
+    if empty.any():
+        raise InvalidInputError(
+            f"X: column {int(np.flatnonzero(empty)[0])} has no observed value (all NaN); "
+            "drop it or pass initial parameters with init_params")
+    return np.where(miss, np.nanmean(X, axis=0), X)
 
 
 def reference_point(X: np.ndarray) -> np.ndarray:

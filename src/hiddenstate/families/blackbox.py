@@ -79,6 +79,9 @@ class BlackBoxEmissions(EmissionFamily):
         return self.inner.statistics(Xi, post_p)
 
     # -- everything else is the inner family's --------------------------------------------------
+    def merge_statistics(self, a, b):
+        return self.inner.merge_statistics(a, b)
+
     def mstep(self, params, stats, which):
         new, dead = self.inner.mstep(params, stats, which)
         return new, [self.n_sources + k for k in dead]

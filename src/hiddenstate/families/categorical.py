@@ -26,10 +26,10 @@ class CategoricalEmissions(EmissionFamily):
         self.rows = DirichletRows("emissionprob", "e", emissionprob_prior)
 
     def validate_X(self, X, fitted_n_features):
-        return check_symbols(X, fitted_n_features)
+        return check_symbols(X, fitted_n_features, allow_missing=True)
 
     def infer_n_features(self, X):
-        W = int(X.max()) + 1
+        W = max(int(X.max()) + 1, 1)
         if W > MAX_INFERRED_SYMBOLS:
             raise InvalidInputError(
                 f"X: the largest symbol, {W - 1}, implies an alphabet of {W} symbols; "
@@ -38,8 +38,11 @@ class CategoricalEmissions(EmissionFamily):
         return W
 
     def log_likelihood(self, params, X):
+        """log p(x_t | z_t = k); 0 for a missing symbol (``-1``: no emission term)."""
         with np.errstate(divide="ignore"):
-            return np.log(params["emissionprob"].T[X])
+            out = np.log(params["emissionprob"].T[np.maximum(X, 0)])
+        out[X < 0] = 0.0
+        return out
 
     def table(self, params, X, occupied=None):
         """The emission matrix itself, unscaled: nothing to underflow, so ``occupied`` is
@@ -47,8 +50,17 @@ class CategoricalEmissions(EmissionFamily):
         return EmissionTable.from_symbols(params["emissionprob"], X)
 
     def statistics(self, X, post):
-        # the kernel already summed posteriors by symbol: post is (W, K)
-        return {"counts": post.T}
+        # the kernel already summed posteriors by symbol: post is (W, K), or (W + 1, K)
+        # with the missing symbols' row last (see EmissionTable.from_symbols), left out
+        return {"counts": post[:self.n_features].T}
+
+    def impute(self, params, X, post):
+        r"""Missing symbols (``-1``) replaced by the most probable symbol under the
+        posterior predictive :math:`p(x_t = w \mid X) = \sum_k \gamma_{tk} B_{kw}`."""
+        out = X.copy()
+        rows = np.flatnonzero(X < 0)
+        out[rows] = np.argmax(post[rows] @ params["emissionprob"], axis=1)
+        return out
 
     def mstep(self, params, stats, which):
         B, dead = self.rows.mstep(params["emissionprob"], stats["counts"], which)

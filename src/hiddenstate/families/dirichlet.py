@@ -27,8 +27,8 @@ def estimate_rows(counts: np.ndarray, current: np.ndarray, prior=1.0) -> tuple[n
     """
     est = np.maximum(counts + (np.asarray(prior, dtype=np.float64) - 1.0), 0.0)
     est = np.where(current == 0, 0.0, est)
-    est = np.atleast_2d(est)
-    cur = np.atleast_2d(current)
+    est = est.reshape(-1, est.shape[-1])  # rows along the last axis, any number of axes
+    cur = np.reshape(current, est.shape)
     sums = est.sum(axis=1)
     live = sums > 0
     out = np.empty_like(est)
@@ -63,18 +63,16 @@ class DirichletRows:
         return estimate_rows(counts, theta, self._alpha(theta))
 
     def log_prior(self, theta) -> float:
+        theta = np.asarray(theta, dtype=np.float64)
         alpha = self._alpha(theta)
         if np.all(alpha == 1.0):
             return 0.0  # flat prior: a constant, left out
-        rows_t = np.atleast_2d(theta)
-        rows_a = np.atleast_2d(alpha)
-        total = 0.0
-        for t, a in zip(rows_t, rows_a, strict=True):
-            s = _support(t, a)
-            with np.errstate(divide="ignore"):
-                total += np.sum((a[s] - 1.0) * np.log(t[s]))
-            total -= np.sum(gammaln(a[s])) - gammaln(a[s].sum())
-        return float(total)
+        s = _support(theta, alpha)  # every row at once (rows along the last axis)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.where(s, (alpha - 1.0) * np.log(np.where(s, theta, 1.0)), 0.0)
+            norm = (np.sum(np.where(s, gammaln(np.where(s, alpha, 1.0)), 0.0), axis=-1)
+                    - gammaln(np.sum(np.where(s, alpha, 0.0), axis=-1)))
+        return float(np.sum(logs) - np.sum(norm))
 
     # -- variational Bayes ----------------------------------------------------------------------
     def vb_init(self, theta, n_virtual: float) -> np.ndarray:
@@ -93,17 +91,94 @@ class DirichletRows:
         return np.where(q > 0, out, 0.0)
 
     def vb_kl(self, q) -> float:
-        """KL(Dir(q) || Dir(prior)) summed over rows (entries with q = 0 excluded)."""
+        """KL(Dir(q) || Dir(prior)) summed over rows (entries with q = 0 excluded); every
+        row at once (rows along the last axis)."""
+        q = np.asarray(q, dtype=np.float64)
         alpha = self._alpha(q)
-        total = 0.0
-        for a_hat, a in zip(np.atleast_2d(q), np.atleast_2d(alpha), strict=True):
-            s = a_hat > 0
-            a_hat, a = a_hat[s], a[s]
-            a0 = a_hat.sum()
-            total += (gammaln(a0) - gammaln(a_hat).sum() - gammaln(a.sum()) + gammaln(a).sum()
-                      + np.sum((a_hat - a) * (digamma(a_hat) - digamma(a0))))
-        return float(total)
+        s = q > 0
+        a_hat = np.where(s, q, 1.0)  # placeholders outside the support, masked below
+        a = np.where(s, alpha, 1.0)
+        a0 = np.sum(np.where(s, q, 0.0), axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_entry = np.where(s, -gammaln(a_hat) + gammaln(a)
+                                 + (a_hat - a) * (digamma(a_hat) - digamma(a0)[..., None]), 0.0)
+            rows = (gammaln(a0) - gammaln(np.sum(np.where(s, alpha, 0.0), axis=-1))
+                    + np.sum(per_entry, axis=-1))
+        return float(np.sum(rows))
 
     def vb_mean(self, q) -> np.ndarray:
         sums = q.sum(axis=-1, keepdims=True)
         return q / sums
+
+
+class SparseDirichletRows:
+    """:class:`DirichletRows` for a transition matrix stored as its allowed entries
+    (:class:`~hiddenstate.inference.Transitions`; parameters, counts and ``q`` are
+    ``(nnz,)`` vectors): the same MAP / VB updates row by row, never touching the entries
+    that are not allowed, so they stay exactly zero in every mode. ``prior``: a scalar or a
+    ``(K, K)`` array (its allowed entries are used)."""
+
+    def __init__(self, key: str, letter: str, prior, transitions):
+        self.key = key
+        self.letter = letter
+        self.prior = prior
+        self.transitions = transitions
+
+    def _alpha(self, like: np.ndarray) -> np.ndarray:
+        prior = np.asarray(self.prior, dtype=np.float64)
+        if prior.ndim == 0:
+            return np.broadcast_to(prior, like.shape)
+        full = np.broadcast_to(prior, (self.transitions.n_states,) * 2)
+        return self.transitions.gather(full)
+
+    def _per_entry(self, per_row: np.ndarray) -> np.ndarray:
+        return per_row[self.transitions.rows]
+
+    def mstep(self, theta, counts, which):
+        if self.letter not in which:
+            return theta, []
+        est = np.maximum(counts + self._alpha(theta) - 1.0, 0.0)
+        est = np.where(theta == 0, 0.0, est)   # structural zeros stay zero
+        sums = self.transitions.row_sums(est)
+        live = sums > 0
+        out = np.where(self._per_entry(live), est / self._per_entry(np.where(live, sums, 1.0)),
+                       theta)
+        return out, np.flatnonzero(~live).tolist()
+
+    def log_prior(self, theta) -> float:
+        alpha = self._alpha(theta)
+        if np.all(alpha == 1.0):
+            return 0.0
+        s = (theta > 0) | (alpha != 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(s, (alpha - 1.0) * np.log(np.where(s, theta, 1.0)), 0.0)
+        a = np.where(s, alpha, 0.0)
+        norm = (self.transitions.row_sums(np.where(s, gammaln(np.where(s, alpha, 1.0)), 0.0))
+                - gammaln(self.transitions.row_sums(a)))
+        return float(terms.sum() - norm.sum())
+
+    def vb_init(self, theta, n_virtual: float) -> np.ndarray:
+        return self._alpha(theta) + n_virtual * np.asarray(theta)
+
+    def vb_update(self, q, counts, which):
+        if self.letter not in which:
+            return q
+        return self._alpha(q) + counts
+
+    def vb_expected(self, q) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.exp(digamma(q) - self._per_entry(digamma(self.transitions.row_sums(q))))
+        return np.where(q > 0, out, 0.0)
+
+    def vb_kl(self, q) -> float:
+        alpha = self._alpha(q)
+        s = q > 0
+        a_hat, a = np.where(s, q, 1.0), np.where(s, alpha, 1.0)
+        row = self.transitions.row_sums
+        a0, b0 = row(np.where(s, q, 0.0)), row(np.where(s, alpha, 0.0))
+        terms = np.where(s, -gammaln(a_hat) + gammaln(a)
+                         + (a_hat - a) * (digamma(a_hat) - self._per_entry(digamma(a0))), 0.0)
+        return float(terms.sum() + np.sum(gammaln(a0) - gammaln(b0)))
+
+    def vb_mean(self, q) -> np.ndarray:
+        return q / self._per_entry(self.transitions.row_sums(q))

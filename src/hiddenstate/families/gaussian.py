@@ -73,7 +73,7 @@ from .._validation import broadcast_param, check_real_X
 from ..errors import InvalidInputError, NumericalError
 from ..inference import EmissionTable, all_occupied
 from ..kernels import gaussian_diag_loglik
-from .base import DEAD_MASS, EmissionFamily, kmeans, reference_point
+from .base import DEAD_MASS, EmissionFamily, fill_missing, kmeans, reference_point
 
 COVARIANCE_TYPES = ("spherical", "diag", "full", "tied")
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -117,7 +117,8 @@ class GaussianEmissions(EmissionFamily):
         self.covars_weight = covars_weight
 
     def validate_X(self, X, fitted_n_features):
-        return check_real_X(X, fitted_n_features)
+        """Real rows; NaN marks a missing entry (see :meth:`log_likelihood`)."""
+        return check_real_X(X, fitted_n_features, allow_missing=True)
 
     def infer_n_features(self, X):
         return X.shape[1]
@@ -142,10 +143,19 @@ class GaussianEmissions(EmissionFamily):
         return out, shift
 
     def log_likelihood(self, params, X):
-        """log N(x_t | means_k, covars_k), plus ``params["log_offset"][k]`` when present
+        r"""log N(x_t | means_k, covars_k), plus ``params["log_offset"][k]`` when present
         (the variational view from :meth:`vb_expected`). Computed from the differences
         ``x_t - means_k`` (never from expanded squares), so it is as accurate for data far
-        from the origin as near it."""
+        from the origin as near it.
+
+        Missing entries (NaN) are marginalised: a row with observed dimensions :math:`o`
+        gets :math:`\log N(x_o \mid \mu_{k,o}, \Sigma_{k,oo})` (a row with none, 0: no
+        emission term); the variational ``log_offset`` is taken per observed dimension
+        (times :math:`|o|/D`: exact for diagonal and spherical covariances, an
+        approximation of the marginal Wishart expectation for full/tied ones)."""
+        miss = np.isnan(X)
+        if miss.any():
+            return self._missing_loglik(params, X, miss)
         K, D = self.n_states, X.shape[1]
         ct = self.covariance_type
         if ct in ("diag", "spherical"):
@@ -162,9 +172,67 @@ class GaussianEmissions(EmissionFamily):
             out += params["log_offset"]
         return out
 
+    def _missing_loglik(self, params, X, miss):
+        """:meth:`log_likelihood` of data with missing entries: the complete rows as usual,
+        the others by pattern of missing dimensions (:func:`_patterns`)."""
+        K, D = self.n_states, X.shape[1]
+        out = np.zeros((len(X), K))
+        complete = ~miss.any(axis=1)
+        if complete.any():
+            out[complete] = self.log_likelihood(params, X[complete])
+        offset = params.get("log_offset")
+        means = params["means"]
+        covs = full_covars(params["covars"], self.covariance_type, K, D)
+        for rows, o in _patterns(miss, complete):
+            for k in range(K):
+                chol = _cholesky(covs[k][np.ix_(o, o)],
+                                 f"covars_: covariance {k} (observed dimensions)")
+                z = linalg.solve_triangular(chol, (X[np.ix_(rows, o)] - means[k, o]).T,
+                                            lower=True)
+                out[rows, k] = (-0.5 * (o.sum() * _LOG_2PI + (z * z).sum(axis=0))
+                                - np.log(np.diag(chol)).sum())
+                if offset is not None:
+                    out[rows, k] += offset[k] * o.sum() / D
+        return out
+
+    def _conditionals(self, params, X, miss):
+        r"""For the rows with some (not all) dimensions missing, by pattern: ``(rows, m,
+        filled, cov)`` with ``filled[k]`` the rows with their missing dimensions :math:`m`
+        replaced by :math:`E[x_m \mid x_o, z = k] = \mu_{k,m} + \Sigma_{k,mo}
+        \Sigma_{k,oo}^{-1}(x_o - \mu_{k,o})` and ``cov[k]`` the ``(D, D)`` conditional
+        covariance, :math:`\Sigma_{k,mm} - \Sigma_{k,mo}\Sigma_{k,oo}^{-1}\Sigma_{k,om}`
+        in its ``(m, m)`` block and 0 elsewhere (Ghahramani & Jordan 1994, "Supervised
+        learning from incomplete data via an EM approach", sec. 3)."""
+        K, D = self.n_states, X.shape[1]
+        means = params["means"]
+        covs = full_covars(params["covars"], self.covariance_type, K, D)
+        for rows, o in _patterns(miss, ~miss.any(axis=1)):
+            m = ~o
+            filled = np.repeat(X[rows][None], K, axis=0)
+            cov = np.zeros((K, D, D))
+            for k in range(K):
+                S_oo, S_mo = covs[k][np.ix_(o, o)], covs[k][np.ix_(m, o)]
+                gain = linalg.cho_solve(linalg.cho_factor(S_oo, lower=True), S_mo.T).T
+                filled[k][:, m] = means[k, m] + (X[np.ix_(rows, o)] - means[k, o]) @ gain.T
+                cov[k][np.ix_(m, m)] = covs[k][np.ix_(m, m)] - gain @ S_mo.T
+            yield rows, m, filled, cov
+
+    def impute(self, params, X, post):
+        r"""Missing entries replaced by the posterior predictive mean
+        :math:`\sum_k \gamma_{tk} E[x_{t,m} \mid x_{t,o}, z_t = k]` (a row with nothing
+        observed: :math:`\sum_k \gamma_{tk}\mu_k`)."""
+        out = X.copy()
+        miss = np.isnan(X)
+        for rows, m, filled, _ in self._conditionals(params, X, miss):
+            mean = np.einsum("nk,knd->nd", post[rows], filled)
+            out[np.ix_(rows, m)] = mean[:, m]
+        empty = miss.all(axis=1)
+        out[empty] = post[empty] @ params["means"]
+        return out
+
     def table(self, params, X, occupied=None):
         """Diagonal/spherical: scaled by the kernel as it computes the log-likelihood."""
-        if self.covariance_type in ("diag", "spherical"):
+        if self.covariance_type in ("diag", "spherical") and not np.isnan(X).any():
             return EmissionTable.from_shifted(*self._diag_loglik(params, X, True, occupied))
         return super().table(params, X, occupied)
 
@@ -184,7 +252,12 @@ class GaussianEmissions(EmissionFamily):
             self._moments_cache = cached
         return cached[1], cached[2]
 
-    def statistics(self, X, post):
+    def statistics_at(self, params, X, post):
+        """:meth:`statistics` with the E-step's parameters, which rows with missing entries
+        need for their conditional expectations."""
+        return self.statistics(X, post, params)
+
+    def statistics(self, X, post, params=None):
         r"""Weighted sums about a per-state reference point :math:`a_k` (``shift``,
         (K, D)): :math:`n_k = \sum_t \gamma_{tk}`, ``obs`` :math:`\sum_t \gamma_{tk}
         (x_t - a_k)` and ``obs**2`` :math:`\sum_t \gamma_{tk} (x_t - a_k)^2` (diagonal,
@@ -200,7 +273,17 @@ class GaussianEmissions(EmissionFamily):
         variance (a state far from the medians next to its spread) is summed again about
         its own weighted mean. Full and tied: every state is summed about its own weighted
         mean.
+
+        Missing entries (NaN): a row with nothing observed is left out; a row with some
+        dimensions :math:`m` missing contributes, for state :math:`k`, its conditional
+        expectations :math:`E[x \mid x_o, z=k]` and :math:`E[xx^\top \mid x_o, z=k]`
+        under the current parameters ``params`` (:meth:`_conditionals`): the E-step of
+        EM with the missing entries as latent variables (Ghahramani & Jordan 1994), so
+        every mode's M-step is unchanged.
         """
+        miss = np.isnan(X)
+        if miss.any():
+            return self._missing_statistics(X, post, params, miss)
         K, D = self.n_states, X.shape[1]
         ref, F = self._moments(X)
         both = _weighted_sums(post, F)
@@ -211,6 +294,60 @@ class GaussianEmissions(EmissionFamily):
             _resum_cancelling(stats, X, post)
         else:
             stats["obs*obs.T"] = _centred_outer(stats, X, post)
+        return stats
+
+    def merge_statistics(self, a, b):
+        r"""Statistics of two disjoint data sets, taken about ``a``'s reference points
+        :math:`a_k` (``b``'s where ``a`` has no mass): ``b``'s sums move from its points
+        :math:`b_k` by :math:`\delta = b_k - a_k` (the pairwise update of Chan, Golub &
+        LeVeque 1979): :math:`s_1 + n\delta`, :math:`s_2 + 2\delta s_1 + n\delta^2`,
+        :math:`S + \delta s_1^\top + s_1\delta^\top + n\delta\delta^\top`. Both
+        points lie near the state's data, so :math:`\delta` is small next to its spread
+        and no digits cancel."""
+        n_a, n_b = a["post"], b["post"]
+        shift = np.where((n_a > 0)[:, None], a["shift"], b["shift"])
+        d = b["shift"] - shift
+        nb = n_b[:, None]
+        s1 = b["obs"]
+        out = {"post": n_a + n_b, "shift": shift, "obs": a["obs"] + (s1 + nb * d)}
+        if "obs**2" in a:
+            out["obs**2"] = a["obs**2"] + (b["obs**2"] + 2.0 * d * s1 + nb * d * d)
+        if "obs*obs.T" in a:
+            cross = np.einsum("ki,kj->kij", d, s1)
+            out["obs*obs.T"] = a["obs*obs.T"] + (
+                b["obs*obs.T"] + cross + cross.transpose(0, 2, 1)
+                + n_b[:, None, None] * np.einsum("ki,kj->kij", d, d))
+        return out
+    def _missing_statistics(self, X, post, params, miss):
+        """:meth:`statistics` of data with missing entries: those of the complete rows
+        (about their reference points), plus the conditional expectations of the rows with
+        some dimensions observed."""
+        if params is None:
+            raise InvalidInputError(
+                "X: missing entries need the current parameters for their conditional "
+                "expectations; pass params to statistics")
+        K, D = self.n_states, X.shape[1]
+        complete = ~miss.any(axis=1)
+        if complete.any():
+            stats = self.statistics(X[complete], post[complete])
+        else:
+            stats = {"post": np.zeros(K), "shift": np.array(params["means"], dtype=np.float64),
+                     "obs": np.zeros((K, D))}
+            if self.covariance_type in ("diag", "spherical"):
+                stats["obs**2"] = np.zeros((K, D))
+            else:
+                stats["obs*obs.T"] = np.zeros((K, D, D))
+        for rows, _, filled, cov in self._conditionals(params, X, miss):
+            w = post[rows]
+            for k in range(K):
+                e = filled[k] - stats["shift"][k]
+                n = w[:, k].sum()
+                stats["post"][k] += n
+                stats["obs"][k] += w[:, k] @ e
+                if "obs**2" in stats:
+                    stats["obs**2"][k] += w[:, k] @ (e * e) + n * np.diag(cov[k])
+                else:
+                    stats["obs*obs.T"][k] += (w[:, k, None] * e).T @ e + n * cov[k]
         return stats
 
     def mstep(self, params, stats, which):
@@ -533,8 +670,10 @@ class GaussianEmissions(EmissionFamily):
     # -- initialisation, checks, sampling -----------------------------------------------------
     def initialize(self, X, rng):
         """Means by k-means (:func:`~.base.kmeans`, shift-invariant), every covariance the
-        data's covariance plus ``min_covar``."""
+        data's covariance plus ``min_covar`` (missing entries: their column's mean,
+        :func:`~.base.fill_missing`)."""
         K, D = self.n_states, X.shape[1]
+        X = fill_missing(X)
         if len(X) >= K:
             means = kmeans(X, K, rng)[0]
         else:
@@ -625,6 +764,18 @@ def _resum_cancelling(stats: dict, X: np.ndarray, post: np.ndarray) -> None:
         a[k, cols] = m
         s1[k, cols] = w @ Z
         s2[k, cols] = w @ (Z * Z)
+
+
+def _patterns(miss: np.ndarray, skip: np.ndarray):
+    """``(rows, observed)`` for each pattern of missing dimensions (bool ``(N, D)``
+    ``miss``) among the rows not in ``skip`` that have at least one dimension observed."""
+    rows = np.flatnonzero(~skip & ~miss.all(axis=1))
+    if not len(rows):
+        return
+    pats, inv = np.unique(miss[rows], axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    for p, m in enumerate(pats):
+        yield rows[inv == p], ~m
 
 
 def _centred_outer(stats: dict, X: np.ndarray, post: np.ndarray) -> np.ndarray:

@@ -5,7 +5,10 @@ r"""Poisson emissions, independent across features.
 
 M-step under a Gamma(:math:`a`, :math:`b`) prior (shape-rate; hmmlearn's ``lambdas_prior``
 and ``lambdas_weight``): :math:`\lambda_k = (a + \sum_t \gamma_{tk} x_t)/(b + n_k)`;
-EM uses :math:`a = b = 0`. A state with no posterior mass keeps its rates (with a
+EM uses :math:`a = b = 0`. Missing counts (NaN) have no emission term and are left out of
+the statistics: :math:`n_{kd} = \sum_t \gamma_{tk}[x_{td}\text{ observed}]` replaces
+:math:`n_k` for feature :math:`d` (the exact M-step, as the features are independent given
+the state). A state with no posterior mass keeps its rates (with a
 :class:`~hiddenstate.errors.DegenerateStateWarning`).
 
 That M-step is the mode of the posterior under the prior
@@ -31,7 +34,7 @@ from scipy.special import digamma, gammaln
 
 from .._validation import broadcast_param, check_counts
 from ..errors import InvalidInputError
-from .base import DEAD_MASS, EmissionFamily, kmeans
+from .base import DEAD_MASS, EmissionFamily, fill_missing, kmeans
 
 
 class PoissonEmissions(EmissionFamily):
@@ -43,7 +46,7 @@ class PoissonEmissions(EmissionFamily):
         self.lambdas_weight = lambdas_weight
 
     def validate_X(self, X, fitted_n_features):
-        return check_counts(X, fitted_n_features)
+        return check_counts(X, fitted_n_features, allow_missing=True)
 
     def infer_n_features(self, X):
         return X.shape[1]
@@ -52,6 +55,16 @@ class PoissonEmissions(EmissionFamily):
         """log p(x_t | lambdas_k); with ``params["log_lambdas"]`` (the variational view from
         :meth:`vb_expected`) that replaces log(lambdas): E_q[log p(x_t | lambda_k)]."""
         lam = params["lambdas"]
+        miss = np.isnan(X)
+        if miss.any():  # no term for a missing count: its rate term is masked out too
+            seen = (~miss).astype(np.float64)
+            X = np.where(miss, 0.0, X)
+            log_lam = (params["log_lambdas"] if "log_lambdas" in params
+                       else np.log(np.where(lam > 0, lam, 1.0)))
+            impossible = (X > 0).astype(np.float64) @ (lam <= 0).T.astype(np.float64)
+            out = X @ log_lam.T - seen @ lam.T - gammaln(X + 1).sum(axis=1)[:, None]
+            out[impossible > 0] = -np.inf
+            return out
         if "log_lambdas" in params:
             return (X @ params["log_lambdas"].T - lam.sum(axis=1)
                     - gammaln(X + 1).sum(axis=1)[:, None])
@@ -65,7 +78,19 @@ class PoissonEmissions(EmissionFamily):
         return out
 
     def statistics(self, X, post):
-        return {"post": post.sum(axis=0), "obs": post.T @ X}
+        r"""``post`` :math:`n_k`, ``obs`` :math:`\sum_t\gamma_{tk}x_t` and, with missing
+        counts, ``seen`` :math:`n_{kd}` (their sums over the observed entries only)."""
+        miss = np.isnan(X)
+        if not miss.any():
+            return {"post": post.sum(axis=0), "obs": post.T @ X}
+        return {"post": post.sum(axis=0), "obs": post.T @ np.where(miss, 0.0, X),
+                "seen": post.T @ (~miss).astype(np.float64)}
+
+    def impute(self, params, X, post):
+        r"""Missing counts replaced by the posterior predictive mean
+        :math:`\sum_k\gamma_{tk}\lambda_{kd}`."""
+        miss = np.isnan(X)
+        return np.where(miss, post @ params["lambdas"], X)
 
     def mstep(self, params, stats, which):
         if "l" not in which:
@@ -75,8 +100,11 @@ class PoissonEmissions(EmissionFamily):
         live = n >= DEAD_MASS
         lam = params["lambdas"].copy()
         a, b = self.lambdas_prior, self.lambdas_weight
+        seen = stats.get("seen", n[:, None])
         with np.errstate(divide="ignore", invalid="ignore"):  # dead states are skipped
-            new = (a + stats["obs"]) / (b + n[:, None])
+            new = (a + stats["obs"]) / (b + seen)
+        # a feature never observed in a live state keeps its rate (0 / 0 under EM)
+        new = np.where(np.isfinite(new), new, params["lambdas"])
         lam[live] = np.broadcast_to(new, lam.shape)[live]
         return {"lambdas": lam}, dead.tolist()
 
@@ -120,7 +148,8 @@ class PoissonEmissions(EmissionFamily):
         if "l" not in which:
             return q
         a, b = self._vb_prior()
-        return {"lambdas_shape": a + stats["obs"], "lambdas_rate": b + stats["post"][:, None]}
+        return {"lambdas_shape": a + stats["obs"],
+                "lambdas_rate": b + stats.get("seen", stats["post"][:, None])}
 
     def vb_expected(self, q):
         r"""``lambdas`` :math:`E_q\lambda = \hat a/\hat b` and ``log_lambdas``
@@ -155,6 +184,7 @@ class PoissonEmissions(EmissionFamily):
         mean count (1e-3 for an all-zero feature) so that every count stays possible in
         every state."""
         K = self.n_states
+        X = fill_missing(X)
         if len(X) >= K:
             centres, labels = kmeans(np.sqrt(X), K, rng)
             counts = np.bincount(labels, minlength=K)[:, None]

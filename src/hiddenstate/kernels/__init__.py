@@ -27,6 +27,7 @@ from .forward_backward import (
     sample_states,
 )
 from .kbest import kbest_paths, path_counts
+from .sparse import sparse_forward_backward, sparse_log_likelihood, sparse_viterbi
 from .tables import shift_rows
 from .viterbi import viterbi_backtrack, viterbi_forward
 
@@ -42,6 +43,9 @@ __all__ = [
     "sample_posterior_paths",
     "sample_states",
     "shift_rows",
+    "sparse_forward_backward",
+    "sparse_log_likelihood",
+    "sparse_viterbi",
     "viterbi_backtrack",
     "viterbi_forward",
 ]

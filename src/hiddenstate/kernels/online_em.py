@@ -359,7 +359,9 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
     ``avg_start < 0``: no averaging, else iterates ``t >= max(avg_start, warmup, 1)`` are
     averaged. ``src_b (N, K_s)``: the emission probabilities of the first ``K_s`` states,
     given (PROPS source states, :math:`f_k(y_t \mid y_{<t})`; ``K_s = 0`` for a plain HMM):
-    their rows of the emission statistics are carried but never used. Priors are
+    their rows of the emission statistics are carried but never used. A missing symbol
+    (``-1``) has emission probability 1 in every state and adds no emission statistic
+    (the statistics still decay and follow the step's transition). Priors are
     ``alpha - 1`` (``emis_a`` zero off the support of ``emission0``, ``emis_A`` its row
     sums). ``log_pred[n]`` receives :math:`\log p(y_t \mid y_{<t}, \theta_{t-1})`, the
     prequential predictive log-probability of observation ``n`` (the filter's normaliser,
@@ -395,11 +397,16 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
     for n in range(N):
         w = y[n]
         start = starts[n]
-        # E_w up to the previous step, M = c * E_w(t-1) / c; pending averages of w
-        nn = _decompose(touch[w] + 1, cur, B, nodes, right)
-        _advance(E, w, TP, TQ, nodes, nn, avg_on, M, M2, dq)
+        seen = w >= 0  # a missing symbol (-1): no emission term, no emission statistic
+        if seen:
+            # E_w up to the previous step, M = c * E_w(t-1) / c; pending averages of w
+            nn = _decompose(touch[w] + 1, cur, B, nodes, right)
+            _advance(E, w, TP, TQ, nodes, nn, avg_on, M, M2, dq)
         # b_k(y_t) under theta_{t-1}
-        if t >= first_m:
+        if not seen:
+            for k in range(K):
+                b[k] = 1.0
+        elif t >= first_m:
             for k in range(K):
                 s = 0.0
                 nk = 0.0
@@ -417,32 +424,34 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
             status = n
             break
         log_pred[n] = np.log(z)
-        if avg_on:
+        if avg_on and seen:
             for i in range(K):
                 acc[w, i] += dq[i]
         t += 1
         gam = _transition_step(t, step_scale, step_exponent, rho_q, rho_pi, R, start,
                                learn_start, tmp, M2)
         omg = 1.0 - gam
-        # G <- omg * G @ R + gam * I
+        # G <- omg * G @ R + gam * I (the sum of the E_w: no new term for a missing symbol)
         _mm(G, R, M2)
         for i in range(K):
             for j in range(K):
                 G[i, j] = omg * M2[i, j]
-            G[i, i] += gam
+            if seen:
+                G[i, i] += gam
         # E_w(t) / c(t) = (E_w(t-1) / c(t-1)) @ R_t + gam / c(t) * I
         if omg > 0.0:
             c = c * omg
             keep = 1.0
         else:  # gamma_1 = 1: everything before is forgotten (the statistics were all 0)
             keep = 0.0
-        for i in range(K):
-            for j in range(K):
-                s = 0.0
-                for m in range(K):
-                    s += M[i, m] * R[m, j]
-                E[w, i, j] = keep * s
-            E[w, i, i] += gam / c
+        if seen:
+            for i in range(K):
+                for j in range(K):
+                    s = 0.0
+                    for m in range(K):
+                        s += M[i, m] * R[m, j]
+                    E[w, i, j] = keep * s
+                E[w, i, i] += gam / c
         # M-step
         if t >= first_m:
             _mstep_transitions(rho_q, rho_pi, phin, trans_a, start_a, learn_start, transmat,
@@ -459,11 +468,12 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
                 avg_startp[i] += startprob[i]
                 for j in range(K):
                     avg_trans[i, j] += transmat[i, j]
-            for i in range(K):
-                s = 0.0
-                for m in range(K):
-                    s += E[w, i, m] * phin[m]
-                acc[w, i] += u[i] * (c * s)
+            if seen:
+                for i in range(K):
+                    s = 0.0
+                    for m in range(K):
+                        s += E[w, i, m] * phin[m]
+                    acc[w, i] += u[i] * (c * s)
         # the window: leaf R_t (and c_t R_t phi_t u_t^T), then the symbol's position
         cur += 1
         leaf = B + cur - 1
@@ -480,7 +490,8 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
                 for j in range(K):
                     TQ[leaf, i, j] = v[i] * u[j] if averaging else 0.0
         _append_leaf(TP, TQ, cur, avg_on)
-        touch[w] = cur
+        if seen:
+            touch[w] = cur
         for k in range(K):
             phi[k] = phin[k]
         if cur == B or c < SCALE_FLOOR:
@@ -549,7 +560,8 @@ def online_em_dense(loglik, X, kind, frame, starts, step_scale, step_exponent, w
     current at each row: the caller passes one row per call once M-steps have begun) and
     observations ``X (N, D)``; state ``i``'s emission auxiliary ``rho_g[i] (P, K)``
     accumulates the statistic vector of ``kind`` about ``frame[i]`` (see
-    :func:`_dense_statistic`; statistics about a point near the data keep the centred
+    :func:`_dense_statistic`; a missing row, all NaN, adds none: its ``loglik`` row is 0;
+    statistics about a point near the data keep the centred
     second moments that raw moments of data far from the origin would cancel away). On
     return ``Sg (K, P)`` holds the emission statistics after the last row.
     ``counters = [t, n_avg]``; ``log_pred[n]`` receives the prequential log-probability of
@@ -611,10 +623,11 @@ def online_em_dense(loglik, X, kind, frame, starts, step_scale, step_exponent, w
         for r in range(K * P):
             for k in range(K):
                 flat_g[r, k] = omg * tmp_g[r, k]
-        for i in range(K):
-            _dense_statistic(kind, X[n], frame[i], stat)
-            for p in range(P):
-                rho_g[i, p, i] += gam * stat[p]
+        if not np.isnan(X[n, 0]):  # a missing row (all NaN) adds no statistic
+            for i in range(K):
+                _dense_statistic(kind, X[n], frame[i], stat)
+                for p in range(P):
+                    rho_g[i, p, i] += gam * stat[p]
         if t >= first_m:
             _mstep_transitions(rho_q, rho_pi, phin, trans_a, start_a, learn_start, transmat,
                                startprob, Sq, Sp)

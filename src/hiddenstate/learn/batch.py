@@ -60,7 +60,13 @@ class Block(Protocol):
 
 
 class Problem(Protocol):
-    """What a model hands the learner."""
+    """What a model hands the learner.
+
+    The statistics of disjoint sets of sequences combine with :func:`merge_statistics`, so
+    a Problem over many partitions (:mod:`hiddenstate.distributed`) is again a Problem:
+    ``n_virtual`` must then be additive over the data (counts of observations or
+    sequences).
+    """
 
     #: parameter blocks by name
     blocks: dict[str, Block]
@@ -75,6 +81,27 @@ class Problem(Protocol):
 
     def path_counts(self, views: dict, k: int) -> tuple[float, dict, np.ndarray]:
         """Max-product: (objective of the k best paths, statistics per block, the paths)."""
+
+
+def add_statistics(a, b):
+    """Element-wise sum of two statistics of the same layout (arrays, or dicts of them)."""
+    if isinstance(a, dict):
+        return {key: add_statistics(a[key], b[key]) for key in a}
+    return a + b
+
+
+def merge_statistics(blocks: dict, a: dict, b: dict) -> dict:
+    """The statistics per block of two disjoint sets of sequences, combined: the reduce
+    step of an E-step run over partitions of the data. A block whose statistics are taken
+    about a data-dependent point (Gaussian emissions) merges them itself
+    (``block.merge_statistics``); the others are sums. ``merge(a, b)`` of partitions in a
+    fixed order gives the same numbers for any placement of the work."""
+    out = {}
+    for name, block in blocks.items():
+        merge = getattr(block, "merge_statistics", None)
+        out[name] = merge(a[name], b[name]) if merge is not None else add_statistics(
+            a[name], b[name])
+    return out
 
 
 @dataclass

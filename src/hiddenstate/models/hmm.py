@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -15,17 +16,30 @@ from .._validation import (
     check_memory,
     check_number,
     check_positive_int,
+    check_random_state,
+    check_states,
     check_stochastic,
+    make_rng,
 )
 from ..errors import (
     InvalidInputError,
     NotFittedError,
     ZeroProbabilityError,
 )
-from ..families import COVARIANCE_TYPES, FAMILIES, CategoricalEmissions, DirichletRows
+from ..families import (
+    COVARIANCE_TYPES,
+    FAMILIES,
+    CategoricalEmissions,
+    DirichletRows,
+    GaussianEmissions,
+    PoissonEmissions,
+)
 from ..families.blackbox import BlackBoxEmissions
+from ..families.dirichlet import SparseDirichletRows
 from ..families.gaussian import full_covars
-from ..inference import Sequences
+from ..families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
+from ..families.multinomial import check_n_trials
+from ..inference import Sequences, Transitions
 from ..kernels import path_counts
 from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
@@ -33,13 +47,13 @@ from ..learn.online import ONLINE_MODES, StateRecord, make_learner
 from . import _learned
 from ._learned import LearnedArray
 
-_ALL_LETTERS = "stemcl"
+_ALL_LETTERS = "stemclw"
 
 #: priors that make every mode's M-step the maximum-likelihood one
 _FLAT_PRIORS = {
     "startprob_prior": 1.0, "transmat_prior": 1.0, "emissionprob_prior": 1.0,
     "means_prior": 0.0, "means_weight": 0.0, "covars_prior": 0.0, "covars_weight": 1.0,
-    "lambdas_prior": 0.0, "lambdas_weight": 0.0,
+    "lambdas_prior": 0.0, "lambdas_weight": 0.0, "weights_prior": 1.0,
 }
 #: defaults of learn="map" / "vt" / "kvt" (hmmlearn's defaults)
 _MAP_PRIORS = {**_FLAT_PRIORS, "covars_prior": 1e-2}
@@ -61,7 +75,11 @@ _FAMILY_PRIORS = {
     "categorical": ("emissionprob_prior",),
     "gaussian": ("means_prior", "means_weight", "covars_prior", "covars_weight"),
     "poisson": ("lambdas_prior", "lambdas_weight"),
+    "gmm": ("weights_prior", "means_prior", "means_weight", "covars_prior", "covars_weight"),
+    "multinomial": ("emissionprob_prior",),
 }
+#: families with Gaussian components (covariance_type, min_covar and the Gaussian priors)
+_GAUSSIAN = ("gaussian", "gmm")
 _POSTERIOR_SUFFIX = "_posterior_"
 #: copies of the parameters a batch fit holds at its peak (measured; see _check_fit_memory)
 _PARAM_COPIES = 1
@@ -70,47 +88,124 @@ _MAX_POISSON_RATE = 9.2e18
 _STATE_PREFIX = "learner_state_."
 
 
+#: allowed transitions per K**2 below which a structured model runs the sparse kernels
+#: (benchmarks/bench_structured.py: the dense lockstep kernels win above about this)
+SPARSE_DENSITY = 0.25
+TOPOLOGIES = ("full", "left-right", "banded")
+
+
+@dataclass
+class _Chain:
+    """The Markov chain as inference sees it: ``startprob`` and either a dense ``transmat``
+    or, for a structured model, its allowed ``transitions`` with one value per entry
+    (``values``; ``transmat`` may also be set). Chooses the sparse kernels
+    (:mod:`hiddenstate.kernels.sparse`) when few transitions are allowed."""
+
+    startprob: np.ndarray
+    transmat: np.ndarray | None
+    transitions: Transitions | None = None
+    values: np.ndarray | None = None
+
+    @property
+    def sparse(self) -> bool:
+        K = len(self.startprob)
+        return self.transitions is not None and self.transitions.nnz <= SPARSE_DENSITY * K * K
+
+    def successors(self):
+        """What :func:`inference.state_supports` follows."""
+        if self.transitions is None:
+            return self.transmat
+        return self.transitions.successors(self.values)
+
+    def dense(self) -> np.ndarray:
+        return self.transmat if self.transmat is not None else self.transitions.dense(
+            self.values)
+
+    def log_likelihood(self, table, seqs):
+        if self.sparse:
+            return inference.sparse_log_likelihood(self.startprob, self.transitions,
+                                                   self.values, table, seqs)
+        return inference.log_likelihood(self.startprob, self.dense(), table, seqs)
+
+    def forward_backward(self, table, seqs):
+        """Posteriors; ``trans`` per allowed entry for a structured model."""
+        if self.sparse:
+            return inference.sparse_forward_backward(self.startprob, self.transitions,
+                                                     self.values, table, seqs)
+        post = inference.forward_backward(self.startprob, self.dense(), table, seqs)
+        if self.transitions is not None:
+            post.trans = self.transitions.gather(post.trans)
+        return post
+
+    def viterbi(self, table, seqs):
+        if self.sparse:
+            return inference.sparse_viterbi(self.startprob, self.transitions, self.values,
+                                            table, seqs)
+        return inference.viterbi(self.startprob, self.dense(), table, seqs)
+
+
 class _HMMProblem:
     """The HMM as the generic learner sees it: blocks ``startprob``, ``transmat``,
     ``emission`` and the two inference routines (see :mod:`hiddenstate.learn.batch`)."""
 
-    def __init__(self, family, X, seqs: Sequences, startprob_prior, transmat_prior):
+    def __init__(self, family, X, seqs: Sequences, startprob_prior, transmat_prior,
+                 states: np.ndarray | None = None, transitions: Transitions | None = None):
         self.family = family
         self.X = X
         self.seqs = seqs
+        self.states = states  # partial state labels (-1: unknown), or None
+        # a structured model's transmat block holds its allowed entries only
+        self.transitions = transitions
+        trans_block = (DirichletRows("transmat", "t", transmat_prior) if transitions is None
+                       else SparseDirichletRows("transmat", "t", transmat_prior, transitions))
         self.blocks = {"startprob": DirichletRows("startprob", "s", startprob_prior),
-                       "transmat": DirichletRows("transmat", "t", transmat_prior),
+                       "transmat": trans_block,
                        "emission": family}
         self.letters = {"startprob": "s", "transmat": "t",
                         "emission": "".join(family.letters)}
         n = len(X) / family.n_states
         self.n_virtual = {"startprob": len(seqs.lengths), "transmat": n, "emission": n}
 
-    def _table(self, views):
-        return inference.emission_table(self.family, views["emission"], self.X,
-                                        views["startprob"], views["transmat"], self.seqs)
+    def _chain(self, views) -> _Chain:
+        if self.transitions is None:
+            return _Chain(views["startprob"], views["transmat"])
+        return _Chain(views["startprob"], None, self.transitions, views["transmat"])
 
-    def _stats(self, start, trans, post):
+    def _table(self, views) -> tuple[inference.EmissionTable, np.ndarray | None]:
+        """The emission table, clamped at the labelled steps (and the clamped table's
+        ``fold``, see :func:`inference.clamp_states`)."""
+        table = inference.emission_table(self.family, views["emission"], self.X,
+                                         views["startprob"], self._chain(views).successors(),
+                                         self.seqs)
+        if self.states is None:
+            return table, None
+        return inference.clamp_states(
+            table, self.states,
+            lambda rows: self.family.log_likelihood(views["emission"], self.X[rows]))
+
+    def _stats(self, start, trans, post, views, fold):
+        post = inference.fold_rows(post, fold)
         return {"startprob": start, "transmat": trans,
-                "emission": self.family.statistics(self.X, post)}
+                "emission": self.family.statistics_at(views["emission"], self.X, post)}
 
     def expected_counts(self, views):
-        post = inference.forward_backward(views["startprob"], views["transmat"],
-                                          self._table(views), self.seqs)
-        _check_possible(post.loglik)
-        return float(post.loglik.sum()), self._stats(post.start, post.trans, post.post)
+        table, fold = self._table(views)
+        post = self._chain(views).forward_backward(table, self.seqs)
+        _check_possible(post.loglik, labelled=self.states is not None)
+        return float(post.loglik.sum()), self._stats(post.start, post.trans, post.post, views,
+                                                     fold)
 
     def path_counts(self, views, k):
-        table = self._table(views)
+        table, fold = self._table(views)
+        chain = self._chain(views)
         if k == 1:
-            logp, states = inference.viterbi(views["startprob"], views["transmat"], table,
-                                             self.seqs)
-            _check_possible(logp)
+            logp, states = chain.viterbi(table, self.seqs)
+            _check_possible(logp, labelled=self.states is not None)
             paths, weights, value = states[None], np.ones((len(logp), 1)), float(logp.sum())
         else:
-            logp, paths = inference.kbest(views["startprob"], views["transmat"], table,
+            logp, paths = inference.kbest(views["startprob"], chain.dense(), table,
                                           self.seqs, k)
-            _check_possible(logp[:, 0])
+            _check_possible(logp[:, 0], labelled=self.states is not None)
             top = logp[:, :1]
             with np.errstate(invalid="ignore"):
                 w = np.exp(logp - top)
@@ -119,20 +214,49 @@ class _HMMProblem:
             weights /= mass
             value = float(np.sum(top[:, 0] + np.log(mass[:, 0])))
         K = self.family.n_states
-        start, trans = np.zeros(K), np.zeros((K, K))
+        rows = table.idx if table.by_idx else np.arange(len(self.X), dtype=np.int64)
         post = np.zeros((table.emis.shape[0] if table.by_idx else len(self.X), K))
-        path_counts(paths, weights, table.idx if table.by_idx else
-                    np.arange(len(self.X), dtype=np.int64), self.seqs.bounds, start, trans, post)
-        return value, self._stats(start, trans, post), paths
+        if self.transitions is None:
+            start, trans = np.zeros(K), np.zeros((K, K))
+            path_counts(paths, weights, rows, self.seqs.bounds, start, trans, post)
+        else:
+            start, trans = self._structured_path_counts(paths, weights, rows, post)
+        return value, self._stats(start, trans, post, views, fold), paths
+
+    def _structured_path_counts(self, paths, weights, rows, post):
+        """:func:`~hiddenstate.kernels.path_counts` with the transition counts per allowed
+        entry (``(nnz,)``): no ``(K, K)`` array."""
+        K = self.family.n_states
+        bounds = self.seqs.bounds
+        seq_of = np.repeat(np.arange(len(self.seqs.lengths)), self.seqs.lengths)
+        start, trans = np.zeros(K), np.zeros(self.transitions.nnz)
+        inner = np.ones(len(rows), dtype=bool)
+        inner[bounds[:-1]] = False
+        t = np.flatnonzero(inner)
+        for r in range(paths.shape[0]):
+            w = weights[seq_of, r]
+            ok = paths[r] >= 0
+            np.add.at(start, paths[r][bounds[:-1]][ok[bounds[:-1]]],
+                      w[bounds[:-1]][ok[bounds[:-1]]])
+            tt = t[ok[t]]
+            np.add.at(trans, self.transitions.position(paths[r][tt - 1], paths[r][tt]), w[tt])
+            np.add.at(post, (rows[ok], paths[r][ok]), w[ok])
+        return start, trans
 
 
-def _check_possible(loglik: np.ndarray, fitting: bool = True) -> None:
+def _check_possible(loglik: np.ndarray, fitting: bool = True, labelled: bool = False) -> None:
     """A :class:`ZeroProbabilityError` naming the first sequence whose log-likelihood is
     ``-inf`` (``fitting``: while learning; otherwise for a method whose states or
-    posteriors do not exist for such a sequence)."""
+    posteriors do not exist for such a sequence; ``labelled``: with state labels)."""
     bad = np.flatnonzero(~np.isfinite(loglik))
     if not len(bad):
         return
+    if labelled:
+        raise ZeroProbabilityError(
+            f"states: sequence {bad[0]} has probability zero given its state labels under "
+            "the current parameters (a labelled state that cannot emit its observation, or "
+            "two consecutive labels joined by a zero transition); check the labels, or "
+            "start from parameters that allow them (init_params)")
     if fitting:
         raise ZeroProbabilityError(
             f"X: sequence {bad[0]} has probability zero under the current parameters "
@@ -166,14 +290,22 @@ def _autocorrelation(X: np.ndarray, symbols: bool, bounds: np.ndarray, lag: int)
     n = len(X)
     ends = np.repeat(bounds[1:], np.diff(bounds))
     i = np.flatnonzero(np.arange(n) + lag < ends)
-    if len(i) == 0:
-        return float("nan")
-    if symbols:
+    if symbols:  # pairs with a missing symbol (-1) are left out
         x = np.asarray(X).reshape(-1)
-        f = np.bincount(x) / len(x)
+        i = i[(x[i] >= 0) & (x[i + lag] >= 0)]
+        if len(i) == 0:
+            return float("nan")
+        f = np.bincount(x[x >= 0]) / np.count_nonzero(x >= 0)
         f2 = float(f @ f)
         return (float(np.mean(x[i] == x[i + lag])) - f2) / (1.0 - f2) if f2 < 1 else np.nan
+    if len(i) == 0:
+        return float("nan")
     Z = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
+    miss = np.isnan(Z)
+    if miss.any():  # a missing entry counts as the mean (it adds nothing)
+        if miss.all(axis=0).any():
+            return float("nan")
+        Z = np.where(miss, np.nanmean(Z, axis=0), Z)
     sd = Z.std(axis=0)
     Z = (Z[:, sd > 0] - Z[:, sd > 0].mean(axis=0)) / sd[sd > 0]
     if Z.shape[1] == 0:
@@ -201,35 +333,6 @@ def persistence(X: np.ndarray, symbols: bool, bounds: np.ndarray) -> float:
     if not (r1 > 2.0 / np.sqrt(len(X)) and r2 > 0):   # NaN compares False
         return 0.0
     return float(min(r2 / r1, MAX_PERSISTENCE))
-
-
-def check_random_state(random_state, name: str = "random_state") -> None:
-    """Raise unless ``random_state`` is None, an int >= 0, a SeedSequence, a numpy
-    Generator or a legacy RandomState."""
-    if random_state is None or isinstance(
-            random_state, (np.random.Generator, np.random.RandomState, np.random.SeedSequence)):
-        return
-    if isinstance(random_state, (int, np.integer)) and not isinstance(
-            random_state, (bool, np.bool_)):
-        if random_state < 0:
-            raise InvalidInputError(
-                f"{name}: a seed must be an integer >= 0, got {random_state}; pass e.g. "
-                f"{-int(random_state)} or None")
-        return
-    raise InvalidInputError(
-        f"{name}: expected None, an int >= 0 or a numpy Generator, got "
-        f"{type(random_state).__name__} {random_state!r:.40}")
-
-
-def make_rng(random_state, name: str = "random_state") -> np.random.Generator:
-    """A NumPy Generator from None, an int >= 0, a SeedSequence, a Generator (returned as
-    is) or a legacy RandomState (which seeds a new one)."""
-    check_random_state(random_state, name)
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(2**32 - 1, dtype=np.uint64))
-    return np.random.default_rng(random_state)
 
 
 def _prior_array(name: str, value, shape: tuple[int, ...], combine=()) -> np.ndarray:
@@ -274,10 +377,12 @@ def _table_build_copies(family) -> int:
     (measured: one for diagonal/spherical Gaussians, whose kernel scales in place; two for
     full/tied; four for Poisson; the source columns of PROPS add a log-likelihood and a
     shifted copy)."""
-    from ..families import BlackBoxEmissions, GaussianEmissions
+    from ..families import BlackBoxEmissions, GaussianEmissions, GMMEmissions
 
     if isinstance(family, BlackBoxEmissions):
         return 2 + _table_build_copies(family.inner)
+    if isinstance(family, GMMEmissions):  # (N, K, M) component tables, then the sum
+        return 3 * family.n_mix + 1
     if isinstance(family, GaussianEmissions):
         return 1 if family.covariance_type in ("diag", "spherical") else 2
     return 4
@@ -291,12 +396,99 @@ def _check_poisson_rates(lambdas: np.ndarray) -> None:
             f"largest is {_MAX_POISSON_RATE:g})")
 
 
+def _labelled_start(family, X: np.ndarray, states: np.ndarray, emis: dict,
+                    init_params: str) -> dict:
+    r"""Initial emission parameters moved to the labelled steps: for each state, the mean
+    of the labelled observations with the initial value as one more pseudo-observation,
+    :math:`(\sum_{t: s_t = k} v_t + p_k)/(n_k + 1)` per entry, for the categorical rows
+    (:math:`v_t` one-hot), the Gaussian means and the Poisson rates that ``init_params``
+    initialises (a missing entry counts for nothing; Gaussian covariances keep their
+    data-wide start). Without it a few labels cannot pull EM out of the local optimum the
+    random start falls into: the labels would then sit in states that explain the rest of
+    the data the other way round."""
+    lab = np.flatnonzero(states >= 0)
+    if not len(lab):
+        return emis
+    K = family.n_states
+
+    def moved(p0: np.ndarray, V: np.ndarray) -> np.ndarray:
+        seen = ~np.isnan(V)
+        S, n = np.zeros((K, V.shape[1])), np.zeros((K, V.shape[1]))
+        np.add.at(S, states[lab], np.where(seen, V, 0.0))
+        np.add.at(n, states[lab], seen.astype(np.float64))
+        return (S + p0) / (n + 1.0)
+
+    emis = dict(emis)
+    Xl = X[lab]
+    if isinstance(family, MultiCategoricalEmissions) and "e" in init_params:
+        B = emis["emissionprob"].copy()
+        for f, W in enumerate(family.alphabets):
+            V = np.where(Xl[:, f:f + 1] < 0, np.nan, Xl[:, f:f + 1] == np.arange(W))
+            B[f, :, :W] = moved(B[f, :, :W], V)
+        emis["emissionprob"] = B
+    elif isinstance(family, CategoricalEmissions) and "e" in init_params:
+        W = family.n_features
+        V = np.where(Xl[:, None] < 0, np.nan, Xl[:, None] == np.arange(W))
+        emis["emissionprob"] = moved(emis["emissionprob"], V)
+    elif isinstance(family, GaussianEmissions) and "m" in init_params:
+        emis["means"] = moved(emis["means"], Xl)
+    elif isinstance(family, PoissonEmissions) and "l" in init_params:
+        emis["lambdas"] = moved(emis["lambdas"], Xl)
+    return emis
+
+
+def _as_n_features(value):
+    """``n_features`` as given: None, an int, or (several categorical features) a tuple."""
+    if value is None or isinstance(value, (int, np.integer)):
+        return value
+    return tuple(int(w) for w in value)
+
+
+def _check_n_features(value, emission) -> None:
+    """None, a positive int, or for categorical emissions a sequence of positive ints (the
+    alphabet of each of several features)."""
+    if value is None:
+        return
+    if isinstance(value, (list, tuple, np.ndarray)) and emission == "categorical":
+        if len(value) < 2:
+            raise InvalidInputError(
+                "n_features: a sequence gives the alphabet size of each of several "
+                f"categorical features (at least 2), got {value!r:.60}; pass an int for one")
+        for w in value:
+            check_positive_int(w, "n_features")
+        return
+    check_positive_int(value, "n_features")
+
+
+def _check_structure(transmat: np.ndarray, transitions: Transitions | None,
+                     name: str = "transmat_") -> np.ndarray | None:
+    """The allowed entries of a (valid, row-stochastic) ``transmat``, after checking that it
+    puts no probability elsewhere; None for an unstructured model."""
+    if transitions is None:
+        return None
+    values = transitions.gather(transmat)
+    outside = 1.0 - transitions.row_sums(values)
+    bad = np.flatnonzero(outside > 1e-8)
+    if len(bad):
+        raise InvalidInputError(
+            f"{name}: row {bad[0]} puts probability {outside[bad[0]]:.3g} on transitions "
+            "that topology / transmat_mask do not allow; set those entries to 0")
+    return values
+
+
+def _column_means(X: np.ndarray) -> np.ndarray:
+    """Mean of each column over its observed (not NaN) entries; 0 for a column with none."""
+    seen = ~np.isnan(X)
+    return np.where(seen, X, 0.0).sum(axis=0) / np.maximum(seen.sum(axis=0), 1)
+
+
 def _smallest(arr: np.ndarray) -> str:
     return f"{float(arr.min()):g}" if arr.size else "an empty array"
 
 
 class HMM(BaseEstimator):
-    r"""Hidden Markov model with categorical, Gaussian or Poisson emissions.
+    r"""Hidden Markov model with categorical, Gaussian, Poisson, Gaussian-mixture or
+    multinomial emissions.
 
     .. math::
         p(x_{0:T}, z_{0:T}) = \pi_{z_0} \prod_{t\ge1} A_{z_{t-1} z_t}
@@ -305,14 +497,25 @@ class HMM(BaseEstimator):
     Parameters
     ----------
     n_states : number of hidden states K.
-    emission : ``"categorical"`` (integer symbols), ``"gaussian"`` or ``"poisson"``.
+    emission : ``"categorical"`` (integer symbols), ``"gaussian"``, ``"poisson"``, ``"gmm"``
+        (a mixture of ``n_mix`` Gaussians per state) or ``"multinomial"`` (count vectors;
+        see ``docs/families.md``).
     n_features : number of symbols (categorical) or features; inferred from the data if None.
-    covariance_type : ``"spherical"``, ``"diag"``, ``"full"`` or ``"tied"`` (Gaussian only).
+        Several categorical features per step (``X`` of shape ``(n, F)``, F > 1): a product
+        of per-feature categoricals; ``n_features`` is then the alphabet size of each
+        feature (a sequence of F ints), and ``emissionprob_`` has shape ``(F, K, W)`` with
+        ``W`` the largest alphabet (zeros past a feature's own).
+    covariance_type : ``"spherical"``, ``"diag"``, ``"full"`` or ``"tied"`` (Gaussian and
+        gmm; gmm's "tied" shares one matrix among a state's components).
+    n_mix : number of mixture components per state (``emission="gmm"``).
+    n_trials : trials per row (``emission="multinomial"``): None (each row's total) or an
+        int every row's total must equal (needed by ``sample``).
     n_iter, tol : EM stops after ``n_iter`` iterations or when the log-likelihood improves by
         less than ``tol`` (``tol=-inf`` runs all iterations).
     n_init : random restarts; the run with the highest final log-likelihood is kept.
     init_params : letters of the parameters initialised by ``fit`` (``s`` startprob, ``t``
-        transmat, ``e`` emissionprob, ``m`` means, ``c`` covars, ``l`` lambdas); parameters
+        transmat, ``e`` emissionprob, ``m`` means, ``c`` covars, ``l`` lambdas, ``w``
+        mixture weights); parameters
         whose letter is absent must be set by the user before ``fit`` and are kept as set.
     params : letters of the parameters updated by EM.
     min_covar : floor on variances (and covariance eigenvalues), applied with a warning.
@@ -333,6 +536,16 @@ class HMM(BaseEstimator):
     means_prior, means_weight, covars_prior, covars_weight : Gaussian priors (hmmlearn's
         names and meaning: prior mean and its weight, covariance scale and its weight).
     lambdas_prior, lambdas_weight : Gamma prior on Poisson rates (shape - 1 and rate).
+    topology : ``"full"`` (every transition allowed), ``"left-right"`` (state ``i`` moves to
+        ``j >= i`` only; with ``bandwidth``, ``i <= j <= i + bandwidth``) or ``"banded"``
+        (``|i - j| <= bandwidth``).
+    bandwidth : see ``topology`` (needed by ``"banded"``).
+    transmat_mask : boolean ``(K, K)``, the transitions allowed (combined with
+        ``topology``). The other entries of ``transmat_`` are zero and stay exactly zero
+        in every mode; with few allowed transitions (at most a quarter of ``K**2``) the
+        sparse kernels run, at a cost proportional to their number.
+    weights_prior : Dirichlet concentration of the mixture weights (gmm); the gmm
+        components take the Gaussian priors above, per component.
         Priors are used by every mode but ``"em"``; ``None`` takes the mode's default
         (see ``docs/learning-modes.md``).
 
@@ -340,7 +553,8 @@ class HMM(BaseEstimator):
     ----------
     startprob_ (K,), transmat_ (K, K), emissionprob_ (K, W), means_ (K, D),
     covars_ (hmmlearn's getter: (K, D, D) whatever the type; set it in the type's own shape),
-    lambdas_ (K, D), n_features_, monitor_ (``history``, ``converged``).
+    lambdas_ (K, D), weights_ (K, M) (gmm, whose ``means_`` are (K, M, D) and ``covars_``
+    hmmlearn's GMMHMM shapes), n_features_, monitor_ (``history``, ``converged``).
     stream_log_prob_ (``learn="online-em"``): the prequential log-probability
     log p(x_t | x_<t, θ_{t-1}) of each observation of the last ``fit``/``partial_fit``
     call, predicted before the parameters learned from it (a running learning curve). It
@@ -356,7 +570,9 @@ class HMM(BaseEstimator):
                  learn: str = "em", k_best: int = 1, startprob_prior=None,
                  transmat_prior=None, emissionprob_prior=None, means_prior=None,
                  means_weight=None, covars_prior=None, covars_weight=None,
-                 lambdas_prior=None, lambdas_weight=None, learner_options: dict | None = None):
+                 lambdas_prior=None, lambdas_weight=None, learner_options: dict | None = None,
+                 n_mix: int = 1, n_trials=None, weights_prior=None, topology: str = "full",
+                 bandwidth: int | None = None, transmat_mask=None):
         self.n_states = n_states
         self.emission = emission
         self.n_features = n_features
@@ -381,6 +597,12 @@ class HMM(BaseEstimator):
         self.lambdas_prior = lambdas_prior
         self.lambdas_weight = lambdas_weight
         self.learner_options = learner_options
+        self.n_mix = n_mix
+        self.n_trials = n_trials
+        self.weights_prior = weights_prior
+        self.topology = topology
+        self.bandwidth = bandwidth
+        self.transmat_mask = transmat_mask
 
     # -- configuration --------------------------------------------------------------------------
     def _prior(self, name: str):
@@ -397,8 +619,12 @@ class HMM(BaseEstimator):
         """Extra constructor arguments of the emission family (its priors included)."""
         names = _FAMILY_PRIORS[self.emission]
         kwargs = {name: self._prior(name) for name in names}
-        if self.emission == "gaussian":
+        if self.emission in _GAUSSIAN:
             kwargs.update(covariance_type=self.covariance_type, min_covar=self.min_covar)
+        if self.emission == "gmm":
+            kwargs["n_mix"] = self.n_mix
+        if self.emission == "multinomial":
+            kwargs["n_trials"] = self.n_trials
         return kwargs
 
     def _startprob_prior(self):
@@ -412,10 +638,13 @@ class HMM(BaseEstimator):
         check_positive_int(self.n_iter, "n_iter")
         check_positive_int(self.n_init, "n_init")
         check_choice(self.emission, "emission", FAMILIES)
-        if self.emission == "gaussian":
+        if self.emission in _GAUSSIAN:
             check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
-        if self.n_features is not None:
-            check_positive_int(self.n_features, "n_features")
+        _check_n_features(self.n_features, self.emission)
+        if self.emission == "gmm":
+            check_positive_int(self.n_mix, "n_mix")
+        if self.emission == "multinomial":
+            check_n_trials(self.n_trials)
         for name in ("init_params", "params"):
             letters = getattr(self, name)
             if not isinstance(letters, str) or set(letters) - set(_ALL_LETTERS):
@@ -450,12 +679,59 @@ class HMM(BaseEstimator):
                     "priors; learn='online-em' takes them in learner_options (e.g. "
                     f"learner_options={{{given[0]!r}: ...}}), the others have none")
         check_positive_int(self.k_best, "k_best")
+        self._transitions()  # checks topology, bandwidth and transmat_mask
         if self.learn == "em":
             given = [n for n in _FLAT_PRIORS if getattr(self, n, None) is not None]
             if given:
                 raise InvalidInputError(
                     f"{given[0]}: priors are not used by learn='em' (maximum likelihood); "
                     "use learn='map', 'vb', 'vt' or 'kvt', or drop the prior")
+
+    def _transitions(self) -> Transitions | None:
+        """The allowed transitions of a structured model (``topology``, ``bandwidth``,
+        ``transmat_mask``), or None when every transition is allowed."""
+        K = check_positive_int(self.n_states, "n_states")
+        # subclasses with their own constructor (PROPS, the hmmlearn classes): unstructured
+        topology = check_choice(getattr(self, "topology", "full"), "topology", TOPOLOGIES)
+        bw = getattr(self, "bandwidth", None)
+        mask = getattr(self, "transmat_mask", None)
+        if bw is not None:
+            check_positive_int(bw, "bandwidth", minimum=0)
+        if topology == "banded" and bw is None:
+            raise InvalidInputError(
+                "bandwidth: topology='banded' needs bandwidth (state i moves to the states "
+                "i - bandwidth .. i + bandwidth); pass e.g. bandwidth=1")
+        if topology == "full" and bw is not None:
+            raise InvalidInputError(
+                "bandwidth: only used with topology='banded' or 'left-right'")
+        if topology == "full":
+            transitions = None
+        elif topology == "banded":
+            transitions = Transitions.band(K, bw, bw)
+        else:
+            transitions = Transitions.band(K, 0, K - 1 if bw is None else bw)
+        if mask is None:
+            return transitions
+        mask = np.asarray(mask)
+        if mask.shape != (K, K) or mask.dtype != np.bool_:
+            raise InvalidInputError(
+                f"transmat_mask: expected a boolean array of shape {(K, K)}, got "
+                f"{mask.dtype} {mask.shape}")
+        if transitions is not None:
+            mask = mask & transitions.mask()
+        empty = np.flatnonzero(~mask.any(axis=1))
+        if len(empty):
+            raise InvalidInputError(
+                f"transmat_mask: state {empty[0]} has no allowed transition (with "
+                f"topology={topology!r}); every row needs at least one True entry")
+        return Transitions.from_mask(mask)
+
+    def _chain(self, startprob, transmat) -> _Chain:
+        """The chain of the model's parameters (structured: its allowed entries)."""
+        transitions = self._transitions()
+        if transitions is None:
+            return _Chain(startprob, transmat)
+        return _Chain(startprob, transmat, transitions, transitions.gather(transmat))
 
     def _check_priors(self, n_features: int, n_emission_states: int) -> None:
         """The priors in force for the mode: numbers of the right shape and range.
@@ -479,12 +755,16 @@ class HMM(BaseEstimator):
         vb = self.learn == "vb"
         if self.learn not in ONLINE_MODES:
             shapes = {"startprob_prior": (K,), "transmat_prior": (K, K),
-                      "emissionprob_prior": (Ke, D)}
-            names = list(shapes) if self.emission == "categorical" else list(shapes)[:2]
+                      "emissionprob_prior": ((len(D), Ke, max(D)) if isinstance(D, tuple)
+                                             else (Ke, D))}
+            if self.emission == "gmm":
+                shapes["weights_prior"] = (Ke, self.n_mix)
+            names = [n for n in shapes if n in ("startprob_prior", "transmat_prior")
+                     or n in _FAMILY_PRIORS[self.emission]]
             for name in names:
                 value = self._prior(name)
                 if value is None and name == "emissionprob_prior":   # VB's default: 1/W
-                    value = 1.0 / D
+                    value = 1.0 / (max(D) if isinstance(D, tuple) else D)
                 alpha = _prior_array(name, value, shapes[name])
                 if vb and not np.all(alpha > 0):
                     raise InvalidInputError(
@@ -498,7 +778,9 @@ class HMM(BaseEstimator):
                         "learn='vb' for a sparse prior (0 < alpha < 1)")
         if vb:
             return
-        if self.emission == "gaussian":
+        if self.emission == "gmm":
+            self._family(D, None, Ke).check_point_priors(self.learn)
+        elif self.emission == "gaussian":
             ct = self.covariance_type
             _prior_array("means_prior", self._prior("means_prior"), (Ke, D))
             _scalar_prior("means_weight", self._prior("means_weight"), self.learn, 0.0)
@@ -543,15 +825,20 @@ class HMM(BaseEstimator):
         kwargs = self._family_kwargs()
         if self.emission == "gaussian" and self.covariance_type == "spherical":
             kwargs["covars_prior"] = _spherical_prior(kwargs["covars_prior"], Ke)
-        if self.learn == "vb" and self.emission == "gaussian":
+        if self.learn == "vb" and self.emission in _GAUSSIAN:
             if self.means_prior is None and X is not None:
-                kwargs["means_prior"] = X.mean(axis=0)
+                kwargs["means_prior"] = _column_means(X)
             if self.covars_weight is None:
                 kwargs["covars_weight"] = float(n_features)
+        if isinstance(n_features, tuple):  # several categorical features
+            prior = kwargs.get("emissionprob_prior")
+            if prior is None:   # VB's default: 1/W of each feature's alphabet
+                prior = 1.0 / np.array(n_features, dtype=np.float64)[:, None, None]
+            return MultiCategoricalEmissions(Ke, n_features, emissionprob_prior=prior)
         if kwargs.get("emissionprob_prior", 1.0) is None:     # VB's default: 1/W
             kwargs["emissionprob_prior"] = 1.0 / n_features
         if self.learn == "vb" and self.emission == "poisson" and self.lambdas_weight is None:
-            mean = X.mean(axis=0) if X is not None else np.ones(n_features)
+            mean = _column_means(X) if X is not None else np.ones(n_features)
             kwargs["lambdas_weight"] = 1.0 / np.where(mean > 0, mean, 1.0)
         return FAMILIES[self.emission](Ke, n_features, **kwargs)
 
@@ -564,13 +851,19 @@ class HMM(BaseEstimator):
     means_ = LearnedArray()
     _covars_ = LearnedArray("covars_")  # covars_ in the covariance type's own shape
     lambdas_ = LearnedArray()
+    weights_ = LearnedArray()
 
     @property
     def covars_(self) -> np.ndarray:
-        """Covariances as ``(K, D, D)`` matrices (hmmlearn's getter; read-only)."""
+        """Covariances as ``(K, D, D)`` matrices (hmmlearn's getter; read-only); for
+        ``emission="gmm"`` in the stored shape (hmmlearn's GMMHMM ``covars_``)."""
         if not _learned.has(self, "_covars_"):
             raise AttributeError("covars_")
         stored = _learned.raw(self, "_covars_")
+        if self.emission == "gmm":
+            out = stored.view()
+            out.flags.writeable = False
+            return out
         K = self.n_states
         D = _learned.raw(self, "means_").shape[-1] if _learned.has(self, "means_") \
             else stored.shape[-1]
@@ -598,7 +891,7 @@ class HMM(BaseEstimator):
         if stored is not None:
             return stored
         if self.n_features is not None:
-            return self.n_features
+            return _as_n_features(self.n_features)
         inferred = self._inferred_n_features()
         if inferred is None:
             raise AttributeError("n_features_")
@@ -610,12 +903,15 @@ class HMM(BaseEstimator):
         _learned.invalidate(self)
 
     def _inferred_n_features(self) -> int | None:
-        """Columns of the first 2-D emission parameter (``covars_`` aside), if any."""
+        """Columns of the first 2-D emission parameter (``covars_`` aside; a mixture's
+        ``means_`` (K, M, D)), if any."""
         for attr in self._emission_attrs_of_family():
-            if attr != "_covars_" and _learned.has(self, attr):
+            if attr not in ("_covars_", "weights_") and _learned.has(self, attr):
                 arr = _learned.raw(self, attr)
-                if arr.ndim == 2:
-                    return arr.shape[1]
+                if arr.ndim == 3 and attr == "emissionprob_":  # several features
+                    return (arr.shape[2],) * arr.shape[0]
+                if arr.ndim == (3 if self.emission == "gmm" else 2):
+                    return arr.shape[-1]
         return None
 
     def _emission_keys(self) -> dict[str, str]:
@@ -668,10 +964,14 @@ class HMM(BaseEstimator):
         K = check_positive_int(self.n_states, "n_states")
         check_choice(self.emission, "emission", FAMILIES)
         ct = None
-        if self.emission == "gaussian":
+        if self.emission in _GAUSSIAN:
             ct = check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
-        if self.n_features is not None:
-            check_positive_int(self.n_features, "n_features")
+        _check_n_features(self.n_features, self.emission)
+        if self.emission == "gmm":
+            ct = (ct, check_positive_int(self.n_mix, "n_mix"))
+        if self.emission == "multinomial":
+            ct = check_n_trials(self.n_trials)
+            ct = ct if ct is None or np.ndim(ct) == 0 else tuple(ct.tolist())
         try:
             W = self.n_features_
         except AttributeError:
@@ -680,7 +980,8 @@ class HMM(BaseEstimator):
             raise InvalidInputError(
                 f"{attr}: expected shape (n_states, n_features), got {shape}; or pass "
                 "n_features") from None
-        W = check_positive_int(W, "n_features_")
+        W = (tuple(check_positive_int(w, "n_features_") for w in W) if isinstance(W, tuple)
+             else check_positive_int(W, "n_features_"))
         return K, self.emission, ct, W
 
     def _check_learned(self) -> None:
@@ -691,7 +992,8 @@ class HMM(BaseEstimator):
         the first use of changed parameters and when loading a saved model."""
         K = check_positive_int(self.n_states, "n_states")
         check_stochastic(_learned.raw(self, "startprob_"), (K,), "startprob_")
-        check_stochastic(_learned.raw(self, "transmat_"), (K, K), "transmat_")
+        transmat = check_stochastic(_learned.raw(self, "transmat_"), (K, K), "transmat_")
+        _check_structure(transmat, self._transitions())
         self._fitted_family().check_params(self._get_emission_params())
 
     # -- data -----------------------------------------------------------------------------------
@@ -700,10 +1002,14 @@ class HMM(BaseEstimator):
         ``emissionprob_`` that ``fit`` keeps)."""
         if self.n_features is None and "e" not in self.init_params \
                 and hasattr(self, "emissionprob_"):
-            return np.asarray(self.emissionprob_).shape[1]
-        return self.n_features
+            shape = np.asarray(self.emissionprob_).shape
+            return (shape[2],) * shape[0] if len(shape) == 3 else shape[1]
+        return _as_n_features(self.n_features)
 
-    def _infer_n_features(self, X: np.ndarray) -> int:
+    def _infer_n_features(self, X: np.ndarray) -> int | tuple[int, ...]:
+        if self.emission == "categorical" and X.ndim == 2:  # several features
+            return MultiCategoricalEmissions(self.n_states, (1,) * X.shape[1]
+                                             ).infer_n_features(X)
         return FAMILIES[self.emission](self.n_states, 1,
                                        **self._family_kwargs()).infer_n_features(X)
 
@@ -715,6 +1021,12 @@ class HMM(BaseEstimator):
                   continues: bool = False):
         """Validated observations and their layout. ``stream``/``continues``: the data feed a
         streaming learner (and continue its last sequence)."""
+        if self.emission == "categorical" and (
+                isinstance(n_features, tuple) or (len(np.shape(X)) == 2
+                                                  and np.shape(X)[1] > 1)):
+            Xv = check_feature_symbols(X, n_features)   # several categorical features
+            seqs = Sequences.from_lengths(check_lengths(lengths, len(Xv)))
+            return Xv, seqs
         family_cls = FAMILIES[self.emission]
         family = family_cls(self.n_states, n_features or 1, **self._family_kwargs())
         Xv = family.validate_X(X, n_features)
@@ -725,8 +1037,13 @@ class HMM(BaseEstimator):
         return self._family(self.n_features_)
 
     # -- fitting --------------------------------------------------------------------------------
-    def _initial_params(self, X, family, rng: np.random.Generator, seqs: Sequences):
+    def _initial_params(self, X, family, rng: np.random.Generator, seqs: Sequences,
+                        values: bool = False):
+        """Initial ``(startprob, transmat, emission)``; a structured model's ``transmat``
+        is restricted to the allowed transitions (rows renormalised), and with ``values``
+        returned as its allowed entries only (no ``(K, K)`` array)."""
         K = self.n_states
+        transitions = self._transitions()
         init = self.init_params
         if "s" in init:
             startprob = np.full(K, 1.0 / K)
@@ -740,11 +1057,19 @@ class HMM(BaseEstimator):
             # starts alike.
             s = (STREAM_PERSISTENCE if self.learn in ONLINE_MODES
                  else persistence(*_observations(X, family), seqs.bounds))
-            transmat = s * np.eye(K) + (1.0 - s) / K
+            if transitions is None:
+                transmat = s * np.eye(K) + (1.0 - s) / K
+            else:
+                v = (s * (transitions.rows == transitions.indices) + (1.0 - s) / K)
+                transmat = v / transitions.row_sums(v)[transitions.rows]
         else:
             transmat = self._user_param("transmat_", "t")
+            transmat = check_stochastic(transmat, (K, K), "transmat_")
+            if transitions is not None:
+                transmat = _check_structure(transmat, transitions)
         startprob = check_stochastic(startprob, (K,), "startprob_")
-        transmat = check_stochastic(transmat, (K, K), "transmat_")
+        if transitions is not None and not values:
+            transmat = transitions.dense(transmat)
         # data-driven initialisation (k-means for Gaussians) only when something needs it
         drawn = family.initialize(X, rng) if set(init) & set(family.letters) else {}
         emis = {}
@@ -764,14 +1089,16 @@ class HMM(BaseEstimator):
                 f"{name} must be set before fit; set it or add {letter!r} to init_params")
         return _learned.raw(self, attr).copy()  # the learners may update it in place
 
-    def _problem(self, family, X, seqs) -> _HMMProblem:
-        return _HMMProblem(family, X, seqs, self._startprob_prior(), self._transmat_prior())
+    def _problem(self, family, X, seqs, states=None) -> _HMMProblem:
+        return _HMMProblem(family, X, seqs, self._startprob_prior(), self._transmat_prior(),
+                           states, self._transitions())
 
     def _monitor(self) -> ConvergenceMonitor:
         tol = -np.inf if self.learn in ("vt", "kvt") else self.tol  # VT stops on paths
         return ConvergenceMonitor(tol, self.n_iter, self.verbose)
 
-    def fit(self, X, lengths=None, callback: Callable[[int, float], None] | None = None):
+    def fit(self, X, lengths=None, callback: Callable[[int, float], None] | None = None,
+            states=None):
         """Learn the parameters with the mode chosen by ``learn`` from one or more sequences.
 
         ``X`` holds the sequences concatenated (categorical: integer symbols, shape
@@ -779,11 +1106,23 @@ class HMM(BaseEstimator):
         each sequence's length (default: one sequence). ``callback(iteration, objective)``
         is called after every iteration. With ``n_init > 1`` the run with the highest final
         objective of the mode is kept.
+
+        ``states`` (batch modes): known hidden states, ``(n,)`` integers with ``-1`` where
+        the state is unknown. Each labelled step's posterior is clamped to its label
+        (its emission row is masked to the label, :func:`inference.clamp_states`), in the
+        E-step of every mode: semi-supervised learning; with every step labelled, one
+        iteration gives the supervised estimates (counts, plus the priors of the mode).
         """
         self._check_hyper()
         n_features = self._known_n_features()
         streaming = self.learn in ONLINE_MODES
         X, seqs = self._validate(X, lengths, n_features, stream=streaming)
+        if states is not None:
+            if streaming:
+                raise InvalidInputError(
+                    f"states: state labels are for the batch modes {MODES}, not the "
+                    f"streaming learner learn={self.learn!r}")
+            states = check_states(states, len(X), self.n_states)
         if n_features is None:
             n_features = self._infer_n_features(X)
         family = self._family(n_features, X)
@@ -793,10 +1132,22 @@ class HMM(BaseEstimator):
             if hasattr(self, "learner_state_"):
                 delattr(self, "learner_state_")
             return self._stream(X, seqs, family, rng, n_features, continues=False)
-        problem = self._problem(family, X, seqs)
+        return self._fit_batch(self._problem(family, X, seqs, states), family, n_features, X,
+                               seqs, rng, callback, states)
+
+    def _fit_batch(self, problem, family, n_features: int, X, seqs: Sequences | None, rng,
+                   callback, states=None) -> HMM:
+        """The ``n_init`` restarts of the batch mode on ``problem``, each started by
+        :meth:`_initial_params` from ``X``/``seqs`` (the data, or the sample of it that
+        :func:`hiddenstate.distributed.fit` gathers; None when nothing is initialised from
+        data) and, with partial state labels ``states``, emission parameters from the
+        labelled steps; keeps the run with the highest final objective."""
         best = None
         for _ in range(self.n_init):
-            startprob, transmat, emis = self._initial_params(X, family, rng, seqs)
+            startprob, transmat, emis = self._initial_params(X, family, rng, seqs,
+                                                             values=True)
+            if states is not None:
+                emis = _labelled_start(family, X, states, emis, self.init_params)
             theta = {"startprob": startprob, "transmat": transmat, "emission": emis}
             result = fit_mode(problem, self.learn, theta, self._monitor(), self._which(),
                               self.k_best, callback)
@@ -804,8 +1155,11 @@ class HMM(BaseEstimator):
                 best = result
         self.monitor_ = best.monitor
         self.n_features_ = n_features
-        self._set_params_(best.params["startprob"], best.params["transmat"],
-                          best.params["emission"])
+        transmat = best.params["transmat"]
+        transitions = self._transitions()
+        if transitions is not None:  # the allowed entries only: back to K x K
+            transmat = transitions.dense(transmat)
+        self._set_params_(best.params["startprob"], transmat, best.params["emission"])
         self._set_posterior_(best.posterior)
         return self
 
@@ -816,6 +1170,8 @@ class HMM(BaseEstimator):
         its ``K**3`` transition statistics) plus ``_PARAM_COPIES`` copies of the
         parameters (initialisation, current and new values, M-step temporaries)."""
         K, W = self.n_states, family.n_features
+        if isinstance(family, MultiCategoricalEmissions):  # F rows of W per state
+            W = family.n_columns * W
         by_symbol = isinstance(family, CategoricalEmissions)
         params = _PARAM_COPIES * 8.0 * (K * K + K * W * (W if self.emission == "gaussian"
                                                          and self.covariance_type == "full"
@@ -845,6 +1201,10 @@ class HMM(BaseEstimator):
 
     def _stream(self, X, seqs, family, rng, n_features, continues: bool):
         """Feed sequences to the streaming learner (starting it if needed)."""
+        if isinstance(family, MultiCategoricalEmissions):
+            raise InvalidInputError(
+                f"X: several categorical features per step are learned by the batch modes "
+                f"{MODES}, not by the streaming learner learn={self.learn!r}")
         learner = self._learner()
         state = getattr(self, "learner_state_", None)
         if state is None:
@@ -918,16 +1278,18 @@ class HMM(BaseEstimator):
         return sorted(a for a in vars(self) if a.endswith(_POSTERIOR_SUFFIX))
 
     # -- inference ------------------------------------------------------------------------------
-    def _prepare(self, X, lengths, op: str):
+    def _prepare(self, X, lengths, op: str, chain: bool = False):
         """Validated parameters, the layout of ``X`` and its emission table, after checking
         that the inference function ``op`` (see :func:`inference.memory_estimate`) fits in
-        memory: ``(startprob, transmat, seqs, table)``."""
+        memory: ``(startprob, transmat, seqs, table)``; with ``chain``, the
+        :class:`_Chain` in place of ``(startprob, transmat)``."""
         startprob, transmat, emis = self._params()
         X, seqs = self._validate(X, lengths, self.n_features_)
         family = self._fitted_family()
         self._check_memory(op, X, seqs, family)
-        return startprob, transmat, seqs, inference.emission_table(
-            family, emis, X, startprob, transmat, seqs)
+        c = self._chain(startprob, transmat)
+        table = inference.emission_table(family, emis, X, startprob, c.successors(), seqs)
+        return (c, seqs, table) if chain else (startprob, transmat, seqs, table)
 
     def _check_memory(self, op: str, X, seqs: Sequences, family, k: int = 1,
                       fixed: dict | None = None, what: str | None = None,
@@ -940,10 +1302,15 @@ class HMM(BaseEstimator):
         K = self.n_states
         by_symbol = isinstance(family, CategoricalEmissions)
         rows = family.n_features if by_symbol else len(X)
+        transitions = self._transitions()
+        nnz = None
+        if transitions is not None and transitions.nnz <= SPARSE_DENSITY * K * K:
+            nnz = transitions.nnz
         if op == "posteriors":
-            parts = inference.memory_estimate("forward_backward", K, seqs, rows, False)
+            parts = inference.memory_estimate("forward_backward", K, seqs, rows, False,
+                                              n_transitions=nnz)
         else:
-            parts = inference.memory_estimate(op, K, seqs, rows, by_symbol, k)
+            parts = inference.memory_estimate(op, K, seqs, rows, by_symbol, k, nnz)
         if by_symbol:
             parts["n_states"] += rows * K * 8.0
         else:  # the (N, K) table, and the temporaries that build it before inference runs
@@ -958,8 +1325,8 @@ class HMM(BaseEstimator):
     def score_sequences(self, X, lengths=None) -> np.ndarray:
         """Log-likelihood log p(x) of each sequence, shape ``(n_sequences,)`` (``-inf`` for
         a sequence that has probability zero)."""
-        startprob, transmat, seqs, table = self._prepare(X, lengths, "log_likelihood")
-        return inference.log_likelihood(startprob, transmat, table, seqs)
+        chain, seqs, table = self._prepare(X, lengths, "log_likelihood", chain=True)
+        return chain.log_likelihood(table, seqs)
 
     def score(self, X, lengths=None) -> float:
         """Log-likelihood log p(X) of the sequences (summed; ``-inf`` if one of them has
@@ -969,10 +1336,10 @@ class HMM(BaseEstimator):
     def score_samples(self, X, lengths=None):
         """Log-likelihood and state posteriors p(z_t | x) ``(n, K)``. A sequence of
         probability zero has no posteriors: :class:`ZeroProbabilityError`."""
-        startprob, transmat, seqs, table = self._prepare(X, lengths, "posteriors")
+        chain, seqs, table = self._prepare(X, lengths, "posteriors", chain=True)
         if table.by_idx:  # per-observation posteriors, not sums per symbol
             table = inference.EmissionTable(table.emis, table.idx, table.log_offset, False)
-        post = inference.forward_backward(startprob, transmat, table, seqs)
+        post = chain.forward_backward(table, seqs)
         _check_possible(post.loglik, fitting=False)
         return float(post.loglik.sum()), post.post
 
@@ -996,13 +1363,27 @@ class HMM(BaseEstimator):
         """State posteriors p(z_t | x_{0:T}) ``(n, K)``."""
         return self.score_samples(X, lengths)[1]
 
+    def impute(self, X, lengths=None) -> np.ndarray:
+        r"""``X`` with its missing entries filled in from the posterior predictive given all
+        the observed data: Gaussian and Poisson, the mean
+        :math:`\sum_k p(z_t = k \mid X)\, E[x_{t,m} \mid x_{t,o}, z_t = k]` (Gaussian:
+        given the row's observed dimensions :math:`o`); categorical, the most probable
+        symbol :math:`\arg\max_w \sum_k p(z_t = k \mid X) B_{kw}`. Missing entries are
+        NaN (Gaussian, Poisson), ``-1`` (categorical) or masked (``numpy.ma``); observed
+        entries are returned unchanged."""
+        emis = self._params()[2]
+        Xv = self._validate(X, lengths, self.n_features_)[0]
+        post = self.score_samples(Xv, lengths)[1]
+        out = self._fitted_family().impute(emis, Xv, post)
+        return out.reshape(np.shape(X)) if self.emission == "categorical" else out
+
     def decode(self, X, lengths=None, algorithm: str = "viterbi"):
         """Most likely states: ``"viterbi"`` (best joint path; returns log p(X, z*)) or
         ``"map"`` (per-step posterior argmax; returns log p(X)). A sequence of probability
         zero has no most likely path: :class:`ZeroProbabilityError`."""
         if algorithm == "viterbi":
-            startprob, transmat, seqs, table = self._prepare(X, lengths, "viterbi")
-            logprob, states = inference.viterbi(startprob, transmat, table, seqs)
+            chain, seqs, table = self._prepare(X, lengths, "viterbi", chain=True)
+            logprob, states = chain.viterbi(table, seqs)
             _check_possible(logprob, fitting=False)
             return float(logprob.sum()), states
         if algorithm == "map":
@@ -1043,8 +1424,10 @@ class HMM(BaseEstimator):
         and the emission draws (categorical: an ``(n, W)`` comparison; Gaussian: the
         ``(n, D, D)`` Cholesky factors of the drawn states)."""
         D = self.n_features_
+        D = len(D) * max(D) if isinstance(D, tuple) else D
         per = {"categorical": 9.0 * D + 24, "gaussian": 8.0 * (D * D + 3 * D) + 16,
-               "poisson": 24.0 * D + 16}[self.emission]
+               "poisson": 24.0 * D + 16, "gmm": 8.0 * (D * D + 3 * D + self.n_mix) + 24,
+               "multinomial": 24.0 * D + 16}[self.emission]
         return n * per
 
     def n_parameters(self) -> int:

@@ -32,6 +32,7 @@ from .._validation import (
     check_memory,
     check_positive_int,
     check_symbols,
+    make_rng,
 )
 from ..errors import InvalidInputError, ModelFileError
 from ..families import FAMILIES
@@ -48,7 +49,7 @@ from ..sources import (
     is_savable,
     sequence_log_probs,
 )
-from .hmm import _ALL_LETTERS, HMM, _check_possible, make_rng
+from .hmm import _ALL_LETTERS, HMM, _check_possible
 
 __all__ = ["PROPS", "TokenScores", "perturbation_log_odds"]
 
@@ -162,7 +163,9 @@ class PROPS(HMM):
             raise InvalidInputError(
                 "sources: expected a non-empty list of sources (KneserNeySource, LSTMSource, "
                 "CallableSource, or objects with reset(), step(y) and n_symbols)")
-        check_choice(self.emission, "emission", FAMILIES)
+        # the perturbation states' families (not the mixture and multinomial ones)
+        check_choice(self.emission, "emission", [f for f in FAMILIES
+                                                 if f not in ("gmm", "multinomial")])
         dense = self.emission != "categorical"
         sources = self._sources()
         W = {int(src.n_features if dense else src.n_symbols) for src in sources}
@@ -238,6 +241,11 @@ class PROPS(HMM):
             y = check_symbols(X, W)
         else:
             y = FAMILIES[self.emission](1, W, **self._family_kwargs()).validate_X(X, W)
+            if np.isnan(y).any():
+                raise InvalidInputError(
+                    "X: PROPS sources predict each observation from the whole history, so "
+                    "missing observations (NaN) are not supported; fill them in first "
+                    "(HMM.impute)")
         seqs = Sequences.from_lengths(check_lengths(lengths, len(y)))
         resume = None
         if continues:

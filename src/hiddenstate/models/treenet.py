@@ -17,14 +17,13 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validation import check_positive_int, check_stochastic
+from .._validation import check_positive_int, check_stochastic, make_rng
 from ..errors import InvalidInputError, NotFittedError, ZeroProbabilityError
 from ..families import DirichletRows
 from ..learn import ConvergenceMonitor
 from ..learn import fit as fit_mode
 from ..treenet import funk, passes
 from ..treenet.structure import Structure, build
-from .hmm import make_rng
 
 #: batch learning modes available for trees (through :mod:`hiddenstate.learn.batch`)
 TREE_MODES = ("em", "map", "vb", "vt")
@@ -357,7 +356,7 @@ class TreeNet(BaseEstimator):
         ``X`` ``(n_patterns, n_observed)``: integer symbols, ``-1`` for a missing one;
         ``likelihoods``: optional soft evidence on hidden variables. ``callback(iteration,
         objective)`` is called after every iteration or epoch (pass
-        :class:`hiddenstate.cli.ProgressBar` for a progress bar).
+        :class:`hiddenstate.progress.FitProgress` for a progress bar).
         """
         s = self._check_hyper()
         if self.learn in TREE_MODES and not s.is_tree:

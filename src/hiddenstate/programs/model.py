@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validation import check_positive_int
+from .._validation import check_positive_int, make_rng
 from ..errors import InvalidInputError
 from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
@@ -227,7 +227,6 @@ class ProgramModel(BaseEstimator):
     def fit(self, goals, callback: Callable[[int, float], None] | None = None):
         """Learn the switch probabilities from observed goals (a goal repeated counts
         repeatedly). ``callback(iteration, objective)`` is called after every iteration."""
-        from ..models.hmm import make_rng
 
         self._check_hyper()
         goals = self._check_goals(goals)
@@ -351,7 +350,6 @@ class ProgramModel(BaseEstimator):
                             random_state=None) -> list[Explanation]:
         """Draws from the posterior over the explanations of ``goal`` (each explanation
         with probability proportional to its probability)."""
-        from ..models.hmm import make_rng
 
         n = check_positive_int(n_samples, "n_samples")
         goals = self._check_goals(goal, "goal")
@@ -368,7 +366,6 @@ class ProgramModel(BaseEstimator):
         """Run the program's sampler ``n_samples`` times (sampling execution): each run
         calls ``sampler(draw, *args)``, ``draw(switch)`` drawing an outcome with the current
         probabilities. Returns the runs' results (typically observed goals)."""
-        from ..models.hmm import make_rng
 
         n = check_positive_int(n_samples, "n_samples")
         fn = self.program.sampler_fn

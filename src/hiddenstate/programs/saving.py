@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import HiddenStateError, ModelFileError
-from ..io import from_json, read_bundle, to_json, write_bundle
+from ..io import from_json, read_bundle, reading, to_json, write_bundle
 from ..learn import ConvergenceMonitor
 
 FORMAT = "hiddenstate-program-params"
@@ -112,7 +112,7 @@ def load(path, program):
     from .model import ProgramModel
 
     meta, arrays = read_bundle(path, FORMAT, "program model")
-    try:
+    with reading(path):
         if meta.get("class") != "ProgramModel":
             raise ModelFileError(f"{path}: unknown class {meta.get('class')!r}")
         params = {k: from_json(v) for k, v in dict(meta["params"]).items()}
@@ -122,12 +122,6 @@ def load(path, program):
         posterior = _read_entries(meta["posterior_switches"], arrays["posterior"], program,
                                   str(path), False)
         monitor = meta["monitor"]
-    except ModelFileError:
-        raise
-    except HiddenStateError as exc:
-        raise ModelFileError(f"{path}: invalid content ({exc})") from exc
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise ModelFileError(f"{path}: malformed ({exc!r})") from exc
     if any(np.any(~np.isfinite(q)) or np.any(q < 0) for q in posterior.values()):
         raise ModelFileError(f"{path}: posterior concentrations must be finite and >= 0")
     model.probs_ = probs

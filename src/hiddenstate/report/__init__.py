@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import HiddenStateError, ZeroProbabilityError
+from ..errors import HiddenStateError
 from ..learn import OBJECTIVES
 
 __all__ = ["write_report", "require_matplotlib", "top_symbols"]
@@ -126,14 +126,8 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
     if X is not None:
         lengths = (np.array([len(X)], dtype=np.int64) if lengths is None
                    else np.asarray(lengths, dtype=np.int64))
+        # raises ZeroProbabilityError naming the first sequence the model cannot produce
         loglik, post = model.score_samples(X, lengths)
-        if loglik == -math.inf:  # posteriors and Viterbi states do not exist
-            per_seq = np.asarray(model.score_sequences(X, lengths))
-            zero = np.flatnonzero(per_seq == -math.inf)
-            raise ZeroProbabilityError(
-                f"X: {len(zero)} sequence(s) have probability zero under the model (the first: "
-                f"{', '.join(map(str, zero[:10].tolist()))}), so they have no state "
-                "posteriors; report on data the model gives positive probability")
         occupancy = post.mean(axis=0)
         n_obs, n_seq = int(lengths.sum()), len(lengths)
 

@@ -73,9 +73,9 @@ import os
 import numpy as np
 
 from .._validation import check_lengths, check_positive_int, check_symbols
-from ..errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
+from ..errors import InvalidInputError, ModelFileError, NotFittedError
 from ..families.categorical import MAX_INFERRED_SYMBOLS
-from ..io import from_json, read_bundle, to_json, write_bundle
+from ..io import from_json, read_bundle, reading, to_json, write_bundle
 from ..textio import Vocabulary
 from .base import Source, check_symbol, resolve_alphabet
 
@@ -478,7 +478,7 @@ class KneserNeySource(Source):
             raise ModelFileError(
                 f"{where}: model.json does not match its checksum; the file was modified or "
                 "corrupted (refit and save again)")
-        try:
+        with reading(where, "invalid source"):
             params = {k: from_json(v) for k, v in dict(meta["params"]).items()}
             model = cls(**params)
             order, discount = model._check_hyper()
@@ -493,12 +493,6 @@ class KneserNeySource(Source):
                         np.array([estimate_discount(lev["count"]) for lev in levels]))
             if not np.array_equal(discounts, expected):
                 raise InvalidInputError("discounts: do not match the counts and parameters")
-        except ModelFileError:
-            raise
-        except HiddenStateError as exc:
-            raise ModelFileError(f"{where}: invalid source ({exc})") from exc
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFileError(f"{where}: malformed ({exc!r})") from exc
         if vocab is not None and len(vocab) != W:
             raise ModelFileError(f"{where}: vocabulary size {len(vocab)} != n_symbols {W}")
         model._set_tables(levels, discounts, W, vocab)

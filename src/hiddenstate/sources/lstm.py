@@ -50,7 +50,7 @@ from ..errors import (
     NotFittedError,
     NumericalError,
 )
-from ..io import from_json, read_bundle, to_json, write_bundle
+from ..io import from_json, read_bundle, reading, to_json, write_bundle
 from ..textio import Vocabulary
 from .base import Source, check_symbol, resolve_alphabet
 
@@ -706,7 +706,7 @@ class LSTMSource(Source):
         meta, arrays = read_bundle(path, SOURCE_FORMAT, what="source")
         if meta.get("class") != "LSTMSource":
             raise ModelFileError(f"{path}: a saved {meta.get('class')!r}, not an LSTMSource")
-        try:
+        with reading(path, "invalid hyper-parameters"):
             params = {k: from_json(v) for k, v in dict(meta["params"]).items()}
             if device is not None:
                 params["device"] = device
@@ -721,12 +721,6 @@ class LSTMSource(Source):
                 raise ModelFileError(
                     f"{path}: the vocabulary has {len(vocab)} tokens but n_symbols is {n}")
             history = [float(from_json(v)) for v in meta.get("training_loss", [])]
-        except ModelFileError:
-            raise
-        except HiddenStateError as exc:
-            raise ModelFileError(f"{path}: invalid hyper-parameters ({exc})") from exc
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ModelFileError(f"{path}: malformed ({exc!r})") from exc
         L = int(src.num_layers)
         if len(arrays) != 4 * L + 3:  # before building anything of the layers' size
             raise ModelFileError(

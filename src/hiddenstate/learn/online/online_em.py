@@ -62,7 +62,9 @@ lazy normaliser is linear in the statistics, and with :math:`\alpha = 1` every s
 seen before the first M-step would become impossible forever); they use the learner's
 ``emissionprob_prior``, not the family's (whose default is the flat :math:`\alpha = 1`).
 Gaussian and Poisson emissions use ``family.mstep`` with the family's own conjugate prior
-(maximum likelihood by default; a state without mass keeps its values).
+(the family object's prior; ``hs.HMM(learn="online-em")`` builds the family with
+the MAP defaults of ``docs/learning-modes.md``, e.g. ``covars_prior=0.01``; a state without
+mass keeps its values).
 
 **Gaussian statistics about reference points.** Running averages of raw moments
 :math:`x` and :math:`x x^\top` lose every digit of a variance that is small next to the
@@ -104,6 +106,7 @@ from ...families.blackbox import BlackBoxEmissions
 from ...families.categorical import CategoricalEmissions
 from ...families.dirichlet import DirichletRows
 from ...families.gaussian import GaussianEmissions, full_covars
+from ...families.multinomial import MultinomialEmissions
 from ...families.poisson import PoissonEmissions
 from ...kernels.online_em import (
     DIAG,
@@ -146,7 +149,8 @@ def _is_number(x) -> bool:
 
 
 class OnlineEM:
-    r"""Online EM (Cappé 2011) for HMMs with categorical, Gaussian or Poisson emissions.
+    r"""Online EM (Cappé 2011) for HMMs with categorical, Gaussian, Poisson or multinomial
+    emissions (multinomial rows use the learner's ``emissionprob_prior``, as categorical ones).
 
     Parameters
     ----------
@@ -321,6 +325,14 @@ class OnlineEM:
                     "continues: there is no previous sequence to continue (no observation "
                     "seen yet); pass continues=False")
             starts[0] = False
+        inner = _unwrap(family)[0]
+        if not isinstance(inner, CategoricalEmissions):
+            miss = np.isnan(np.asarray(X[:, -inner.n_features:], dtype=np.float64))
+            if np.any(miss.any(axis=1) & ~miss.all(axis=1)):
+                raise InvalidInputError(
+                    "X: learn='online-em' takes missing rows (every feature NaN) but not "
+                    "partly missing ones; fill them in first (HMM.impute) or use a batch "
+                    "mode, which marginalises the missing features")
         K = family.n_states
         trans_a, start_a = self._priors(K)
         if log_pred is None:
@@ -422,9 +434,10 @@ class OnlineEM:
             y = X[:, 0] if X.ndim == 2 and X.shape[1] == 1 else X
             src_b = np.empty((len(y), 0))
         y = np.ascontiguousarray(y, dtype=np.int64)
-        if y.ndim != 1 or (len(y) and (y.min() < 0 or y.max() >= W)):
+        if y.ndim != 1 or (len(y) and (y.min() < -1 or y.max() >= W)):
             raise InvalidInputError(
-                f"X: expected symbols 0 .. {W - 1} (one column), got shape {X.shape} with "
+                f"X: expected symbols 0 .. {W - 1} (-1: missing; one column), got shape "
+                f"{X.shape} with "
                 f"values {y.min() if len(y) else ''} .. {y.max() if len(y) else ''}")
         _, emis_a = self._emission_prior(emission0)
         emis_A = emis_a.sum(axis=1)
@@ -481,13 +494,21 @@ class OnlineEM:
                     trans_a, start_a, log_pred) -> None:
         which = "".join(family.letters)
         Ks = _unwrap(family)[1]
+        stepper = family
+        if isinstance(family, MultinomialEmissions):
+            # multinomial rows are categorical rows: the learner's Dirichlet prior (alpha > 1,
+            # so that a category not seen before the first M-step stays possible)
+            stepper = MultinomialEmissions(family.n_states, family.n_features, None,
+                                           self._emission_prior(em["emissionprob"])[0])
         first_m = max(int(self.warmup), 1)
         avg_start = self._avg_start()
         first_avg = max(avg_start, first_m)
         frame = (np.zeros((family.n_states, layout.D)) if layout.kind == POISSON
                  else state["frame"])  # Poisson statistics need no reference point
-        if layout.kind != POISSON and counters[0] == 0:
-            frame[Ks:] = Xi[0]  # near the data, wherever the initial means are
+        if layout.kind != POISSON and not state["rho_emission"][Ks:].any():
+            seen = np.flatnonzero(~np.isnan(Xi[:, 0]))
+            if len(seen):  # near the data, wherever the initial means are
+                frame[Ks:] = Xi[seen[0]]
         n, N = 0, len(X)
         while n < N:
             t = int(counters[0])
@@ -507,7 +528,7 @@ class OnlineEM:
             t = int(counters[0])
             if t >= first_m:
                 em = {key: np.asarray(value, dtype=np.float64) for key, value in
-                      family.mstep(em, layout.stats(Sg[Ks:], frame[Ks:]), which)[0].items()}
+                      stepper.mstep(em, layout.stats(Sg[Ks:], frame[Ks:]), which)[0].items()}
                 if layout.kind != POISSON:
                     _follow_means(state["rho_emission"][Ks:], frame[Ks:], em,
                                   _unwrap(family)[0], layout)
@@ -599,7 +620,7 @@ class _Layout:
 
     def __init__(self, family):
         self.D = D = family.n_features
-        self.kind = (POISSON if isinstance(family, PoissonEmissions)
+        self.kind = (POISSON if isinstance(family, (PoissonEmissions, MultinomialEmissions))
                      else DIAG if family.covariance_type in ("diag", "spherical") else FULL)
         self.P = {POISSON: 1 + D, DIAG: 1 + 2 * D, FULL: 1 + D + D * D}[self.kind]
 
@@ -624,8 +645,9 @@ def _unwrap(family):
 
 def _layout(family) -> _Layout:
     family = _unwrap(family)[0]
-    if isinstance(family, (PoissonEmissions, GaussianEmissions)):
+    if isinstance(family, (PoissonEmissions, GaussianEmissions, MultinomialEmissions)):
         return _Layout(family)
     raise InvalidInputError(
-        f"emission: learn='online-em' needs a family with sufficient statistics (categorical, "
-        f"Gaussian, Poisson), got {type(family).__name__}")
+        f"emission: learn='online-em' needs a family whose sufficient statistics do not "
+        f"depend on the parameters (categorical, Gaussian, Poisson, multinomial), got "
+        f"{type(family).__name__}; fit it with learn='em', 'map', 'vb', 'vt' or 'kvt'")

@@ -148,9 +148,17 @@ def _theta(startprob, transmat, emissionprob) -> dict:
             "emission": {"emissionprob": emissionprob}}
 
 
-def _sequences(X, lengths, family) -> tuple[np.ndarray, np.ndarray]:
-    """Symbols as int64 (checked against the alphabet) and the sequence boundaries."""
-    X = check_symbols(X, family.n_features)
+def _sequences(X, lengths, family, allow_missing: bool = False
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Symbols as int64 (checked against the alphabet) and the sequence boundaries; missing
+    symbols (``-1``) only with ``allow_missing`` (a learner whose forward-backward E-step
+    leaves them out), otherwise a clear error."""
+    X = check_symbols(X, family.n_features, allow_missing=True)
+    if not allow_missing and len(X) and X.min() < 0:
+        raise InvalidInputError(
+            "X: learn='bona' and 'mpa' enumerate the paths of fully observed sequences and "
+            "do not take missing symbols (-1); fill them in first (HMM.impute) or use "
+            "'bwo', 'baldi-chauvin' or a batch mode, which do")
     lengths = check_lengths(lengths, len(X))
     bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=bounds[1:])
@@ -251,7 +259,7 @@ class BaumWelchOnline:
         _refuse_continues(continues, self.name)
         _check_family(family, self.name)
         eta = self._check()
-        X, bounds = _sequences(X, lengths, family)
+        X, bounds = _sequences(X, lengths, family, allow_missing=True)
         state = _copy_state(state)
         counts = _ExpectedCounts()
         with _one_thread():
@@ -331,7 +339,7 @@ class BaldiChauvin:
         _refuse_continues(continues, self.name)
         _check_family(family, self.name)
         eta, lam = self._check()
-        X, bounds = _sequences(X, lengths, family)
+        X, bounds = _sequences(X, lengths, family, allow_missing=True)
         state = _copy_state(state)
         counts = _ExpectedCounts()
         with _one_thread():

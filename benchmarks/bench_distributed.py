@@ -1,0 +1,165 @@
+"""Categorical EM on a Dask LocalCluster vs the local fit: time per iteration and overhead.
+
+    .venv/bin/python benchmarks/bench_distributed.py            # about 3 minutes on 2 cores
+    .venv/bin/python benchmarks/bench_distributed.py --n-seq 200 --n-iter 5   # quick look
+
+Workload (issue 14): categorical HMM, K = 10, 50 symbols, 2,000 sequences x 1,000 symbols
+(sampled from a random HMM, seed 0), EM from the same random start, ``--n-iter``
+iterations with ``tol=-inf``. Rows:
+
+- local: ``HMM.fit`` in this process (numba on every core);
+- 1 worker: ``hiddenstate.distributed.fit`` on a LocalCluster of one worker process (one
+  partition; numba on every core inside the worker): the price of going through Dask;
+- 2 workers: two worker processes, one numba thread each, two partitions.
+
+Each figure is the **best** single iteration of the timed fit (a busy neighbour only ever
+adds time; the first iteration, with the set-up, is left out) and the median; every
+configuration first runs one untimed fit (imports and compiled kernels in the workers).
+The final log-likelihoods are printed to show that the three fits agree (1e-12).
+Target: 1 worker < 1.5x local.
+
+The script then measures the pieces of a cost model for many machines (see
+``docs/distributed.md``): the E-step time per observation of one partition, the merge of
+two partitions' statistics, and the bytes of the statistics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import statistics
+import sys
+import time
+
+import numba
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _common import cpu_name  # noqa: E402
+
+import hiddenstate as hs  # noqa: E402
+from hiddenstate import distributed as hsd  # noqa: E402
+from hiddenstate.learn import merge_statistics  # noqa: E402
+
+K, W = 10, 50
+TARGET = 1.5
+
+
+def make_data(n_seq: int, T: int):
+    rng = np.random.default_rng(0)
+    gen = hs.HMM(K, "categorical", init_params="")
+    gen.startprob_ = rng.dirichlet(np.ones(K))
+    gen.transmat_ = rng.dirichlet(np.ones(K), size=K)
+    gen.emissionprob_ = rng.dirichlet(np.ones(W), size=K)
+    X, _ = gen.sample(n_seq * T, random_state=1)
+    return X, np.full(n_seq, T)
+
+
+def model(n_iter: int) -> hs.HMM:
+    """EM from a fixed random start (``init_params=""``), ``tol=-inf``."""
+    rng = np.random.default_rng(2)
+    m = hs.HMM(K, "categorical", n_features=W, init_params="", n_iter=n_iter, tol=-np.inf)
+    m.startprob_ = rng.dirichlet(np.ones(K))
+    m.transmat_ = rng.dirichlet(np.ones(K), size=K)
+    m.emissionprob_ = rng.dirichlet(np.ones(W), size=K)
+    return m
+
+
+class Clock:
+    """A fit callback that records the time of every iteration."""
+
+    def __init__(self):
+        self.stamps = []
+
+    def __call__(self, iteration, objective):
+        self.stamps.append(time.perf_counter())
+
+    def per_iteration(self) -> list[float]:
+        return list(np.diff(self.stamps))  # from iteration 2 on: no set-up
+
+
+def timed(fit, n_iter: int):
+    fit(model(2), Clock())  # warm-up: imports and compiled kernels
+    clock = Clock()
+    m = fit(model(n_iter), clock)
+    times = clock.per_iteration()
+    return min(times), statistics.median(times), m.monitor_.history[-1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n-seq", type=int, default=2000)
+    ap.add_argument("--length", type=int, default=1000)
+    ap.add_argument("--n-iter", type=int, default=8)
+    args = ap.parse_args()
+    X, lengths = make_data(args.n_seq, args.length)
+    print(f"# distributed EM: K={K}, W={W}, {args.n_seq} sequences x {args.length}, "
+          f"{args.n_iter} iterations")
+    print(f"# {cpu_name()}, {os.cpu_count()} cores, numba threads {numba.get_num_threads()}, "
+          f"load average {os.getloadavg()[0]:.1f}\n")
+
+    rows = []
+    rows.append(("local (HMM.fit)",) + timed(
+        lambda m, cb: m.fit(X, lengths, callback=cb), args.n_iter))
+    cores = os.cpu_count() or 1
+    tiny_X, tiny_lengths = make_data(16, 100)
+    tiny = {"local": timed(lambda m, cb: m.fit(tiny_X, tiny_lengths, callback=cb), 8)[0]}
+    for n_workers, threads in ((1, cores), (2, max(1, cores // 2))):
+        env = {"NUMBA_NUM_THREADS": str(threads)}
+        with hsd.local_client(n_workers, env=env) as client:
+            rows.append((f"{n_workers} worker{'s' * (n_workers > 1)} ({threads} numba "
+                         f"thread{'s' * (threads > 1)} each)",) + timed(
+                lambda m, cb, c=client, n=n_workers: hsd.fit(
+                    m, X, c, lengths=lengths, n_partitions=n, callback=cb), args.n_iter))
+            if n_workers == 2:  # Dask's own cost: tiny data, 1 or 16 partitions
+                for p in (1, 16):
+                    tiny[p] = timed(lambda m, cb, c=client, p=p: hsd.fit(
+                        m, tiny_X, c, lengths=tiny_lengths, n_partitions=p, callback=cb),
+                        8)[0]
+    base = rows[0][1]
+    print("| configuration | best s/iter | median s/iter | best / local | final log-lik |")
+    print("|---|---:|---:|---:|---:|")
+    for name, best, med, ll in rows:
+        print(f"| {name} | {best:.3f} | {med:.3f} | {best / base:.2f}x | {ll:.10f} |")
+    ratio = rows[1][1] / base
+    print(f"\n1 worker / local = {ratio:.2f}x (target < {TARGET}x): "
+          f"{'met' if ratio < TARGET else 'NOT met'}")
+    agree = max(abs(r[3] - rows[0][3]) / abs(rows[0][3]) for r in rows)
+    print(f"largest relative difference of the final log-likelihoods: {agree:.1e}")
+
+    # -- pieces of the cost model ------------------------------------------------------------
+    m = model(1)
+    family = m._family(W)
+    Xv, seqs = m._validate(X, lengths, W)
+    problem = m._problem(family, Xv, seqs)
+    views = {"startprob": m.startprob_.copy(), "transmat": m.transmat_.copy(),
+             "emission": {"emissionprob": m.emissionprob_.copy()}}
+    problem.expected_counts(views)
+    t_e = min(_timeit(lambda: problem.expected_counts(views)) for _ in range(3))
+    _, stats = problem.expected_counts(views)
+    t_merge = min(_timeit(lambda: merge_statistics(problem.blocks, stats, stats))
+                  for _ in range(20))
+    n_bytes = len(pickle.dumps(stats))
+    fixed = tiny[1] - tiny["local"]
+    per_partition = (tiny[16] - tiny[1]) / 15
+    print("\n| cost-model piece | measured |")
+    print("|---|---:|")
+    print(f"| E-step per observation (this process, {numba.get_num_threads()} threads) | "
+          f"{t_e / len(X) * 1e9:.1f} ns |")
+    print(f"| merge of two partitions' statistics | {t_merge * 1e6:.1f} us |")
+    print(f"| statistics of one partition (pickled) | {n_bytes} bytes |")
+    print(f"| Dask cost per iteration, 1 partition (tiny data, 2 workers) | "
+          f"{fixed * 1e3:.1f} ms |")
+    print(f"| Dask cost per iteration and further partition (E-step + merge task) | "
+          f"{per_partition * 1e3:.2f} ms |")
+
+
+def _timeit(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+if __name__ == "__main__":
+    main()

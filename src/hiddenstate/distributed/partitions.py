@@ -1,0 +1,201 @@
+"""Where the sequences of a distributed fit come from: partitions, each loaded by a worker.
+
+A :class:`Partitions` is an ordered list of sources, each a whole number of sequences with a
+name that error messages use ("file data/part-3.npy", "partition 2"). A source is a small
+picklable loader (:class:`ArrayPart`, :class:`FilePart`, :class:`ParquetPart`) or a
+partition of a Dask bag; the worker that runs it holds the data, the client never sees
+them. Order matters: it is the order of the sequences, and the order in which the
+statistics are reduced.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import textio
+from ..errors import HiddenStateError, InvalidInputError
+from ..kernels import chunk_bounds
+
+
+@dataclass(frozen=True)
+class ArrayPart:
+    """Sequences held in memory: ``X`` (rows of observations) split by ``lengths``."""
+
+    X: np.ndarray
+    lengths: np.ndarray | None
+
+    def load(self) -> tuple[np.ndarray, np.ndarray | None]:
+        return self.X, self.lengths
+
+
+@dataclass(frozen=True)
+class FilePart:
+    """One ``.npy``, CSV or text file read by :func:`hiddenstate.textio.read_data` (one
+    sequence, or the sequences of ``lengths_path``; text: one sequence per line, encoded
+    with the shared ``vocabulary``)."""
+
+    path: str
+    format: str | None = None
+    lengths_path: str | None = None
+    vocabulary: textio.Vocabulary | None = None
+    encoding: str = "utf-8"
+
+    def load(self) -> tuple[np.ndarray, np.ndarray]:
+        X, lengths, _ = textio.read_data(self.path, self.format, lengths_path=self.lengths_path,
+                                         vocabulary=self.vocabulary, encoding=self.encoding)
+        return X, lengths
+
+
+@dataclass(frozen=True)
+class ParquetPart:
+    """One Parquet file: a sequence-id column and observation columns, each sequence's
+    rows contiguous and in time order."""
+
+    path: str
+    sequence_column: str = "sequence"
+    columns: tuple[str, ...] | None = None
+
+    def load(self) -> tuple[np.ndarray, np.ndarray]:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(self.path)
+        names = table.column_names
+        if self.sequence_column not in names:
+            raise InvalidInputError(
+                f"sequence_column: {self.sequence_column!r} is not a column of {self.path} "
+                f"(its columns: {names}); pass sequence_column=")
+        columns = list(self.columns) if self.columns is not None else [
+            c for c in names if c != self.sequence_column]
+        missing = [c for c in columns if c not in names]
+        if missing or not columns:
+            raise InvalidInputError(
+                f"columns: {missing or 'no observation column'} not in {self.path} (its "
+                f"columns: {names}); pass the observation columns")
+        if table.num_rows == 0:
+            raise InvalidInputError(f"X: {self.path} has no rows; drop the file")
+        ids = table.column(self.sequence_column).to_numpy(zero_copy_only=False)
+        cols = [table.column(c).to_numpy(zero_copy_only=False) for c in columns]
+        X = np.column_stack(cols) if len(cols) > 1 else cols[0].reshape(-1, 1)
+        starts = np.concatenate(([0], np.flatnonzero(ids[1:] != ids[:-1]) + 1))
+        run_ids = ids[starts]
+        uniq, counts = np.unique(run_ids, return_counts=True)
+        if np.any(counts > 1):
+            raise InvalidInputError(
+                f"{self.sequence_column}: in {self.path} the rows of sequence "
+                f"{uniq[counts > 1][0]!r} are not contiguous; sort the rows by sequence id "
+                "(keeping each sequence's rows in time order)")
+        return X, np.diff(np.append(starts, len(ids)))
+
+
+@dataclass(frozen=True)
+class Partitions:
+    """Ordered data sources (loaders, or Dask bag partitions) and their names."""
+
+    sources: tuple
+    names: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+
+def from_arrays(X, lengths=None, n_partitions: int = 2) -> Partitions:
+    """One array of concatenated sequences (as for ``HMM.fit``) cut into ``n_partitions``
+    contiguous groups of whole sequences of about equal total length."""
+    from .._validation import check_lengths
+
+    X = np.asarray(X)
+    lengths = check_lengths(lengths, len(X))
+    if not isinstance(n_partitions, (int, np.integer)) or n_partitions < 1:
+        raise InvalidInputError(f"n_partitions: expected an int >= 1, got {n_partitions!r}")
+    cuts = chunk_bounds(lengths, int(n_partitions))
+    rows = np.concatenate(([0], np.cumsum(lengths)))
+    parts = tuple(ArrayPart(X[rows[a]:rows[b]], lengths[a:b])
+                  for a, b in zip(cuts[:-1], cuts[1:], strict=True))
+    return Partitions(parts, tuple(f"partition {i}" for i in range(len(parts))))
+
+
+def from_list(arrays: Sequence, lengths: Sequence | None = None) -> Partitions:
+    """One partition per array; ``lengths[i]`` splits array ``i`` into sequences (default:
+    each array is one sequence)."""
+    if lengths is not None and len(lengths) != len(arrays):
+        raise InvalidInputError(
+            f"lengths: with a list of {len(arrays)} arrays, pass one lengths array per array "
+            f"(got {len(lengths)}), or None for one sequence per array")
+    parts = tuple(ArrayPart(np.asarray(a), None if lengths is None else lengths[i])
+                  for i, a in enumerate(arrays))
+    return Partitions(parts, tuple(f"partition {i}" for i in range(len(parts))))
+
+
+def from_files(paths: Sequence, lengths: Sequence | None = None, format: str | None = None,
+               vocabulary: textio.Vocabulary | None = None,
+               encoding: str = "utf-8") -> Partitions:
+    """One partition per ``.npy`` / CSV / text file; ``lengths[i]`` is the lengths file of
+    file ``i`` (default: each file is one sequence; text files have one sequence per line
+    and need the shared ``vocabulary``, e.g. ``textio.Vocabulary.build``)."""
+    paths = [str(p) for p in paths]
+    if lengths is not None and len(lengths) != len(paths):
+        raise InvalidInputError(
+            f"lengths: pass one lengths file per data file ({len(paths)}), got {len(lengths)}")
+    fmts = [format or textio.infer_format(p) for p in paths]
+    if "text" in fmts and vocabulary is None:
+        raise InvalidInputError(
+            "vocabulary: text files are encoded with one vocabulary shared by every "
+            "partition; build it (hiddenstate.textio.Vocabulary.build) and pass vocabulary=")
+    parts = tuple(FilePart(p, f, None if lengths is None else str(lengths[i]), vocabulary,
+                           encoding) for i, (p, f) in enumerate(zip(paths, fmts, strict=True)))
+    return Partitions(parts, tuple(f"file {p}" for p in paths))
+
+
+def from_parquet(paths: Sequence, sequence_column: str = "sequence",
+                 columns: Sequence[str] | None = None) -> Partitions:
+    """One partition per Parquet file; each sequence lies within one file."""
+    paths = [str(p) for p in paths]
+    cols = None if columns is None else tuple(columns)
+    return Partitions(tuple(ParquetPart(p, sequence_column, cols) for p in paths),
+                      tuple(f"file {p}" for p in paths))
+
+
+def from_bag(bag) -> Partitions:
+    """A Dask bag whose elements are sequences (arrays of observations): one partition per
+    bag partition, in the bag's order."""
+    parts = tuple(bag.to_delayed())
+    return Partitions(parts, tuple(f"bag partition {i}" for i in range(len(parts))))
+
+
+def as_partitions(data, lengths=None, n_partitions: int = 2) -> Partitions:
+    """``data`` in any of the accepted forms as :class:`Partitions`."""
+    if isinstance(data, Partitions):
+        return data
+    if type(data).__module__.startswith("dask.bag"):
+        return from_bag(data)
+    if isinstance(data, np.ndarray):
+        return from_arrays(data, lengths, n_partitions)
+    if isinstance(data, (list, tuple)) and data:
+        if all(isinstance(d, (str, os.PathLike)) for d in data):
+            if all(Path(d).suffix.lower() == ".parquet" for d in data):
+                if lengths is not None:
+                    raise InvalidInputError(
+                        "lengths: Parquet files give their sequences by a sequence-id column; "
+                        "drop lengths")
+                return from_parquet(data)
+            return from_files(data, lengths)
+        if all(isinstance(d, np.ndarray) for d in data):
+            return from_list(data, lengths)
+    raise InvalidInputError(
+        f"data: expected an array (+ lengths), a list of arrays, a list of .npy/.csv/text or "
+        f".parquet paths, a Dask bag of sequences or Partitions, got "
+        f"{type(data).__name__}")
+
+
+def named(name: str, fn, *args):
+    """``fn(*args)``, a :class:`HiddenStateError` re-raised as the same class with
+    ``name`` (the partition or file) in front of its message."""
+    try:
+        return fn(*args)
+    except HiddenStateError as exc:
+        raise type(exc)(f"{name}: {exc}") from exc

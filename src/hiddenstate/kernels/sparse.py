@@ -1,0 +1,210 @@
+r"""Forward-backward and Viterbi over the allowed transitions only (a structured transition
+matrix stored by rows, CSR: row ``i`` allows states ``indices[indptr[i]:indptr[i + 1]]``
+with probabilities ``values[...]``). Each step costs :math:`O(\mathrm{nnz})` instead of
+:math:`O(K^2)`, which is what makes a banded or left-right model with :math:`10^4` states
+tractable; the dense lockstep kernels (:mod:`.forward_backward`, :mod:`.viterbi`) remain
+the general path, and the tests check these against them.
+
+Scaled recursions (Rabiner 1989, sec. V.A), one sequence at a time, sequences in parallel
+by chunk:
+
+.. math::
+    \hat\alpha_t(j) = \frac{e_t(j)\sum_{i \to j}\hat\alpha_{t-1}(i)A_{ij}}{c_t},\qquad
+    \hat\beta_t(i) = \frac{\sum_{i \to j}A_{ij}e_{t+1}(j)\hat\beta_{t+1}(j)}{c_{t+1}},
+
+:math:`\log p(x) = \sum_t \log c_t`, :math:`\gamma_t = \hat\alpha_t\hat\beta_t` and the
+expected count of each allowed transition
+:math:`\sum_t \hat\alpha_t(i)A_{ij}e_{t+1}(j)\hat\beta_{t+1}(j)/c_{t+1}`, one number per
+stored entry. Viterbi is the same forward sweep in max-plus (ties go to the lowest source
+state, as in the dense kernel). Emissions come as ``(emis, idx)`` like every kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True)
+def _forward_sequence(a, b, startprob, indptr, indices, values, emis, idx, alpha, log_c):
+    """Scaled forward pass of rows ``a .. b - 1`` into ``alpha`` and ``log_c``; returns
+    ``log p(x)`` (``-inf`` for an impossible sequence)."""
+    K = len(startprob)
+    total = 0.0
+    for t in range(a, b):
+        row = emis[idx[t]]
+        if t == a:
+            for j in range(K):
+                alpha[t, j] = startprob[j] * row[j]
+        else:
+            for j in range(K):
+                alpha[t, j] = 0.0
+            for i in range(K):
+                ai = alpha[t - 1, i]
+                if ai != 0.0:
+                    for p in range(indptr[i], indptr[i + 1]):
+                        alpha[t, indices[p]] += ai * values[p]
+            for j in range(K):
+                alpha[t, j] *= row[j]
+        c = 0.0
+        for j in range(K):
+            c += alpha[t, j]
+        if not c > 0.0:
+            return -np.inf
+        inv = 1.0 / c
+        for j in range(K):
+            alpha[t, j] *= inv
+        log_c[t] = np.log(c)
+        total += log_c[t]
+    return total
+
+
+@njit(parallel=True, cache=True)
+def sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bounds, chunks,
+                            by_idx, post_acc, post_dense, start_acc, trans_acc, loglik):
+    """Posteriors and expected counts of every sequence. Per chunk ``c`` of sequences:
+    ``start_acc[c]`` (K,), ``trans_acc[c]`` (nnz,) and, with ``by_idx``, ``post_acc[c]``
+    (rows of ``emis``, K) summed by emission row; otherwise ``post_dense`` (N, K) per row.
+    ``loglik[s]`` = log p(x_s). An impossible sequence contributes nothing (its rows of
+    ``post_dense`` are 0)."""
+    K = len(startprob)
+    N = len(idx)
+    alpha = np.empty((N, K))
+    log_c = np.empty(N)
+    for c in prange(len(chunks) - 1):
+        beta = np.empty(K)
+        nxt = np.empty(K)
+        for s in range(chunks[c], chunks[c + 1]):
+            a, b = bounds[s], bounds[s + 1]
+            ll = _forward_sequence(a, b, startprob, indptr, indices, values, emis, idx,
+                                   alpha, log_c)
+            loglik[s] = ll
+            if ll == -np.inf:
+                if not by_idx:
+                    for t in range(a, b):
+                        for j in range(K):
+                            post_dense[t, j] = 0.0
+                continue
+            for j in range(K):
+                beta[j] = 1.0
+            for t in range(b - 1, a - 1, -1):
+                for j in range(K):
+                    g = alpha[t, j] * beta[j]
+                    if by_idx:
+                        post_acc[c, idx[t], j] += g
+                    else:
+                        post_dense[t, j] = g
+                if t == a:
+                    for j in range(K):
+                        start_acc[c, j] += alpha[t, j] * beta[j]
+                    break
+                # beta_{t-1}(i) = sum_j A_ij e_t(j) beta_t(j) / c_t, and the counts of t-1 -> t
+                row = emis[idx[t]]
+                inv = np.exp(-log_c[t])
+                for j in range(K):
+                    nxt[j] = row[j] * beta[j] * inv
+                for i in range(K):
+                    acc = 0.0
+                    ai = alpha[t - 1, i]
+                    for p in range(indptr[i], indptr[i + 1]):
+                        w = values[p] * nxt[indices[p]]
+                        acc += w
+                        trans_acc[c, p] += ai * w
+                    beta[i] = acc
+
+
+@njit(parallel=True, cache=True)
+def sparse_log_likelihood(startprob, indptr, indices, values, emis, idx, bounds, chunks,
+                          loglik):
+    """``loglik[s]`` = log p(x_s) by the scaled forward pass alone (two rows of scratch
+    per chunk)."""
+    K = len(startprob)
+    for c in prange(len(chunks) - 1):
+        alpha = np.empty((2, K))
+        for s in range(chunks[c], chunks[c + 1]):
+            total = 0.0
+            a, b = bounds[s], bounds[s + 1]
+            for t in range(a, b):
+                cur = (t - a) % 2
+                prev = 1 - cur
+                row = emis[idx[t]]
+                if t == a:
+                    for j in range(K):
+                        alpha[cur, j] = startprob[j] * row[j]
+                else:
+                    for j in range(K):
+                        alpha[cur, j] = 0.0
+                    for i in range(K):
+                        ai = alpha[prev, i]
+                        if ai != 0.0:
+                            for p in range(indptr[i], indptr[i + 1]):
+                                alpha[cur, indices[p]] += ai * values[p]
+                    for j in range(K):
+                        alpha[cur, j] *= row[j]
+                norm = 0.0
+                for j in range(K):
+                    norm += alpha[cur, j]
+                if not norm > 0.0:
+                    total = -np.inf
+                    break
+                inv = 1.0 / norm
+                for j in range(K):
+                    alpha[cur, j] *= inv
+                total += np.log(norm)
+            loglik[s] = total
+
+
+@njit(parallel=True, cache=True)
+def sparse_viterbi(log_start, indptr, indices, log_values, log_emis, idx, bounds, chunks,
+                   backptr, logprob, states):
+    """Most probable path of every sequence (``states``, -1 for an impossible sequence)
+    and its ``logprob``; ``backptr`` (N, K) is scratch."""
+    K = len(log_start)
+    for c in prange(len(chunks) - 1):
+        delta = np.empty(K)
+        nxt = np.empty(K)
+        for s in range(chunks[c], chunks[c + 1]):
+            a, b = bounds[s], bounds[s + 1]
+            row = log_emis[idx[a]]
+            total = 0.0
+            for j in range(K):
+                delta[j] = log_start[j] + row[j]
+            for t in range(a + 1, b):
+                # max-normalised scores, as the dense kernel: the maximum goes to the total
+                top = -np.inf
+                for j in range(K):
+                    top = max(top, delta[j])
+                if top == -np.inf:
+                    break
+                total += top
+                for j in range(K):
+                    delta[j] -= top
+                row = log_emis[idx[t]]
+                for j in range(K):
+                    nxt[j] = -np.inf
+                    backptr[t, j] = 0
+                for i in range(K):
+                    di = delta[i]
+                    if di == -np.inf:
+                        continue
+                    for p in range(indptr[i], indptr[i + 1]):
+                        j = indices[p]
+                        v = di + log_values[p]
+                        if v > nxt[j]:
+                            nxt[j] = v
+                            backptr[t, j] = i
+                for j in range(K):
+                    delta[j] = nxt[j] + row[j]
+            best = 0
+            for j in range(1, K):
+                if delta[j] > delta[best]:
+                    best = j
+            logprob[s] = total + delta[best]
+            if delta[best] == -np.inf:
+                for t in range(a, b):
+                    states[t] = -1
+                continue
+            states[b - 1] = best
+            for t in range(b - 1, a, -1):
+                best = backptr[t, best]
+                states[t - 1] = best

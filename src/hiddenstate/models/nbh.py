@@ -1,0 +1,436 @@
+r"""Naive Bayes with a hidden cluster per class (NBH), a scikit-learn classifier.
+
+NBH (Sato 2011; "Viterbi training in PRISM", section 5, eq. 7-8) models the attributes of
+each class as a mixture of ``n_clusters`` naive Bayes components:
+
+.. math:: p(c, a) = \pi_c \sum_h \rho_{c h} \prod_j \theta^{(j)}_{c h a_j},
+          \qquad \hat c(a) = \arg\max_c p(c, a).
+
+``n_clusters=1`` is plain naive Bayes. Every parameter is a categorical switch with a
+Dirichlet prior, so every learning mode of :mod:`hiddenstate.learn.batch` applies
+(``learn=`` ``"em"``, ``"map"``, ``"vb"``, ``"vt"``, ``"kvt"``); the problem handed to the
+learner is in :mod:`hiddenstate.models.nbh_problem`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Hashable
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from .._validation import check_positive_int, check_stochastic
+from ..errors import InvalidInputError, NotFittedError
+from ..learn import MODES, ConvergenceMonitor
+from ..learn import fit as fit_mode
+from .hmm import make_rng
+from .nbh_problem import NBHProblem, log_joint, logsumexp_rows, one_hot
+
+#: values of ``X`` read as missing besides ``None`` and NaN (a hyper-parameter can add more)
+DEFAULT_MISSING = ("?",)
+
+
+class UnknownCategoryWarning(UserWarning):
+    """An attribute value at predict time that the training data never showed (treated as
+    missing: its attribute is summed out)."""
+
+
+def _is_missing(value, markers) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, (float, np.floating)):
+        return bool(np.isnan(value))
+    if isinstance(value, (str, np.str_)):
+        return value in markers
+    return False
+
+
+def _sorted(values: set) -> list:
+    try:
+        return sorted(values)
+    except TypeError:  # mixed types (numbers and strings): a stable order by type, then repr
+        return sorted(values, key=lambda v: (type(v).__name__, repr(v)))
+
+
+def _plain(value):
+    """NumPy scalars as Python values (JSON-able categories, equal hashes)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _as_table(X, name: str = "X") -> np.ndarray:
+    """``X`` as a 2-D object array (lists, NumPy arrays, pandas frames)."""
+    try:
+        arr = np.asarray(X, dtype=object)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name}: cannot be read as a table of values ({exc})") from exc
+    if arr.ndim != 2:
+        raise InvalidInputError(
+            f"{name}: expected a 2-D table (n_samples, n_attributes), got shape {arr.shape}; "
+            "one attribute is X.reshape(-1, 1)")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise InvalidInputError(f"{name}: empty table of shape {arr.shape}")
+    return arr
+
+
+def _distinct(column: np.ndarray, j: int) -> set:
+    """The distinct values of one attribute column (an unhashable one is a named error)."""
+    try:
+        return set(column.tolist())
+    except TypeError:
+        for i, v in enumerate(column):
+            if not isinstance(v, Hashable):
+                raise InvalidInputError(
+                    f"X: value at row {i}, column {j} ({type(v).__name__}) is not hashable; "
+                    "attributes must be strings or numbers") from None
+        raise
+
+
+class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
+    r"""Naive Bayes with ``n_clusters`` hidden clusters per class over categorical
+    attributes (NBH; the paper's section 5). ``n_clusters=1`` is plain naive Bayes.
+
+    Parameters
+    ----------
+    n_clusters : hidden clusters per class (1: naive Bayes).
+    learn : ``"em"`` (maximum likelihood), ``"map"`` (Dirichlet pseudo-counts), ``"vb"``
+        (variational Bayes; the point parameters are the posterior means), ``"vt"``
+        (Viterbi training: hard cluster of each sample; stops when the clusters stop
+        changing) or ``"kvt"`` (the ``k_best`` best clusters of each sample).
+    prior : Dirichlet concentration :math:`\alpha` of every row (class prior, cluster prior
+        per class, attribute distribution per class and cluster). MAP and VT estimate
+        :math:`\theta \propto n + \alpha - 1`, i.e. pseudo-counts :math:`\alpha - 1` (Laplace
+        smoothing: ``prior=2``); VB uses :math:`\mathrm{Dir}(\alpha)` as is (sparse for
+        :math:`\alpha < 1`). ``None``: 2 for MAP/VT/kVT, 1 for VB; EM takes no prior.
+    n_init : random restarts; the run with the highest final objective is kept.
+    n_iter, tol : iteration cap and the absolute gain in the objective below which EM, MAP
+        and VB stop (VT stops when the clusters repeat).
+    k_best : clusters per sample for ``learn="kvt"``.
+    missing_values : strings read as a missing value, besides ``None`` and NaN.
+    random_state, verbose : seed (int, Generator or None); print the objective per iteration.
+
+    The defaults (``learn="map"``, pseudo-count 1, 15 clusters per class, one start) are the
+    fixed setting with the best mean rank and mean accuracy over the ten UCI sets of the
+    paper's Table 4 (``experiments/results/prism_nbh.md``, "One setting for every data set").
+
+    Attributes
+    ----------
+    classes_ : the class labels, sorted.
+    categories_ : list (per attribute) of the values seen in training, sorted.
+    class_prior_ : ``(n_classes,)`` :math:`\pi`.
+    cluster_prior_ : ``(n_classes, n_clusters)`` :math:`\rho` (rows sum to one).
+    feature_prob_ : list (per attribute) of ``(n_classes, n_clusters, n_values)``
+        :math:`\theta^{(j)}`.
+    monitor_ : the objective of the mode per iteration (``learn.batch.OBJECTIVES``).
+
+    Missing values (``None``, NaN or a string in ``missing_values``) are summed out exactly,
+    in training and prediction. A value at predict time that training never showed is
+    treated as missing, with an :class:`UnknownCategoryWarning`. A test sample that every
+    class gives probability zero (possible with ``learn="em"``, whose estimates can be
+    zero) gets the class prior as its posterior, with a warning.
+    """
+
+    def __init__(self, n_clusters: int = 15, learn: str = "map", prior: float | None = None,
+                 n_init: int = 1, n_iter: int = 100, tol: float = 1e-4, k_best: int = 2,
+                 missing_values=DEFAULT_MISSING, random_state=None, verbose: bool = False):
+        self.n_clusters = n_clusters
+        self.learn = learn
+        self.prior = prior
+        self.n_init = n_init
+        self.n_iter = n_iter
+        self.tol = tol
+        self.k_best = k_best
+        self.missing_values = missing_values
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- configuration --------------------------------------------------------------------------
+    def _check_hyper(self) -> float:
+        """Validate the hyper-parameters; return the Dirichlet concentration in use."""
+        check_positive_int(self.n_clusters, "n_clusters")
+        check_positive_int(self.n_init, "n_init")
+        check_positive_int(self.n_iter, "n_iter")
+        check_positive_int(self.k_best, "k_best")
+        if self.learn not in MODES:
+            raise InvalidInputError(f"learn: {self.learn!r} is not one of {MODES}")
+        tol = self.tol
+        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.number)) \
+                or not np.isfinite(tol) or tol < 0:
+            raise InvalidInputError(f"tol: expected a finite number >= 0, got {tol!r}")
+        markers = self.missing_values
+        if isinstance(markers, str) or not isinstance(markers, (list, tuple)) \
+                or not all(isinstance(m, str) for m in markers):
+            raise InvalidInputError(
+                f"missing_values: expected a list of strings (e.g. ['?']), got {markers!r}")
+        if not isinstance(self.verbose, (bool, np.bool_)):
+            raise InvalidInputError(f"verbose: expected True or False, got {self.verbose!r}")
+        p = self.prior
+        if p is None:
+            return 1.0 if self.learn in ("em", "vb") else 2.0
+        if self.learn == "em":
+            raise InvalidInputError(
+                "prior: not used by learn='em' (maximum likelihood); use 'map', 'vb' or "
+                "'vt', or drop the prior")
+        if isinstance(p, bool) or not isinstance(p, (int, float, np.number)) \
+                or not np.isfinite(p) or p <= 0:
+            raise InvalidInputError(f"prior: expected a Dirichlet concentration > 0, got {p!r}")
+        if self.learn != "vb" and p < 1:
+            raise InvalidInputError(
+                f"prior: the MAP estimate needs a concentration >= 1 (pseudo-counts "
+                f"prior - 1 >= 0), got {p!r}; use learn='vb' for sparse priors")
+        return float(p)
+
+    # -- data -----------------------------------------------------------------------------------
+    def _encode(self, X, fitting: bool) -> np.ndarray:
+        """Attribute value indices ``(n, d)``, ``-1`` for missing (and, at predict time, for
+        values training never saw)."""
+        arr = _as_table(X)
+        markers = tuple(self.missing_values)
+        distinct = [_distinct(arr[:, j], j) for j in range(arr.shape[1])]
+        if fitting:
+            self.categories_ = [
+                np.asarray(_sorted({_plain(v) for v in values if not _is_missing(v, markers)}),
+                           dtype=object) for values in distinct]
+            self.n_features_in_ = arr.shape[1]
+        elif arr.shape[1] != len(self.categories_):
+            raise InvalidInputError(
+                f"X: has {arr.shape[1]} attributes, but the model was fitted on "
+                f"{len(self.categories_)}")
+        codes = np.empty(arr.shape, dtype=np.int64)
+        unknown = []  # (attribute, value, rows)
+        for j, (cats, values) in enumerate(zip(self.categories_, distinct, strict=True)):
+            index = {v: i for i, v in enumerate(cats.tolist())}
+            # one lookup per distinct value; the column is then mapped through a dict (a
+            # NaN object is found again by identity)
+            lookup = {v: -1 if _is_missing(v, markers) else index.get(_plain(v), -2)
+                      for v in values}
+            codes[:, j] = np.fromiter(map(lookup.__getitem__, arr[:, j]), dtype=np.int64,
+                                      count=len(arr))
+            for v, code in lookup.items():
+                if code == -2:
+                    unknown.append((j, v, int(np.sum(codes[:, j] == -2))))
+            codes[codes[:, j] == -2, j] = -1
+        if unknown:
+            j, v, _ = unknown[0]
+            warnings.warn(
+                f"X: {sum(u[2] for u in unknown)} value(s) never seen in training (first: "
+                f"{v!r} in attribute {j}) are treated as missing", UnknownCategoryWarning,
+                stacklevel=3)
+        return codes
+
+    def _n_values(self) -> list[int]:
+        return [len(c) for c in self.categories_]
+
+    # -- parameters -----------------------------------------------------------------------------
+    def _check_is_fitted(self) -> None:
+        for name in ("classes_", "categories_", "class_prior_", "cluster_prior_",
+                     "feature_prob_"):
+            if not hasattr(self, name):
+                raise NotFittedError(
+                    f"This {type(self).__name__} has no parameters yet; call fit first")
+
+    def _params(self) -> dict:
+        """The learned (or hand-set) parameters, checked against the classes, clusters and
+        categories, as the problem's blocks."""
+        self._check_is_fitted()
+        C, K = len(self.classes_), self.n_clusters
+        params = {"class": check_stochastic(self.class_prior_, (C,), "class_prior_"),
+                  "cluster": check_stochastic(self.cluster_prior_, (C, K), "cluster_prior_")}
+        probs = self.feature_prob_
+        if not isinstance(probs, (list, tuple)) or len(probs) != len(self.categories_):
+            raise InvalidInputError(
+                f"feature_prob_: expected a list of {len(self.categories_)} arrays (one per "
+                "attribute)")
+        for j, v in enumerate(self._n_values()):
+            params[f"attr:{j}"] = check_stochastic(probs[j], (C, K, v), f"feature_prob_[{j}]")
+        return params
+
+    def _set_params(self, params: dict) -> None:
+        self.class_prior_ = params["class"]
+        self.cluster_prior_ = params["cluster"]
+        self.feature_prob_ = [params[f"attr:{j}"] for j in range(len(self.categories_))]
+
+    def _initial(self, problem: NBHProblem, prior: float,
+                 rng: np.random.Generator) -> dict:
+        """Random soft clusters (each sample's cluster weights ~ Dirichlet(1)) turned into
+        parameters by the mode's own estimate: counts + prior - 1 (EM: the MLE, whose zeros
+        are zeros of every later MLE too; MAP/VT with a prior > 1: no zeros) or, for VB,
+        the posterior mean (counts + prior)."""
+        resp = rng.dirichlet(np.ones(problem.K), size=len(problem.y))
+        shift = {"em": 0.0, "vb": prior}.get(self.learn, prior - 1.0)
+        return {name: _normalise(np.maximum(s + shift, 0.0))
+                for name, s in problem.stats(resp).items()}
+
+    # -- fitting --------------------------------------------------------------------------------
+    def fit(self, X, y, callback: Callable[[int, float], None] | None = None):
+        """Learn the parameters with the mode chosen by ``learn`` (``n_init`` restarts).
+
+        ``X`` ``(n_samples, n_attributes)``: any hashable values (strings or numbers;
+        continuous attributes should be binned first), missing ones as ``None``, NaN or a
+        string in ``missing_values``; ``y`` the class labels. ``callback(iteration,
+        objective)`` is called after every iteration.
+        """
+        prior = self._check_hyper()
+        codes = self._encode(X, fitting=True)
+        y_arr = np.asarray(y)
+        if y_arr.ndim != 1 or len(y_arr) != len(codes):
+            raise InvalidInputError(
+                f"y: expected {len(codes)} class labels (one per row of X), got shape "
+                f"{y_arr.shape}")
+        if any(_is_missing(v, ()) for v in y_arr.tolist()):
+            raise InvalidInputError("y: class labels must not be missing (None or NaN)")
+        try:
+            self.classes_, y_idx = np.unique(y_arr, return_inverse=True)
+        except TypeError as exc:
+            raise InvalidInputError(f"y: labels cannot be sorted ({exc}); use one type") from exc
+        problem = NBHProblem(codes, y_idx.ravel(), len(self.classes_), self.n_clusters,
+                             self._n_values(), prior)
+        rng = make_rng(self.random_state)
+        best = None
+        for _ in range(self.n_init):
+            monitor = ConvergenceMonitor(self.tol, self.n_iter, bool(self.verbose))
+            result = fit_mode(problem, self.learn, self._initial(problem, prior, rng), monitor,
+                              "cha", self.k_best, callback)
+            if best is None or result.monitor.history[-1] > best.monitor.history[-1]:
+                best = result
+        self.monitor_ = best.monitor
+        self.n_features_ = self.n_features_in_
+        self._set_params(best.params)
+        return self
+
+    # -- inference ------------------------------------------------------------------------------
+    def _log_joint(self, X) -> np.ndarray:
+        """log p(c, h, a) ``(n, C, K)`` of new data."""
+        self._check_hyper()
+        params = self._params()
+        codes = self._encode(X, fitting=False)
+        return log_joint(params, one_hot(codes, self._n_values()), self._n_values())
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """log p(c | a) ``(n, n_classes)`` (eq. 8 before the argmax)."""
+        per_class = logsumexp_rows(self._log_joint(X))
+        evidence = logsumexp_rows(per_class)
+        dead = ~np.isfinite(evidence)
+        if dead.any():
+            warnings.warn(
+                f"X: {int(dead.sum())} sample(s) have probability zero under every class "
+                "(values never seen with any class under learn='em'); their posterior is the "
+                "class prior. Use learn='map' (pseudo-counts) to avoid zeros",
+                UserWarning, stacklevel=2)
+            with np.errstate(divide="ignore"):
+                per_class[dead] = np.log(self.class_prior_)
+            evidence[dead] = 0.0
+        return per_class - evidence[:, None]
+
+    def predict_proba(self, X) -> np.ndarray:
+        """p(c | a) ``(n, n_classes)``, columns in the order of ``classes_``."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable class of each sample (eq. 8)."""
+        best = np.argmax(self.predict_log_proba(X), axis=1)
+        return self.classes_[best]
+
+    def predict_cluster_proba(self, X, y=None) -> np.ndarray:
+        """p(h | c, a) ``(n, n_clusters)`` at the given classes ``y`` (default: the
+        predicted ones)."""
+        lj = self._log_joint(X)
+        c = self._class_index(y, len(lj)) if y is not None else \
+            np.argmax(logsumexp_rows(lj), axis=1)
+        at = lj[np.arange(len(lj)), c]
+        norm = logsumexp_rows(at)[:, None]
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isfinite(norm), np.exp(at - norm), np.nan)
+
+    def _class_index(self, y, n: int) -> np.ndarray:
+        y_arr = np.asarray(y)
+        if y_arr.shape != (n,):
+            raise InvalidInputError(f"y: expected {n} class labels, got shape {y_arr.shape}")
+        idx = np.searchsorted(self.classes_, y_arr)
+        idx = np.minimum(idx, len(self.classes_) - 1)
+        bad = np.flatnonzero(self.classes_[idx] != y_arr)
+        if len(bad):
+            raise InvalidInputError(
+                f"y: label {_plain(y_arr[bad[0]])!r} is not one of the classes "
+                f"{self.classes_.tolist()}")
+        return idx
+
+    def score_samples(self, X, y=None) -> np.ndarray:
+        """log-evidence of each sample: log p(a) (``y`` None) or log p(c, a) at the given
+        labels (the sum over clusters; missing attributes summed out)."""
+        lj = logsumexp_rows(self._log_joint(X))
+        if y is None:
+            return logsumexp_rows(lj)
+        return lj[np.arange(len(lj)), self._class_index(y, len(lj))]
+
+    def log_likelihood(self, X, y=None) -> float:
+        """Summed :meth:`score_samples` (``score`` is accuracy, the scikit-learn convention)."""
+        return float(np.sum(self.score_samples(X, y)))
+
+    # -- persistence ----------------------------------------------------------------------------
+    def learned_arrays(self) -> dict[str, np.ndarray]:
+        """``class_prior_``, ``cluster_prior_`` and ``feature_prob_:<j>``: what :meth:`save`
+        writes (the labels and categories go to the JSON part)."""
+        params = self._params()
+        out = {"class_prior_": params["class"], "cluster_prior_": params["cluster"]}
+        out.update({f"feature_prob_:{j}": params[f"attr:{j}"]
+                    for j in range(len(self.categories_))})
+        return out
+
+    def learned_scalars(self) -> dict:
+        return {"classes_": [_plain(c) for c in self.classes_.tolist()],
+                "categories_": [[_plain(v) for v in c.tolist()] for c in self.categories_]}
+
+    def set_learned(self, arrays: dict, scalars: dict) -> None:
+        """Restore what :meth:`learned_arrays` / :meth:`learned_scalars` returned."""
+        if set(scalars) != {"classes_", "categories_"}:
+            raise InvalidInputError("scalars: expected classes_ and categories_")
+        classes, cats = scalars["classes_"], scalars["categories_"]
+        if not isinstance(classes, list) or not classes or not isinstance(cats, list) \
+                or not all(isinstance(c, list) for c in cats):
+            raise InvalidInputError("classes_, categories_: expected lists of labels/values")
+        self.classes_ = np.asarray(classes)
+        if len(set(classes)) != len(classes):
+            raise InvalidInputError("classes_: labels repeat")
+        self.categories_ = [np.asarray(c, dtype=object) for c in cats]
+        self.n_features_in_ = len(cats)
+        d = len(cats)
+        want = {"class_prior_", "cluster_prior_", *(f"feature_prob_:{j}" for j in range(d))}
+        if set(arrays) != want:
+            odd = sorted(set(arrays) ^ want)
+            raise InvalidInputError(f"{odd[0]}: not (or missing) a learned array of "
+                                    f"{type(self).__name__}")
+        self.class_prior_ = arrays["class_prior_"]
+        self.cluster_prior_ = arrays["cluster_prior_"]
+        self.feature_prob_ = [arrays[f"feature_prob_:{j}"] for j in range(d)]
+
+    @classmethod
+    def from_saved_params(cls, params: dict, part=None) -> NaiveBayesHidden:
+        """The estimator from saved hyper-parameters (JSON has no tuples: ``missing_values``
+        comes back as the tuple it was)."""
+        params = dict(params)
+        if isinstance(params.get("missing_values"), list):
+            params["missing_values"] = tuple(params["missing_values"])
+        return cls(**params)
+
+    def _check_learned(self) -> None:
+        self._check_hyper()
+        self._params()
+
+    def save(self, path) -> None:
+        """Save to a directory ``path`` (``model.json`` with labels and categories +
+        ``arrays.npz``; no pickle); read back with :func:`hiddenstate.load`."""
+        from ..io import save
+
+        self._check_hyper()
+        self._params()
+        self.n_features_ = len(self.categories_)
+        if not hasattr(self, "monitor_"):
+            self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, False)
+        save(self, path)
+
+
+def _normalise(counts: np.ndarray) -> np.ndarray:
+    """Rows (last axis) normalised; a row with no mass uniform."""
+    sums = counts.sum(axis=-1, keepdims=True)
+    return np.where(sums > 0, counts / np.where(sums > 0, sums, 1.0), 1.0 / counts.shape[-1])

@@ -1,5 +1,5 @@
 """The ``hiddenstate`` command line: ``fit``, ``score``, ``decode``, ``sample``, ``report``,
-``personalize``.
+``personalize`` and ``lm`` (HMM language models, :mod:`hiddenstate.cli_lm`).
 
 Every subcommand reads input through :mod:`hiddenstate.textio`. A model directory written by
 ``fit`` (or :func:`save_model_dir`) holds the model (``hiddenstate.load`` reads it),
@@ -238,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show a progress bar on stderr (default: when stderr is a terminal)")
     p.set_defaults(func=cmd_personalize)
+
+    from . import cli_lm  # torch is imported only when an lm command runs
+    cli_lm.add_parser(sub, _int_at_least, _finite_float)
     return parser
 
 

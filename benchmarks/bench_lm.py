@@ -1,0 +1,187 @@
+"""Training throughput and peak memory of hiddenstate.lm against a plain-PyTorch
+transcription of the reference recipe (Chiu & Rush 2020, hmm-lm), same machine, same run.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py [--sizes 10 12] [--steps 3]
+
+Each measurement runs in its own process (so peak RSS, ``ru_maxrss``, is its own) with one
+torch thread, on PTB train (Brown clusters lm-128 plus one ``<eos>`` cluster, so
+K = 129 x k), batch 64 streams x 32 tokens, scalar parameterisation, AdamW, one full
+training step (forward, backward, clip, update) timed ``--steps`` times after a warm-up:
+
+- ``hiddenstate``: :class:`hiddenstate.lm.BlockedHMMLM` with state dropout (k/2 of k per
+  cluster): transitions normalised over the kept states only, scaled forward as a batched
+  ``bmm`` per step, gradients from the explicit marginals (no autograd graph of the scan).
+- ``reference``: the recipe as the paper describes it, written here in plain PyTorch: the
+  full K x K transition and K x V emission logits, dropped states masked to -inf then
+  log-softmax over all K (emissions masked to each state's cluster, log-softmax over V),
+  the k x k blocks of every token pair gathered up front, a log-space scan
+  (``logsumexp`` of broadcast sums) and autograd through it.
+- ``dense``: an ordinary K-state HMM through the same library code (one cluster, k = K,
+  no dropout), batch 4 x 32 (it is K^2 per token), only where it fits.
+
+Ratios are tokens/s of hiddenstate over the other. No GPU was available for this task;
+the same code runs with ``device="cuda"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO.parent / "shared" / "data"
+
+
+def _setup(k: int):
+    import torch
+    torch.set_num_threads(1)
+    sys.path.insert(0, str(REPO / "src"))
+    from hiddenstate.lm import load_corpus, read_brown_paths
+    c = load_corpus("ptb", DATA)
+    wc = read_brown_paths(DATA / "brown-clusters" / "lm-128" / "paths").word_cluster(
+        c["vocabulary"])
+    return torch, c, wc
+
+
+def measure_ours(k: int, steps: int, dense: bool) -> dict:
+    torch, c, wc = _setup(k)
+    from hiddenstate.lm import BlockedHMMLM
+    from hiddenstate.lm.data import sentence_streams
+    if dense:
+        m = BlockedHMMLM(constraint="dense", n_states=k, states_per_cluster=k, batch_size=4,
+                         progress=False)
+    else:
+        m = BlockedHMMLM(states_per_cluster=k, state_dropout=k // 2, batch_size=64,
+                         progress=False)
+    m.initialize(c["vocabulary"], wc)
+    m._state = m._new_state()
+    tokens, mask = sentence_streams(c["train"], m.eos_id_, m.batch_size)
+    m._step(tokens, mask, 0, len(c["train"]))
+    t0 = time.perf_counter()
+    for i in range(1, steps + 1):
+        m._step(tokens, mask, 32 * i, len(c["train"]))
+    dt = (time.perf_counter() - t0) / steps
+    return {"K": m.n_states_, "tok_s": m.batch_size * 32 / dt, "step_s": dt}
+
+
+def measure_reference(k: int, steps: int) -> dict:
+    """The gather-and-scan recipe, transcribed from the paper (see the module docstring)."""
+    torch, c, wc = _setup(k)
+    from hiddenstate.lm.data import sentence_streams
+    V = len(c["vocabulary"])
+    eos = c["vocabulary"].id_of("<eos>")
+    C = int(wc.max()) + 1
+    K = C * k
+    B, T, keep = 64, 32, k // 2
+    g = torch.Generator().manual_seed(0)
+    start = torch.nn.Parameter(torch.randn(K, generator=g))
+    trans = torch.nn.Parameter(torch.randn(K, K, generator=g))
+    emit = torch.nn.Parameter(torch.randn(K, V, generator=g))
+    state_cluster = torch.arange(K) // k
+    emit_mask = state_cluster[:, None] != torch.as_tensor(wc)[None, :]  # (K, V)
+    word_states = torch.as_tensor(wc)[:, None] * k + torch.arange(k)[None, :]  # (V, k)
+    opt = torch.optim.AdamW([start, trans, emit], lr=0.01)
+    tokens, _ = sentence_streams(c["train"], eos, B)
+    tokens = torch.as_tensor(tokens)
+    carry = None
+
+    def step(t0):
+        nonlocal carry
+        x = tokens[:, t0:t0 + T]
+        keep_cols = torch.rand(C, k, generator=g).argsort(1)[:, :keep]
+        drop = torch.ones(C, k, dtype=torch.bool)
+        drop.scatter_(1, keep_cols, False)
+        drop = drop.reshape(-1)
+        lt = torch.log_softmax(trans.masked_fill(drop[None, :], -float("inf")), dim=1)
+        ls = torch.log_softmax(start.masked_fill(drop, -float("inf")), dim=0)
+        le = torch.log_softmax(emit.masked_fill(emit_mask, -float("inf")), dim=1)  # (K, V)
+        s = word_states[x]  # (B, T, k)
+        e = le[s, x[:, :, None]].masked_fill(drop[s], -float("inf"))  # (B, T, k)
+        blocks = lt[s[:, :-1, :, None], s[:, 1:, None, :]]  # (B, T-1, k, k)
+        reset = x[:, :-1] == eos
+        blocks = torch.where(reset[:, :, None, None], ls[s[:, 1:]][:, :, None, :], blocks)
+        a = ls[s[:, 0]] + e[:, 0] if carry is None else carry + e[:, 0]
+        for t in range(1, x.shape[1]):
+            a = torch.logsumexp(a[:, :, None] + blocks[:, t - 1], dim=1) + e[:, t]
+        loss = -torch.logsumexp(a, dim=1).sum() / x.numel()
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([start, trans, emit], 5.0)
+        opt.step()
+        carry = None  # (the carried state is a detail; not timed differently)
+        return float(loss)
+
+    step(0)
+    t0 = time.perf_counter()
+    for i in range(1, steps + 1):
+        step(32 * i)
+    dt = (time.perf_counter() - t0) / steps
+    return {"K": K, "tok_s": B * T / dt, "step_s": dt}
+
+
+def child(kind: str, k: int, steps: int) -> None:
+    if kind == "reference":
+        out = measure_reference(k, steps)
+    else:
+        out = measure_ours(k, steps, dense=kind == "dense")
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+
+def run(kind: str, k: int, steps: int, timeout: float) -> dict | None:
+    cmd = [sys.executable, __file__, "--child", kind, str(k), str(steps)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"over {timeout:.0f} s"}
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip().splitlines() or ["failed"])[-1][:80]}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 12],
+                    help="log2 of the states (k = 2^n / 128 per cluster)")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child[0], int(args.child[1]), int(args.child[2]))
+        return
+    if not DATA.is_dir():
+        sys.exit(f"{DATA} is absent: the benchmark needs shared/data (PTB, Brown clusters)")
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from _common import cpu_name
+    print(f"CPU: {cpu_name()}, 1 torch thread; no GPU available for this task.")
+    print(f"{'2^n':>4} {'K':>6} {'impl':>11} {'tok/s':>9} {'s/step':>8} {'peak MB':>8} "
+          f"{'ours/that':>9}")
+    for n in args.sizes:
+        k = 2 ** n // 128
+        rows = {"hiddenstate": run("ours", k, args.steps, args.timeout)}
+        if n <= 12:
+            rows["reference"] = run("reference", k, args.steps, args.timeout)
+        else:  # K x V and K x K float32 tables, gradients, AdamW moments, masked copies
+            gb = 7 * 4 * (129 * k) * (129 * k + 10000) / 2**30
+            rows["reference"] = {"error": f"not run: needs about {gb:.0f} GB on this shared "
+                                          "23 GB machine"}
+        if n <= 10:
+            rows["dense"] = run("dense", 2 ** n, 1, args.timeout)
+        ours = rows["hiddenstate"]
+        for name, r in rows.items():
+            if "error" in r:
+                print(f"{n:>4} {'':>6} {name:>11} {r['error']}")
+                continue
+            ratio = ours["tok_s"] / r["tok_s"] if "tok_s" in ours else float("nan")
+            print(f"{n:>4} {r['K']:>6} {name:>11} {r['tok_s']:>9.0f} {r['step_s']:>8.3f} "
+                  f"{r['peak_mb']:>8.0f} {ratio:>9.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+"""PTB (and WikiText-2) perplexity of blocked HMM language models as the state space grows.
+
+    PYTHONPATH=src .venv/bin/python experiments/lm_scaling.py run NAME [NAME ...]
+    PYTHONPATH=src .venv/bin/python experiments/lm_scaling.py report
+    PYTHONPATH=src .venv/bin/python experiments/lm_scaling.py list
+
+``run`` trains the named configurations (see ``RUNS``) one after the other on this CPU
+(one torch thread: the machine has 2 cores shared with other jobs) and writes one JSON per
+run to ``experiments/results/lm_scaling/``; ``report`` turns the JSONs into
+``experiments/results/lm_scaling.md`` and ``lm_scaling.png`` (validation-perplexity curves
+and perplexity against states). Budget: the scaling runs are TWO epochs of PTB train (929,589
+tokens; batch EM: two epochs = two EM iterations; the neural run and WikiText-2: one
+epoch; the ablations (no dropout, random, stepwise EM) half an epoch, 226 batches, and
+the dense HMM 113 batches -- compared with the others at equal batches on their
+validation curves), batch 64 streams
+x 32 tokens, AdamW (lr 0.05 scalar, 0.01 neural), clip 5 -- the reference trains up to 50
+epochs on a GPU -- so the numbers are early-training perplexities, comparable with each
+other, not with the paper's converged ones. No GPU was available for this task.
+
+The Kneser-Ney baseline is :class:`hiddenstate.sources.KneserNeySource` (interpolated, order
+5, discounts estimated per order) on the same token streams (each sentence with its
+``<eos>``, scored from a fresh context per sentence, ``<eos>`` predicted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+DATA = REPO.parent / "shared" / "data"
+OUT = REPO / "experiments" / "results"
+RUN_DIR = OUT / "lm_scaling"
+
+#: name -> (corpus, BlockedHMMLM keyword arguments, note)
+_B = dict(batch_size=64, bptt=32, n_epochs=2, progress=False, random_state=0)
+_1 = {**_B, "n_epochs": 1}
+#: runs cut short (batches), for the machine's time: ablations compare at equal batches
+MAX_STEPS = {"brown-2^10-nodropout": 226, "random-2^10": 226, "stepwise-em-2^10": 226,
+             "dense-2^7": 113}
+RUNS = {
+    "brown-2^8-dropout": ("ptb", dict(states_per_cluster=2, state_dropout=1, **_B)),
+    "brown-2^10-dropout": ("ptb", dict(states_per_cluster=8, state_dropout=4, **_B)),
+    "brown-2^12-dropout": ("ptb", dict(states_per_cluster=32, state_dropout=16, **_B)),
+    "brown-2^10-nodropout": ("ptb", dict(states_per_cluster=8, **_1)),
+    "random-2^10": ("ptb", dict(constraint="random", n_states=1032, states_per_cluster=8,
+                                **_1)),
+    "neural-2^10-dropout": ("ptb", dict(states_per_cluster=8, state_dropout=4,
+                                        parameterization="neural", **_1)),
+    "stepwise-em-2^10": ("ptb", dict(states_per_cluster=8, learn="stepwise_em", **_1)),
+    "em-2^10": ("ptb", dict(states_per_cluster=8, learn="em", **_B)),
+    "dense-2^7": ("ptb", dict(constraint="dense", n_states=128, states_per_cluster=128, **_B)),
+    "brown-2^10-dropout-wt2": ("wikitext-2", dict(states_per_cluster=8, state_dropout=4,
+                                                  **_1)),
+}
+CLUSTERS = {"ptb": "lm-128", "wikitext-2": "w2flm-128"}
+
+
+def _corpus(name: str):
+    from hiddenstate.lm import load_corpus, read_brown_paths
+    c = load_corpus(name, DATA)
+    paths = read_brown_paths(DATA / "brown-clusters" / CLUSTERS[name] / "paths")
+    return c, paths.word_cluster(c["vocabulary"])
+
+
+def run(name: str) -> None:
+    import torch
+
+    from hiddenstate.lm import BlockedHMMLM
+    torch.set_num_threads(1)
+    corpus_name, kw = RUNS[name]
+    c, wc = _corpus(corpus_name)
+    n_batches = -(-len(c["train"]) // (kw["batch_size"] * kw["bptt"]))
+    eval_every = None if kw.get("learn") == "em" else max(1, n_batches // 4)
+    m = BlockedHMMLM(**kw, eval_every=eval_every)
+    t0 = time.perf_counter()
+    m.fit(c["train"], c["valid"], vocabulary=c["vocabulary"], word_cluster=wc,
+          max_steps=MAX_STEPS.get(name))
+    train_s = time.perf_counter() - t0
+    n_tokens = len(c["train"]) * m.n_epochs if name not in MAX_STEPS else \
+        MAX_STEPS[name] * kw["batch_size"] * kw["bptt"]
+    res = {"name": name, "corpus": corpus_name, "params": {k: v for k, v in kw.items()},
+           "n_states": m.n_states_, "train_seconds": train_s,
+           "train_tokens_per_s": n_tokens / train_s, "batches": m._state["step"],
+           "history": m.history_,
+           "valid_ppl": m.perplexity(c["valid"]), "test_ppl": m.perplexity(c["test"])}
+    usage = m.state_usage(c["valid"])
+    cs = m.constraints_
+    if cs.word_cluster is not None:
+        per = usage.reshape(-1, cs.k)
+        frac = per / np.maximum(per.sum(axis=1, keepdims=True), 1e-300)
+        res["states_used_per_cluster"] = (frac > 1e-3 / cs.k).sum(axis=1).tolist()
+        res["usage_entropy_per_cluster"] = (
+            -(frac * np.log(np.where(frac > 0, frac, 1))).sum(axis=1)).tolist()
+    RUN_DIR.mkdir(parents=True, exist_ok=True)
+    (RUN_DIR / f"{name}.json").write_text(json.dumps(res, indent=1))
+    print(f"{name}: K={res['n_states']} valid {res['valid_ppl']:.1f} test {res['test_ppl']:.1f}"
+          f" ({train_s:.0f} s, {res['train_tokens_per_s']:.0f} tok/s)", flush=True)
+
+
+def run_kn(corpus_name: str = "ptb") -> None:
+    from hiddenstate.lm import load_corpus
+    from hiddenstate.sources import KneserNeySource
+    c = load_corpus(corpus_name, DATA)
+    eos = c["vocabulary"].id_of("<eos>")
+
+    def lengths(ids):
+        cut = np.flatnonzero(ids == eos) + 1
+        return np.diff(np.concatenate(([0], cut)))
+
+    t0 = time.perf_counter()
+    kn = KneserNeySource(order=5).fit(c["train"], lengths(c["train"]),
+                                      n_symbols=len(c["vocabulary"]))
+    res = {"name": f"kn5-{corpus_name}", "corpus": corpus_name, "n_states": None}
+    for split in ("valid", "test"):
+        ids = c[split]
+        total, start = 0.0, 0
+        for n in lengths(ids):
+            total += float(kn.log_probs(ids[start:start + n]).sum())
+            start += n
+        res[f"{split}_ppl"] = math.exp(-total / len(ids))
+    res["train_seconds"] = time.perf_counter() - t0
+    RUN_DIR.mkdir(parents=True, exist_ok=True)
+    (RUN_DIR / f"kn5-{corpus_name}.json").write_text(json.dumps(res, indent=1))
+    print(f"KN5 {corpus_name}: valid {res['valid_ppl']:.1f} test {res['test_ppl']:.1f}")
+
+
+def report() -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    res = {p.stem: json.loads(p.read_text()) for p in sorted(RUN_DIR.glob("*.json"))}
+    lines = [
+        "# Blocked HMM language models on PTB: states, constraints, dropout, learning",
+        "",
+        "Command: `PYTHONPATH=src .venv/bin/python experiments/lm_scaling.py run NAME...` "
+        "then `... report`. Machine: 2 shared CPU cores, one torch thread, **no GPU was "
+        "available for this task**. Budget: **two epochs** for the scaling runs (batch 64 x 32 "
+        "tokens, AdamW lr 0.05 scalar / 0.01 neural, clip 5; batch EM: 2 epochs = 2 EM "
+        "iterations; neural and WikiText-2: one epoch; the ablations no-dropout, random and "
+        "stepwise EM: 226 batches, half an epoch; dense: 113 batches; the trends below "
+        "compare runs at equal batches), so these are early-training perplexities (the "
+        "reference trains up to 50 epochs on a GPU). No hyper-parameter search beyond the "
+        "learning rate of the scalar parameterisation.",
+        "",
+        "| run | corpus | K | batches | valid ppl | test ppl | train time | train tok/s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in res.items():
+        k = r["n_states"] if r["n_states"] else "-"
+        tps = f"{r['train_tokens_per_s']:.0f}" if "train_tokens_per_s" in r else "-"
+        lines.append(f"| {name} | {r['corpus']} | {k} | {r.get('batches', '-')} | "
+                     f"{r['valid_ppl']:.1f} | "
+                     f"{r['test_ppl']:.1f} | {r['train_seconds']:.0f} s | {tps} |")
+    lines += ["", "State usage on PTB valid (states per cluster carrying more than 0.1/k of "
+              "the cluster's posterior mass; mean over clusters):", ""]
+    for name, r in res.items():
+        if "states_used_per_cluster" in r:
+            u = np.array(r["states_used_per_cluster"])
+            lines.append(f"- {name}: {u.mean():.1f} of {r['params']['states_per_cluster']} "
+                         f"(min {u.min()}, max {u.max()})")
+    lines += ["", "## Trends of the paper, checked on these runs", ""] + _trends(res) + [
+        "",
+        "## Notes",
+        "",
+        "- The paper's trends that hold here: more states help (at every size tried) and "
+        "Brown constraints beat random ones by a wide margin.",
+        "- State dropout is, in the paper, a regulariser whose gain shows in converged "
+        "models; this early in training it slows learning (each batch updates only the "
+        "kept quarter of the transition table), so the comparison above does not test the "
+        "paper's claim. The learning rate was chosen for the scalar parameterisation only; "
+        "the neural one runs the reference's 0.01 untuned and costs about 8x more per batch "
+        "on this CPU.",
+        "- EM at this scale (no other implementation offers it): stepwise EM is within a few "
+        "perplexity points of AdamW at equal batches, batch EM after two iterations within "
+        "a few points of two epochs of AdamW.",
+        "- The goal \"the largest CPU model beats the KN 5-gram\" is not met with these "
+        "budgets; the validation curves were still falling when the runs stopped.",
+    ]
+    (OUT / "lm_scaling.md").write_text("\n".join(lines) + "\n")
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    for name, r in res.items():
+        h = [x for x in r.get("history", []) if x.get("valid_ppl")]
+        if h:
+            ax[0].plot([x["step"] for x in h], [x["valid_ppl"] for x in h], marker="o",
+                       label=name)
+    ax[0].set(xlabel="batches", ylabel="valid perplexity (PTB; WikiText-2 for -wt2)",
+              yscale="log",
+              title="validation perplexity during training")
+    ax[0].legend(fontsize=7)
+    sc = [(res[n]["n_states"], res[n]["valid_ppl"]) for n in
+          ("brown-2^8-dropout", "brown-2^10-dropout", "brown-2^12-dropout") if n in res]
+    ax[1].set_xscale("log")
+    if sc:
+        sc.sort()
+        ax[1].plot(*zip(*sc, strict=True), marker="o", label="Brown + dropout (2 epochs)")
+        ax[1].set_xticks([k for k, _ in sc], [str(k) for k, _ in sc])
+        ax[1].minorticks_off()
+    if "kn5-ptb" in res:
+        ax[1].axhline(res["kn5-ptb"]["valid_ppl"], color="k", ls="--", label="KN 5-gram")
+    ax[1].set(xlabel="states K", ylabel="PTB valid perplexity",
+              title="more states")
+    ax[1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(OUT / "lm_scaling.png", dpi=100)
+    print("\n".join(lines))
+
+
+def _at_step(r: dict, step: int) -> float | None:
+    """Validation perplexity of run ``r`` at batch ``step`` of its curve (None if absent)."""
+    for h in r.get("history", []):
+        if h.get("step") == step and h.get("valid_ppl"):
+            return h["valid_ppl"]
+    return None
+
+
+def _trends(res: dict) -> list[str]:
+    out = []
+
+    def v(name):
+        return res[name]["valid_ppl"] if name in res else None
+
+    def says(claim, a, b, na, nb):
+        if a is None or b is None:
+            return f"- {claim}: not measured (a run is missing)."
+        verdict = "holds" if a < b else "does NOT hold"
+        return f"- {claim}: {verdict} here ({na} {a:.1f} vs {nb} {b:.1f} valid ppl)."
+
+    sizes = [n for n in ("brown-2^8-dropout", "brown-2^10-dropout", "brown-2^12-dropout")
+             if n in res]
+    if len(sizes) >= 2:
+        ppl = [v(n) for n in sizes]
+        mono = all(b < a for a, b in zip(ppl, ppl[1:], strict=False))
+        out.append(f"- More states help: {'holds' if mono else 'does NOT hold'} here "
+                   f"({', '.join(f'{n}: {p:.1f}' for n, p in zip(sizes, ppl, strict=True))}).")
+    # runs cut short compare with the others at equal batches (the shortest ablation's end)
+    ends = [r["history"][-1]["step"] for n, r in res.items()
+            if n in MAX_STEPS and n != "dense-2^7" and r.get("history")]
+    step = min(ends) if ends else None
+
+    def one_epoch(name):
+        return _at_step(res[name], step) if name in res and step else None
+
+    out.append(says(f"Brown constraints better than random ones (K = 1,032, no dropout, "
+                    f"{step} batches)", one_epoch("brown-2^10-nodropout"),
+                    one_epoch("random-2^10"), "Brown", "random"))
+    out.append(says(f"State dropout helps (K = 1,032, Brown, {step} batches)",
+                    one_epoch("brown-2^10-dropout"), one_epoch("brown-2^10-nodropout"),
+                    "dropout", "none"))
+    out.append(says(f"Neural better than scalar (K = 1,032, dropout, {step} batches)",
+                    one_epoch("neural-2^10-dropout"), one_epoch("brown-2^10-dropout"),
+                    "neural", "scalar"))
+    out.append(says(f"Gradient better than stepwise EM (K = 1,032, Brown, no dropout, "
+                    f"{step} batches)", one_epoch("brown-2^10-nodropout"),
+                    one_epoch("stepwise-em-2^10"), "gradient", "stepwise EM"))
+    out.append(says("Gradient (2 epochs, with dropout) better than batch EM (2 iterations, "
+                    "K = 1,032)", v("brown-2^10-dropout"), v("em-2^10"), "gradient", "EM"))
+    out.append(says("Stepwise EM (226 batches) better than batch EM (2 epochs = 2 iterations)",
+                    v("stepwise-em-2^10"), v("em-2^10"), "stepwise", "batch"))
+    dense_step = res["dense-2^7"]["history"][-1]["step"] if "dense-2^7" in res else None
+    out.append(says(f"Blocked (K = 1,032, no dropout) better than a dense HMM (K = 128) at "
+                    f"equal batches ({dense_step})",
+                    _at_step(res["brown-2^10-nodropout"], dense_step)
+                    if "brown-2^10-nodropout" in res and dense_step else None,
+                    v("dense-2^7"), "blocked", "dense"))
+    big = [n for n in sizes if n in res]
+    if big and "kn5-ptb" in res:
+        out.append(says(f"The largest CPU model ({big[-1]}) beats the KN 5-gram",
+                        v(big[-1]), v("kn5-ptb"), "HMM", "KN5"))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["run", "report", "list"])
+    ap.add_argument("names", nargs="*")
+    args = ap.parse_args()
+    if not DATA.is_dir():
+        sys.exit(f"{DATA} is absent: the experiment needs shared/data")
+    if args.what == "list":
+        print("\n".join([*RUNS, "kn5-ptb", "kn5-wikitext-2"]))
+    elif args.what == "report":
+        report()
+    else:
+        for name in args.names:
+            if name.startswith("kn5-"):
+                run_kn(name[4:])
+            else:
+                run(name)
+
+
+if __name__ == "__main__":
+    main()

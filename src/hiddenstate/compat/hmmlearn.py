@@ -443,7 +443,24 @@ class _HmmlearnHMM(HMM):
         self.to_hmm().save(path)
 
 
-class CategoricalHMM(_HmmlearnHMM):
+class _EmissionRows:
+    """What hmmlearn's CategoricalHMM and MultinomialHMM share: ``emissionprob_`` rows of
+    ``n_features`` probabilities, started uniformly at random (hmmlearn's draws)."""
+
+    def _get_n_fit_scalars_per_param(self):
+        out = super()._get_n_fit_scalars_per_param()
+        out["e"] = self.n_components * (self.n_features - 1)
+        return out
+
+    def _init_emissions(self, X) -> None:
+        self.random_state = check_random_state(self.random_state)
+        if self._needs_init("e", "emissionprob_"):
+            B = self.random_state.rand(self.n_components, self.n_features)
+            B /= B.sum(axis=1, keepdims=True)
+            self.emissionprob_ = B
+
+
+class CategoricalHMM(_EmissionRows, _HmmlearnHMM):
     """Hidden Markov model with categorical (discrete) emissions (hmmlearn's
     ``CategoricalHMM``). ``X`` holds integer symbols, shape ``(n_samples, 1)``.
 
@@ -513,18 +530,6 @@ class CategoricalHMM(_HmmlearnHMM):
                     "relabel symbols to 0..W-1 (np.unique(X, return_inverse=True)) or pass "
                     "n_features explicitly")
             self.n_features = top + 1
-
-    def _get_n_fit_scalars_per_param(self):
-        out = super()._get_n_fit_scalars_per_param()
-        out["e"] = self.n_components * (self.n_features - 1)
-        return out
-
-    def _init_emissions(self, X) -> None:
-        self.random_state = check_random_state(self.random_state)
-        if self._needs_init("e", "emissionprob_"):
-            B = self.random_state.rand(self.n_components, self.n_features)
-            B /= B.sum(axis=1, keepdims=True)
-            self.emissionprob_ = B
 
     def _check_emissions(self) -> None:
         B = np.atleast_2d(np.asarray(self._attr("emissionprob_"), dtype=np.float64))
@@ -966,7 +971,7 @@ class GMMHMM(_HmmlearnHMM):
         return draw
 
 
-class MultinomialHMM(_HmmlearnHMM):
+class MultinomialHMM(_EmissionRows, _HmmlearnHMM):
     """Hidden Markov model with multinomial emissions (hmmlearn 0.3's ``MultinomialHMM``):
     each sample is a vector of counts over ``n_features`` categories from ``n_trials``
     trials, ``X`` of shape ``(n_samples, n_features)``.
@@ -1010,18 +1015,6 @@ class MultinomialHMM(_HmmlearnHMM):
             raise InvalidInputError(
                 "X: the total count of every sample should add up to n_trials "
                 f"({self.n_trials!r:.40}); pass n_trials=None to take each row's total")
-
-    def _get_n_fit_scalars_per_param(self):
-        out = super()._get_n_fit_scalars_per_param()
-        out["e"] = self.n_components * (self.n_features - 1)
-        return out
-
-    def _init_emissions(self, X) -> None:
-        self.random_state = check_random_state(self.random_state)
-        if self._needs_init("e", "emissionprob_"):
-            B = self.random_state.rand(self.n_components, self.n_features)
-            B /= B.sum(axis=1, keepdims=True)
-            self.emissionprob_ = B
 
     def _check_emissions(self) -> None:
         B = np.atleast_2d(np.asarray(self._attr("emissionprob_"), dtype=np.float64))

@@ -9,13 +9,13 @@ from .._validation import check_stochastic, check_symbols
 from ..errors import InvalidInputError
 from ..inference import EmissionTable
 from .base import EmissionFamily
-from .dirichlet import DirichletRows
+from .dirichlet import DirichletEmissionRows, DirichletRows
 
 #: an alphabet inferred from the data may not exceed this; pass n_features to go beyond
 MAX_INFERRED_SYMBOLS = 2**24
 
 
-class CategoricalEmissions(EmissionFamily):
+class CategoricalEmissions(DirichletEmissionRows, EmissionFamily):
     """``emissionprob`` ``(K, W)``: p(x = w | z = k). Observations are symbols 0..W-1."""
 
     letters = {"e": "emissionprob"}
@@ -61,28 +61,6 @@ class CategoricalEmissions(EmissionFamily):
         rows = np.flatnonzero(X < 0)
         out[rows] = np.argmax(post[rows] @ params["emissionprob"], axis=1)
         return out
-
-    def mstep(self, params, stats, which):
-        B, dead = self.rows.mstep(params["emissionprob"], stats["counts"], which)
-        return {"emissionprob": B}, dead
-
-    def log_prior(self, params):
-        return self.rows.log_prior(params["emissionprob"])
-
-    def vb_init(self, params, n_virtual):
-        return {"emissionprob": self.rows.vb_init(params["emissionprob"], n_virtual)}
-
-    def vb_update(self, q, stats, which):
-        return {"emissionprob": self.rows.vb_update(q["emissionprob"], stats["counts"], which)}
-
-    def vb_expected(self, q):
-        return {"emissionprob": self.rows.vb_expected(q["emissionprob"])}
-
-    def vb_kl(self, q):
-        return self.rows.vb_kl(q["emissionprob"])
-
-    def vb_mean(self, q):
-        return {"emissionprob": self.rows.vb_mean(q["emissionprob"])}
 
     def initialize(self, X, rng):
         B = rng.dirichlet(np.ones(self.n_features), size=self.n_states)

@@ -182,3 +182,36 @@ class SparseDirichletRows:
 
     def vb_mean(self, q) -> np.ndarray:
         return q / self._per_entry(self.transitions.row_sums(q))
+
+
+class DirichletEmissionRows:
+    """The M-step, prior and VB methods of an emission family whose parameter is
+    ``emissionprob`` (K, W), one :class:`DirichletRows` row per state (``self.rows``),
+    estimated from the statistic ``stats[self.counts_key]`` (K, W): the categorical
+    (``"counts"``) and multinomial (``"obs"``) families."""
+
+    counts_key = "counts"
+
+    def mstep(self, params, stats, which):
+        B, dead = self.rows.mstep(params["emissionprob"], stats[self.counts_key], which)
+        return {"emissionprob": B}, dead
+
+    def log_prior(self, params):
+        return self.rows.log_prior(params["emissionprob"])
+
+    def vb_init(self, params, n_virtual):
+        """q centred on ``params`` with ``n_virtual`` pseudo-counts per state."""
+        return {"emissionprob": self.rows.vb_init(params["emissionprob"], n_virtual)}
+
+    def vb_update(self, q, stats, which):
+        return {"emissionprob": self.rows.vb_update(q["emissionprob"], stats[self.counts_key],
+                                                    which)}
+
+    def vb_expected(self, q):
+        return {"emissionprob": self.rows.vb_expected(q["emissionprob"])}
+
+    def vb_kl(self, q):
+        return self.rows.vb_kl(q["emissionprob"])
+
+    def vb_mean(self, q):
+        return {"emissionprob": self.rows.vb_mean(q["emissionprob"])}

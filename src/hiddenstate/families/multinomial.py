@@ -24,7 +24,7 @@ from scipy.special import gammaln
 from .._validation import check_counts, check_positive_int, check_stochastic
 from ..errors import InvalidInputError
 from .base import EmissionFamily, kmeans
-from .dirichlet import DirichletRows
+from .dirichlet import DirichletEmissionRows, DirichletRows
 
 
 def check_n_trials(n_trials, name: str = "n_trials"):
@@ -42,11 +42,12 @@ def check_n_trials(n_trials, name: str = "n_trials"):
     return arr.astype(np.int64)
 
 
-class MultinomialEmissions(EmissionFamily):
+class MultinomialEmissions(DirichletEmissionRows, EmissionFamily):
     """``emissionprob`` ``(K, W)``: the category probabilities of state k's trials.
     Observations are ``(n_samples, W)`` count vectors."""
 
     letters = {"e": "emissionprob"}
+    counts_key = "obs"   # the Poisson layout, which online EM accumulates
 
     def __init__(self, n_states: int, n_features: int, n_trials=None, emissionprob_prior=1.0):
         super().__init__(n_states, n_features)
@@ -90,29 +91,6 @@ class MultinomialEmissions(EmissionFamily):
         """``post`` (K,) posterior mass and ``obs`` (K, W) posterior-weighted counts (the
         Poisson family's layout, which the online EM learner accumulates)."""
         return {"post": post.sum(axis=0), "obs": post.T @ X}
-
-    def mstep(self, params, stats, which):
-        B, dead = self.rows.mstep(params["emissionprob"], stats["obs"], which)
-        return {"emissionprob": B}, dead
-
-    def log_prior(self, params):
-        return self.rows.log_prior(params["emissionprob"])
-
-    def vb_init(self, params, n_virtual):
-        """q centred on ``params`` with ``n_virtual`` pseudo-counts per state."""
-        return {"emissionprob": self.rows.vb_init(params["emissionprob"], n_virtual)}
-
-    def vb_update(self, q, stats, which):
-        return {"emissionprob": self.rows.vb_update(q["emissionprob"], stats["obs"], which)}
-
-    def vb_expected(self, q):
-        return {"emissionprob": self.rows.vb_expected(q["emissionprob"])}
-
-    def vb_kl(self, q):
-        return self.rows.vb_kl(q["emissionprob"])
-
-    def vb_mean(self, q):
-        return {"emissionprob": self.rows.vb_mean(q["emissionprob"])}
 
     def initialize(self, X, rng):
         """k-means (:func:`~.base.kmeans`) on the rows' proportions: each state starts at

@@ -20,11 +20,10 @@ from collections.abc import Callable, Hashable
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from .._validation import check_positive_int, check_stochastic
+from .._validation import check_positive_int, check_stochastic, make_rng
 from ..errors import InvalidInputError, NotFittedError
 from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
-from .hmm import make_rng
 from .nbh_problem import NBHProblem, log_joint, logsumexp_rows, one_hot
 
 #: values of ``X`` read as missing besides ``None`` and NaN (a hyper-parameter can add more)

@@ -23,21 +23,20 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validation import check_number, check_positive_int, check_stochastic
+from .._validation import check_number, check_positive_int, check_stochastic, make_rng
 from ..errors import InvalidInputError, ZeroProbabilityError
 from ..grammar import START, Grammar, Tree, from_cnf, normalise, read_trees, to_cnf
 from ..kernels import cky
 from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
-from ..programs.problem import SwitchRows
-from .hmm import make_rng
+from ..programs.problem import FlatSwitches, SwitchRows
 
 INITS = ("random", "uniform", "current")
 _LEARNED = "r"
 _KBEST_BYTES = 2 * 2**30
 
 
-class _PCFGProblem:
+class _PCFGProblem(FlatSwitches):
     """The grammar as :func:`hiddenstate.learn.fit` sees it: the switches grouped by number
     of rules into Dirichlet blocks ``rules<m>`` (one row per left-hand side)."""
 
@@ -55,15 +54,6 @@ class _PCFGProblem:
             self.letters[name] = _LEARNED
             self.index[name] = np.asarray(los, dtype=np.int64)[:, None] + np.arange(m)
             self.n_virtual[name] = 1.0
-
-    def views(self, theta: np.ndarray) -> dict:
-        return {name: theta[idx] for name, idx in self.index.items()}
-
-    def flat(self, views: dict) -> np.ndarray:
-        theta = self.base.copy()
-        for name, idx in self.index.items():
-            theta[idx] = views[name]
-        return theta
 
     def _stats(self, counts: np.ndarray) -> dict:
         return {name: counts[idx] for name, idx in self.index.items()}

@@ -47,7 +47,27 @@ class SwitchRows(DirichletRows):
         return super().mstep(theta, counts, which)[0], []
 
 
-class ProgramProblem:
+class FlatSwitches:
+    """Switch probabilities as one flat vector (``base``) and as Dirichlet blocks: block
+    ``name`` is ``theta[index[name]]``, one row per switch of its number of outcomes. Shared
+    by the program engine's Problem and the PCFG's."""
+
+    base: np.ndarray
+    index: dict
+
+    def views(self, theta: np.ndarray) -> dict:
+        """The block matrices of a flat probability vector."""
+        return {name: theta[idx] for name, idx in self.index.items()}
+
+    def flat(self, views: dict) -> np.ndarray:
+        """The flat vector with every block written back over ``base``."""
+        theta = self.base.copy()
+        for name, idx in self.index.items():
+            theta[idx] = views[name]
+        return theta
+
+
+class ProgramProblem(FlatSwitches):
     """Blocks, expected counts and path counts of one explanation graph (``flat_priors``:
     every Dirichlet concentration 1, i.e. maximum likelihood, as ``learn="em"`` wants)."""
 
@@ -76,16 +96,6 @@ class ProgramProblem:
             self.sids[name] = sids
         self.n_virtual = {name: 1.0 for name in self.blocks}
 
-    # -- parameters: blocks <-> flat vector ----------------------------------------------------
-    def views(self, theta: np.ndarray) -> dict:
-        """The block matrices of a flat probability vector."""
-        return {name: theta[idx] for name, idx in self.index.items()}
-
-    def flat(self, views: dict) -> np.ndarray:
-        theta = self.base.copy()
-        for name, idx in self.index.items():
-            theta[idx] = views[name]
-        return theta
 
     def _log(self, views: dict) -> np.ndarray:
         with np.errstate(divide="ignore"):

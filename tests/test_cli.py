@@ -246,6 +246,36 @@ def test_learning_mode_flags_match_api(tmp_path, capsys, learn, extra):
     assert np.array_equal(saved.transmat_, api.transmat_)
 
 
+@pytest.mark.parametrize("emission, extra", [("gmm", ["--n-mix", "2"]),
+                                             ("multinomial", ["--n-trials", "6"])])
+def test_gmm_and_multinomial_fits_match_api_and_report(tmp_path, capsys, emission, extra):
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(8)
+    z = (np.arange(120) // 15) % 2
+    if emission == "gmm":
+        X = rng.normal(3.0 * z[:, None], 1.0, size=(120, 2))
+        kw = {"n_mix": 2}
+    else:
+        X = np.stack([rng.multinomial(6, [0.7, 0.2, 0.1] if k else [0.1, 0.3, 0.6])
+                      for k in z]).astype(float)
+        kw = {"n_trials": 6}
+    np.save(tmp_path / "x.npy", X)
+    rc, out, err = run(["fit", tmp_path / "x.npy", "--emission", emission, "--n-states", 2,
+                        "--out", tmp_path / "m", "--random-state", 2, "--n-iter", 10,
+                        "--report", tmp_path / "r", *extra], capsys)
+    assert rc == 0, err
+    api = HMM(n_states=2, emission=emission, n_iter=10, random_state=2, **kw).fit(X)
+    saved = hiddenstate.load(tmp_path / "m")
+    assert saved.monitor_.history == api.monitor_.history
+    assert np.array_equal(saved.transmat_, api.transmat_)
+    page = (tmp_path / "r" / "index.html").read_text()
+    title = "Mixture means per state" if emission == "gmm" else "Category probabilities"
+    assert title in page
+    rc, _, err = run(["fit", tmp_path / "x.npy", "--emission", "gaussian", "--out",
+                      tmp_path / "g", *extra], capsys)
+    assert rc == 2 and extra[0] + ": only applies" in err
+
+
 # --------------------------------------------------------------------------- errors
 
 

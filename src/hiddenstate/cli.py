@@ -112,10 +112,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", "-o", metavar="MODEL_DIR", required=True,
                    help="directory to save the model in (created; overwritten if it exists)")
     p.add_argument("--n-states", type=_int_at_least(1), default=2, help="hidden states (2)")
-    p.add_argument("--emission", choices=("categorical", "gaussian", "poisson"), default=None,
-                   help="emission family (default: categorical for text, gaussian otherwise)")
+    p.add_argument("--emission",
+                   choices=("categorical", "gaussian", "poisson", "gmm", "multinomial"),
+                   default=None,
+                   help="emission family (default: categorical for text, gaussian otherwise); "
+                   "gmm: a mixture of --n-mix Gaussians per state; multinomial: rows of "
+                   "counts (see docs/families.md)")
     p.add_argument("--covariance-type", choices=("spherical", "diag", "full", "tied"),
-                   default="diag", help="Gaussian covariance type (diag)")
+                   default="diag", help="Gaussian and gmm covariance type (diag)")
+    p.add_argument("--n-mix", type=_int_at_least(1), default=None,
+                   help="mixture components per state, --emission gmm only (1)")
+    p.add_argument("--n-trials", type=_int_at_least(1), default=None,
+                   help="the total every row of counts must have, --emission multinomial "
+                   "only (default: each row's own total)")
     p.add_argument("--n-iter", type=_int_at_least(1), default=100,
                    help="maximum EM iterations (100)")
     p.add_argument("--learn", choices=MODES, default="em",
@@ -478,6 +487,10 @@ def cmd_fit(args, out) -> int:
             f"--emission: text input needs categorical emissions, got {emission!r}; "
             "drop --emission or pass numeric CSV/npy data"
         )
+    if args.n_mix is not None and emission != "gmm":
+        raise InvalidInputError("--n-mix: only applies with --emission gmm; drop it")
+    if args.n_trials is not None and emission != "multinomial":
+        raise InvalidInputError("--n-trials: only applies with --emission multinomial; drop it")
     if emission == "categorical" and fmt != "text" and X.shape[1] != 1:
         raise InvalidInputError(
             f"{args.input}: categorical emissions need one column of integer symbols, got "
@@ -490,6 +503,7 @@ def cmd_fit(args, out) -> int:
         n_init=args.n_init, random_state=args.random_state, learn=args.learn,
         k_best=args.k_best, startprob_prior=args.startprob_prior,
         transmat_prior=args.transmat_prior, emissionprob_prior=args.emissionprob_prior,
+        n_mix=args.n_mix or 1, n_trials=args.n_trials,
     )
     show = sys.stderr.isatty() if args.progress is None else args.progress
     start = time.perf_counter()

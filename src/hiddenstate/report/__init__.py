@@ -145,8 +145,10 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
         rows.append(("symbols", _fmt(n_features)))
     else:
         rows.append(("features", _fmt(n_features)))
-        if emission == "gaussian":
+        if emission in ("gaussian", "gmm"):
             rows.append(("covariance type", _esc(model.covariance_type)))
+        if emission == "gmm":
+            rows.append(("mixture components per state", _fmt(model.n_mix)))
     if vocabulary is not None and X is not None:
         unk = float(np.mean(np.asarray(X).reshape(len(X), -1)[:, 0] == vocabulary.unk_id))
         rows.append(("unknown-word share", _esc(f"{unk:.2%} of tokens are {vocabulary.unk_token}")))
@@ -211,6 +213,28 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
         parts.append('<section id="emissions"><h2>Means per state</h2>'
                      f"{_img(p, 'means per state')}"
                      f"{_table(['state', 'occupancy', 'mean ± sd per feature'], trows)}"
+                     "</section>")
+    elif emission == "gmm":   # each state's mixture mean sum_m w_km mu_km
+        weights = np.asarray(model.weights_)
+        means = np.einsum("km,kmd->kd", weights, np.asarray(model.means_))
+        p = plots.plot_state_matrix(means, out / "means.png", "Mixture means per state")
+        trows = [[str(k), occ_cell(k), ", ".join(f"{m:.4g}" for m in means[k]),
+                  ", ".join(f"{w:.3f}" for w in weights[k])] for k in range(K)]
+        parts.append('<section id="emissions"><h2>Mixture means per state</h2>'
+                     f"{_img(p, 'mixture means per state')}"
+                     + _table(["state", "occupancy", "mixture mean per feature", "weights"],
+                              trows)
+                     + "</section>")
+    elif emission == "multinomial":
+        probs = np.asarray(model.emissionprob_)
+        p = plots.plot_state_matrix(probs, out / "categories.png",
+                                    "Category probabilities per state", cmap="viridis",
+                                    center=False)
+        trows = [[str(k), occ_cell(k), ", ".join(f"{v:.3f}" for v in probs[k])]
+                 for k in range(K)]
+        parts.append('<section id="emissions"><h2>Category probabilities per state</h2>'
+                     f"{_img(p, 'category probabilities per state')}"
+                     f"{_table(['state', 'occupancy', 'probability per category'], trows)}"
                      "</section>")
     elif emission == "poisson":
         lam = np.asarray(model.lambdas_)

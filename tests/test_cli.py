@@ -426,3 +426,18 @@ def test_bundled_corpus(tmp_path, capsys):
     sents = demo.corpus_sentences(50)
     assert len(sents) == 50 and all(4 <= len(s) <= 40 for s in sents)
     assert all(s[-1] in (".", "?", "!") for s in sents)
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    """`hiddenstate sample ... | head -1`: the reader leaves; no error message, status 141."""
+    model = HMM(n_states=2, emission="categorical", n_iter=2, random_state=0)
+    model.fit(np.random.default_rng(0).integers(0, 3, size=(50, 1)))
+    cli.save_model_dir(model, tmp_path / "m", "npy", None, source="x", n_sequences=1,
+                       n_observations=50, fit_seconds=0.0)
+    proc = subprocess.Popen([sys.executable, "-m", "hiddenstate", "sample", "--model",
+                             str(tmp_path / "m"), "-n", "20", "--n-sequences", "200000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == ""

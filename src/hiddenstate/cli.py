@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -750,6 +751,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     try:
         return args.func(args, sys.stdout)
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error
+        return 141
     except HiddenStateError as exc:
         print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -180,9 +180,6 @@ def test_streaming_learners_and_props_with_missing_symbols():
         full = hs.HMM(2, learn=learn, random_state=0).fit(np.where(X < 0, 0, X)[:, None], [5, 5])
         assert not np.allclose(m.emissionprob_, full.emissionprob_)  # -1 is not symbol 0
         assert np.isfinite(m.score(X[:, None], [5, 5]))
-    for learn in ("bona", "mpa"):
-        with pytest.raises(InvalidInputError, match="missing"):
-            hs.HMM(2, learn=learn, random_state=0).fit(X[:, None], [5, 5])
     with pytest.raises(InvalidInputError, match="partly missing"):
         hs.HMM(2, emission="gaussian", learn="online-em", random_state=0).fit(
             np.array([[0.0, 1.0], [np.nan, 2.0], [1.0, 0.5]]))
@@ -239,3 +236,30 @@ def test_online_em_with_missing_observations(emission):
     a, b = getattr(m, key), getattr(batch, key)
     perm = np.argsort(a[:, -1]), np.argsort(b[:, -1])
     np.testing.assert_allclose(a[perm[0]], b[perm[1]], atol=0.15 * np.abs(b).max())
+
+
+def test_bona_and_mpa_sum_a_missing_symbol_out():
+    """The exact posterior after a sequence with a missing symbol is the mixture, over the
+    symbol's values w, of the posteriors with w filled in, weighted by their evidence: its
+    log-evidence is their logsumexp and its posterior mean their weighted mean."""
+    from hiddenstate.learn.online.per_sequence import _Layout, mixture_posterior
+
+    rng = np.random.default_rng(5)
+    K, W = 2, 3
+    layout = _Layout(K, W)
+    u = rng.uniform(0.5, 2.0, size=layout.D)
+    x = np.array([0, -1, 2, 1])
+    got = mixture_posterior(u, layout, x, 10**4, ("mean",))
+    filled = [mixture_posterior(u, layout, np.where(x < 0, w, x), 10**4, ("mean",))
+              for w in range(W)]
+    logs = np.array([f["log_evidence"] for f in filled])
+    top = logs.max()
+    assert np.isclose(got["log_evidence"], top + np.log(np.exp(logs - top).sum()), rtol=1e-12)
+    weights = np.exp(logs - got["log_evidence"])
+    mean = sum(wt * f["mean"] for wt, f in zip(weights, filled, strict=True))
+    np.testing.assert_allclose(got["mean"], mean, rtol=1e-12)
+    for learn in ("bona", "mpa"):   # and the learners take it (the missing step is not 0)
+        m = hs.HMM(2, learn=learn, random_state=0).fit(x[:, None])
+        zero = hs.HMM(2, learn=learn, random_state=0).fit(np.where(x < 0, 0, x)[:, None])
+        assert not np.allclose(m.emissionprob_, zero.emissionprob_)
+

@@ -148,17 +148,10 @@ def _theta(startprob, transmat, emissionprob) -> dict:
             "emission": {"emissionprob": emissionprob}}
 
 
-def _sequences(X, lengths, family, allow_missing: bool = False
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Symbols as int64 (checked against the alphabet) and the sequence boundaries; missing
-    symbols (``-1``) only with ``allow_missing`` (a learner whose forward-backward E-step
-    leaves them out), otherwise a clear error."""
+def _sequences(X, lengths, family) -> tuple[np.ndarray, np.ndarray]:
+    """Symbols as int64 (checked against the alphabet; ``-1`` marks a missing one, which
+    every learner here leaves out of its emission terms) and the sequence boundaries."""
     X = check_symbols(X, family.n_features, allow_missing=True)
-    if not allow_missing and len(X) and X.min() < 0:
-        raise InvalidInputError(
-            "X: learn='bona' and 'mpa' enumerate the paths of fully observed sequences and "
-            "do not take missing symbols (-1); fill them in first (HMM.impute) or use "
-            "'bwo', 'baldi-chauvin' or a batch mode, which do")
     lengths = check_lengths(lengths, len(X))
     bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=bounds[1:])
@@ -259,7 +252,7 @@ class BaumWelchOnline:
         _refuse_continues(continues, self.name)
         _check_family(family, self.name)
         eta = self._check()
-        X, bounds = _sequences(X, lengths, family, allow_missing=True)
+        X, bounds = _sequences(X, lengths, family)
         state = _copy_state(state)
         counts = _ExpectedCounts()
         with _one_thread():
@@ -339,7 +332,7 @@ class BaldiChauvin:
         _refuse_continues(continues, self.name)
         _check_family(family, self.name)
         eta, lam = self._check()
-        X, bounds = _sequences(X, lengths, family, allow_missing=True)
+        X, bounds = _sequences(X, lengths, family)
         state = _copy_state(state)
         counts = _ExpectedCounts()
         with _one_thread():
@@ -410,13 +403,18 @@ class _Layout:
         return np.add.reduceat(a, self.starts, axis=-1)
 
     def path_counts(self, paths: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """``(P, D)`` counts :math:`c(q)` of every path (rows of ``paths``) for symbols ``x``."""
+        """``(P, D)`` counts :math:`c(q)` of every path (rows of ``paths``) for symbols ``x``.
+
+        A missing symbol (``-1``) has no emission event: its emission probability is summed
+        over the alphabet (it is 1 for every path), so the path weights and moments are
+        those of the observed symbols alone."""
         K, W, D = self.K, self.W, self.D
         P, T = paths.shape
+        seen = x >= 0
         events = np.concatenate((
             paths[:, :1],
             K + paths[:, :-1] * K + paths[:, 1:],
-            K + K * K + paths * W + x[None, :]), axis=1)
+            K + K * K + paths[:, seen] * W + x[None, seen]), axis=1)
         flat = (np.arange(P, dtype=np.int64)[:, None] * D + events).ravel()
         return np.bincount(flat, minlength=P * D).reshape(P, D).astype(np.float64)
 

@@ -111,17 +111,16 @@ class DirichletRows:
         return q / sums
 
 
-class SparseDirichletRows:
+class SparseDirichletRows(DirichletRows):
     """:class:`DirichletRows` for a transition matrix stored as its allowed entries
     (:class:`~hiddenstate.inference.Transitions`; parameters, counts and ``q`` are
-    ``(nnz,)`` vectors): the same MAP / VB updates row by row, never touching the entries
+    ``(nnz,)`` vectors): the same MAP / VB updates row by row (``vb_init`` and ``vb_update``
+    are the dense ones, entry by entry), never touching the entries
     that are not allowed, so they stay exactly zero in every mode. ``prior``: a scalar or a
     ``(K, K)`` array (its allowed entries are used)."""
 
     def __init__(self, key: str, letter: str, prior, transitions):
-        self.key = key
-        self.letter = letter
-        self.prior = prior
+        super().__init__(key, letter, prior)
         self.transitions = transitions
 
     def _alpha(self, like: np.ndarray) -> np.ndarray:
@@ -156,14 +155,6 @@ class SparseDirichletRows:
         norm = (self.transitions.row_sums(np.where(s, gammaln(np.where(s, alpha, 1.0)), 0.0))
                 - gammaln(self.transitions.row_sums(a)))
         return float(terms.sum() - norm.sum())
-
-    def vb_init(self, theta, n_virtual: float) -> np.ndarray:
-        return self._alpha(theta) + n_virtual * np.asarray(theta)
-
-    def vb_update(self, q, counts, which):
-        if self.letter not in which:
-            return q
-        return self._alpha(q) + counts
 
     def vb_expected(self, q) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -518,12 +518,7 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences)
     K = len(startprob)
     short, long = seqs.short_lanes, seqs.long_segments
     C = short.n_chunks + long.n_chunks
-    if table.by_idx:
-        post_acc = np.zeros((C, table.emis.shape[0], K))
-        post_dense = np.empty((0, K))
-    else:
-        post_acc = np.empty((C, 0, K))
-        post_dense = np.empty((seqs.n_samples, K))
+    post_acc, post_dense = _posterior_buffers(table, seqs, C, K)
     start_acc = np.zeros((C, K))
     trans_acc = np.zeros((C, K, K))
     loglik = np.zeros(len(seqs.lengths))
@@ -538,19 +533,32 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences)
         loglik += _segmented_forward_backward(
             startprob, transmat, transmat_t, table, seqs, post_acc[Cs:], post_dense,
             start_acc[Cs:], trans_acc[Cs:])
-    # fixed-order reductions: identical for any thread count
-    trans = trans_acc[0].copy()
-    start = start_acc[0].copy()
-    for c in range(1, C):
-        trans += trans_acc[c]
+    out = _reduce_chunks(loglik, start_acc, trans_acc, post_acc, post_dense, table, seqs)
+    out.trans *= transmat
+    return out
+
+
+def _posterior_buffers(table: EmissionTable, seqs: Sequences, C: int, K: int):
+    """``(post_acc, post_dense)`` for the forward-backward kernels: per-chunk sums by
+    emission row (tables indexed by symbol) or one posterior row per observation."""
+    if table.by_idx:
+        return np.zeros((C, table.emis.shape[0], K)), np.empty((0, K))
+    return np.empty((C, 0, K)), np.empty((seqs.n_samples, K))
+
+
+def _reduce_chunks(loglik, start_acc, trans_acc, post_acc, post_dense, table: EmissionTable,
+                   seqs: Sequences) -> Posteriors:
+    """The per-chunk statistics of a forward-backward summed chunk 0, 1, 2, ... in that
+    order (a fixed-order reduction: identical for any thread count)."""
+    start, trans = start_acc[0].copy(), trans_acc[0].copy()
+    for c in range(1, len(start_acc)):
         start += start_acc[c]
-    trans *= transmat
+        trans += trans_acc[c]
+    post = post_dense
     if table.by_idx:
         post = post_acc[0].copy()
-        for c in range(1, C):
+        for c in range(1, len(post_acc)):
             post += post_acc[c]
-    else:
-        post = post_dense
     return Posteriors(loglik + table.offset_per_sequence(seqs), start, trans, post)
 
 
@@ -764,12 +772,7 @@ def sparse_forward_backward(startprob, transitions: Transitions, values,
     startprob, values = _f64(startprob), _f64(values)
     K = len(startprob)
     C = seqs.n_chunks
-    if table.by_idx:
-        post_acc = np.zeros((C, table.emis.shape[0], K))
-        post_dense = np.empty((0, K))
-    else:
-        post_acc = np.empty((C, 0, K))
-        post_dense = np.empty((seqs.n_samples, K))
+    post_acc, post_dense = _posterior_buffers(table, seqs, C, K)
     start_acc = np.zeros((C, K))
     trans_acc = np.zeros((C, transitions.nnz))
     loglik = np.empty(len(seqs.lengths))
@@ -777,16 +780,7 @@ def sparse_forward_backward(startprob, transitions: Transitions, values,
           startprob, transitions.indptr, transitions.indices, values, table.emis, table.idx,
           seqs.bounds, seqs.chunks, table.by_idx, post_acc, post_dense, start_acc, trans_acc,
           loglik)
-    start, trans = start_acc[0].copy(), trans_acc[0].copy()  # fixed-order reductions
-    for c in range(1, C):
-        start += start_acc[c]
-        trans += trans_acc[c]
-    post = post_dense
-    if table.by_idx:
-        post = post_acc[0].copy()
-        for c in range(1, C):
-            post += post_acc[c]
-    return Posteriors(loglik + table.offset_per_sequence(seqs), start, trans, post)
+    return _reduce_chunks(loglik, start_acc, trans_acc, post_acc, post_dense, table, seqs)
 
 
 def sparse_log_likelihood(startprob, transitions: Transitions, values, table: EmissionTable,

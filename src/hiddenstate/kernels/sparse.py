@@ -26,34 +26,45 @@ from numba import njit, prange
 
 
 @njit(cache=True)
+def _forward_step(first, prev, cur, startprob, indptr, indices, values, row):
+    """One scaled forward step into ``cur`` (from ``startprob`` when ``first``, else from
+    ``prev`` along the allowed transitions); returns the scale :math:`c_t` (0 when the
+    step is impossible, ``cur`` then left unnormalised)."""
+    K = len(startprob)
+    if first:
+        for j in range(K):
+            cur[j] = startprob[j] * row[j]
+    else:
+        for j in range(K):
+            cur[j] = 0.0
+        for i in range(K):
+            ai = prev[i]
+            if ai != 0.0:
+                for p in range(indptr[i], indptr[i + 1]):
+                    cur[indices[p]] += ai * values[p]
+        for j in range(K):
+            cur[j] *= row[j]
+    c = 0.0
+    for j in range(K):
+        c += cur[j]
+    if not c > 0.0:
+        return 0.0
+    inv = 1.0 / c
+    for j in range(K):
+        cur[j] *= inv
+    return c
+
+
+@njit(cache=True)
 def _forward_sequence(a, b, startprob, indptr, indices, values, emis, idx, alpha, log_c):
     """Scaled forward pass of rows ``a .. b - 1`` into ``alpha`` and ``log_c``; returns
     ``log p(x)`` (``-inf`` for an impossible sequence)."""
-    K = len(startprob)
     total = 0.0
     for t in range(a, b):
-        row = emis[idx[t]]
-        if t == a:
-            for j in range(K):
-                alpha[t, j] = startprob[j] * row[j]
-        else:
-            for j in range(K):
-                alpha[t, j] = 0.0
-            for i in range(K):
-                ai = alpha[t - 1, i]
-                if ai != 0.0:
-                    for p in range(indptr[i], indptr[i + 1]):
-                        alpha[t, indices[p]] += ai * values[p]
-            for j in range(K):
-                alpha[t, j] *= row[j]
-        c = 0.0
-        for j in range(K):
-            c += alpha[t, j]
-        if not c > 0.0:
+        c = _forward_step(t == a, alpha[max(t - 1, a)], alpha[t], startprob, indptr,
+                          indices, values, emis[idx[t]])
+        if c == 0.0:
             return -np.inf
-        inv = 1.0 / c
-        for j in range(K):
-            alpha[t, j] *= inv
         log_c[t] = np.log(c)
         total += log_c[t]
     return total
@@ -126,30 +137,11 @@ def sparse_log_likelihood(startprob, indptr, indices, values, emis, idx, bounds,
             a, b = bounds[s], bounds[s + 1]
             for t in range(a, b):
                 cur = (t - a) % 2
-                prev = 1 - cur
-                row = emis[idx[t]]
-                if t == a:
-                    for j in range(K):
-                        alpha[cur, j] = startprob[j] * row[j]
-                else:
-                    for j in range(K):
-                        alpha[cur, j] = 0.0
-                    for i in range(K):
-                        ai = alpha[prev, i]
-                        if ai != 0.0:
-                            for p in range(indptr[i], indptr[i + 1]):
-                                alpha[cur, indices[p]] += ai * values[p]
-                    for j in range(K):
-                        alpha[cur, j] *= row[j]
-                norm = 0.0
-                for j in range(K):
-                    norm += alpha[cur, j]
-                if not norm > 0.0:
+                norm = _forward_step(t == a, alpha[1 - cur], alpha[cur], startprob, indptr,
+                                     indices, values, emis[idx[t]])
+                if norm == 0.0:
                     total = -np.inf
                     break
-                inv = 1.0 / norm
-                for j in range(K):
-                    alpha[cur, j] *= inv
                 total += np.log(norm)
             loglik[s] = total
 

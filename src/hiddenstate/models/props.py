@@ -41,12 +41,14 @@ from ..inference import Sequences
 from ..learn import MODES
 from ..learn.online import ONLINE_MODES, StateRecord, make_learner
 from ..sources import (
+    MISSING,
     DensitySource,
     ProtocolDensitySource,
     ProtocolSource,
     Source,
     as_source,
     is_savable,
+    require_missing_support,
     sequence_log_probs,
 )
 from .hmm import _ALL_LETTERS, HMM, _check_possible
@@ -236,16 +238,35 @@ class PROPS(HMM):
 
     # -- data: symbols -> [log f_1 .. log f_Ks, y] ------------------------------------------------
     def _validate(self, X, lengths, n_features, stream: bool = False, continues: bool = False):
+        """``[log f_1 .. log f_Ks, y]`` rows of ``X`` and their layout. A missing observation
+        (symbol ``-1`` or masked; a row of NaN) has no emission term: its source columns are
+        0 (and so is the inner family's), and every source gets the marker in its history
+        (it must declare ``supports_missing``)."""
         W = self._known_n_features()
-        if self.emission == "categorical":
-            y = check_symbols(X, W)
+        dense = self.emission != "categorical"
+        missing = None
+        if not dense:
+            y = check_symbols(X, W, allow_missing=True)
+            if y.min() < 0:
+                missing = y == MISSING
         else:
             y = FAMILIES[self.emission](1, W, **self._family_kwargs()).validate_X(X, W)
-            if np.isnan(y).any():
-                raise InvalidInputError(
-                    "X: PROPS sources predict each observation from the whole history, so "
-                    "missing observations (NaN) are not supported; fill them in first "
-                    "(HMM.impute)")
+            nan = np.isnan(y)
+            if nan.any():
+                missing = nan.all(axis=1)
+                partly = np.flatnonzero(nan.any(axis=1) & ~missing)
+                if len(partly):
+                    raise InvalidInputError(
+                        f"X: row {int(partly[0])} is partly missing (some features NaN); "
+                        "PROPS takes rows missing entirely (every feature NaN), because a "
+                        "source's predictive density has no marginal for the observed "
+                        "features; mark the whole row missing or fill it in first")
+        if missing is not None:
+            for i, src in enumerate(self._sources()):
+                n = int(missing.sum())
+                require_missing_support(
+                    src, f"sources: entry {i}",
+                    f"X has {n} missing observation{'s' if n != 1 else ''}", dense)
         seqs = Sequences.from_lengths(check_lengths(lengths, len(y)))
         resume = None
         if continues:
@@ -259,6 +280,8 @@ class PROPS(HMM):
                     "continues=True first")
             resume = [_positions(state, k) for k in range(self.n_sources)]
         log_f, ends = self._source_columns(y, seqs, resume, keep_end=stream)
+        if missing is not None:  # no emission term, whatever a source returned there
+            log_f[missing] = 0.0
         if stream:  # kept until _stream stores them with the learner's state
             self._source_ends = ends
         return BlackBoxEmissions.join(log_f, y), seqs

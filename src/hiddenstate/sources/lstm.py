@@ -25,6 +25,18 @@ returns a learned distribution of the first symbol.
 the model treats it as an ordinary symbol, both as an input and as a prediction whose
 probability is the mass of every out-of-vocabulary word.
 
+**Missing history.** A missing symbol (the marker ``-1``, :data:`~.base.MISSING`) is fed
+as the *expected embedding* under the model's own prediction for it,
+:math:`\bar x_t = \sum_w f(w \mid y_{<t})\, E_w`, and the LSTM takes its ordinary step
+from there; a missing symbol scores 0 (log 1). This is the first-order (mean-field)
+approximation of the exact conditional :math:`\sum_w f(w \mid y_{<t})\, f(y_{t+1} \mid
+y_{<t}, w)`, which would run the network once per symbol, and it keeps what the
+alternatives lose: the position of the hole (skipping it would read the next word as if
+it stood where the missing one did), the context before it (a reset forgets it) and
+the model's belief about the missing word (the ``<unk>`` input would claim it is a rare
+word; an untrained "missing" row would be noise). It costs one extra ``(W, E)``
+product per hole and nothing for data without holes.
+
 torch is imported only when an :class:`LSTMSource` is built, so ``import hiddenstate`` and
 ``import hiddenstate.sources`` work without it; building one without torch raises
 :class:`MissingDependencyError`.
@@ -52,7 +64,7 @@ from ..errors import (
 )
 from ..io import from_json, read_bundle, reading, to_json, write_bundle
 from ..textio import Vocabulary
-from .base import Source, check_symbol, resolve_alphabet
+from .base import MISSING, Source, check_symbol, resolve_alphabet
 
 __all__ = ["LSTMSource", "MissingDependencyError", "SOURCE_FORMAT"]
 
@@ -193,6 +205,9 @@ class LSTMSource(Source):
     >>> src = LSTMSource(hidden_dim=32, epochs=3).fit(X, lengths)   # doctest: +SKIP
     >>> p = src.reset(); p = src.step(int(X[0]))                      # doctest: +SKIP
     """
+
+    #: a missing symbol is fed as its expected embedding (see the module docstring)
+    supports_missing = True
 
     #: tokens per LSTM pass of :meth:`log_probs` (the state carries across chunks; the
     #: decoder then runs on blocks of rows whose float64 logits take about 16 MB)
@@ -517,12 +532,28 @@ class LSTMSource(Source):
         self._h = self._c = None
 
     def _feed(self, symbol: int) -> np.ndarray:
-        """Consume one input id (a symbol or BOS); return the next distribution. One LSTM
-        step written out (a call of nn.LSTM costs more than the arithmetic here)."""
+        """Consume one input id (a symbol or BOS); return the next distribution."""
+        return self._feed_input(self._net.embedding.weight[symbol])
+
+    def _expected_input(self, p: np.ndarray):
+        r""":math:`\sum_w p_w E_w`: the input of a missing symbol whose predictive
+        distribution is ``p`` (float32, like the embeddings)."""
+        torch = self._torch
+        with torch.no_grad():
+            weights = torch.from_numpy(np.asarray(p, dtype=np.float32)).to(self._device)
+            return torch.mv(self._net.embedding.weight[:self.n_symbols].T, weights)
+
+    def _feed_missing(self) -> np.ndarray:
+        """Consume a missing symbol (its expected embedding under the current prediction);
+        return the next distribution."""
+        return self._feed_input(self._expected_input(self._distribution(self._h[-1, 0])))
+
+    def _feed_input(self, x) -> np.ndarray:
+        """Consume one input vector; return the next distribution. One LSTM step written
+        out (a call of nn.LSTM costs more than the arithmetic here)."""
         torch = self._torch
         H = int(self.hidden_dim)
         with torch.no_grad():
-            x = self._net.embedding.weight[symbol]
             hs, cs = [], []
             for k, (w_ih, w_hh, b) in enumerate(self._cells):
                 gates = torch.addmv(b, w_ih, x)
@@ -559,13 +590,14 @@ class LSTMSource(Source):
         return self._feed(self.n_symbols)
 
     def step(self, y: int) -> np.ndarray:
-        """Consume ``y`` (O(1): one LSTM step from the carried ``(h, c)``); the next
-        symbol's distribution (float64, softmax of the float32 logits in float64)."""
+        """Consume ``y`` (O(1): one LSTM step from the carried ``(h, c)``; a missing
+        symbol, ``-1``, is fed as its expected embedding); the next symbol's distribution
+        (float64, softmax of the float32 logits in float64)."""
         self._require_fitted()
-        y = check_symbol(y, self.n_symbols)
+        y = check_symbol(y, self.n_symbols, allow_missing=True)
         if self._h is None:
             self.reset()
-        return self._feed(y)
+        return self._feed_missing() if y == MISSING else self._feed(y)
 
     def snapshot(self) -> dict[str, np.ndarray]:
         """``{"h", "c"}``: float64 arrays ``(num_layers, hidden_dim)``, the state after the
@@ -601,7 +633,7 @@ class LSTMSource(Source):
         arr = np.asarray(y)
         if arr.ndim == 1 and arr.size == 0:
             return np.empty(0, dtype=np.int64)
-        arr = check_symbols(arr, None, "y")
+        arr = check_symbols(arr, None, "y", allow_missing=True)
         if int(arr.max()) >= self.n_symbols:
             raise InvalidInputError(
                 f"y: symbol {int(arr.max())} is out of range for n_symbols={self.n_symbols}")
@@ -636,6 +668,35 @@ class LSTMSource(Source):
                     out[a + r:a + e] = lp.cpu().numpy()
         return out, h, c, top
 
+    def _run_holes(self, inputs: np.ndarray, targets: np.ndarray, h, c):
+        """:meth:`_run` where ``inputs`` and ``targets`` may hold missing symbols: the runs
+        between the missing inputs are batched, each missing input is one
+        :meth:`_feed_missing` step (as :meth:`step` takes it), a missing target scores 0.
+        Without missing symbols it is :meth:`_run` itself."""
+        holes = np.flatnonzero(inputs == MISSING)
+        missing_targets = targets == MISSING
+        if not len(holes) and not missing_targets.any():
+            return self._run(inputs, targets, h, c)
+        tgt = np.where(missing_targets, 0, targets)
+        out = np.empty(len(targets))
+        top, a = h[-1, 0], 0
+        for i in [*holes.tolist(), len(inputs)]:
+            if i > a:
+                seg, h, c, top = self._run(inputs[a:i], tgt[a:min(i, len(tgt))], h, c)
+                out[a:a + len(seg)] = seg
+            if i == len(inputs):
+                break
+            self._h, self._c = h, c
+            p = self._feed_missing()
+            h, c = self._h, self._c
+            top = h[-1, 0]
+            if i < len(tgt):
+                with np.errstate(divide="ignore"):
+                    out[i] = np.log(p[tgt[i]])
+            a = i + 1
+        out[missing_targets] = 0.0
+        return out, h, c, top
+
     def log_probs(self, y) -> np.ndarray:
         r""":math:`\log f(y_t \mid y_{<t})` for one sequence in batched forward passes of
         :attr:`chunk_size` tokens (state carried across chunks): the same numbers as the
@@ -647,7 +708,7 @@ class LSTMSource(Source):
             self.reset()
             return np.empty(0)
         inputs = np.concatenate([[self.n_symbols], y[:-1]]).astype(np.int64)
-        out, self._h, self._c, _ = self._run(inputs, y, *self._zero_state())
+        out, self._h, self._c, _ = self._run_holes(inputs, y, *self._zero_state())
         return out
 
     def log_probs_from(self, y, start: dict | None = None
@@ -661,7 +722,7 @@ class LSTMSource(Source):
         if start is None:
             h, c = self._zero_state()
             inputs = np.concatenate([[self.n_symbols], y]).astype(np.int64)
-            out, self._h, self._c, top = self._run(inputs, y, h, c)
+            out, self._h, self._c, top = self._run_holes(inputs, y, h, c)
         else:
             if not isinstance(start, dict) or "next" not in start:
                 raise InvalidInputError(
@@ -674,9 +735,10 @@ class LSTMSource(Source):
             self.restore({k: v for k, v in start.items() if k != "next"})
             if len(y) == 0:
                 return np.empty(0), {**self.snapshot(), "next": nxt.copy()}
-            rest, self._h, self._c, top = self._run(y, y[1:], self._h, self._c)
+            rest, self._h, self._c, top = self._run_holes(y, y[1:], self._h, self._c)
             with np.errstate(divide="ignore"):
-                out = np.concatenate([[np.log(nxt[y[0]])], rest])
+                first = 0.0 if y[0] == MISSING else np.log(nxt[y[0]])
+            out = np.concatenate([[first], rest])
         return out, {**self.snapshot(), "next": self._distribution(top)}
 
     # ------------------------------------------------------------------ persistence

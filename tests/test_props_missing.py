@@ -131,6 +131,50 @@ def test_inference_with_missing_steps_against_enumeration(Kp):
                            source_table(fns, filled, lengths)[y >= 0])
 
 
+def test_impute_is_the_enumerated_posterior_predictive():
+    """p(y_t = w, X_obs) by enumeration with step t's terms set to each candidate w (the
+    sources predicting from the history before t, holes kept; later steps unchanged)."""
+    rng = np.random.default_rng(37)
+    fns = [shift_or_hole(), two_back_or_hole()]
+    m = fitted(fns, 2, rng)
+    lengths = np.array([7, 3])
+    y = np.array([1, -1, 2, -1, -1, 3, 0, -1, 2, -1])
+    log_e = log_emissions(m, fns, y, lengths)
+    want = y.copy()
+    bounds = np.concatenate(([0], np.cumsum(lengths)))
+    for t in np.flatnonzero(y < 0):
+        s = np.searchsorted(bounds, t, side="right") - 1
+        a, b = bounds[s], bounds[s + 1]
+        joint = []
+        for w in range(W):
+            le = log_e[a:b].copy()
+            le[t - a] = [np.log(fn(y[a:t])[w]) for fn in fns] + list(
+                np.log(m.emissionprob_[:, w]))
+            joint.append(dataset_posteriors(m.startprob_, m.transmat_, le, [b - a])["loglik"])
+        want[t] = int(np.argmax(joint))
+    assert np.array_equal(m.impute(y, lengths), want)
+    masked = np.ma.masked_array(np.where(y < 0, 0, y), mask=y < 0)
+    assert np.array_equal(m.impute(masked, lengths), want)
+    assert len(set(want[y < 0])) > 1    # not one constant fill
+
+
+def test_impute_missing_rows_with_the_predictive_mean():
+    rng = np.random.default_rng(38)
+    m = _gaussian(rng)
+    lengths = np.array([5, 3])
+    X = rng.normal(size=(8, 2)) * 2
+    X[[2, 3, 6]] = np.nan
+    seen = ~np.isnan(X[:, 0])
+    gamma = m.predict_proba(X, lengths)
+    src_mean = np.array([0.8 * X[1], np.zeros(2), 0.8 * X[5]])   # after x_1, a hole, x_5
+    want = X.copy()
+    for i, t in enumerate([2, 3, 6]):
+        want[t] = gamma[t, 0] * src_mean[i] + gamma[t, 1:] @ m.means_
+    got = m.impute(X, lengths)
+    assert np.allclose(got, want, rtol=1e-12)
+    assert np.array_equal(got[seen], X[seen])
+
+
 @pytest.mark.parametrize("learn", ["em", "map"])
 def test_one_em_iteration_with_missing_steps_equals_enumerated_counts(learn):
     rng = np.random.default_rng(33)

@@ -369,6 +369,66 @@ class PROPS(HMM):
         return TokenScores(log_prob, Xa[:, :self.n_sources].copy(), filtered, post, states,
                            perturbation_log_odds(filtered, self.n_sources))
 
+    def impute(self, X, lengths=None) -> np.ndarray:
+        r"""``X`` with its missing observations filled in from the posterior predictive given
+        all the observed data,
+
+        .. math:: p(y_t = w \mid X) = \sum_k p(z_t = k \mid X)\, e_{k,t}(w),
+
+        where :math:`e_{k,t}` is source :math:`k`'s prediction at :math:`t` (from the
+        history before :math:`t`, holes included, by the source's missing-history rule) or
+        perturbation state :math:`k`'s emission distribution. Under that rule no later
+        source prediction depends on the missing value, so this is the model's exact
+        posterior predictive. Symbols: the most probable symbol; real rows: the mean
+        :math:`\sum_k p(z_t = k \mid X)\, E_{k,t}[x]` (a source's predictive distribution
+        needs a ``mean``, as a frozen ``scipy.stats`` distribution has). Missing entries are
+        ``-1`` or masked (symbols) or rows of NaN; observed entries are returned unchanged."""
+        from .. import inference
+
+        startprob, transmat, emis = self._params()
+        Xa, seqs = self._validate(X, lengths, self.n_features_)
+        family = self._fitted_family()
+        self._check_memory("forward_backward", Xa, seqs, family,
+                           what=f"impute of {len(Xa)} observations with {self.n_states} states")
+        fb = inference.forward_backward(startprob, transmat, family.table(emis, Xa), seqs)
+        _check_possible(fb.loglik, fitting=False)
+        Ks, dense = self.n_sources, self.emission != "categorical"
+        _, Xi = family.split(Xa)
+        rows = np.flatnonzero(np.isnan(Xi).all(axis=1) if dense else Xi < 0)
+        out = family.inner.impute(emis, Xi, fb.post[:, Ks:]) if dense else Xi.copy()
+        if len(rows):
+            at = self._source_predictions(Xi, seqs, rows)   # (K_s, len(rows), W or D)
+            mix = np.einsum("nk,knd->nd", fb.post[rows, :Ks], at)
+            if dense:
+                out[rows] += mix
+            else:
+                mix += fb.post[rows, Ks:] @ emis["emissionprob"]
+                out[rows] = np.argmax(mix, axis=1)
+        return out if dense else out.reshape(np.shape(X))
+
+    def _source_predictions(self, y, seqs: Sequences, rows: np.ndarray) -> np.ndarray:
+        """Each source's prediction at the positions ``rows`` of ``y`` (the distribution
+        over the symbols, or the mean of a density source's predictive distribution),
+        stepping through each sequence up to its last such position."""
+        dense = self.emission != "categorical"
+        sources = self._sources()
+        width = self.n_features_
+        out = np.empty((len(sources), len(rows), width))
+        bounds = seqs.bounds
+        which = np.searchsorted(bounds, rows, side="right") - 1
+        for s in np.unique(which):
+            a, wanted = bounds[s], rows[which == s]
+            index = {int(t): int(i) for i, t in zip(np.flatnonzero(which == s), wanted,
+                                                    strict=True)}
+            for k, src in enumerate(sources):
+                pred = src.reset()
+                for t in range(a, int(wanted[-1]) + 1):
+                    if t in index:
+                        out[k, index[t]] = _predictive_mean(pred, width, k) if dense else pred
+                    if t < wanted[-1]:
+                        pred = src.step(y[t] if dense else int(y[t]))
+        return out
+
     def sample(self, n_samples: int = 1, random_state=None):
         """Draw one sequence ``(X, states)``: the state path from the chain, each observation
         from its state's distribution (a source's predictive distribution given every
@@ -439,6 +499,24 @@ class PROPS(HMM):
             raise ModelFileError(f"sources: malformed list of saved sources {names!r}")
         params = {**params, "sources": [load_source(part(n)) for n in names]}
         return cls(**params)
+
+
+def _predictive_mean(d, n_features: int, k: int) -> np.ndarray:
+    """The mean of a density source's predictive distribution ``d`` (``d.mean()`` or the
+    attribute ``d.mean``, as scipy's frozen distributions have), as ``(n_features,)``."""
+    mean = getattr(d, "mean", None)
+    if mean is None:
+        raise InvalidInputError(
+            f"sources: entry {k} returned a predictive distribution ({type(d).__name__}) "
+            "without a mean; impute fills a missing row with the posterior predictive mean, "
+            "so give it mean() (a frozen scipy.stats distribution has one)")
+    mean = np.asarray(mean() if callable(mean) else mean, dtype=np.float64)
+    try:
+        return np.broadcast_to(mean, (n_features,)).copy()
+    except ValueError:
+        raise InvalidInputError(
+            f"sources: entry {k}: the mean of its predictive distribution has shape "
+            f"{mean.shape}, not ({n_features},)") from None
 
 
 def _positions(state: dict, k: int) -> dict:

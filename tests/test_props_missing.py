@@ -478,3 +478,14 @@ def test_lstm_batched_scores_with_holes_match_the_step_loop(lstm, monkeypatch):
     assert np.allclose(np.concatenate([a, b]), loop, rtol=0, atol=2e-6)
     whole, _ = lstm.log_probs_from(y)
     assert np.allclose(whole, loop, rtol=0, atol=2e-6)
+
+
+def test_the_missing_observations_example_in_docs_props_prints_what_it_says(capsys):
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "props.md").read_text("utf-8")
+    section = doc.split("## Missing observations", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    shown = section.split("\nprints\n", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/props.md", "exec"), {})
+    assert capsys.readouterr().out == shown

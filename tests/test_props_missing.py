@@ -9,6 +9,8 @@ network run by hand, a saved stream cut right after a hole, and the errors."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from brute_force import dataset_posteriors
@@ -489,3 +491,55 @@ def test_the_missing_observations_example_in_docs_props_prints_what_it_says(caps
     shown = section.split("\nprints\n", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/props.md", "exec"), {})
     assert capsys.readouterr().out == shown
+
+
+# -- the personalisation pipeline ---------------------------------------------------------------
+def test_personalize_with_a_missing_token(tmp_path):
+    """Words marked ``___`` in the target are missing for every model: the pipeline's PROPS
+    equals one fit on the stream with -1 there, the reported numbers are over the observed
+    words, and the CLI option reaches it."""
+    from hiddenstate import cli, load
+    from hiddenstate.personalize import personalize, predictive_summary
+
+    rng = np.random.default_rng(5)
+    words = "the ship sailed to the port and the crew saw the coast".split()
+    ref = tmp_path / "ref.txt"
+    ref.write_text("\n".join(" ".join(rng.permutation(words)) for _ in range(40)) + "\n")
+    lines = []
+    for _ in range(30):
+        line = list(rng.permutation(words))
+        for i in np.flatnonzero(rng.random(len(line)) < 0.15):
+            line[i] = "___"
+        lines.append(" ".join(line))
+    tgt = tmp_path / "target.txt"
+    tgt.write_text("\n".join(lines) + "\n")
+    pytest.importorskip("matplotlib")
+    result = personalize(ref, tgt, tmp_path / "out", words=200, eval_words=100, seed=0,
+                         missing_token="___")
+    pers, evs, s = result.personalisation, result.evaluation, result.summary
+    lost = ~pers.observed
+    assert lost.sum() == sum(w == "___" for w in pers.words) > 10
+    assert s["n_personalisation_missing"] == lost.sum()
+    assert s["n_evaluation_missing"] == sum(w == "___" for w in evs.words) > 0
+    one = PROPS([result.source], 2, random_state=0).fit(pers.X, pers.lengths)
+    assert np.array_equal(one.transmat_, result.props.transmat_)
+    curve = result.curves["props"]
+    assert np.allclose(curve[lost], 0.0, atol=1e-15)
+    got = s["models"]["props"]["personalisation"]
+    assert got["n_words"] == (~lost).sum()
+    assert got["mean_log_prob"] == pytest.approx(curve[~lost].mean(), rel=1e-12)
+    assert got["mean_log_prob"] < predictive_summary(curve)["mean_log_prob"]  # not flattered
+    html = (tmp_path / "out" / "index.html").read_text()   # holes marked in 3 panels
+    assert html.count("— missing (no emission term") == 3 * sum(w == "___" for w in evs.words)
+    back = load(tmp_path / "out" / "props")
+    ev = s["models"]["props"]["evaluation"]
+    lp = back.score_tokens(evs.X, evs.lengths)
+    assert ev["mean_log_prob"] == pytest.approx(lp[evs.observed].mean(), rel=1e-12)
+    assert cli.main(["personalize", "--reference", str(ref), "--target", str(tgt), "--out",
+                     str(tmp_path / "cli"), "--words", "200", "--eval-words", "100",
+                     "--no-report", "--no-progress", "--missing-token", "___"]) == 0
+    saved = json.loads((tmp_path / "cli" / "summary.json").read_text())
+    assert saved["n_personalisation_missing"] == s["n_personalisation_missing"]
+    assert saved["settings"]["missing_token"] == "___"
+    with pytest.raises(InvalidInputError, match="^--missing-token"):
+        personalize(ref, tgt, tmp_path / "bad", words=200, missing_token="a b")

@@ -394,6 +394,26 @@ def test_vt_decodes_missing_steps_and_counts_only_observed_symbols():
     assert not np.allclose(m.emissionprob_[0], B0[0])
 
 
+def test_batch_objectives_never_decrease_with_missing_steps():
+    """EM, MAP and VB with holes: each iteration's objective (log-likelihood, log-posterior,
+    ELBO) at least the last; k-best VT with k = 1 is VT."""
+    rng = np.random.default_rng(14)
+    y = with_holes(rng, 600, share=0.25)
+    lengths = [200, 400]
+
+    def model(**kw):
+        return PROPS([CallableSource(shift_or_hole(), W, supports_missing=True),
+                      CallableSource(two_back_or_hole(), W, supports_missing=True)], 2,
+                     random_state=1, n_iter=15, tol=-np.inf, **kw)
+
+    for learn in ("em", "map", "vb"):
+        h = np.array(model(learn=learn).fit(y, lengths).monitor_.history)
+        assert len(h) == 15 and np.all(np.diff(h) >= -1e-9 * np.abs(h[1:])), (learn, h)
+    vt, kvt = model(learn="vt").fit(y, lengths), model(learn="kvt", k_best=1).fit(y, lengths)
+    assert np.array_equal(vt.transmat_, kvt.transmat_)
+    assert np.array_equal(vt.emissionprob_, kvt.emissionprob_)
+
+
 # -- errors ----------------------------------------------------------------------------------------
 class Plain:
     """A plain object following the protocol, with no declaration about missing history."""

@@ -1,6 +1,6 @@
 """How a black-box source should predict past a missing word (PROPS with missing data).
 
-    .venv/bin/python experiments/props_missing_sources.py            # ~5 min idle, ~20 min on 2 busy cores
+    .venv/bin/python experiments/props_missing_sources.py            # ~5-20 min (idle-busy)
     .venv/bin/python experiments/props_missing_sources.py --quick    # smoke run, ~3 min
 
 Writes ``experiments/out/props_missing_sources.md`` (the table below and the verdict) and

@@ -650,8 +650,6 @@ class LSTMSource(Source):
         tgt_t = torch.from_numpy(targets).to(dev)
         out = np.empty(n_tgt)
         chunk = max(1, int(self.chunk_size))
-        # decoder rows per block: float64 logits of about 16 MB
-        block = max(16, (1 << 21) // int(self.n_symbols))
         top = h[-1, 0]
         with torch.no_grad():
             for a in range(0, n_in, chunk):
@@ -660,40 +658,53 @@ class LSTMSource(Source):
                 hs = hs[0]
                 top = hs[-1]
                 m = min(len(hs), n_tgt - a)
-                for r in range(0, m, block):
-                    e = min(m, r + block)
-                    logits = net.decoder(hs[r:e]).double()
-                    lp = logits.gather(1, tgt_t[a + r:a + e, None])[:, 0] \
-                        - torch.logsumexp(logits, dim=1)
-                    out[a + r:a + e] = lp.cpu().numpy()
+                self._score_rows(hs[:max(m, 0)], tgt_t[a:a + max(m, 0)], out, a)
         return out, h, c, top
 
+    def _score_rows(self, hs, tgt_t, out: np.ndarray, lo: int) -> None:
+        """``out[lo + r] = log softmax(decoder(hs[r]))[tgt_t[r]]`` for the rows of ``hs``,
+        decoded in blocks whose float64 logits take about 16 MB."""
+        torch = self._torch
+        block = max(16, (1 << 21) // int(self.n_symbols))
+        for r in range(0, len(hs), block):
+            e = min(len(hs), r + block)
+            logits = self._net.decoder(hs[r:e]).double()
+            lp = logits.gather(1, tgt_t[r:e, None])[:, 0] - torch.logsumexp(logits, dim=1)
+            out[lo + r:lo + e] = lp.cpu().numpy()
+
     def _run_holes(self, inputs: np.ndarray, targets: np.ndarray, h, c):
-        """:meth:`_run` where ``inputs`` and ``targets`` may hold missing symbols: the runs
-        between the missing inputs are batched, each missing input is one
-        :meth:`_feed_missing` step (as :meth:`step` takes it), a missing target scores 0.
-        Without missing symbols it is :meth:`_run` itself."""
+        """:meth:`_run` where ``inputs`` and ``targets`` may hold missing symbols (a missing
+        target scores 0). The LSTM runs batched between the missing inputs; each missing
+        input is fed as its expected embedding under the prediction at that point (as
+        :meth:`step` does: ``_distribution`` of the top hidden state before it); the rows
+        are decoded in large blocks afterwards (every ``chunk_size`` rows), as :meth:`_run`
+        decodes them. Without missing symbols it is :meth:`_run` itself."""
         holes = np.flatnonzero(inputs == MISSING)
         missing_targets = targets == MISSING
         if not len(holes) and not missing_targets.any():
             return self._run(inputs, targets, h, c)
-        tgt = np.where(missing_targets, 0, targets)
-        out = np.empty(len(targets))
-        top, a = h[-1, 0], 0
-        for i in [*holes.tolist(), len(inputs)]:
-            if i > a:
-                seg, h, c, top = self._run(inputs[a:i], tgt[a:min(i, len(tgt))], h, c)
-                out[a:a + len(seg)] = seg
-            if i == len(inputs):
-                break
-            self._h, self._c = h, c
-            p = self._feed_missing()
-            h, c = self._h, self._c
-            top = h[-1, 0]
-            if i < len(tgt):
-                with np.errstate(divide="ignore"):
-                    out[i] = np.log(p[tgt[i]])
-            a = i + 1
+        torch = self._torch
+        net, dev = self._net, self._device
+        n_in, n_tgt = len(inputs), len(targets)
+        inp_t = torch.from_numpy(np.where(inputs == MISSING, 0, inputs)).to(dev)
+        tgt_t = torch.from_numpy(np.where(missing_targets, 0, targets)).to(dev)
+        out = np.empty(n_tgt)
+        chunk = max(1, int(self.chunk_size))
+        top = h[-1, 0]
+        pending, done = [], 0          # LSTM outputs not decoded yet, rows decoded so far
+        cuts = sorted({0, n_in, *holes.tolist(), *range(0, n_in, chunk)})
+        with torch.no_grad():
+            for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+                x = net.embedding(inp_t[a:b])
+                if inputs[a] == MISSING:
+                    x = torch.cat([self._expected_input(self._distribution(top))[None], x[1:]])
+                hs, (h, c) = net.lstm(x.unsqueeze(0), (h, c))
+                top = hs[0, -1]
+                pending.append(hs[0])
+                if b - done >= chunk or b == n_in:
+                    rows = torch.cat(pending)[:max(n_tgt - done, 0)]
+                    self._score_rows(rows, tgt_t[done:done + len(rows)], out, done)
+                    pending, done = [], b
         out[missing_targets] = 0.0
         return out, h, c, top
 

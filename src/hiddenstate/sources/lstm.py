@@ -34,8 +34,9 @@ y_{<t}, w)`, which would run the network once per symbol, and it keeps what the
 alternatives lose: the position of the hole (skipping it would read the next word as if
 it stood where the missing one did), the context before it (a reset forgets it) and
 the model's belief about the missing word (the ``<unk>`` input would claim it is a rare
-word; an untrained "missing" row would be noise). It costs one extra ``(W, E)``
-product per hole and nothing for data without holes.
+word; an untrained "missing" row would be noise). It costs one decoder row (the
+prediction at the hole) and one ``(W, E)`` product per hole, and nothing for data without
+holes (:meth:`LSTMSource.log_probs` then takes the path it always took).
 
 torch is imported only when an :class:`LSTMSource` is built, so ``import hiddenstate`` and
 ``import hiddenstate.sources`` work without it; building one without torch raises

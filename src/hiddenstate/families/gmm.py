@@ -38,7 +38,6 @@ components' KL divergences.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .._validation import broadcast_param, check_number, check_real_X, check_stochastic
 from ..errors import InvalidInputError
@@ -157,8 +156,13 @@ class GMMEmissions(EmissionFamily):
         the weights for a row with nothing observed)."""
         comp = self._component_loglik(params, X)
         with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
-            total = logsumexp(comp, axis=2)
-            resp = np.exp(comp - total[:, :, None])
+            # log-sum-exp about each row's largest term (scipy's logsumexp costs ten
+            # times more on the one-row calls of online EM)
+            top = comp.max(axis=2, keepdims=True)
+            top = np.where(np.isfinite(top), top, 0.0)
+            terms = np.exp(comp - top)
+            total = np.log(terms.sum(axis=2)) + top[:, :, 0]
+            resp = terms / terms.sum(axis=2, keepdims=True)
         return total, np.where(np.isfinite(resp), resp, 0.0)
 
     def statistics(self, X, post):

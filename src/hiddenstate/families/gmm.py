@@ -124,8 +124,9 @@ class GMMEmissions(EmissionFamily):
         else:
             covars = covars.reshape(K * M, *covars.shape[2:])
         out = {"means": params["means"].reshape(K * M, D), "covars": covars}
-        if "log_offset" in params:
-            out["log_offset"] = params["log_offset"].reshape(K * M)
+        for key in ("log_offset", "dof", "beta"):  # the variational view (full/tied: all)
+            if key in params:
+                out[key] = np.asarray(params[key]).reshape(K * M)
         return out
 
     @staticmethod

@@ -67,7 +67,9 @@ a_i)^\top))` for Gaussians, about a reference point :math:`a_i` near the state's
 (the learner's ``frame``, moved with the mean; see
 :class:`hiddenstate.learn.online.online_em.OnlineEM`). The emission M-step is the
 family's own (in Python, by the learner), so :func:`online_em_dense` takes the emission
-log-likelihoods of its rows as given.
+log-likelihoods of its rows as given; so too the statistic vectors of rows that hide
+something besides the state (a partly missing Gaussian row, a mixture's component), which
+the learner computes as expectations under the step's parameters.
 """
 
 from __future__ import annotations

@@ -66,13 +66,33 @@ Gaussian and Poisson emissions use ``family.mstep`` with the family's own conjug
 the MAP defaults of ``docs/learning-modes.md``, e.g. ``covars_prior=0.01``; a state without
 mass keeps its values).
 
+**Missing entries and Gaussian mixtures: the complete data.** Cappé's recursion needs,
+at each step, the new term :math:`E[s(Y_t, X_t) \mid Z_t = k, y_t; \theta_{t-1}]` of
+state ``k``'s statistics, where :math:`X_t` is whatever else is hidden at step ``t``
+besides the state. A categorical symbol, a Poisson count or a complete Gaussian row hides
+nothing: the term is :math:`s(y_t)`. A Gaussian row with missing dimensions :math:`m`
+hides :math:`x_m`: the term holds :math:`E[x \mid x_o, z = k]` and :math:`E[x x^\top
+\mid x_o, z = k]` under :math:`\theta_{t-1}` (the batch E-step's conditional moments,
+:meth:`~hiddenstate.families.GaussianEmissions.statistics`), while the emission term is
+the marginal density of the observed dimensions; a row with nothing observed has neither.
+A Gaussian-mixture state (``emission="gmm"``) hides the component :math:`c`: state
+``k``'s statistic vector is one Gaussian vector per component, and the new term is its
+expectation under the responsibilities :math:`p(c \mid z = k, y_t; \theta_{t-1})` (with
+the conditional moments above when entries are missing); the component totals are the
+weights' counts, and the M-step is the mixture family's (weights, means, covariances,
+with its prior). This is online EM on the equivalent HMM over the K*M (state,
+component) pairs with transitions tied across components: the retrospective kernel of a
+pair depends only on its state, so the auxiliaries over pairs fold into the per-state
+ones kept here. The categorical path (lazy, per symbol) is unchanged.
+
 **Gaussian statistics about reference points.** Running averages of raw moments
 :math:`x` and :math:`x x^\top` lose every digit of a variance that is small next to the
 squared mean (data near 1e8 with unit spread). State ``i`` accumulates instead the
 statistics of :math:`x - a_i` (``frame[i]``; the family's ``shift``): all reference points
 start at the stream's first observation, and after an M-step a state whose mean has moved
 more than one standard deviation from its reference point gets the mean as its new one,
-its auxiliary re-expressed exactly (a linear map, see ``_follow_means``). Fits are then
+its auxiliary re-expressed exactly (a linear map, see ``_follow_means``); a mixture keeps
+one reference point per component (``frame`` (K, M, D)). Fits are then
 shift-invariant up to the rounding of the data themselves.
 
 **Polyak-Ruppert averaging** (``averaging=True``): the reported parameters are the
@@ -150,8 +170,10 @@ def _is_number(x) -> bool:
 
 
 class OnlineEM:
-    r"""Online EM (Cappé 2011) for HMMs with categorical, Gaussian, Poisson or multinomial
-    emissions (multinomial rows use the learner's ``emissionprob_prior``, as categorical ones).
+    r"""Online EM (Cappé 2011) for HMMs with categorical, Gaussian, Gaussian-mixture, Poisson
+    or multinomial emissions (multinomial rows use the learner's ``emissionprob_prior``, as
+    categorical ones), with missing entries (partly missing Gaussian and mixture rows
+    included; see the module docstring).
 
     Parameters
     ----------

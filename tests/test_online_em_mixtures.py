@@ -437,3 +437,45 @@ def test_long_stream_recovers_a_gmm_hmm():
     np.testing.assert_allclose(online.means_, batch.means_, atol=0.15)
     np.testing.assert_allclose(online.covars_, batch.covars_, atol=0.2)
     np.testing.assert_allclose(batch.means_, true.means_, atol=0.2)  # and the MLE is near
+
+
+def _regimes(rng, n_blocks=10, T=60):
+    """Two regimes, each a two-component mixture in 2-D (docs/families.md's example)."""
+    z = np.repeat(np.tile([0, 1], n_blocks // 2), T)
+    centres = np.array([[[0, 0], [3, 3]], [[0, 6], [6, 0]]], dtype=float)
+    c = rng.integers(0, 2, size=len(z))
+    return centres[z, c] + rng.normal(0, 0.7, size=(len(z), 2)), z
+
+
+@pytest.mark.parametrize("ct", ["diag", "full"])
+@pytest.mark.parametrize("learn", ["map", "vb", "vt"])
+def test_gmm_batch_modes_with_missing_entries(ct, learn):
+    """Every batch mode fits a GMM-HMM with 30% of the entries missing: the objective never
+    decreases (VB: up to 1e-9 relative, see test_vb_families) and nothing becomes NaN."""
+    rng = np.random.default_rng(0)
+    X, _ = _regimes(rng, n_blocks=4)
+    X[rng.random(X.shape) < 0.3] = np.nan
+    m = hs.HMM(2, emission="gmm", n_mix=2, covariance_type=ct, learn=learn, n_iter=8,
+               random_state=0).fit(X)
+    h = np.asarray(m.monitor_.history)
+    assert np.all(np.diff(h) >= -1e-9 * np.abs(h[1:])), np.diff(h)
+    assert np.isfinite(m.score(X)) and np.all(np.isfinite(m.covars_))
+
+
+def test_gmm_em_with_missing_entries_keeps_a_good_fit():
+    """Batch EM on the data with 30% of the entries missing, started from the fit to the
+    complete data, stays there (decodes 99% of the states) and raises the likelihood of the
+    observed entries."""
+    rng = np.random.default_rng(0)
+    X, z = _regimes(rng)
+    Xm = X.copy()
+    Xm[rng.random(X.shape) < 0.3] = np.nan
+    good = hs.HMM(2, emission="gmm", n_mix=2, covariance_type="full", random_state=0).fit(X)
+    m = hs.HMM(2, emission="gmm", n_mix=2, covariance_type="full", init_params="", n_iter=20)
+    m.startprob_, m.transmat_ = good.startprob_, good.transmat_
+    m.weights_, m.means_, m.covars_ = good.weights_, good.means_, good.covars_
+    before = m.score(Xm)
+    m.fit(Xm)
+    assert m.score(Xm) > before
+    agree = np.mean(m.predict(Xm) == z)
+    assert max(agree, 1 - agree) > 0.99

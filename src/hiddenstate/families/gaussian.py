@@ -61,6 +61,20 @@ conjugate to those models: the updates agree, but its :math:`E\log|\Lambda|` use
 :math:`\sum_{i<D}\psi(\frac{\nu-i}2)` where the Gamma model has :math:`D\psi(\frac\nu2)`
 (diag) or :math:`D\psi(\frac{D\nu}2) - D\log D` (spherical), and its KL is a Wishart KL;
 the two coincide for D = 1.
+
+*Missing entries in VB.* A row with observed dimensions :math:`o` is scored by the exact
+:math:`E_q[\log N(x_o \mid \mu_o, \Sigma_{oo})]` (per dimension for diag/spherical; for
+full/tied through the marginal posterior of :math:`\Sigma_{oo}`, see
+:meth:`GaussianEmissions._vb_marginal`). Its missing dimensions enter the update of
+:math:`q(\mu, \Lambda)` by their conditional moments under :math:`N(m, (E_q\Lambda)^{-1})`
+(the E-step view's ``means`` and ``covars``): the mean-field optimum
+:math:`q(x_m \mid z) \propto \exp E_q \log N(x \mid \mu, \Lambda^{-1})`, whose mean is
+also :math:`E_q[E[x_m \mid x_o, \mu, \Lambda]]` (under the inverse Wishart,
+:math:`E[\Sigma_{mo}\Sigma_{oo}^{-1}] = S_{mo}S_{oo}^{-1}`). The collapsed bound that the
+exact row term belongs to has no conjugate maximiser over :math:`q(\mu, \Lambda)` when
+the patterns differ, so this update is not its exact coordinate step: the bound rises
+until convergence and may then drift by less than 1e-9 relative (measured 7e-12 with 30%
+of the entries missing; ``tests/test_vb_families.py``).
 """
 
 from __future__ import annotations

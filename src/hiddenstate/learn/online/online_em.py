@@ -467,7 +467,8 @@ class OnlineEM:
             log_f, y = family.split(X)
             src_b = np.exp(log_f)
         else:
-            y = X[:, 0] if X.ndim == 2 and X.shape[1] == 1 else X
+            y = X[:, 0] if X.ndim == 2 and X.shape[1] == 1 and alphabets == (
+                family.n_features,) and not isinstance(inner, MultiCategoricalEmissions) else X
             src_b = np.empty((len(y), 0))
         y = np.asarray(y)
         if isinstance(inner, MultiCategoricalEmissions):

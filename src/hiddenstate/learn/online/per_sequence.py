@@ -158,8 +158,10 @@ def _sequences(X, lengths, family, states=None
     """Symbols as int64 (checked against the alphabet; ``-1`` marks a missing one, which
     every learner here leaves out of its emission terms; ``(n, F)`` for several features),
     the sequence boundaries and the partial state labels (``-1``: unknown) or None."""
-    if isinstance(family, MultiCategoricalEmissions):
+    if isinstance(family, MultiCategoricalEmissions) and family.n_columns > 1:
         X = check_feature_symbols(X, family.alphabets)
+    elif isinstance(family, MultiCategoricalEmissions):  # one feature: an (n, 1) column
+        X = check_symbols(X, family.n_features, allow_missing=True)[:, None]
     else:
         X = check_symbols(X, family.n_features, allow_missing=True)
     lengths = check_lengths(lengths, len(X))

@@ -1210,6 +1210,8 @@ class HMM(BaseEstimator):
                     "continues: there is no stream to continue yet; call partial_fit without "
                     "continues=True first")
             startprob, transmat, emis = self._initial_params(X, family, rng, seqs)
+            if states is not None:  # as batch: the labels pin which state is which
+                emis = _labelled_start(family, X, states, emis, self.init_params)
             state = learner.start({"startprob": startprob, "transmat": transmat,
                                    "emission": emis}, family, rng)
             self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)

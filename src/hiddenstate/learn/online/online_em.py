@@ -109,6 +109,7 @@ from ...families.gaussian import GaussianEmissions, full_covars
 from ...families.multicategorical import MultiCategoricalEmissions
 from ...families.multinomial import MultinomialEmissions
 from ...families.poisson import PoissonEmissions
+from ...inference import clamp_log_likelihood
 from ...kernels.online_em import (
     DIAG,
     FULL,
@@ -582,7 +583,7 @@ class OnlineEM:
             loglik = np.vstack([family.log_likelihood(em, X[i:i + 1])
                                 for i in range(n, n + chunk)])
             if states is not None:  # clamped: log p(x | z = k) [k = s_t]
-                loglik = _clamp(loglik, states[n:n + chunk])
+                loglik = clamp_log_likelihood(loglik, states[n:n + chunk])
             status = online_em_dense(
                 loglik, Xi[n:n + chunk], layout.kind, frame, starts[n:n + chunk],
                 float(self.step_scale), float(self.step_exponent), int(self.warmup),
@@ -682,19 +683,6 @@ def _features(rows: np.ndarray, family) -> np.ndarray:
     out = np.zeros((family.n_columns, rows.shape[0], family.n_features))
     for f, (lo, hi) in enumerate(_blocks(family.alphabets)):
         out[f, :, :hi - lo] = rows[:, lo:hi]
-    return out
-
-
-def _clamp(loglik: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Log-likelihood rows clamped to their labels (``-inf`` for every other state at a
-    labelled row; :func:`hiddenstate.inference.clamp_states` on a log table)."""
-    rows = np.flatnonzero(labels >= 0)
-    if not len(rows):
-        return loglik
-    out = loglik.copy()
-    keep = out[rows, labels[rows]]
-    out[rows] = -np.inf
-    out[rows, labels[rows]] = keep
     return out
 
 

@@ -279,12 +279,13 @@ def _append_leaf(TP, TQ, pos, avg_on):
                 TP[par, i, j] = acc
         if avg_on:
             for f in range(TQ.shape[0]):
+                Q = TQ[f]
                 for i in range(K):
                     for j in range(K):
-                        acc = TQ[f, lf, i, j]
+                        acc = Q[lf, i, j]
                         for m in range(K):
-                            acc += TP[lf, i, m] * TQ[f, v, m, j]
-                        TQ[f, par, i, j] = acc
+                            acc += TP[lf, i, m] * Q[v, m, j]
+                        Q[par, i, j] = acc
         v = par
 
 
@@ -532,9 +533,10 @@ def online_em_categorical(y, src_b, labels, starts, step_scale, step_exponent, w
                     s += R[i, m] * phin[m]
                 v[i] = c * s
             for f in range(F):
+                Q = TQ[f, leaf]
                 for i in range(K):
                     for j in range(K):
-                        TQ[f, leaf, i, j] = v[i] * u[f, j] if averaging else 0.0
+                        Q[i, j] = v[i] * u[f, j] if averaging else 0.0
         _append_leaf(TP, TQ, cur, avg_on)
         for f in range(F):
             if y[n, f] >= 0:

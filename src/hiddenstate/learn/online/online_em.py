@@ -88,6 +88,19 @@ size W (amortised :math:`O(K^4 + K^3 \log B + W K^3 / B)` with the window ``bloc
 default the power of two at or above W, between 1024 and 65536); the emission matrix is
 materialised only by :meth:`OnlineEM.params`.
 
+**Several categorical features** (:class:`~hiddenstate.families.multicategorical.
+MultiCategoricalEmissions`): :math:`b_k(y_t) = \prod_f b^{(f)}_k(y_{tf})`, each factor the
+lazy MAP entry above from its own feature's statistics and prior
+(:math:`\alpha = 1 + 10^{-6}/W_f` by default). The state lays the features' symbols side
+by side (``emission0``, ``E``, ``touch``, ``avg_acc``: ``sum W_f`` columns/blocks) and keeps
+``G``, ``tree_Q`` and ``avg_U`` per feature (a leading axis F); one feature keeps the
+single-feature layout. A missing entry (``-1``) of one feature has no factor.
+
+**Partial state labels** (``states``): at a labelled step the emission of every other
+state is 0 (:func:`hiddenstate.inference.clamp_log_likelihood`, the batch modes' clamp), in
+the filter and so in the retrospective kernel and every statistic (Gaussian and Poisson:
+their log-likelihood rows clamped; categorical: in the kernel).
+
 **State.** A flat dict of NumPy arrays and Python scalars (the step counter ``t``, the
 filter ``phi``, the auxiliaries, the window and its tree, the averages, the Gaussian
 reference points ``frame``): saving and loading
@@ -151,8 +164,9 @@ def _is_number(x) -> bool:
 
 
 class OnlineEM:
-    r"""Online EM (Cappé 2011) for HMMs with categorical, Gaussian, Poisson or multinomial
-    emissions (multinomial rows use the learner's ``emissionprob_prior``, as categorical ones).
+    r"""Online EM (Cappé 2011) for HMMs with categorical (one or several features per step),
+    Gaussian, Poisson or multinomial emissions (multinomial rows use the learner's
+    ``emissionprob_prior``, as categorical ones); partial state labels clamp the filter.
 
     Parameters
     ----------

@@ -1,4 +1,5 @@
-r"""Per-sequence online learners for HMMs with categorical emissions.
+r"""Per-sequence online learners for HMMs with categorical emissions (one or several
+features per step), with or without partial state labels.
 
 Alamino & Caticha, "Online learning in discrete hidden Markov models" (MaxEnt 2006, AIP
 Conf. Proc. 872, 2007; arXiv:0708.2377) and Baldi & Chauvin, "Smooth on-line learning
@@ -83,6 +84,20 @@ Bayes' rule for a Dirichlet). The parameters reported are the posterior mean
 counts gathered so far toward the initial prior :math:`\alpha` before each update,
 :math:`u \leftarrow \alpha + \phi\, (u - \alpha)` (memory about :math:`1/(1 - \phi)`
 sequences; :math:`\phi = 1`, the default, is the exact online Bayesian update).
+
+**Several features per step** (:class:`~hiddenstate.families.multicategorical.
+MultiCategoricalEmissions`, ``emissionprob`` ``(F, K, W)``): every feature's emission rows
+are rows :math:`B^{(f)}_i` like any other (the counts :math:`c_{B^{(f)}_i k}` of a path are
+the steps in state :math:`i` whose feature :math:`f` is :math:`k`; the likelihood is the
+product), so every rule above applies row by row; the padding past a feature's alphabet
+is a structural zero (BOnA and MPA leave it out of their rows).
+
+**Partial state labels** (``states``, ``-1`` unknown): BWO and Baldi-Chauvin take
+:math:`n_{rj}` from the forward-backward with the emission table clamped at the labelled
+steps (:func:`hiddenstate.inference.clamp_states`, as the batch modes), i.e. the expected
+counts given the sequence and its labels; BOnA and MPA enumerate only the paths that agree
+with the labels (:math:`K^U` for :math:`U` unlabelled steps), the exact posterior
+:math:`p(\theta \mid y, z_L)`.
 
 Every learner is deterministic and keeps its whole state in a flat dict of arrays and
 scalars (see :mod:`.base`), so a checkpoint resumes bit-identically. Sequences are always

@@ -430,6 +430,11 @@ def test_bona_and_mpa_update_with_labels_and_two_features_matches_enumeration(cl
             np.testing.assert_allclose(digamma(u) - digamma(u.sum()), mean_log[r], rtol=1e-9,
                                        atol=1e-10)
     assert np.all(new["u_emissionprob"][1, :, 2] == 0.0)  # padding stays out
+    # the default prior of a uniform row is Dirichlet(1, ..., 1) on its own alphabet
+    flat = {**theta, "emission": {"emissionprob": np.array(
+        [np.full((K, 3), 1 / 3), np.pad(np.full((K, 2), 0.5), ((0, 0), (0, 1)))])}}
+    u = cls().start(flat, fam)["u_emissionprob"]
+    assert np.allclose(u[0], 1.0) and np.allclose(u[1, :, :2], 1.0) and np.all(u[1, :, 2] == 0)
     with pytest.raises(InvalidInputError, match="max_paths"):  # without labels: 243 paths
         learner.update(state, X, [5], fam)
 

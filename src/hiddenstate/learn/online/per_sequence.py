@@ -717,12 +717,16 @@ class _DirichletOnline:
     def start(self, theta: dict, family, rng: np.random.Generator | None = None) -> dict:
         """Prior rows :math:`u_r = n_r \\theta_r` centred on ``theta`` with ``n_r =
         prior_count`` pseudo-counts per row (None: the row's length, so a uniform row gives
-        the flat Dirichlet(1, ..., 1)). Zero entries are structural zeros."""
+        the flat Dirichlet(1, ..., 1); with several features, its feature's alphabet). Zero
+        entries are structural zeros."""
         self._check()
         _check_family(family, self.name)
         state = {}
         for key, p in zip(_BLOCKS, _check_theta(theta, family), strict=True):
             n = p.shape[-1] if self.prior_count is None else float(self.prior_count)
+            if self.prior_count is None and key == "emissionprob" and isinstance(
+                    family, MultiCategoricalEmissions):
+                n = np.array(family.alphabets, dtype=np.float64)[:, None, None]
             state["u_" + key] = n * p
             state["prior_" + key] = n * p
         state["n_sequences"] = 0

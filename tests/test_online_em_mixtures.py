@@ -125,13 +125,14 @@ def enumerate_stream(theta, family, X, w, prior=PRIOR_MASS):
             "post": post, "paths": paths, "terms": terms}
 
 
-def direct_pairs(theta, family, X, *, step_exponent=0.6, warmup=1):
+def direct_pairs(theta, family, X, *, step_exponent=0.6, warmup=1, states=None):
     """Cappé's online EM transcribed on the equivalent HMM over the K*M (state, component)
     pairs (start pi_k w_kc, transitions tau_kk' w_k'c': tied across components), every
     auxiliary over the pairs: the transition statistic of states (i, j), the emission
     statistics (1, E[x], E[xx^T]) of each pair given the row's observed part. M-step after
     every row t >= warmup: transitions as Dirichlet MAP rows, the emission by the family's
-    M-step. Returns the parameters and the prequential log-probabilities."""
+    M-step. ``states[t] >= 0``: a label, every pair of another state has emission 0 there.
+    Returns the parameters and the prequential log-probabilities."""
     pi, A = theta["startprob"].copy(), theta["transmat"].copy()
     em = {key: np.array(value, dtype=float) for key, value in theta["emission"].items()}
     K = len(pi)
@@ -149,8 +150,11 @@ def direct_pairs(theta, family, X, *, step_exponent=0.6, warmup=1):
         logb, e1, e2 = _pair_terms(family, em, x)
         # the pair's emission density (its weight is in the start and transition terms)
         logb = logb.reshape(KM) - np.log(wts)
+        if states is not None and states[n] >= 0:
+            logb[np.repeat(np.arange(K), M) != states[n]] = -np.inf
         e1, e2 = e1.reshape(KM, D), e2.reshape(KM, D * D)
-        b = np.exp(logb - logb.max())
+        top = logb.max()
+        b = np.exp(logb - top)
         tau = np.repeat(np.repeat(A, M, axis=0), M, axis=1) * wts[None, :]
         state_of = np.repeat(np.arange(K), M)
         if phi is None:  # the sequence starts
@@ -160,7 +164,7 @@ def direct_pairs(theta, family, X, *, step_exponent=0.6, warmup=1):
             pred = phi @ tau
             R = phi[:, None] * tau / pred[None, :]
         phin = pred * b
-        log_pred.append(np.log(phin.sum()) + logb.max())
+        log_pred.append(np.log(phin.sum()) + top)
         phin /= phin.sum()
         gam = float(t) ** (-step_exponent)
         if R is not None:
@@ -263,6 +267,25 @@ def test_every_step_equals_online_em_over_pairs(ct, M):
     state = learner.update(state, X[:9], None, family, log_pred=log_pred[:9])
     state = learner.update(state, X[9:], None, family, continues=True, log_pred=log_pred[9:])
     ref = direct_pairs(theta, family, X)
+    np.testing.assert_allclose(log_pred, ref["log_pred"], rtol=1e-9, atol=1e-12)
+    _assert_params(learner.params(state, family), ref, rtol=1e-8, atol=1e-9)
+
+
+@pytest.mark.parametrize("M", [None, 2])
+def test_labels_clamp_mixture_and_missing_rows(M):
+    """Partial state labels clamp the step (every pair of another state has emission 0),
+    for mixtures and partly missing rows alike: against the transcription over pairs."""
+    rng = np.random.default_rng(17 + (M or 0))
+    family, theta = _model("full", M, rng)
+    X = _rows(rng, 16, 2)
+    X[9, 1] = np.nan
+    labels = np.full(len(X), -1)
+    labels[[1, 4, 5, 9, 12]] = [0, 1, 1, 0, 1]
+    learner = OnlineEM(warmup=1)
+    log_pred = np.empty(len(X))
+    state = learner.update(learner.start(theta, family), X, None, family, log_pred=log_pred,
+                           states=labels)
+    ref = direct_pairs(theta, family, X, states=labels)
     np.testing.assert_allclose(log_pred, ref["log_pred"], rtol=1e-9, atol=1e-12)
     _assert_params(learner.params(state, family), ref, rtol=1e-8, atol=1e-9)
 

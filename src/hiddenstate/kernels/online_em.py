@@ -80,7 +80,9 @@ a_i)^\top))` for Gaussians, about a reference point :math:`a_i` near the state's
 (the learner's ``frame``, moved with the mean; see
 :class:`hiddenstate.learn.online.online_em.OnlineEM`). The emission M-step is the
 family's own (in Python, by the learner), so :func:`online_em_dense` takes the emission
-log-likelihoods of its rows as given.
+log-likelihoods of its rows as given; so too the statistic vectors of rows that hide
+something besides the state (a partly missing Gaussian row, a mixture's component), which
+the learner computes as expectations under the step's parameters.
 """
 
 from __future__ import annotations
@@ -604,16 +606,21 @@ def _dense_statistic(kind, x, a, out):
 
 
 @njit(cache=True)
-def online_em_dense(loglik, X, kind, frame, starts, step_scale, step_exponent, warmup,
-                    avg_start, learn_start, trans_a, start_a, startprob, transmat, phi, rho_q,
-                    rho_pi, rho_g, Sg, avg_trans, avg_startp, counters, log_pred):
+def online_em_dense(loglik, X, kind, frame, given, row_stats, starts, step_scale,
+                    step_exponent, warmup, avg_start, learn_start, trans_a, start_a, startprob,
+                    transmat, phi, rho_q, rho_pi, rho_g, Sg, avg_trans, avg_startp, counters,
+                    log_pred):
     """Consume rows with emission log-likelihoods ``loglik (N, K)`` (under the parameters
     current at each row: the caller passes one row per call once M-steps have begun) and
     observations ``X (N, D)``; state ``i``'s emission auxiliary ``rho_g[i] (P, K)``
     accumulates the statistic vector of ``kind`` about ``frame[i]`` (see
     :func:`_dense_statistic`; a missing row, all NaN, adds none: its ``loglik`` row is 0;
     statistics about a point near the data keep the centred
-    second moments that raw moments of data far from the origin would cancel away). On
+    second moments that raw moments of data far from the origin would cancel away).
+    Where ``given[n]``, state ``i``'s new term is ``row_stats[n, i]`` instead: the
+    expected statistic vector of the row given state ``i`` under the parameters of the
+    step, computed by the caller (a partly missing Gaussian row: conditional moments of
+    its missing dimensions; a Gaussian mixture: expectations over the component). On
     return ``Sg (K, P)`` holds the emission statistics after the last row.
     ``counters = [t, n_avg]``; ``log_pred[n]`` receives the prequential log-probability of
     row ``n`` (as in :func:`online_em_categorical`). A row's emission probabilities are
@@ -674,7 +681,11 @@ def online_em_dense(loglik, X, kind, frame, starts, step_scale, step_exponent, w
         for r in range(K * P):
             for k in range(K):
                 flat_g[r, k] = omg * tmp_g[r, k]
-        if not np.isnan(X[n, 0]):  # a missing row (all NaN) adds no statistic
+        if given[n]:
+            for i in range(K):
+                for p in range(P):
+                    rho_g[i, p, i] += gam * row_stats[n, i, p]
+        elif not np.isnan(X[n, 0]):  # a missing row (all NaN) adds no statistic
             for i in range(K):
                 _dense_statistic(kind, X[n], frame[i], stat)
                 for p in range(P):

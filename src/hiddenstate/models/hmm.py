@@ -1177,9 +1177,10 @@ class HMM(BaseEstimator):
                                                          else 1))
         fixed = {"n_states": 0.0 if started else params}  # a started stream holds them
         if self.learn == "online-em":
+            n_mix = self.n_mix if self.emission == "gmm" else 1  # a vector per component
             by_symbol = by_symbol or isinstance(family, MultiCategoricalEmissions)
             fixed["n_states"] += 0.0 if started else 8.0 * K**3 + (8.0 * W * K * K if by_symbol else
-                                                8.0 * K * K * (1 + W + W * W))
+                                                8.0 * K * K * n_mix * (1 + W + W * W))
             op, layout = "log_likelihood", seqs
         elif self.learn in ONLINE_MODES:
             op, layout = "forward_backward", Sequences.from_lengths(np.array([seqs.max_len]))

@@ -66,13 +66,33 @@ Gaussian and Poisson emissions use ``family.mstep`` with the family's own conjug
 the MAP defaults of ``docs/learning-modes.md``, e.g. ``covars_prior=0.01``; a state without
 mass keeps its values).
 
+**Missing entries and Gaussian mixtures: the complete data.** Cappé's recursion needs,
+at each step, the new term :math:`E[s(Y_t, X_t) \mid Z_t = k, y_t; \theta_{t-1}]` of
+state ``k``'s statistics, where :math:`X_t` is whatever else is hidden at step ``t``
+besides the state. A categorical symbol, a Poisson count or a complete Gaussian row hides
+nothing: the term is :math:`s(y_t)`. A Gaussian row with missing dimensions :math:`m`
+hides :math:`x_m`: the term holds :math:`E[x \mid x_o, z = k]` and :math:`E[x x^\top
+\mid x_o, z = k]` under :math:`\theta_{t-1}` (the batch E-step's conditional moments,
+:meth:`~hiddenstate.families.GaussianEmissions.statistics`), while the emission term is
+the marginal density of the observed dimensions; a row with nothing observed has neither.
+A Gaussian-mixture state (``emission="gmm"``) hides the component :math:`c`: state
+``k``'s statistic vector is one Gaussian vector per component, and the new term is its
+expectation under the responsibilities :math:`p(c \mid z = k, y_t; \theta_{t-1})` (with
+the conditional moments above when entries are missing); the component totals are the
+weights' counts, and the M-step is the mixture family's (weights, means, covariances,
+with its prior). This is online EM on the equivalent HMM over the K*M (state,
+component) pairs with transitions tied across components: the retrospective kernel of a
+pair depends only on its state, so the auxiliaries over pairs fold into the per-state
+ones kept here. The categorical path (lazy, per symbol) is unchanged.
+
 **Gaussian statistics about reference points.** Running averages of raw moments
 :math:`x` and :math:`x x^\top` lose every digit of a variance that is small next to the
 squared mean (data near 1e8 with unit spread). State ``i`` accumulates instead the
 statistics of :math:`x - a_i` (``frame[i]``; the family's ``shift``): all reference points
 start at the stream's first observation, and after an M-step a state whose mean has moved
 more than one standard deviation from its reference point gets the mean as its new one,
-its auxiliary re-expressed exactly (a linear map, see ``_follow_means``). Fits are then
+its auxiliary re-expressed exactly (a linear map, see ``_follow_means``); a mixture keeps
+one reference point per component (``frame`` (K, M, D)). Fits are then
 shift-invariant up to the rounding of the data themselves.
 
 **Polyak-Ruppert averaging** (``averaging=True``): the reported parameters are the
@@ -119,6 +139,7 @@ from ...families.blackbox import BlackBoxEmissions
 from ...families.categorical import CategoricalEmissions
 from ...families.dirichlet import DirichletRows
 from ...families.gaussian import GaussianEmissions, full_covars
+from ...families.gmm import GMMEmissions
 from ...families.multicategorical import MultiCategoricalEmissions
 from ...families.multinomial import MultinomialEmissions
 from ...families.poisson import PoissonEmissions
@@ -165,8 +186,10 @@ def _is_number(x) -> bool:
 
 class OnlineEM:
     r"""Online EM (Cappé 2011) for HMMs with categorical (one or several features per step),
-    Gaussian, Poisson or multinomial emissions (multinomial rows use the learner's
-    ``emissionprob_prior``, as categorical ones); partial state labels clamp the filter.
+    Gaussian, Gaussian-mixture, Poisson or multinomial emissions (multinomial rows use the
+    learner's ``emissionprob_prior``, as categorical ones), with missing entries (partly
+    missing Gaussian and mixture rows included; see the module docstring); partial state
+    labels clamp the filter.
 
     Parameters
     ----------
@@ -334,7 +357,9 @@ class OnlineEM:
         params = family.check_params(theta["emission"])
         state["rho_emission"] = np.zeros((K, layout.P, K))
         if layout.kind != POISSON:  # reference points of the Gaussian statistics, set by
-            state["frame"] = np.zeros((K, layout.D))  # the stream's first observation
+            # the stream's first observation; one per component of a mixture
+            state["frame"] = np.zeros((K, layout.D) if layout.M is None
+                                      else (K, layout.M, layout.D))
         for key, value in params.items():
             state["emission." + key] = np.array(value, dtype=np.float64)
             state["avg.emission." + key] = np.zeros_like(value, dtype=np.float64)
@@ -368,19 +393,11 @@ class OnlineEM:
                     "continues: there is no previous sequence to continue (no observation "
                     "seen yet); pass continues=False")
             starts[0] = False
-        inner = _unwrap(family)[0]
-        if _alphabets(inner) is None:
-            miss = np.isnan(np.asarray(X[:, -inner.n_features:], dtype=np.float64))
-            if np.any(miss.any(axis=1) & ~miss.all(axis=1)):
-                raise InvalidInputError(
-                    "X: learn='online-em' takes missing rows (every feature NaN) but not "
-                    "partly missing ones; fill them in first (HMM.impute) or use a batch "
-                    "mode, which marginalises the missing features")
         K = family.n_states
         trans_a, start_a = self._priors(K)
         if log_pred is None:
             log_pred = np.empty(len(X))
-        if _alphabets(inner) is not None:
+        if _alphabets(_unwrap(family)[0]) is not None:
             self._update_categorical(state, X, starts, family, trans_a, start_a, log_pred,
                                      states)
         else:
@@ -556,6 +573,13 @@ class OnlineEM:
         if X.ndim != 2 or X.shape[1] != Ks + family.n_features:
             raise InvalidInputError(
                 f"X: expected shape (n, {family.n_features}), got {X.shape}")
+        if layout.kind == POISSON:
+            miss = np.isnan(X[:, Ks:])
+            if np.any(miss.any(axis=1) & ~miss.all(axis=1)):
+                raise InvalidInputError(
+                    "X: learn='online-em' takes missing Poisson rows (every count NaN) but "
+                    "not partly missing ones; fill them in first (HMM.impute) or use a batch "
+                    "mode, which leaves the missing counts out")
         keys = [k[len("emission."):] for k in state if k.startswith("emission.")]
         em = {key: state["emission." + key] for key in keys}
         K = family.n_states
@@ -573,7 +597,7 @@ class OnlineEM:
     def _dense_loop(self, state, X, Xi, starts, family, layout, em, keys, Sg, counters,
                     trans_a, start_a, log_pred, states=None) -> None:
         which = "".join(family.letters)
-        Ks = _unwrap(family)[1]
+        inner, Ks = _unwrap(family)
         stepper = family
         if isinstance(family, MultinomialEmissions):
             # multinomial rows are categorical rows: the learner's Dirichlet prior (alpha > 1,
@@ -585,21 +609,44 @@ class OnlineEM:
         first_avg = max(avg_start, first_m)
         frame = (np.zeros((family.n_states, layout.D)) if layout.kind == POISSON
                  else state["frame"])  # Poisson statistics need no reference point
-        if layout.kind != POISSON and not state["rho_emission"][Ks:].any():
-            seen = np.flatnonzero(~np.isnan(Xi[:, 0]))
-            if len(seen):  # near the data, wherever the initial means are
-                frame[Ks:] = Xi[seen[0]]
+        seen = ~np.isnan(Xi).all(axis=1)
+        if layout.kind != POISSON and not state["rho_emission"][Ks:].any() and seen.any():
+            # near the data, wherever the initial means are (a missing entry: the mean)
+            x = Xi[np.flatnonzero(seen)[0]]
+            frame[Ks:] = np.where(np.isnan(x), em["means"], x)
+        # rows whose statistics the kernel cannot form from the row alone: a mixture's
+        # (an expectation over the component), a partly missing Gaussian row's
+        if layout.M is not None:
+            expected = seen
+        elif layout.kind == POISSON:
+            expected = np.zeros(len(X), dtype=np.bool_)
+        else:
+            expected = seen & np.isnan(Xi).any(axis=1)
+        K = family.n_states
+        row_stats = np.zeros((0, K, layout.P))
+        # a mixture's statistics all come in row_stats: the kernel reads no reference point
+        kernel_frame = frame if layout.M is None else np.zeros((K, layout.D))
         n, N = 0, len(X)
         while n < N:
             t = int(counters[0])
             chunk = min(N - n, first_m - t) if t < first_m else 1
             # one row at a time: each row's numbers never depend on how the stream was cut
-            loglik = np.vstack([family.log_likelihood(em, X[i:i + 1])
-                                for i in range(n, n + chunk)])
+            if layout.M is None:
+                loglik = np.vstack([family.log_likelihood(em, X[i:i + 1])
+                                    for i in range(n, n + chunk)])
+                if expected[n:n + chunk].any():
+                    row_stats = np.zeros((chunk, K, layout.P))
+                    for i in np.flatnonzero(expected[n:n + chunk]):
+                        row_stats[i, Ks:] = _expected_statistics(
+                            inner, em, Xi[n + i:n + i + 1], frame[Ks:], layout.kind)[0]
+            else:
+                loglik, row_stats = self._mixture_rows(family, em, X[n:n + chunk],
+                                                       frame[Ks:], layout)
             if states is not None:  # clamped: log p(x | z = k) [k = s_t]
                 loglik = clamp_log_likelihood(loglik, states[n:n + chunk])
             status = online_em_dense(
-                loglik, Xi[n:n + chunk], layout.kind, frame, starts[n:n + chunk],
+                loglik, Xi[n:n + chunk], layout.kind, kernel_frame, expected[n:n + chunk],
+                row_stats, starts[n:n + chunk],
                 float(self.step_scale), float(self.step_exponent), int(self.warmup),
                 avg_start, bool(self.learn_startprob), trans_a, start_a, state["startprob"],
                 state["transmat"], state["phi"], state["rho_trans"], state["rho_start"],
@@ -612,9 +659,13 @@ class OnlineEM:
             if t >= first_m:
                 em = {key: np.asarray(value, dtype=np.float64) for key, value in
                       stepper.mstep(em, layout.stats(Sg[Ks:], frame[Ks:]), which)[0].items()}
-                if layout.kind != POISSON:
-                    _follow_means(state["rho_emission"][Ks:], frame[Ks:], em,
-                                  _unwrap(family)[0], layout)
+                if layout.M is not None:  # each component of each state
+                    flat = inner._flat
+                    _follow_means(state["rho_emission"][Ks:].reshape(-1, layout.P_g, K),
+                                  frame[Ks:].reshape(-1, layout.D), inner._flat_params(em),
+                                  flat, layout)
+                elif layout.kind != POISSON:
+                    _follow_means(state["rho_emission"][Ks:], frame[Ks:], em, inner, layout)
             if avg_start >= 0 and t >= first_avg:
                 for key in keys:
                     state["avg.emission." + key] += em[key]
@@ -622,6 +673,61 @@ class OnlineEM:
         for key in keys:
             state["emission." + key] = em[key]
         state["t"], state["n_avg"] = int(counters[0]), int(counters[1])
+
+
+    @staticmethod
+    def _mixture_rows(family, em: dict, X: np.ndarray, frame: np.ndarray,
+                      layout: _Layout) -> tuple[np.ndarray, np.ndarray]:
+        r"""Gaussian-mixture rows, one at a time: the emission log-likelihoods ``(n, K)``
+        and each state's expected statistic vector ``(n, K, M P_g)``, component ``c``'s
+        block :math:`r_{tkc}\, E[s_{kc}(x_t) \mid x_{t,o}, z_t = k, c]` with the
+        responsibilities :math:`r_{tkc} = p(c \mid z_t = k, y_t)` under the step's
+        parameters (Cappé's online EM with the component in the complete data: its
+        conditional expectation given the state is the new term of the state's
+        auxiliary)."""
+        inner, Ks = _unwrap(family)
+        K, D = family.n_states, layout.D
+        flat_params = inner._flat_params(em)
+        loglik = np.empty((len(X), K))
+        out = np.zeros((len(X), K, layout.P))
+        for n in range(len(X)):
+            row = X[n:n + 1]
+            if Ks:
+                log_f, row = family.split(row)
+                loglik[n, :Ks] = log_f[0]
+            ll, resp = inner.responsibilities(em, row)
+            loglik[n, Ks:] = ll[0]
+            stats = _expected_statistics(inner._flat, flat_params, row,
+                                         frame.reshape(-1, D), layout.kind)[0]
+            out[n, Ks:] = (resp[0].reshape(-1, 1) * stats).reshape(K - Ks, layout.P)
+        return loglik, out
+
+
+def _expected_statistics(gauss: GaussianEmissions, params: dict, X: np.ndarray,
+                         frame: np.ndarray, kind: int) -> np.ndarray:
+    r"""``(N, K, P)``: each row's statistic vector for each state ``k`` of the Gaussian
+    family ``gauss``, about the reference point ``frame[k]``, in expectation over its
+    missing dimensions given its observed ones and :math:`z = k` under ``params``:
+    with :math:`e = E[x \mid x_o, z=k] - a_k` and :math:`C = \mathrm{Cov}[x \mid x_o,
+    z=k]` (the family's conditional moments, Ghahramani & Jordan 1994, the batch E-step's),
+    :math:`(1, e, e^2 + \mathrm{diag}\, C)` (``DIAG``) or :math:`(1, e,
+    \mathrm{vec}(e e^\top + C))` (``FULL``). A complete row gives exactly the kernel's
+    :math:`(1, x - a_k, \dots)`; a row with nothing observed, zeros."""
+    N, D = X.shape
+    K = len(frame)
+    miss = np.isnan(X)
+    e = X[:, None, :] - frame[None]
+    cov = np.zeros((N, K, D, D))
+    for rows, _, filled, C in gauss._conditionals(params, X, miss):
+        e[rows] = filled.transpose(1, 0, 2) - frame[None]
+        cov[rows] = C[None]
+    if kind == DIAG:
+        second = e * e + np.diagonal(cov, axis1=2, axis2=3)
+    else:
+        second = (np.einsum("nki,nkj->nkij", e, e) + cov).reshape(N, K, D * D)
+    out = np.concatenate([np.ones((N, K, 1)), e, second], axis=2)
+    out[miss.all(axis=1)] = 0.0
+    return out
 
 
 def _statistics(state: dict, phi: np.ndarray, averaged: bool, alphabets
@@ -747,16 +853,23 @@ class _Layout:
     """The statistic vector s(x) of a dense family and its split into ``family.statistics``
     keys: Poisson (1, x); Gaussian diag/spherical (1, x - a, (x - a)**2); full/tied
     (1, x - a, vec((x - a)(x - a)^T)), about each state's reference point ``a`` (the
-    state's ``frame``, see :func:`~hiddenstate.kernels.online_em.online_em_dense`)."""
+    state's ``frame``, see :func:`~hiddenstate.kernels.online_em.online_em_dense`). A
+    Gaussian mixture of ``M`` components (``M`` None otherwise) concatenates one Gaussian
+    vector of length ``P_g`` per component, each about the component's own reference
+    point (tied: full vectors); its statistics are those of the K*M components."""
 
     def __init__(self, family):
         self.D = D = family.n_features
+        self.M = family.n_mix if isinstance(family, GMMEmissions) else None
         self.kind = (POISSON if isinstance(family, (PoissonEmissions, MultinomialEmissions))
                      else DIAG if family.covariance_type in ("diag", "spherical") else FULL)
-        self.P = {POISSON: 1 + D, DIAG: 1 + 2 * D, FULL: 1 + D + D * D}[self.kind]
+        self.P_g = {POISSON: 1 + D, DIAG: 1 + 2 * D, FULL: 1 + D + D * D}[self.kind]
+        self.P = self.P_g * (self.M or 1)
 
     def stats(self, S: np.ndarray, frame: np.ndarray) -> dict:
         D = self.D
+        if self.M is not None:  # the K*M components, as GMMEmissions.mstep takes them
+            S, frame = S.reshape(-1, self.P_g), frame.reshape(-1, D)
         out = {"post": S[:, 0].copy(), "obs": S[:, 1:1 + D].copy()}
         if self.kind != POISSON:
             out["shift"] = frame.copy()
@@ -776,9 +889,10 @@ def _unwrap(family):
 
 def _layout(family) -> _Layout:
     family = _unwrap(family)[0]
-    if isinstance(family, (PoissonEmissions, GaussianEmissions, MultinomialEmissions)):
+    if isinstance(family, (PoissonEmissions, GaussianEmissions, MultinomialEmissions,
+                           GMMEmissions)):
         return _Layout(family)
     raise InvalidInputError(
-        f"emission: learn='online-em' needs a family whose sufficient statistics do not "
-        f"depend on the parameters (categorical, Gaussian, Poisson, multinomial), got "
-        f"{type(family).__name__}; fit it with learn='em', 'map', 'vb', 'vt' or 'kvt'")
+        f"emission: learn='online-em' takes categorical, Gaussian, Gaussian-mixture, "
+        f"Poisson and multinomial emissions, got {type(family).__name__}; fit it with "
+        f"learn='em', 'map', 'vb', 'vt' or 'kvt'")

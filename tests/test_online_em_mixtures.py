@@ -502,3 +502,82 @@ def test_gmm_em_with_missing_entries_keeps_a_good_fit():
     assert m.score(Xm) > before
     agree = np.mean(m.predict(Xm) == z)
     assert max(agree, 1 - agree) > 0.99
+
+
+# -- partly missing Poisson rows ------------------------------------------------------------------
+def direct_poisson(theta, family, X, *, step_exponent=0.6, warmup=1):
+    """Cappé's online EM for a Poisson HMM written out with NumPy: a row's emission is the
+    product over its observed counts; its statistic for state k is (1, x) with each missing
+    count replaced by the state's rate (its conditional expectation under the step's
+    parameters). Returns the parameters and the prequential log-probabilities."""
+    from scipy.stats import poisson
+    pi, A = theta["startprob"].copy(), theta["transmat"].copy()
+    lam = np.array(theta["emission"]["lambdas"], dtype=float)
+    K, D = lam.shape
+    phi = None
+    rho_q = np.zeros((K, K, K))
+    rho_g = np.zeros((K, 1 + D, K))
+    log_pred = []
+    for n, x in enumerate(X):
+        t = n + 1
+        seen = ~np.isnan(x)
+        logb = np.array([poisson.logpmf(x[seen], lam[k, seen]).sum() for k in range(K)])
+        top = logb.max()
+        b = np.exp(logb - top)
+        if phi is None:
+            pred, R = pi, None
+        else:
+            pred = phi @ A
+            R = phi[:, None] * A / pred[None, :]
+        phin = pred * b
+        log_pred.append(np.log(phin.sum()) + top)
+        phin /= phin.sum()
+        gam = float(t) ** (-step_exponent)
+        if R is not None:
+            rho_q = (1 - gam) * np.einsum("ijm,mk->ijk", rho_q, R)
+            rho_g = (1 - gam) * np.einsum("ipm,mk->ipk", rho_g, R)
+            for k in range(K):
+                rho_q[:, k, k] += gam * R[:, k]
+        else:
+            rho_q *= 1 - gam
+            rho_g *= 1 - gam
+        if seen.any():
+            for k in range(K):
+                rho_g[k, :, k] += gam * np.concatenate(([1.0], np.where(seen, x, lam[k])))
+        if t >= max(warmup, 1):
+            A = _map_rows(rho_q @ phin, np.full((K, K), PRIOR_MASS / K))
+            Sg = rho_g @ phin
+            lam = family.mstep({"lambdas": lam}, {"post": Sg[:, 0], "obs": Sg[:, 1:]},
+                               "l")[0]["lambdas"]
+        phi = phin
+    return {"transmat": A, "emission": {"lambdas": lam}, "log_pred": np.array(log_pred)}
+
+
+def test_partly_missing_poisson_rows_equal_the_transcription():
+    """Online EM on Poisson rows with missing counts (partly and wholly missing rows, a
+    stream cut in two) equals the direct transcription, parameters and prequential
+    log-probabilities."""
+    from hiddenstate.families import PoissonEmissions
+    rng = np.random.default_rng(41)
+    K, D = 2, 3
+    family = PoissonEmissions(K, D)
+    theta = {"startprob": np.array([0.6, 0.4]), "transmat": np.array([[0.8, 0.2], [0.3, 0.7]]),
+             "emission": family.check_params({"lambdas": rng.uniform(0.5, 6.0, (K, D))})}
+    X = rng.poisson(3.0, (30, D)).astype(float)
+    X[rng.random((30, D)) < 0.3] = np.nan
+    X[5] = np.nan
+    assert np.any(np.isnan(X).any(axis=1) & ~np.isnan(X).all(axis=1))
+    learner = OnlineEM(warmup=1)
+    log_pred = np.empty(len(X))
+    state = learner.start(theta, family)
+    state = learner.update(state, X[:11], None, family, log_pred=log_pred[:11])
+    state = learner.update(state, X[11:], None, family, continues=True,
+                           log_pred=log_pred[11:])
+    ref = direct_poisson(theta, family, X)
+    np.testing.assert_allclose(log_pred, ref["log_pred"], rtol=1e-9, atol=1e-12)
+    _assert_params(learner.params(state, family), ref, rtol=1e-8, atol=1e-9)
+    # without missing counts the expected-statistics path is not taken: the kernel's rows
+    Xc = rng.poisson(3.0, (12, D)).astype(float)
+    full = learner.update(learner.start(theta, family), Xc, None, family)
+    _assert_params(learner.params(full, family), direct_poisson(theta, family, Xc))
+

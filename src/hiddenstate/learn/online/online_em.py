@@ -188,8 +188,8 @@ class OnlineEM:
     r"""Online EM (Cappé 2011) for HMMs with categorical (one or several features per step),
     Gaussian, Gaussian-mixture, Poisson or multinomial emissions (multinomial rows use the
     learner's ``emissionprob_prior``, as categorical ones), with missing entries (partly
-    missing Gaussian and mixture rows included; see the module docstring); partial state
-    labels clamp the filter.
+    missing Gaussian, mixture and Poisson rows included; see the module docstring); partial
+    state labels clamp the filter.
 
     Parameters
     ----------
@@ -573,13 +573,6 @@ class OnlineEM:
         if X.ndim != 2 or X.shape[1] != Ks + family.n_features:
             raise InvalidInputError(
                 f"X: expected shape (n, {family.n_features}), got {X.shape}")
-        if layout.kind == POISSON:
-            miss = np.isnan(X[:, Ks:])
-            if np.any(miss.any(axis=1) & ~miss.all(axis=1)):
-                raise InvalidInputError(
-                    "X: learn='online-em' takes missing Poisson rows (every count NaN) but "
-                    "not partly missing ones; fill them in first (HMM.impute) or use a batch "
-                    "mode, which leaves the missing counts out")
         keys = [k[len("emission."):] for k in state if k.startswith("emission.")]
         em = {key: state["emission." + key] for key in keys}
         K = family.n_states
@@ -615,11 +608,9 @@ class OnlineEM:
             x = Xi[np.flatnonzero(seen)[0]]
             frame[Ks:] = np.where(np.isnan(x), em["means"], x)
         # rows whose statistics the kernel cannot form from the row alone: a mixture's
-        # (an expectation over the component), a partly missing Gaussian row's
+        # (an expectation over the component), a partly missing Gaussian or Poisson row's
         if layout.M is not None:
             expected = seen
-        elif layout.kind == POISSON:
-            expected = np.zeros(len(X), dtype=np.bool_)
         else:
             expected = seen & np.isnan(Xi).any(axis=1)
         K = family.n_states
@@ -637,8 +628,11 @@ class OnlineEM:
                 if expected[n:n + chunk].any():
                     row_stats = np.zeros((chunk, K, layout.P))
                     for i in np.flatnonzero(expected[n:n + chunk]):
-                        row_stats[i, Ks:] = _expected_statistics(
-                            inner, em, Xi[n + i:n + i + 1], frame[Ks:], layout.kind)[0]
+                        row = Xi[n + i:n + i + 1]
+                        row_stats[i, Ks:] = (
+                            _expected_counts(em["lambdas"], row) if layout.kind == POISSON
+                            else _expected_statistics(inner, em, row, frame[Ks:],
+                                                      layout.kind))[0]
             else:
                 loglik, row_stats = self._mixture_rows(family, em, X[n:n + chunk],
                                                        frame[Ks:], layout)
@@ -726,6 +720,19 @@ def _expected_statistics(gauss: GaussianEmissions, params: dict, X: np.ndarray,
     else:
         second = (np.einsum("nki,nkj->nkij", e, e) + cov).reshape(N, K, D * D)
     out = np.concatenate([np.ones((N, K, 1)), e, second], axis=2)
+    out[miss.all(axis=1)] = 0.0
+    return out
+
+
+def _expected_counts(lambdas: np.ndarray, X: np.ndarray) -> np.ndarray:
+    r"""``(N, K, 1 + D)``: each row's Poisson statistic vector :math:`(1, E[x \mid x_o, z=k])`
+    for each state ``k``. The counts are independent given the state, so a missing count's
+    conditional expectation is the state's rate :math:`\lambda_{kd}` (Cappé's online EM with
+    the missing counts in the complete data); a complete row gives the kernel's
+    :math:`(1, x)`, a row with nothing observed zeros."""
+    miss = np.isnan(X)
+    e = np.where(miss[:, None, :], lambdas[None], X[:, None, :])
+    out = np.concatenate([np.ones((*e.shape[:2], 1)), e], axis=2)
     out[miss.all(axis=1)] = 0.0
     return out
 

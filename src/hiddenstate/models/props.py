@@ -310,8 +310,8 @@ class PROPS(HMM):
             ends.append(end if keep_end else None)
         return log_f, ends
 
-    def _stream(self, X, seqs, family, rng, n_features, continues: bool):
-        super()._stream(X, seqs, family, rng, n_features, continues)
+    def _stream(self, X, seqs, family, rng, n_features, continues: bool, states=None):
+        super()._stream(X, seqs, family, rng, n_features, continues, states)
         for k, end in enumerate(self._source_ends):
             for key, value in end.items():
                 self.learner_state_[f"{_SOURCE_STATE}{k}.{key}"] = np.asarray(value)

@@ -159,3 +159,60 @@ def test_refuses_what_does_not_fit_in_ram(monkeypatch):
     with pytest.raises(InvalidInputError, match="n_states"):
         exact_counts(SentenceLayout.from_ids(np.array([2, 3, 1]), 1), cs.word_states,
                      np.full(K, 1 / K), np.full((K, K), 1 / K), np.full((4, 300), 0.5))
+
+
+def test_cpu_batch_em_iteration_is_the_m_step_of_exact_torch_counts():
+    rng = np.random.default_rng(4)
+    ids = _stream(rng, 20, 15)
+    kw = dict(states_per_cluster=4, learn="em", em_prior=0.05, n_epochs=1)
+    m = _model(rng, **kw)
+    ref = _model(rng, **kw)
+    ref.net_.load_state_dict(m.net_.state_dict())
+    m.fit(ids, resume=True)  # one exact EM iteration (numba E-step)
+    cs = ref.constraints_
+    with torch.no_grad():  # the torch E-step over one stream holding all of X: no truncation
+        ls, lt, le = ref.net_(cs.all_states())
+    x = torch.as_tensor(ids)[None]
+    reset = torch.zeros_like(x, dtype=torch.bool)
+    reset[0, 1:] = x[0, :-1] == 1
+    _, _, gs, gt, ge = expected_counts(ls, lt, le[x], torch.as_tensor(cs.word_states)[x],
+                                       reset=reset)
+    emit = torch.zeros(cs.n_words, cs.k, dtype=torch.float64)
+    emit.index_put_((x[0],), ge[0], accumulate=True)
+    ref._m_step({"start": gs, "trans": gt, "emit": emit})
+    for name, p in ref.net_.state_dict().items():
+        np.testing.assert_allclose(m.net_.state_dict()[name].numpy(), p.numpy(), atol=1e-10,
+                                   rtol=0, err_msg=name)
+    assert m.history_[-1]["epoch"] == 1 and m.history_[-1]["tokens_per_s"] > 0
+
+
+def test_early_stopping_keeps_the_best_parameters():
+    rng = np.random.default_rng(5)
+    train, valid = _stream(rng, 20, 6), _stream(rng, 20, 6)  # tiny: EM overfits
+    m = _model(rng, states_per_cluster=4, learn="em", em_prior=1e-3, n_epochs=60)
+    m.fit(train, valid, resume=True)
+    ppl = [h["valid_ppl"] for h in m.history_]
+    assert m.history_[-1].get("undone") and len(ppl) < 60  # it stopped at a rise
+    assert ppl[-1] > ppl[-2] and all(b <= a for a, b in zip(ppl[:-1], ppl[1:-1], strict=False))
+    assert m.perplexity(valid) == pytest.approx(ppl[-2], rel=1e-12)  # the best is kept
+
+
+def test_exact_em_checkpoint_resumes_bit_identically(tmp_path):
+    from hiddenstate.lm import load_checkpoint
+    rng = np.random.default_rng(6)
+    ids = _stream(rng, 20, 40)
+    valid = ids[:60]  # part of the training text: EM keeps improving it
+    kw = dict(states_per_cluster=4, learn="em", em_prior=0.01, n_epochs=4, progress=False,
+              dtype="float64")
+    wc = np.arange(20) % 5
+    straight = BlockedHMMLM(**kw).fit(ids, valid, vocabulary=_vocab(20), word_cluster=wc)
+    a = BlockedHMMLM(**kw).fit(ids, valid, vocabulary=_vocab(20), word_cluster=wc,
+                               max_steps=2, checkpoint=tmp_path / "ckpt")
+    b = load_checkpoint(tmp_path / "ckpt")
+    a.fit(ids, valid, resume=True)
+    b.fit(ids, valid, resume=True)
+    assert len(straight.history_) == 4 and len(b.history_) == 4
+    assert not straight._state["stopped"]
+    for name, p in straight.net_.state_dict().items():
+        assert torch.equal(p, a.net_.state_dict()[name]), name
+        assert torch.equal(p, b.net_.state_dict()[name]), name

@@ -20,7 +20,8 @@ training step (forward, backward, clip, update) timed ``--steps`` times after a 
 - ``dense``: an ordinary K-state HMM through the same library code (one cluster, k = K,
   no dropout), batch 4 x 32 (it is K^2 per token), only where it fits.
 
-Batch EM, E-step tokens/s (``--em``, both with 2 threads): ``em-numba`` is the exact
+Batch EM, E-step tokens/s (``--em``; numba with its 2 threads, torch with one, the
+faster setting for torch on this shared machine): ``em-numba`` is the exact
 E-step that ``BlockedHMMLM(learn="em")`` runs on CPU (:mod:`hiddenstate.lm.exact`: the
 probabilities from the logits, then the numba forward-backward over whole sentences of the
 first ``--em-tokens`` tokens of PTB train, counts reduced); ``em-torch`` the batched torch
@@ -135,8 +136,7 @@ def measure_reference(k: int, steps: int) -> dict:
 
 def measure_em(kind: str, k: int, steps: int, n_tokens: int) -> dict:
     """E-step tokens/s of batch EM: the numba kernel or the torch recursion (module docs)."""
-    torch, c, wc = _setup(k)
-    torch.set_num_threads(2)
+    torch, c, wc = _setup(k)  # one torch thread (faster than two on this shared machine)
     from hiddenstate.lm import BlockedHMMLM
     from hiddenstate.lm.data import sentence_streams
     from hiddenstate.lm.exact import SentenceLayout, exact_counts
@@ -229,7 +229,7 @@ def main() -> None:
 
 
 def em_rows(sizes: list[int], steps: int, timeout: float, n_tokens: int, cpu: str) -> None:
-    print(f"CPU: {cpu}; batch-EM E-step, 2 threads each (numba, torch); no GPU available.")
+    print(f"CPU: {cpu}; batch-EM E-step, numba 2 threads, torch 1 thread; no GPU available.")
     print(f"{'2^n':>4} {'K':>6} {'impl':>9} {'tok/s':>9} {'seconds':>8} {'peak MB':>8} "
           f"{'numba/torch':>11}")
     for n in sizes:

@@ -64,12 +64,17 @@ CLUSTERS = {"ptb": "lm-128", "wikitext-2": "w2flm-128"}
 
 #: Batch EM with the exact numba E-step (CPU, whole sentences): name -> (corpus, kwargs,
 #: whether to report test perplexity). ``em_prior`` is tuned on VALIDATION by the short
-#: ``em-tune-*`` runs (8 iterations at K = 4,128); only the chosen setting reports test.
+#: ``em-tune-*`` runs (8 iterations at K = 4,128; ``em-tune30-*``: up to 30, stopping at a
+#: rise) and the initialisation by ``em-tune-2^12-cb*`` (class bigram + noise); only the
+#: chosen setting reports test.
 EM_PRIOR = 1e-2
 _EM = dict(learn="em", progress=False, random_state=0)
 EM_RUNS = {
     **{f"em-tune-2^12-a{a:g}": ("ptb", dict(states_per_cluster=32, em_prior=a, n_epochs=8,
                                              **_EM), False) for a in (1e-3, 1e-2, 1e-1, 1.0)},
+    **{f"em-tune30-2^12-a{a:g}": ("ptb", dict(states_per_cluster=32, em_prior=a,
+                                               n_epochs=30, **_EM), False)
+       for a in (1e-2, 3e-2, 1e-1)},
     **{f"em-tune-2^12-cb{z:g}": ("ptb", dict(states_per_cluster=32, em_prior=EM_PRIOR,
                                               n_epochs=8, init=("class-bigram", z), **_EM),
                                   False) for z in (0.5, 2.0)},

@@ -74,14 +74,19 @@ EM_RUNS = {
                                              **_EM), False) for a in (1e-3, 1e-2, 1e-1, 1.0)},
     **{f"em-tune30-2^12-a{a:g}": ("ptb", dict(states_per_cluster=32, em_prior=a,
                                                n_epochs=30, **_EM), False)
-       for a in (1e-2, 3e-2, 1e-1)},
+       for a in (3e-2, 1e-1)},
     **{f"em-tune-2^12-cb{z:g}": ("ptb", dict(states_per_cluster=32, em_prior=EM_PRIOR,
                                               n_epochs=8, init=("class-bigram", z), **_EM),
                                   False) for z in (0.5, 2.0)},
     "em-exact-2^12": ("ptb", dict(states_per_cluster=32, em_prior=EM_PRIOR, n_epochs=100,
                                   **_EM), True),
-    "em-exact-2^14": ("ptb", dict(states_per_cluster=128, em_prior=EM_PRIOR, n_epochs=100,
-                                  **_EM), True),
+    # the tuned em_prior scaled by 4,128 / K: the same pseudo-counts per transition row
+    # (and per state relative to its expected counts) as the chosen K = 4,128 setting
+    "em-exact-2^14": ("ptb", dict(states_per_cluster=128, em_prior=EM_PRIOR * 4128 / 16512,
+                                  n_epochs=100, **_EM), True),
+    # cut short (the prior per row of a=0.1 at K = 4,128): replaced by the run above
+    "em-exact-2^14-a0.01": ("ptb", dict(states_per_cluster=128, em_prior=EM_PRIOR,
+                                        n_epochs=100, **_EM), True),
 }
 
 
@@ -236,6 +241,9 @@ def report() -> None:
     import matplotlib.pyplot as plt
     everything = {p.stem: json.loads(p.read_text()) for p in sorted(RUN_DIR.glob("*.json"))}
     em = {n: r for n, r in everything.items() if n in EM_RUNS}
+    for p in sorted(RUN_DIR.glob("*.jsonl")):  # runs cut short: their per-iteration lines
+        if p.stem in EM_RUNS and p.stem not in em and p.read_text().strip():
+            em[p.stem] = _cut_run(p)
     res = {n: r for n, r in everything.items() if n not in EM_RUNS}
     lines = [
         "# Blocked HMM language models on PTB: states, constraints, dropout, learning",
@@ -328,6 +336,18 @@ def report() -> None:
     print("\n".join(lines))
 
 
+def _cut_run(path: Path) -> dict:
+    """The summary of an EM run that was stopped before its end, from its JSON lines."""
+    corpus, kw, _ = EM_RUNS[path.stem]
+    h = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    best = min(h, key=lambda x: x["valid_ppl"])
+    return {"name": path.stem, "corpus": corpus, "params": kw, "cut": True,
+            "n_states": 129 * kw["states_per_cluster"], "iterations": len(h),
+            "best_iteration": best["epoch"], "valid_ppl": best["valid_ppl"], "test_ppl": None,
+            "seconds_per_iteration": float(np.mean([x["seconds"] for x in h])),
+            "train_tokens_per_s": float(np.mean([x["tokens_per_s"] for x in h])), "history": h}
+
+
 def _em_section(em: dict, res: dict) -> list[str]:
     """The exact batch-EM runs: tuning (validation only), the chosen runs, the verdict."""
     if not em:
@@ -349,11 +369,12 @@ def _em_section(em: dict, res: dict) -> list[str]:
         p = r["params"]
         init = "random" if not p.get("init") else f"class bigram + {p['init'][1]:g} N(0,1)"
         test = f"{r['test_ppl']:.1f}" if r.get("test_ppl") else "-"
+        cut = " (cut short)" if r.get("cut") else ""
         out.append(f"| {name} | {r['n_states']} | {p['em_prior']:g} | {init} | "
-                   f"{r['iterations']} ({r['best_iteration']}) | {r['valid_ppl']:.1f} | "
+                   f"{r['iterations']}{cut} ({r['best_iteration']}) | {r['valid_ppl']:.1f} | "
                    f"{test} | {r['seconds_per_iteration']:.0f} | "
                    f"{r['train_tokens_per_s']:.0f} |")
-    chosen = [r for n, r in em.items() if n.startswith("em-exact")]
+    chosen = [r for n, r in em.items() if n in ("em-exact-2^12", "em-exact-2^14")]
     if chosen and "kn5-ptb" in res:
         big = max(chosen, key=lambda r: r["n_states"])
         kn = res["kn5-ptb"]

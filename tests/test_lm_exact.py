@@ -157,6 +157,8 @@ def test_refuses_what_does_not_fit_in_ram(monkeypatch):
     cs = ConstraintSet.from_clusters(np.arange(4) % 2, 300)  # K = 600: 2.9 MB per accumulator
     K = cs.n_states
     with pytest.raises(InvalidInputError, match="n_states"):
+        BlockedHMMLM(states_per_cluster=300).initialize(_vocab(4), np.arange(4) % 2)
+    with pytest.raises(InvalidInputError, match="n_states"):
         exact_counts(SentenceLayout.from_ids(np.array([2, 3, 1]), 1), cs.word_states,
                      np.full(K, 1 / K), np.full((K, K), 1 / K), np.full((4, 300), 0.5))
 
@@ -216,3 +218,11 @@ def test_exact_em_checkpoint_resumes_bit_identically(tmp_path):
     for name, p in straight.net_.state_dict().items():
         assert torch.equal(p, a.net_.state_dict()[name]), name
         assert torch.equal(p, b.net_.state_dict()[name]), name
+
+
+def test_state_usage_equals_dense_posterior_mass():
+    rng = np.random.default_rng(7)
+    m = _model(rng, states_per_cluster=4)
+    ids = _stream(rng, 20, 10)
+    post = _dense_posteriors(m, ids)
+    np.testing.assert_allclose(m.state_usage(ids), post.post.sum(axis=0), atol=1e-10, rtol=0)

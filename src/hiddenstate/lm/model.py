@@ -58,7 +58,7 @@ from ..io import from_json, read_bundle, to_json, write_bundle
 from ..textio import Vocabulary
 from .constraints import ConstraintSet, DroppedStates
 from .data import EOS, sentence_streams
-from .exact import SentenceLayout, exact_counts, exact_log_likelihood
+from .exact import SentenceLayout, check_memory, exact_counts, exact_log_likelihood
 from .forward import blocked_log_likelihood, expected_counts
 from .params import NeuralParams, ScalarParams, state_log_normaliser
 
@@ -251,6 +251,10 @@ class BlockedHMMLM:
         self.eos_id_ = vocabulary.id_of(EOS)
         self.constraints_ = self._constraints(len(vocabulary), word_cluster)
         gen = torch.Generator().manual_seed(int(self.random_state))
+        K = self.constraints_.n_states
+        if self.parameterization == "scalar" and self._on_cpu:  # the table and its softmax
+            check_memory(2 * K * K * self._torch_dtype.itemsize,
+                         f"the K x K transition table at K = {K} ({self.dtype})")
         if self.parameterization == "scalar":
             net = ScalarParams(self.constraints_, float(self.init_scale), gen, self._torch_dtype)
         else:
@@ -611,9 +615,16 @@ class BlockedHMMLM:
         return self.vocabulary_.decode(out)
 
     def state_usage(self, X) -> np.ndarray:
-        """Posterior mass of each state summed over ``X`` (all states, exact per batch)."""
+        """Posterior mass of each state summed over ``X`` (all states; exact on CPU, by the
+        numba kernel over whole sentences, elsewhere exact per batch)."""
         self._check_fitted()
         ids = self._check_ids(X, "X")
+        if self._on_cpu:  # exact, by the numba kernel over whole sentences
+            ws = self.constraints_.word_states
+            _, _, _, emit = exact_counts(SentenceLayout.from_ids(ids, self.eos_id_), ws,
+                                         *self._probabilities())
+            return np.bincount(ws.reshape(-1), emit.reshape(-1),
+                               minlength=self.constraints_.n_states)
         tokens, valid = sentence_streams(ids, self.eos_id_, max(1, self.batch_size * 4))
         d = self.constraints_.all_states(self.device)
         usage = torch.zeros(self.constraints_.n_states, dtype=torch.float64)

@@ -74,7 +74,7 @@ EM_RUNS = {
                                              **_EM), False) for a in (1e-3, 1e-2, 1e-1, 1.0)},
     **{f"em-tune30-2^12-a{a:g}": ("ptb", dict(states_per_cluster=32, em_prior=a,
                                                n_epochs=30, **_EM), False)
-       for a in (3e-2, 1e-1)},
+       for a in (3e-3, 3e-2, 1e-1)},
     **{f"em-tune-2^12-cb{z:g}": ("ptb", dict(states_per_cluster=32, em_prior=EM_PRIOR,
                                               n_epochs=8, init=("class-bigram", z), **_EM),
                                   False) for z in (0.5, 2.0)},
@@ -138,7 +138,11 @@ def run_exact_em(name: str) -> None:
     if init is not None:  # ("class-bigram", noise)
         class_bigram_init(m, c["train"], init[1])
     t0 = time.perf_counter()
+    stop = RUN_DIR / f"{name}.stop"  # create this file to end the run after an iteration
+    stop.unlink(missing_ok=True)
     while m._state is None or (m._state["epoch"] < m.n_epochs and not m._state["stopped"]):
+        if stop.exists():
+            break
         m.fit(c["train"], c["valid"], resume=True, max_steps=1)
         rec = m.history_[-1]
         with lines.open("a") as f:
@@ -149,7 +153,7 @@ def run_exact_em(name: str) -> None:
     train_s = time.perf_counter() - t0
     best = [h for h in m.history_ if not h.get("undone")]
     res = {"name": name, "corpus": corpus_name, "params": {**kw, "init": init},
-           "n_states": m.n_states_,
+           "n_states": m.n_states_, "cut": stop.exists(),
            "train_seconds": train_s, "iterations": len(m.history_),
            "best_iteration": best[-1]["epoch"],
            "seconds_per_iteration": float(np.mean([h["seconds"] for h in m.history_])),

@@ -320,9 +320,12 @@ def report() -> None:
     if "kn5-ptb" in res:
         ax[1].axhline(res["kn5-ptb"]["valid_ppl"], color="k", ls="--", label="KN 5-gram")
     ex = sorted((r["n_states"], r["valid_ppl"]) for n, r in em.items()
-                if n.startswith("em-exact"))
+                if n in ("em-exact-2^12", "em-exact-2^14"))
     if ex:
         ax[1].plot(*zip(*ex, strict=True), marker="s", label="exact batch EM (converged)")
+        ks = sorted({k for k, _ in sc + ex})
+        ax[1].set_xticks(ks, [str(k) for k in ks])
+        ax[1].minorticks_off()
     ax[1].set(xlabel="states K", ylabel="PTB valid perplexity",
               title="more states")
     ax[1].legend(fontsize=7)
@@ -390,6 +393,30 @@ def _em_section(em: dict, res: dict) -> list[str]:
                 f"{kn['valid_ppl']:.1f}{test}; "
                 f"{big['valid_ppl'] / kn['valid_ppl']:.2f}x the KN 5-gram's validation "
                 "perplexity)."]
+    out += ["", "What the EM runs show (numbers from the table above and the JSON lines in "
+            "`experiments/results/lm_scaling/`):", "",
+            "- Exact batch EM converges in about 8 iterations (4 minutes at K = 4,128) to a "
+            "better model than two epochs of AdamW with dropout took 55 minutes to reach "
+            "(brown-2^12-dropout: valid 210.1, test 196.7): valid 196.4, test 184.3.",
+            "- It then overfits: at the best iteration the training perplexity is already "
+            "well below the validation one (K = 4,128: 120 vs 196; K = 16,512: 107 vs 196) "
+            "and the next iteration raises the validation perplexity, so early stopping ends "
+            "every run. Four times more states give the same perplexity (195.9 vs 196.4): "
+            "with EM's maximum-likelihood counts the extra states fit the training text, not "
+            "the language.",
+            "- The Dirichlet prior does not fix that: a pseudo-count per entry smooths towards "
+            "the uniform distribution over all K states, and every prior above the chosen "
+            "0.01 (0.03, 0.1, 1) ended worse on validation, every one below (0.003, 0.001) "
+            "overfitted sooner. At K = 16,512 the same pseudo-counts per transition row "
+            "(em_prior 0.01 x 4,128 / 16,512) were used; em-exact-2^14-a0.01 (4x the "
+            "pseudo-counts) learns much more slowly.",
+            "- Starting each cluster's k states from the class-bigram model plus noise "
+            "(em-tune-2^12-cb*) does not help: 198.7 (noise 0.5) and 213.2 (noise 2) against "
+            "196.4 from random logits after at most 8 iterations.",
+            "- So the gap to the KN 5-gram (about 30% in perplexity) is not a matter of "
+            "optimisation time on this CPU: closing it needs what the paper adds to the HMM "
+            "(state dropout as a regulariser, the neural parameterisation that shares "
+            "statistics between states, many more states) rather than more EM."]
     return out
 
 

@@ -366,10 +366,10 @@ def _em_section(em: dict, res: dict) -> list[str]:
            "after every iteration and early stopping at the first rise (that iteration is "
            "undone). Brown lm-128 (+ `<eos>`) clusters, scalar parameterisation, float32 "
            "logits, random N(0, 1) initial logits unless stated. `em_prior` was chosen on "
-           "VALIDATION by the `em-tune-*` runs (8 iterations at K = 4,128); only the chosen "
-           "runs were scored on test. Time per iteration is the E-step plus the M-step "
-           "(2 numba threads, machine shared with other jobs); the validation scoring is "
-           "extra.", "",
+           "VALIDATION by the `em-tune-*` runs at K = 4,128 (8 iterations; `em-tune30-*`: "
+           "up to 30, stopping at a rise); only the chosen runs were scored on test. Time "
+           "per iteration is the E-step plus the M-step (2 numba threads, machine shared "
+           "with other jobs); the validation scoring is extra.", "",
            "| run | K | em_prior | init | iterations (best) | valid ppl | test ppl | "
            "s / iteration | tok/s |", "|---|---|---|---|---|---|---|---|---|"]
     for name, r in em.items():
@@ -414,9 +414,10 @@ def _em_section(em: dict, res: dict) -> list[str]:
             "(em-tune-2^12-cb*) does not help: 198.7 (noise 0.5) and 213.2 (noise 2) against "
             "196.4 from random logits after at most 8 iterations.",
             "- So the gap to the KN 5-gram (about 30% in perplexity) is not a matter of "
-            "optimisation time on this CPU: closing it needs what the paper adds to the HMM "
-            "(state dropout as a regulariser, the neural parameterisation that shares "
-            "statistics between states, many more states) rather than more EM."]
+            "optimisation time on this CPU: the runs stop because the validation perplexity "
+            "rises. What remains to try is what the paper adds to the HMM (state dropout as "
+            "a regulariser, the neural parameterisation that shares statistics between "
+            "states, more states with both), not more EM iterations."]
     return out
 
 

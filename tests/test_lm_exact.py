@@ -226,3 +226,24 @@ def test_state_usage_equals_dense_posterior_mass():
     ids = _stream(rng, 20, 10)
     post = _dense_posteriors(m, ids)
     np.testing.assert_allclose(m.state_usage(ids), post.post.sum(axis=0), atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("constraint,kw", [("brown", dict(states_per_cluster=4)),
+                                           ("random", dict(n_states=16, states_per_cluster=5))])
+def test_reused_buffers_give_the_counts_of_fresh_ones(constraint, kw):
+    rng = np.random.default_rng(8)
+    m = _model(rng, constraint, **kw)
+    cs = m.constraints_
+    ids = _stream(rng, 20, 12)
+    layout = SentenceLayout.from_ids(ids, 1)
+    start, trans, emit = _probs(m)
+    trans2 = trans ** 2
+    trans2 /= trans2.sum(axis=1, keepdims=True)
+    work = {}
+    exact_counts(layout, cs.word_states, start, trans, emit, work=work)  # fills the buffers
+    reused = exact_counts(layout, cs.word_states, start, trans2, emit, work=work)
+    fresh = exact_counts(layout, cs.word_states, start, trans2, emit)
+    for a, b in zip(reused, fresh, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert exact_log_likelihood(layout, cs.word_states, start, trans2, emit, work=work) \
+        .sum() == pytest.approx(fresh[0], abs=1e-12)

@@ -58,7 +58,13 @@ from ..io import from_json, read_bundle, to_json, write_bundle
 from ..textio import Vocabulary
 from .constraints import ConstraintSet, DroppedStates
 from .data import EOS, sentence_streams
-from .exact import SentenceLayout, check_memory, exact_counts, exact_log_likelihood
+from .exact import (
+    SentenceLayout,
+    buffer,
+    check_memory,
+    exact_counts,
+    exact_log_likelihood,
+)
 from .forward import blocked_log_likelihood, expected_counts
 from .params import NeuralParams, ScalarParams, state_log_normaliser
 
@@ -326,23 +332,27 @@ class BlockedHMMLM:
         if self._on_cpu:
             layout = SentenceLayout.from_ids(ids, self.eos_id_)
             ws = self.constraints_.word_states
-            return float(exact_log_likelihood(layout, ws, *self._probabilities()).sum())
+            work = getattr(self, "_work", None)  # the buffers of a running exact EM
+            return float(exact_log_likelihood(layout, ws, *self._probabilities(work),
+                                              work=work).sum())
         return self._score_torch(ids)
 
     @property
     def _on_cpu(self) -> bool:
         return torch.device(self.device).type == "cpu"
 
-    def _probabilities(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """float64 ``(start (K,), trans (K, K), emit (V, k))`` probabilities, all states."""
+    def _probabilities(self, work: dict | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """float64 ``(start (K,), trans (K, K), emit (V, k))`` probabilities, all states
+        (``trans`` in ``work["probs"]`` when given: see :func:`.exact.buffer`)."""
         with torch.no_grad():
             ls, lt, le = self.net_(self.constraints_.all_states(self.device))
-            out = []
-            for t in (ls, lt, le):
-                t = t.detach().to("cpu", torch.float64)
-                out.append(t.exp_().numpy())
-                del t
-        return out[0], out[1], out[2]
+            K = lt.shape[0]
+            trans = torch.from_numpy(buffer(work, "probs", (K, K)))
+            trans.copy_(lt).exp_()
+            del lt
+            start, emit = (t.detach().to("cpu", torch.float64).exp_().numpy() for t in (ls, le))
+        return start, trans.numpy(), emit
 
     def _score_torch(self, ids: np.ndarray) -> float:
         """:meth:`score` by the batched torch recursion over streams (any device)."""
@@ -443,9 +453,19 @@ class BlockedHMMLM:
     def _fit_exact_em(self, ids, valid_ids, max_steps, checkpoint) -> BlockedHMMLM:
         """Batch EM with the exact E-step of :mod:`.exact`: one iteration per epoch (see
         the module docstring); ``max_steps`` counts iterations."""
-        st = self._state
         layout = SentenceLayout.from_ids(ids, self.eos_id_)
         ws = self.constraints_.word_states
+        self._work = work = {}  # K x K buffers reused by every iteration of this call
+        try:
+            return self._exact_em_loop(ids, valid_ids, max_steps, checkpoint, layout, ws,
+                                       work)
+        finally:
+            self._work = None
+
+    def _exact_em_loop(self, ids, valid_ids, max_steps, checkpoint, layout, ws, work
+                       ) -> BlockedHMMLM:
+        """The iterations of :meth:`_fit_exact_em` (``work``: the reused buffers)."""
+        st = self._state
         bar = tqdm(total=self.n_epochs, initial=st["epoch"], disable=not self.progress,
                    unit="it", file=sys.stderr)
         steps = 0
@@ -453,13 +473,19 @@ class BlockedHMMLM:
             if max_steps is not None and steps >= max_steps:
                 break
             t0 = time.perf_counter()
-            ll, start, trans, emit = exact_counts(layout, ws, *self._probabilities())
+            ll, start, trans, emit = exact_counts(layout, ws, *self._probabilities(work),
+                                                  work=work)
             if not math.isfinite(ll):
                 raise NumericalError(
                     "fit: a training sentence has probability 0 under the model; use "
                     "em_prior > 0")
-            previous = {k: v.detach().clone() for k, v in self.net_.state_dict().items()} \
-                if valid_ids is not None else None
+            if valid_ids is not None:  # the parameters before this iteration
+                previous = work.setdefault("previous", {k: torch.empty_like(v) for k, v in
+                                                        self.net_.state_dict().items()})
+                for k, v in self.net_.state_dict().items():
+                    previous[k].copy_(v)
+            else:
+                previous = None
             self._m_step({"start": torch.from_numpy(start), "trans": torch.from_numpy(trans),
                           "emit": torch.from_numpy(emit)}, inplace=True)
             del start, trans, emit
@@ -477,7 +503,6 @@ class BlockedHMMLM:
                     rec["undone"] = True
                 else:
                     st["best"] = rec["valid_ppl"]
-            del previous
             bar.update(1)
             bar.set_postfix(tok_s=f"{len(ids) / seconds:.0f}",
                             train_ppl=f"{rec['train_ppl']:.1f}",

@@ -2,6 +2,7 @@
 transcription of the reference recipe (Chiu & Rush 2020, hmm-lm), same machine, same run.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py [--sizes 10 12] [--steps 3]
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py --em [10 12 14] [--steps 3]
 
 Each measurement runs in its own process (so peak RSS, ``ru_maxrss``, is its own) with one
 torch thread, on PTB train (Brown clusters lm-128 plus one ``<eos>`` cluster, so
@@ -18,6 +19,15 @@ training step (forward, backward, clip, update) timed ``--steps`` times after a 
   (``logsumexp`` of broadcast sums) and autograd through it.
 - ``dense``: an ordinary K-state HMM through the same library code (one cluster, k = K,
   no dropout), batch 4 x 32 (it is K^2 per token), only where it fits.
+
+Batch EM, E-step tokens/s (``--em``; numba with its 2 threads, torch with one, the
+faster setting for torch on this shared machine): ``em-numba`` is the exact
+E-step that ``BlockedHMMLM(learn="em")`` runs on CPU (:mod:`hiddenstate.lm.exact`: the
+probabilities from the logits, then the numba forward-backward over whole sentences of the
+first ``--em-tokens`` tokens of PTB train, counts reduced); ``em-torch`` the batched torch
+E-step of :mod:`hiddenstate.lm.forward` that the same model runs on a GPU (per batch of
+64 x 32: the log-probabilities, the gathered scan, the counts by the explicit backward),
+``--steps`` batches after a warm-up. Ratio: numba over torch.
 
 Ratios are tokens/s of hiddenstate over the other. No GPU was available for this task;
 the same code runs with ``device="cuda"``.
@@ -124,8 +134,37 @@ def measure_reference(k: int, steps: int) -> dict:
     return {"K": K, "tok_s": B * T / dt, "step_s": dt}
 
 
-def child(kind: str, k: int, steps: int) -> None:
-    if kind == "reference":
+def measure_em(kind: str, k: int, steps: int, n_tokens: int) -> dict:
+    """E-step tokens/s of batch EM: the numba kernel or the torch recursion (module docs)."""
+    torch, c, wc = _setup(k)  # one torch thread (faster than two on this shared machine)
+    from hiddenstate.lm import BlockedHMMLM
+    from hiddenstate.lm.data import sentence_streams
+    from hiddenstate.lm.exact import SentenceLayout, exact_counts
+    m = BlockedHMMLM(states_per_cluster=k, learn="em", batch_size=64, progress=False)
+    m.initialize(c["vocabulary"], wc)
+    if kind == "em-numba":
+        ws = m.constraints_.word_states
+        ids = c["train"][:n_tokens]
+        exact_counts(SentenceLayout.from_ids(ids[:200], m.eos_id_), ws, *m._probabilities())
+        t0 = time.perf_counter()
+        exact_counts(SentenceLayout.from_ids(ids, m.eos_id_), ws, *m._probabilities())
+        dt = time.perf_counter() - t0
+        return {"K": m.n_states_, "tok_s": len(ids) / dt, "step_s": dt}
+    m._state = m._new_state()
+    m._state["acc"] = m._zero_counts()  # the torch path's running counts
+    tokens, mask = sentence_streams(c["train"], m.eos_id_, m.batch_size)
+    m._step(tokens, mask, 0, len(c["train"]))
+    t0 = time.perf_counter()
+    for i in range(1, steps + 1):
+        m._step(tokens, mask, 32 * i, len(c["train"]))
+    dt = (time.perf_counter() - t0) / steps
+    return {"K": m.n_states_, "tok_s": m.batch_size * 32 / dt, "step_s": dt}
+
+
+def child(kind: str, k: int, steps: int, n_tokens: int = 0) -> None:
+    if kind.startswith("em-"):
+        out = measure_em(kind, k, steps, n_tokens)
+    elif kind == "reference":
         out = measure_reference(k, steps)
     else:
         out = measure_ours(k, steps, dense=kind == "dense")
@@ -133,8 +172,8 @@ def child(kind: str, k: int, steps: int) -> None:
     print(json.dumps(out))
 
 
-def run(kind: str, k: int, steps: int, timeout: float) -> dict | None:
-    cmd = [sys.executable, __file__, "--child", kind, str(k), str(steps)]
+def run(kind: str, k: int, steps: int, timeout: float, n_tokens: int = 0) -> dict | None:
+    cmd = [sys.executable, __file__, "--child", kind, str(k), str(steps), str(n_tokens)]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -150,15 +189,21 @@ def main() -> None:
                     help="log2 of the states (k = 2^n / 128 per cluster)")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=900)
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--em", type=int, nargs="*", default=None,
+                    help="instead: batch-EM E-step rows at these 2^n (default 10 12 14)")
+    ap.add_argument("--em-tokens", type=int, default=200_000)
+    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], int(args.child[1]), int(args.child[2]))
+        child(args.child[0], int(args.child[1]), int(args.child[2]), int(args.child[3]))
         return
     if not DATA.is_dir():
         sys.exit(f"{DATA} is absent: the benchmark needs shared/data (PTB, Brown clusters)")
     sys.path.insert(0, str(REPO / "benchmarks"))
     from _common import cpu_name
+    if args.em is not None:
+        em_rows(args.em or [10, 12, 14], args.steps, args.timeout, args.em_tokens, cpu_name())
+        return
     print(f"CPU: {cpu_name()}, 1 torch thread; no GPU available for this task.")
     print(f"{'2^n':>4} {'K':>6} {'impl':>11} {'tok/s':>9} {'s/step':>8} {'peak MB':>8} "
           f"{'ours/that':>9}")
@@ -181,6 +226,24 @@ def main() -> None:
             ratio = ours["tok_s"] / r["tok_s"] if "tok_s" in ours else float("nan")
             print(f"{n:>4} {r['K']:>6} {name:>11} {r['tok_s']:>9.0f} {r['step_s']:>8.3f} "
                   f"{r['peak_mb']:>8.0f} {ratio:>9.2f}", flush=True)
+
+
+def em_rows(sizes: list[int], steps: int, timeout: float, n_tokens: int, cpu: str) -> None:
+    print(f"CPU: {cpu}; batch-EM E-step, numba 2 threads, torch 1 thread; no GPU available.")
+    print(f"{'2^n':>4} {'K':>6} {'impl':>9} {'tok/s':>9} {'seconds':>8} {'peak MB':>8} "
+          f"{'numba/torch':>11}")
+    for n in sizes:
+        k = 2 ** n // 128
+        rows = {name: run(name, k, steps, timeout, n_tokens) for name in ("em-numba",
+                                                                           "em-torch")}
+        ours = rows["em-numba"]
+        for name, r in rows.items():
+            if "error" in r:
+                print(f"{n:>4} {'':>6} {name:>9} {r['error']}")
+                continue
+            ratio = ours["tok_s"] / r["tok_s"] if "tok_s" in ours else float("nan")
+            print(f"{n:>4} {r['K']:>6} {name:>9} {r['tok_s']:>9.0f} {r['step_s']:>8.2f} "
+                  f"{r['peak_mb']:>8.0f} {ratio:>11.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,113 @@ RUNS = {
 }
 CLUSTERS = {"ptb": "lm-128", "wikitext-2": "w2flm-128"}
 
+#: Batch EM with the exact numba E-step (CPU, whole sentences): name -> (corpus, kwargs,
+#: whether to report test perplexity). ``em_prior`` is tuned on VALIDATION by the short
+#: ``em-tune-*`` runs (8 iterations at K = 4,128; ``em-tune30-*``: up to 30, stopping at a
+#: rise) and the initialisation by ``em-tune-2^12-cb*`` (class bigram + noise); only the
+#: chosen setting reports test.
+EM_PRIOR = 1e-2
+_EM = dict(learn="em", progress=False, random_state=0)
+EM_RUNS = {
+    **{f"em-tune-2^12-a{a:g}": ("ptb", dict(states_per_cluster=32, em_prior=a, n_epochs=8,
+                                             **_EM), False) for a in (1e-3, 1e-2, 1e-1, 1.0)},
+    **{f"em-tune30-2^12-a{a:g}": ("ptb", dict(states_per_cluster=32, em_prior=a,
+                                               n_epochs=30, **_EM), False)
+       for a in (3e-3, 3e-2, 1e-1)},
+    **{f"em-tune-2^12-cb{z:g}": ("ptb", dict(states_per_cluster=32, em_prior=EM_PRIOR,
+                                              n_epochs=8, init=("class-bigram", z), **_EM),
+                                  False) for z in (0.5, 2.0)},
+    "em-exact-2^12": ("ptb", dict(states_per_cluster=32, em_prior=EM_PRIOR, n_epochs=100,
+                                  **_EM), True),
+    # the tuned em_prior scaled by 4,128 / K: the same pseudo-counts per transition row
+    # (and per state relative to its expected counts) as the chosen K = 4,128 setting
+    "em-exact-2^14": ("ptb", dict(states_per_cluster=128, em_prior=EM_PRIOR * 4128 / 16512,
+                                  n_epochs=100, **_EM), True),
+    # cut short (the prior per row of a=0.1 at K = 4,128): replaced by the run above
+    "em-exact-2^14-a0.01": ("ptb", dict(states_per_cluster=128, em_prior=EM_PRIOR,
+                                        n_epochs=100, **_EM), False),
+}
+
+
+def class_bigram_init(m, ids, noise: float, seed: int = 0) -> None:
+    """Set the scalar logits of a Brown-constrained model to the class-bigram model of
+    ``ids`` (start P(c), transitions P(c'|c) / k, emissions P(w|c); add-one smoothed) plus
+    ``noise`` x N(0, 1) on every logit, which breaks the symmetry between a cluster's k
+    states; EM then specialises them."""
+    import torch
+    cs = m.constraints_
+    C, k = cs.n_clusters, cs.k
+    wc = cs.word_cluster
+    cl = wc[ids]
+    first = np.concatenate(([True], ids[:-1] == m.eos_id_))
+    start = np.bincount(cl[first], minlength=C) + 1.0
+    pairs = ~first[1:]
+    big = np.zeros((C, C)) + 1.0
+    np.add.at(big, (cl[:-1][pairs], cl[1:][pairs]), 1.0)
+    big /= big.sum(axis=1, keepdims=True)
+    wcount = np.bincount(ids, minlength=cs.n_words) + 1.0
+    ccount = np.bincount(wc, weights=wcount, minlength=C)
+    rng = np.random.default_rng(seed)
+    net = m.net_
+    dt = net.trans_logits.dtype
+    with torch.no_grad():
+        st = np.repeat(np.log(start / start.sum() / k), k) + noise * rng.standard_normal(C * k)
+        net.start_logits.copy_(torch.as_tensor(st, dtype=dt))
+        tl = np.repeat(np.repeat(np.log(big / k), k, axis=0), k, axis=1).astype(np.float32)
+        tl += (noise * rng.standard_normal(tl.shape)).astype(np.float32)
+        net.trans_logits.copy_(torch.as_tensor(tl, dtype=dt))
+        del tl
+        el = np.log(wcount / ccount[wc])[:, None] + noise * rng.standard_normal((cs.n_words, k))
+        net.emit_logits.copy_(torch.as_tensor(el, dtype=dt))
+
+
+def run_exact_em(name: str) -> None:
+    """One exact batch-EM run; each iteration's record is appended to ``NAME.jsonl`` as it
+    finishes (a run cut short still leaves its curve), the summary goes to ``NAME.json``."""
+    from hiddenstate.lm import BlockedHMMLM
+    corpus_name, kw, with_test = EM_RUNS[name]
+    c, wc = _corpus(corpus_name)
+    RUN_DIR.mkdir(parents=True, exist_ok=True)
+    lines = RUN_DIR / f"{name}.jsonl"
+    lines.write_text("")
+    kw = dict(kw)
+    init = kw.pop("init", None)
+    m = BlockedHMMLM(**kw)
+    m.initialize(c["vocabulary"], wc)
+    if init is not None:  # ("class-bigram", noise)
+        class_bigram_init(m, c["train"], init[1])
+    t0 = time.perf_counter()
+    stop = RUN_DIR / f"{name}.stop"  # create this file to end the run after an iteration
+    stop.unlink(missing_ok=True)
+    while m._state is None or (m._state["epoch"] < m.n_epochs and not m._state["stopped"]):
+        if stop.exists():
+            break
+        m.fit(c["train"], c["valid"], resume=True, max_steps=1)
+        rec = m.history_[-1]
+        with lines.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+        print(f"{name} it {rec['epoch']}: train {rec['train_ppl']:.1f} valid "
+              f"{rec['valid_ppl']:.1f} ({rec['seconds']:.0f} s, {rec['tokens_per_s']:.0f} "
+              "tok/s)", flush=True)
+    train_s = time.perf_counter() - t0
+    best = [h for h in m.history_ if not h.get("undone")]
+    res = {"name": name, "corpus": corpus_name, "params": {**kw, "init": init},
+           "n_states": m.n_states_, "cut": stop.exists(),
+           "train_seconds": train_s, "iterations": len(m.history_),
+           "best_iteration": best[-1]["epoch"],
+           "seconds_per_iteration": float(np.mean([h["seconds"] for h in m.history_])),
+           "train_tokens_per_s": float(np.mean([h["tokens_per_s"] for h in m.history_])),
+           "history": m.history_, "valid_ppl": m.perplexity(c["valid"]),
+           "test_ppl": m.perplexity(c["test"]) if with_test else None}
+    usage = m.state_usage(c["valid"]).reshape(-1, m.constraints_.k)
+    frac = usage / np.maximum(usage.sum(axis=1, keepdims=True), 1e-300)
+    res["states_used_per_cluster"] = (frac > 1e-3 / m.constraints_.k).sum(axis=1).tolist()
+    (RUN_DIR / f"{name}.json").write_text(json.dumps(res, indent=1))
+    test = f"{res['test_ppl']:.1f}" if with_test else "(not evaluated)"
+    print(f"{name}: K={res['n_states']} valid {res['valid_ppl']:.1f} test {test} "
+          f"({len(m.history_)} iterations, {res['seconds_per_iteration']:.0f} s each)",
+          flush=True)
+
 
 def _corpus(name: str):
     from hiddenstate.lm import load_corpus, read_brown_paths
@@ -136,7 +243,12 @@ def report() -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    res = {p.stem: json.loads(p.read_text()) for p in sorted(RUN_DIR.glob("*.json"))}
+    everything = {p.stem: json.loads(p.read_text()) for p in sorted(RUN_DIR.glob("*.json"))}
+    em = {n: r for n, r in everything.items() if n in EM_RUNS}
+    for p in sorted(RUN_DIR.glob("*.jsonl")):  # runs cut short: their per-iteration lines
+        if p.stem in EM_RUNS and p.stem not in em and p.read_text().strip():
+            em[p.stem] = _cut_run(p)
+    res = {n: r for n, r in everything.items() if n not in EM_RUNS}
     lines = [
         "# Blocked HMM language models on PTB: states, constraints, dropout, learning",
         "",
@@ -166,6 +278,7 @@ def report() -> None:
             u = np.array(r["states_used_per_cluster"])
             lines.append(f"- {name}: {u.mean():.1f} of {r['params']['states_per_cluster']} "
                          f"(min {u.min()}, max {u.max()})")
+    lines += _em_section(em, res)
     lines += ["", "## Trends of the paper, checked on these runs", ""] + _trends(res) + [
         "",
         "## Notes",
@@ -181,11 +294,12 @@ def report() -> None:
         "- EM at this scale (no other implementation offers it): stepwise EM is within a few "
         "perplexity points of AdamW at equal batches, batch EM after two iterations within "
         "a few points of two epochs of AdamW.",
-        "- The goal \"the largest CPU model beats the KN 5-gram\" is not met with these "
-        "budgets; the validation curves were still falling when the runs stopped.",
+        "- The goal \"the largest CPU model beats the KN 5-gram\" is not met by the "
+        "gradient runs with these budgets (their validation curves were still falling); "
+        "for exact batch EM, run to convergence, see the section above.",
     ]
     (OUT / "lm_scaling.md").write_text("\n".join(lines) + "\n")
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    fig, ax = plt.subplots(1, 3, figsize=(16, 4))
     for name, r in res.items():
         h = [x for x in r.get("history", []) if x.get("valid_ppl")]
         if h:
@@ -205,12 +319,111 @@ def report() -> None:
         ax[1].minorticks_off()
     if "kn5-ptb" in res:
         ax[1].axhline(res["kn5-ptb"]["valid_ppl"], color="k", ls="--", label="KN 5-gram")
+    ex = sorted((r["n_states"], r["valid_ppl"]) for n, r in em.items()
+                if n in ("em-exact-2^12", "em-exact-2^14"))
+    if ex:
+        ax[1].plot(*zip(*ex, strict=True), marker="s", label="exact batch EM (converged)")
+        ks = sorted({k for k, _ in sc + ex})
+        ax[1].set_xticks(ks, [str(k) for k in ks])
+        ax[1].minorticks_off()
     ax[1].set(xlabel="states K", ylabel="PTB valid perplexity",
               title="more states")
     ax[1].legend(fontsize=7)
+    for name, r in em.items():
+        h = r["history"]
+        ax[2].plot([x["epoch"] for x in h], [x["valid_ppl"] for x in h], marker=".",
+                   ls="-" if name.startswith("em-exact") else ":", label=name)
+    if "kn5-ptb" in res:
+        ax[2].axhline(res["kn5-ptb"]["valid_ppl"], color="k", ls="--", label="KN 5-gram")
+    ax[2].set(xlabel="EM iteration", ylabel="PTB valid perplexity", yscale="log",
+              title="exact batch EM (numba E-step, CPU)")
+    ax[2].legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(OUT / "lm_scaling.png", dpi=100)
     print("\n".join(lines))
+
+
+def _cut_run(path: Path) -> dict:
+    """The summary of an EM run that was stopped before its end, from its JSON lines."""
+    corpus, kw, _ = EM_RUNS[path.stem]
+    h = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    best = min(h, key=lambda x: x["valid_ppl"])
+    return {"name": path.stem, "corpus": corpus, "params": kw, "cut": True,
+            "n_states": 129 * kw["states_per_cluster"], "iterations": len(h),
+            "best_iteration": best["epoch"], "valid_ppl": best["valid_ppl"], "test_ppl": None,
+            "seconds_per_iteration": float(np.mean([x["seconds"] for x in h])),
+            "train_tokens_per_s": float(np.mean([x["tokens_per_s"] for x in h])), "history": h}
+
+
+def _em_section(em: dict, res: dict) -> list[str]:
+    """The exact batch-EM runs: tuning (validation only), the chosen runs, the verdict."""
+    if not em:
+        return []
+    out = ["", "## Exact batch EM on CPU (numba E-step over whole sentences)", "",
+           "`BlockedHMMLM(learn=\"em\")` on `device=\"cpu\"`: the E-step of "
+           "`hiddenstate.lm.exact` (exact counts, no BPTT truncation; one iteration = one "
+           "pass over PTB train), the MAP M-step with `em_prior`, the validation perplexity "
+           "after every iteration and early stopping at the first rise (that iteration is "
+           "undone). Brown lm-128 (+ `<eos>`) clusters, scalar parameterisation, float32 "
+           "logits, random N(0, 1) initial logits unless stated. `em_prior` was chosen on "
+           "VALIDATION by the `em-tune-*` runs at K = 4,128 (8 iterations; `em-tune30-*`: "
+           "up to 30, stopping at a rise); only the chosen runs were scored on test. Time "
+           "per iteration is the E-step plus the M-step (2 numba threads, machine shared "
+           "with other jobs); the validation scoring is extra.", "",
+           "| run | K | em_prior | init | iterations (best) | valid ppl | test ppl | "
+           "s / iteration | tok/s |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in em.items():
+        p = r["params"]
+        init = "random" if not p.get("init") else f"class bigram + {p['init'][1]:g} N(0,1)"
+        test = f"{r['test_ppl']:.1f}" if r.get("test_ppl") and EM_RUNS[name][2] else "-"
+        cut = " (cut short)" if r.get("cut") else ""
+        out.append(f"| {name} | {r['n_states']} | {p['em_prior']:g} | {init} | "
+                   f"{r['iterations']}{cut} ({r['best_iteration']}) | {r['valid_ppl']:.1f} | "
+                   f"{test} | {r['seconds_per_iteration']:.0f} | "
+                   f"{r['train_tokens_per_s']:.0f} |")
+    chosen = [r for n, r in em.items() if n in ("em-exact-2^12", "em-exact-2^14")]
+    if chosen and "kn5-ptb" in res:
+        big = max(chosen, key=lambda r: r["n_states"])
+        kn = res["kn5-ptb"]
+        verdict = "holds" if big["valid_ppl"] < kn["valid_ppl"] else "does NOT hold"
+        test = f", test {big['test_ppl']:.1f} vs {kn['test_ppl']:.1f}" \
+            if big.get("test_ppl") else ""
+        out += ["", f"**The largest CPU model beats the KN 5-gram: {verdict}** "
+                f"({big['name']}, K = {big['n_states']:,}: valid {big['valid_ppl']:.1f} vs "
+                f"{kn['valid_ppl']:.1f}{test}; "
+                f"{big['valid_ppl'] / kn['valid_ppl']:.2f}x the KN 5-gram's validation "
+                "perplexity)."]
+    out += ["", "What the EM runs show (numbers from the table above and the JSON lines in "
+            "`experiments/results/lm_scaling/`):", "",
+            "- Exact batch EM converges in about 8 iterations (4 minutes at K = 4,128) to a "
+            "better model than two epochs of AdamW with dropout took 55 minutes to reach "
+            "(brown-2^12-dropout: valid 210.1, test 196.7): valid 196.4, test 184.3.",
+            "- It then overfits: at the best iteration the training perplexity is already "
+            "well below the validation one (K = 4,128: 120 vs 196; K = 16,512: 107 vs 196) "
+            "and the next iteration raises the validation perplexity, so early stopping ends "
+            "every run. Four times more states give the same perplexity (195.9 vs 196.4): "
+            "with EM's maximum-likelihood counts the extra states fit the training text, not "
+            "the language.",
+            "- The Dirichlet prior does not fix that: a pseudo-count per entry smooths towards "
+            "the uniform distribution over all K states, and every prior above the chosen "
+            "0.01 (0.03, 0.1, 1) ended worse on validation, every one below (0.003, 0.001) "
+            "overfitted sooner. At K = 16,512 the same pseudo-counts per transition row "
+            "(em_prior 0.01 x 4,128 / 16,512) were used; em-exact-2^14-a0.01 (4x the "
+            "pseudo-counts, validation only) learns more slowly and overfits all the same, "
+            "to a worse perplexity.",
+            "- Starting each cluster's k states from the class-bigram model plus noise "
+            "(em-tune-2^12-cb*) does not help: 198.7 (noise 0.5) and 213.2 (noise 2) against "
+            "196.4 from random logits after at most 8 iterations.",
+            "- Speed: the runs before em-exact-2^14-a0.01 allocated fresh K x K arrays in "
+            "every iteration (em-exact-2^14: 85 s per iteration, 8.0 GB peak RSS); "
+            "em-exact-2^14-a0.01 ran with the arrays kept across iterations (54 s per "
+            "iteration on the same loaded machine, 12.3 GB peak RSS).",
+            "- So the gap to the KN 5-gram (about 30% in perplexity) is not a matter of "
+            "optimisation time on this CPU: the runs stop because the validation perplexity "
+            "rises. What remains to try is what the paper adds to the HMM (state dropout as "
+            "a regulariser, the neural parameterisation that shares statistics between "
+            "states, more states with both), not more EM iterations."]
+    return out
 
 
 def _at_step(r: dict, step: int) -> float | None:
@@ -285,13 +498,15 @@ def main() -> None:
     if not DATA.is_dir():
         sys.exit(f"{DATA} is absent: the experiment needs shared/data")
     if args.what == "list":
-        print("\n".join([*RUNS, "kn5-ptb", "kn5-wikitext-2"]))
+        print("\n".join([*RUNS, *EM_RUNS, "kn5-ptb", "kn5-wikitext-2"]))
     elif args.what == "report":
         report()
     else:
         for name in args.names:
             if name.startswith("kn5-"):
                 run_kn(name[4:])
+            elif name in EM_RUNS:
+                run_exact_em(name)
             else:
                 run(name)
 

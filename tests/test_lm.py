@@ -90,7 +90,8 @@ def test_blocked_equals_dense_and_numba_kernels(bptt, batch_size):
     m, _ = _tiny_model(rng, bptt=bptt, batch_size=batch_size)  # K = 64
     assert m.n_states_ == 64
     ids = _stream(rng, 20, 9)
-    blocked = m.score(ids)  # streams, carried state across windows, padding
+    blocked = m._score_torch(ids)  # streams, carried state across windows, padding
+    assert m.score(ids) == pytest.approx(blocked, abs=1e-10, rel=0)  # the CPU numba path
     start, trans, B = _dense_params(m)
     sents = _sentences(ids)
     dense = sum(_logsumexp_forward(start, trans, B, s) for s in sents)
@@ -109,6 +110,7 @@ def test_random_constraints_equal_dense_forward():
     ids = _stream(rng, 10, 5)
     start, trans, B = _dense_params(m)
     dense = sum(_logsumexp_forward(start, trans, B, s) for s in _sentences(ids))
+    assert m._score_torch(ids) == pytest.approx(dense, abs=1e-10, rel=0)
     assert m.score(ids) == pytest.approx(dense, abs=1e-10, rel=0)
 
 

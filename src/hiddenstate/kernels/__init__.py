@@ -16,6 +16,7 @@ parallel. Plans and chunks depend only on the sequence lengths, and every lane's
 are independent of its block-mates, so results are identical for any thread count.
 """
 
+from .blocked import blocked_counts, blocked_loglik
 from .emissions import gaussian_diag_loglik
 from .forward_backward import (
     LANES,
@@ -34,6 +35,8 @@ from .viterbi import viterbi_backtrack, viterbi_forward
 __all__ = [
     "LANES",
     "backward_pass",
+    "blocked_counts",
+    "blocked_loglik",
     "chunk_bounds",
     "forward_backward",
     "forward_loglik",

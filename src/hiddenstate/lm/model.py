@@ -22,10 +22,19 @@ Training (``learn``):
 Streams (BPTT style, as the reference): the training text is cut into ``batch_size``
 streams at sentence boundaries, read ``bptt`` tokens at a time; the filtered state
 distribution is carried from one batch to the next (no gradient through it) and a sentence
-restarts from the start distribution after every ``<eos>``. With EM the backward pass
-stops at the batch boundary (truncated), so an epoch's counts are approximate unless a
-stream fits in one batch. Evaluation (:meth:`score`, :meth:`perplexity`) uses all states
-and is exact: every stream starts a sentence and each sentence restarts at ``<eos>``.
+restarts from the start distribution after every ``<eos>``. With stepwise EM, and batch EM
+on a GPU, the backward pass stops at the batch boundary (truncated), so an epoch's counts
+are approximate unless a stream fits in one batch.
+
+Batch EM on ``device="cpu"`` runs the exact E-step of :mod:`.exact` instead (numba, whole
+sentences, parallel over sentences; ``batch_size`` and ``bptt`` are not used): one EM
+iteration per epoch, a tqdm bar over iterations with tokens/s, the validation perplexity
+after every iteration in ``history_``, and early stopping: the first iteration whose
+validation perplexity is higher than the one before is undone (the best parameters are
+kept) and training stops. Evaluation (:meth:`score`, :meth:`perplexity`) uses all states
+and is exact: on CPU through :func:`~.exact.exact_log_likelihood` (whole sentences),
+elsewhere by the batched torch recursion (every stream starts a sentence and each sentence
+restarts at ``<eos>``); the two agree to rounding.
 
 Checkpoints (:meth:`save_checkpoint`, :func:`load_checkpoint`) hold the parameters, the
 optimiser and scheduler state, the random generator, the carried distribution and the
@@ -49,6 +58,13 @@ from ..io import from_json, read_bundle, to_json, write_bundle
 from ..textio import Vocabulary
 from .constraints import ConstraintSet, DroppedStates
 from .data import EOS, sentence_streams
+from .exact import (
+    SentenceLayout,
+    buffer,
+    check_memory,
+    exact_counts,
+    exact_log_likelihood,
+)
 from .forward import blocked_log_likelihood, expected_counts
 from .params import NeuralParams, ScalarParams, state_log_normaliser
 
@@ -241,6 +257,10 @@ class BlockedHMMLM:
         self.eos_id_ = vocabulary.id_of(EOS)
         self.constraints_ = self._constraints(len(vocabulary), word_cluster)
         gen = torch.Generator().manual_seed(int(self.random_state))
+        K = self.constraints_.n_states
+        if self.parameterization == "scalar" and self._on_cpu:  # the table and its softmax
+            check_memory(2 * K * K * self._torch_dtype.itemsize,
+                         f"the K x K transition table at K = {K} ({self.dtype})")
         if self.parameterization == "scalar":
             net = ScalarParams(self.constraints_, float(self.init_scale), gen, self._torch_dtype)
         else:
@@ -305,9 +325,37 @@ class BlockedHMMLM:
 
     # ------------------------------------------------------------------ evaluation
     def score(self, X) -> float:
-        """Exact total ``log p(X)`` (nats) of a token-id stream with all states."""
+        """Exact total ``log p(X)`` (nats) of a token-id stream with all states (on CPU by
+        the numba kernel over whole sentences, elsewhere by the batched torch recursion)."""
         self._check_fitted()
         ids = self._check_ids(X, "X")
+        if self._on_cpu:
+            layout = SentenceLayout.from_ids(ids, self.eos_id_)
+            ws = self.constraints_.word_states
+            work = getattr(self, "_work", None)  # the buffers of a running exact EM
+            return float(exact_log_likelihood(layout, ws, *self._probabilities(work),
+                                              work=work).sum())
+        return self._score_torch(ids)
+
+    @property
+    def _on_cpu(self) -> bool:
+        return torch.device(self.device).type == "cpu"
+
+    def _probabilities(self, work: dict | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """float64 ``(start (K,), trans (K, K), emit (V, k))`` probabilities, all states
+        (``trans`` in ``work["probs"]`` when given: see :func:`.exact.buffer`)."""
+        with torch.no_grad():
+            ls, lt, le = self.net_(self.constraints_.all_states(self.device))
+            K = lt.shape[0]
+            trans = torch.from_numpy(buffer(work, "probs", (K, K)))
+            trans.copy_(lt).exp_()
+            del lt
+            start, emit = (t.detach().to("cpu", torch.float64).exp_().numpy() for t in (ls, le))
+        return start, trans.numpy(), emit
+
+    def _score_torch(self, ids: np.ndarray) -> float:
+        """:meth:`score` by the batched torch recursion over streams (any device)."""
         tokens, valid = sentence_streams(ids, self.eos_id_, max(1, self.batch_size * 4))
         d = self.constraints_.all_states(self.device)
         total = 0.0
@@ -346,6 +394,8 @@ class BlockedHMMLM:
             self._state = self._new_state()
         ids = self._check_ids(X, "X")
         valid_ids = None if valid is None else self._check_ids(valid, "valid")
+        if self._exact_em:
+            return self._fit_exact_em(ids, valid_ids, max_steps, checkpoint)
         tokens, mask = sentence_streams(ids, self.eos_id_, self.batch_size)
         st = self._state
         n_windows = -(-tokens.shape[1] // self.bptt)
@@ -395,6 +445,72 @@ class BlockedHMMLM:
         self._maybe_checkpoint(checkpoint)
         return self
 
+    @property
+    def _exact_em(self) -> bool:
+        """Batch EM on CPU: the exact numba E-step over whole sentences."""
+        return self.learn == "em" and self._on_cpu
+
+    def _fit_exact_em(self, ids, valid_ids, max_steps, checkpoint) -> BlockedHMMLM:
+        """Batch EM with the exact E-step of :mod:`.exact`: one iteration per epoch (see
+        the module docstring); ``max_steps`` counts iterations."""
+        layout = SentenceLayout.from_ids(ids, self.eos_id_)
+        ws = self.constraints_.word_states
+        self._work = work = {}  # K x K buffers reused by every iteration of this call
+        try:
+            return self._exact_em_loop(ids, valid_ids, max_steps, checkpoint, layout, ws,
+                                       work)
+        finally:
+            self._work = None
+
+    def _exact_em_loop(self, ids, valid_ids, max_steps, checkpoint, layout, ws, work
+                       ) -> BlockedHMMLM:
+        """The iterations of :meth:`_fit_exact_em` (``work``: the reused buffers)."""
+        st = self._state
+        bar = tqdm(total=self.n_epochs, initial=st["epoch"], disable=not self.progress,
+                   unit="it", file=sys.stderr)
+        steps = 0
+        while st["epoch"] < self.n_epochs and not st["stopped"]:
+            if max_steps is not None and steps >= max_steps:
+                break
+            t0 = time.perf_counter()
+            ll, start, trans, emit = exact_counts(layout, ws, *self._probabilities(work),
+                                                  work=work)
+            if not math.isfinite(ll):
+                raise NumericalError(
+                    "fit: a training sentence has probability 0 under the model; use "
+                    "em_prior > 0")
+            if valid_ids is not None:  # the parameters before this iteration
+                previous = work.setdefault("previous", {k: torch.empty_like(v) for k, v in
+                                                        self.net_.state_dict().items()})
+                for k, v in self.net_.state_dict().items():
+                    previous[k].copy_(v)
+            else:
+                previous = None
+            self._m_step({"start": torch.from_numpy(start), "trans": torch.from_numpy(trans),
+                          "emit": torch.from_numpy(emit)}, inplace=True)
+            del start, trans, emit
+            seconds = time.perf_counter() - t0
+            st["epoch"] += 1
+            st["step"] += 1
+            steps += 1
+            self._evaluate(valid_ids, ll, len(ids))
+            rec = self.history_[-1]
+            rec.update(seconds=seconds, tokens_per_s=len(ids) / seconds)
+            if previous is not None:
+                if rec["valid_ppl"] > st["best"]:  # validation rose: undo, stop
+                    self.net_.load_state_dict(previous)
+                    st["stopped"] = True
+                    rec["undone"] = True
+                else:
+                    st["best"] = rec["valid_ppl"]
+            bar.update(1)
+            bar.set_postfix(tok_s=f"{len(ids) / seconds:.0f}",
+                            train_ppl=f"{rec['train_ppl']:.1f}",
+                            valid_ppl=f"{rec.get('valid_ppl', float('nan')):.1f}")
+        bar.close()
+        self._maybe_checkpoint(checkpoint)
+        return self
+
     def _maybe_checkpoint(self, checkpoint) -> None:
         if checkpoint is not None:
             self.save_checkpoint(checkpoint)
@@ -405,7 +521,7 @@ class BlockedHMMLM:
         if self.learn == "gradient":
             st["opt"] = torch.optim.AdamW(self.net_.parameters(), lr=self._lr,
                                           weight_decay=self.weight_decay)
-        else:
+        elif not self._exact_em:  # the exact E-step needs no running counts
             st["acc"] = self._zero_counts()
         return st
 
@@ -481,18 +597,21 @@ class BlockedHMMLM:
         st["carry"] = self._carry_out(x, v, d, alpha.detach())
         return float(total.detach()), n
 
-    def _m_step(self, acc: dict) -> None:
-        """MAP M-step: counts + ``em_prior``, normalised (see the module docstring)."""
+    def _m_step(self, acc: dict, inplace: bool = False) -> None:
+        """MAP M-step: counts + ``em_prior``, normalised (see the module docstring).
+        ``inplace``: overwrite ``acc["trans"]`` (no ``K x K`` temporary)."""
         net, cs, a = self.net_, self.constraints_, float(self.em_prior)
         with torch.no_grad():
             start = acc["start"] + a
-            trans = acc["trans"] + a
+            trans = acc["trans"] if inplace else acc["trans"].clone()
+            trans.add_(a)
+            trans.div_(trans.sum(dim=1, keepdim=True)).log_()
             emit = acc["emit"] + a
             ws = torch.as_tensor(cs.word_states, device=self.device)
             logz = state_log_normaliser(torch.log(emit), ws, cs.n_states)
             dt = self._torch_dtype
             net.start_logits.copy_(torch.log(start / start.sum()).to(dt))
-            net.trans_logits.copy_(torch.log(trans / trans.sum(dim=1, keepdim=True)).to(dt))
+            net.trans_logits.copy_(trans)
             net.emit_logits.copy_((torch.log(emit) - logz[ws]).to(dt))
 
     # ------------------------------------------------------------------ sampling
@@ -521,9 +640,16 @@ class BlockedHMMLM:
         return self.vocabulary_.decode(out)
 
     def state_usage(self, X) -> np.ndarray:
-        """Posterior mass of each state summed over ``X`` (all states, exact per batch)."""
+        """Posterior mass of each state summed over ``X`` (all states; exact on CPU, by the
+        numba kernel over whole sentences, elsewhere exact per batch)."""
         self._check_fitted()
         ids = self._check_ids(X, "X")
+        if self._on_cpu:  # exact, by the numba kernel over whole sentences
+            ws = self.constraints_.word_states
+            _, _, _, emit = exact_counts(SentenceLayout.from_ids(ids, self.eos_id_), ws,
+                                         *self._probabilities())
+            return np.bincount(ws.reshape(-1), emit.reshape(-1),
+                               minlength=self.constraints_.n_states)
         tokens, valid = sentence_streams(ids, self.eos_id_, max(1, self.batch_size * 4))
         d = self.constraints_.all_states(self.device)
         usage = torch.zeros(self.constraints_.n_states, dtype=torch.float64)

@@ -1,0 +1,249 @@
+"""The exact whole-sentence E-step of hiddenstate.lm (kernels/blocked.py, lm/exact.py)
+against the dense numba kernels and the batched torch recursion. Skipped without torch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hiddenstate import inference  # noqa: E402
+from hiddenstate.errors import InvalidInputError  # noqa: E402
+from hiddenstate.lm import EOS, BlockedHMMLM, ConstraintSet, expected_counts  # noqa: E402
+from hiddenstate.lm.exact import (  # noqa: E402
+    SentenceLayout,
+    exact_counts,
+    exact_log_likelihood,
+    n_accumulators,
+)
+from hiddenstate.textio import Vocabulary  # noqa: E402
+
+
+def _vocab(n_words: int) -> Vocabulary:
+    return Vocabulary(["<unk>", EOS] + [f"w{i}" for i in range(n_words - 2)])
+
+
+def _stream(rng, n_words: int, n_sent: int, max_len: int = 9) -> np.ndarray:
+    out = []
+    for _ in range(n_sent):
+        out += list(rng.integers(2, n_words, size=rng.integers(1, max_len))) + [1]
+    return np.array(out, dtype=np.int64)
+
+
+def _model(rng, constraint="brown", n_words=20, **kw) -> BlockedHMMLM:
+    m = BlockedHMMLM(constraint=constraint, dtype="float64", progress=False, **kw)
+    m.initialize(_vocab(n_words), np.arange(n_words) % 8 if constraint == "brown" else None)
+    return m
+
+
+def _probs(m: BlockedHMMLM):
+    cs = m.constraints_
+    with torch.no_grad():
+        ls, lt, le = (t.numpy() for t in m.net_(cs.all_states()))
+    return np.exp(ls), np.exp(lt), np.exp(le)
+
+
+def _dense_posteriors(m: BlockedHMMLM, ids: np.ndarray):
+    """The dense numba forward-backward on the same HMM with masked emissions."""
+    cs = m.constraints_
+    start, trans, emit = _probs(m)
+    B = np.zeros((cs.n_states, cs.n_words))
+    for w in range(cs.n_words):
+        B[cs.word_states[w], w] = emit[w]
+    layout = SentenceLayout.from_ids(ids, 1)
+    seqs = inference.Sequences.from_lengths(np.diff(layout.bounds))
+    return inference.forward_backward(start, trans, inference.EmissionTable.from_symbols(B, ids),
+                                      seqs)
+
+
+@pytest.mark.parametrize("constraint,kw", [
+    ("brown", dict(states_per_cluster=8)),                  # K = 64, blocks of 8
+    ("random", dict(n_states=16, states_per_cluster=5)),    # overlapping random sets
+    ("dense", dict(n_states=24, states_per_cluster=24)),    # one set of all states
+])
+def test_counts_equal_dense_numba_kernels(constraint, kw):
+    rng = np.random.default_rng(0)
+    m = _model(rng, constraint, **kw)
+    cs = m.constraints_
+    ids = _stream(rng, 20, 12)
+    ids = np.concatenate([ids, [3, 4, 5]])  # a last sentence without <eos>
+    start, trans, emit = _probs(m)
+    layout = SentenceLayout.from_ids(ids, 1)
+    ll, s, t, e = exact_counts(layout, cs.word_states, start, trans, emit)
+    post = _dense_posteriors(m, ids)
+    assert ll == pytest.approx(post.loglik.sum(), abs=1e-10, rel=0)
+    np.testing.assert_allclose(exact_log_likelihood(layout, cs.word_states, start, trans, emit),
+                               post.loglik, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(s, post.start, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(t, post.trans, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(e, np.take_along_axis(post.post, cs.word_states, axis=1),
+                               atol=1e-10, rtol=0)
+    assert s.sum() == pytest.approx(layout.n_sentences, abs=1e-10)  # one start per sentence
+    assert t.sum() == pytest.approx(len(ids) - layout.n_sentences, abs=1e-9)
+
+
+def test_counts_equal_torch_expected_counts():
+    rng = np.random.default_rng(1)
+    m = _model(rng, states_per_cluster=8)
+    cs = m.constraints_
+    ids = _stream(rng, 20, 10)
+    start, trans, emit = _probs(m)
+    ll, s, t, e = exact_counts(SentenceLayout.from_ids(ids, 1), cs.word_states, start, trans,
+                               emit)
+    with torch.no_grad():
+        ls, lt, le = m.net_(cs.all_states())
+    x = torch.as_tensor(ids)[None]
+    reset = torch.zeros_like(x, dtype=torch.bool)
+    reset[0, 1:] = x[0, :-1] == 1
+    tll, _, gs, gt, ge = expected_counts(ls, lt, le[x], torch.as_tensor(cs.word_states)[x],
+                                         reset=reset)
+    te = np.zeros_like(e)
+    np.add.at(te, ids, ge[0].numpy())
+    assert ll == pytest.approx(float(tll.sum()), abs=1e-10, rel=0)
+    np.testing.assert_allclose(s, gs.numpy(), atol=1e-10, rtol=0)
+    np.testing.assert_allclose(t, gt.numpy(), atol=1e-10, rtol=0)
+    np.testing.assert_allclose(e, te, atol=1e-10, rtol=0)
+
+
+def test_long_sentence_does_not_underflow_and_chunks_do_not_change_counts():
+    rng = np.random.default_rng(2)
+    m = _model(rng, states_per_cluster=4)
+    cs = m.constraints_
+    long = rng.integers(2, 20, size=3000)  # p(x) ~ exp(-9000): no product would survive
+    ids = np.concatenate([_stream(rng, 20, 30), long, [1], _stream(rng, 20, 30)])
+    start, trans, emit = _probs(m)
+    layout = SentenceLayout.from_ids(ids, 1)
+    one = exact_counts(layout, cs.word_states, start, trans, emit, max_accumulator_bytes=1)
+    many = exact_counts(layout, cs.word_states, start, trans, emit)
+    post = _dense_posteriors(m, ids)
+    assert np.isfinite(one[0]) and one[0] < -5000
+    assert one[0] == pytest.approx(post.loglik.sum(), abs=1e-8, rel=0)
+    np.testing.assert_allclose(one[2], post.trans, atol=1e-9, rtol=0)
+    for a, b in zip(one[1:], many[1:], strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-9, rtol=0)
+
+
+def test_impossible_sentence_is_minus_inf_and_counts_nothing():
+    rng = np.random.default_rng(3)
+    m = _model(rng, states_per_cluster=4)
+    cs = m.constraints_
+    start, trans, emit = _probs(m)
+    emit[5] = 0.0  # word 5 can no longer be emitted
+    ids = np.array([2, 3, 1, 4, 5, 6, 1, 7, 1])
+    layout = SentenceLayout.from_ids(ids, 1)
+    ll = exact_log_likelihood(layout, cs.word_states, start, trans, emit)
+    assert np.isfinite(ll[[0, 2]]).all() and ll[1] == -np.inf
+    total, s, t, e = exact_counts(layout, cs.word_states, start, trans, emit)
+    _, s2, t2, e2 = exact_counts(SentenceLayout.from_ids(np.array([2, 3, 1, 7, 1]), 1),
+                                 cs.word_states, start, trans, emit)
+    assert total == -np.inf
+    np.testing.assert_array_equal(s, s2)
+    np.testing.assert_array_equal(t, t2)
+    np.testing.assert_array_equal(e, e2)
+
+
+def test_accumulators_respect_the_memory_cap():
+    assert n_accumulators(16512, 10**5) == 1  # 2.2 GB: one under the 3 GB cap
+    assert n_accumulators(16512, 10**5, max_accumulator_bytes=5 * 10**9) == 2
+    assert n_accumulators(4128, 10**5) == 4
+    assert n_accumulators(16512, 10**5, max_accumulator_bytes=1) == 1
+    assert n_accumulators(64, 3) == 3
+
+
+def test_refuses_what_does_not_fit_in_ram(monkeypatch):
+    from hiddenstate.lm import exact
+    monkeypatch.setattr(exact, "available_memory", lambda: 10**6)
+    cs = ConstraintSet.from_clusters(np.arange(4) % 2, 300)  # K = 600: 2.9 MB per accumulator
+    K = cs.n_states
+    with pytest.raises(InvalidInputError, match="n_states"):
+        BlockedHMMLM(states_per_cluster=300).initialize(_vocab(4), np.arange(4) % 2)
+    with pytest.raises(InvalidInputError, match="n_states"):
+        exact_counts(SentenceLayout.from_ids(np.array([2, 3, 1]), 1), cs.word_states,
+                     np.full(K, 1 / K), np.full((K, K), 1 / K), np.full((4, 300), 0.5))
+
+
+def test_cpu_batch_em_iteration_is_the_m_step_of_exact_torch_counts():
+    rng = np.random.default_rng(4)
+    ids = _stream(rng, 20, 15)
+    kw = dict(states_per_cluster=4, learn="em", em_prior=0.05, n_epochs=1)
+    m = _model(rng, **kw)
+    ref = _model(rng, **kw)
+    ref.net_.load_state_dict(m.net_.state_dict())
+    m.fit(ids, resume=True)  # one exact EM iteration (numba E-step)
+    cs = ref.constraints_
+    with torch.no_grad():  # the torch E-step over one stream holding all of X: no truncation
+        ls, lt, le = ref.net_(cs.all_states())
+    x = torch.as_tensor(ids)[None]
+    reset = torch.zeros_like(x, dtype=torch.bool)
+    reset[0, 1:] = x[0, :-1] == 1
+    _, _, gs, gt, ge = expected_counts(ls, lt, le[x], torch.as_tensor(cs.word_states)[x],
+                                       reset=reset)
+    emit = torch.zeros(cs.n_words, cs.k, dtype=torch.float64)
+    emit.index_put_((x[0],), ge[0], accumulate=True)
+    ref._m_step({"start": gs, "trans": gt, "emit": emit})
+    for name, p in ref.net_.state_dict().items():
+        np.testing.assert_allclose(m.net_.state_dict()[name].numpy(), p.numpy(), atol=1e-10,
+                                   rtol=0, err_msg=name)
+    assert m.history_[-1]["epoch"] == 1 and m.history_[-1]["tokens_per_s"] > 0
+
+
+def test_early_stopping_keeps_the_best_parameters():
+    rng = np.random.default_rng(5)
+    train, valid = _stream(rng, 20, 6), _stream(rng, 20, 6)  # tiny: EM overfits
+    m = _model(rng, states_per_cluster=4, learn="em", em_prior=1e-3, n_epochs=60)
+    m.fit(train, valid, resume=True)
+    ppl = [h["valid_ppl"] for h in m.history_]
+    assert m.history_[-1].get("undone") and len(ppl) < 60  # it stopped at a rise
+    assert ppl[-1] > ppl[-2] and all(b <= a for a, b in zip(ppl[:-1], ppl[1:-1], strict=False))
+    assert m.perplexity(valid) == pytest.approx(ppl[-2], rel=1e-12)  # the best is kept
+
+
+def test_exact_em_checkpoint_resumes_bit_identically(tmp_path):
+    from hiddenstate.lm import load_checkpoint
+    rng = np.random.default_rng(6)
+    ids = _stream(rng, 20, 40)
+    valid = ids[:60]  # part of the training text: EM keeps improving it
+    kw = dict(states_per_cluster=4, learn="em", em_prior=0.01, n_epochs=4, progress=False,
+              dtype="float64")
+    wc = np.arange(20) % 5
+    straight = BlockedHMMLM(**kw).fit(ids, valid, vocabulary=_vocab(20), word_cluster=wc)
+    a = BlockedHMMLM(**kw).fit(ids, valid, vocabulary=_vocab(20), word_cluster=wc,
+                               max_steps=2, checkpoint=tmp_path / "ckpt")
+    b = load_checkpoint(tmp_path / "ckpt")
+    a.fit(ids, valid, resume=True)
+    b.fit(ids, valid, resume=True)
+    assert len(straight.history_) == 4 and len(b.history_) == 4
+    assert not straight._state["stopped"]
+    for name, p in straight.net_.state_dict().items():
+        assert torch.equal(p, a.net_.state_dict()[name]), name
+        assert torch.equal(p, b.net_.state_dict()[name]), name
+
+
+def test_state_usage_equals_dense_posterior_mass():
+    rng = np.random.default_rng(7)
+    m = _model(rng, states_per_cluster=4)
+    ids = _stream(rng, 20, 10)
+    post = _dense_posteriors(m, ids)
+    np.testing.assert_allclose(m.state_usage(ids), post.post.sum(axis=0), atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("constraint,kw", [("brown", dict(states_per_cluster=4)),
+                                           ("random", dict(n_states=16, states_per_cluster=5))])
+def test_reused_buffers_give_the_counts_of_fresh_ones(constraint, kw):
+    rng = np.random.default_rng(8)
+    m = _model(rng, constraint, **kw)
+    cs = m.constraints_
+    ids = _stream(rng, 20, 12)
+    layout = SentenceLayout.from_ids(ids, 1)
+    start, trans, emit = _probs(m)
+    trans2 = trans ** 2
+    trans2 /= trans2.sum(axis=1, keepdims=True)
+    work = {}
+    exact_counts(layout, cs.word_states, start, trans, emit, work=work)  # fills the buffers
+    reused = exact_counts(layout, cs.word_states, start, trans2, emit, work=work)
+    fresh = exact_counts(layout, cs.word_states, start, trans2, emit)
+    for a, b in zip(reused, fresh, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert exact_log_likelihood(layout, cs.word_states, start, trans2, emit, work=work) \
+        .sum() == pytest.approx(fresh[0], abs=1e-12)

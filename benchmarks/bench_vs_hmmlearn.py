@@ -45,6 +45,7 @@ the cache filled (what a user sees at every start after the first).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import subprocess
 import sys
@@ -58,6 +59,7 @@ import numpy as np
 from _common import best_time, cpu_name
 
 warnings.filterwarnings("ignore")  # hmmlearn's convergence chatter
+logging.getLogger("hmmlearn").setLevel(logging.ERROR)  # "degenerate solution" in (g)
 
 # speed-up over hmmlearn-scaling asked by the performance issue; None: no target
 TARGETS = {"a": 8.0, "b": 5.0, "c": 3.0, "d": 5.0, "e": None, "f": None, "g": None}
@@ -239,6 +241,10 @@ def em_case(hs_make, hl_make, X, lengths, repeats, dynamax_built=None, hl_warm_u
     return res
 
 
+def progress(key):
+    print(f"  case ({key}) done, {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
+
+
 def run_cases(repeats, with_dynamax, quick=False):
     """Every case; ``quick``: a tenth of the sequences and T = 10^5 (a smoke run)."""
     rng = np.random.default_rng(2024)
@@ -257,6 +263,7 @@ def run_cases(repeats, with_dynamax, quick=False):
                   lambda impl: hl_categorical(init, n_iter, impl), X[:, None], lengths, repeats,
                   dx and (lambda: dynamax_ref.categorical_model(init)))
     rows.append(("a", "categorical EM, K=10, W=50, 200 x 1000 (per iteration)", res))
+    progress("a")
 
     # (b) Gaussian diag EM
     lengths = np.full(n_seq(100), 1000)
@@ -265,6 +272,7 @@ def run_cases(repeats, with_dynamax, quick=False):
                   lambda impl: hl_gaussian(init_g, n_iter, impl), Xg, lengths, repeats,
                   dx and (lambda: dynamax_ref.gaussian_diag_model(init_g)))
     rows.append(("b", "Gaussian diag EM, K=8, D=5, 100 x 1000 (per iteration)", res))
+    progress("b")
 
     # (c), (d), (e) one long sequence
     T = 10**5 if quick else 10**6
@@ -286,11 +294,13 @@ def run_cases(repeats, with_dynamax, quick=False):
                 dynamax_ref.categorical_model(init_l), Xl, repeats)
             res["dynamax"] = (best, value)
         rows.append((key, label, res))
+        progress(key)
     n_long = 3
     res = em_case(lambda: hs_categorical(init_l, n_long),
                   lambda impl: hl_categorical(init_l, n_long, impl), Xl[:, None], [T], repeats,
                   dx and (lambda: dynamax_ref.categorical_model(init_l)))
     rows.append(("e", "categorical EM, one sequence, T=10^6, K=10 (per iteration)", res))
+    progress("e")
 
     # (f) Gaussian-mixture EM
     lengths = np.full(n_seq(50), 500)
@@ -299,6 +309,7 @@ def run_cases(repeats, with_dynamax, quick=False):
     res = em_case(lambda: hs_gmm(init_m, n_gmm), lambda impl: hl_gmm(init_m, n_gmm, impl), Xm,
                   lengths, repeats, dx and (lambda: dynamax_ref.gmm_diag_model(init_m)))
     rows.append(("f", "GMM diag EM, K=4, n_mix=3, D=3, 50 x 500 (per iteration)", res))
+    progress("f")
 
     # (g) banded categorical EM: hmmlearn and dynamax run the dense matrix with its zeros
     lengths = np.full(n_seq(20), 500)
@@ -310,6 +321,7 @@ def run_cases(repeats, with_dynamax, quick=False):
                   hl_warm_up=False)
     rows.append(("g", "banded categorical EM, K=200, bandwidth 2, W=20, 20 x 500 (per "
                  "iteration; others dense)", res))
+    progress("g")
     return rows
 
 

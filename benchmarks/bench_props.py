@@ -27,6 +27,13 @@ and the plain HMM (K = 3, online EM) on the same words as a reference. The table
 words/s of ``PROPS.fit`` as the library runs it, and of the two combinations "batched
 source + online EM" and "step loop + online EM" (source time measured alone plus the
 online-EM time measured inside ``fit``). One thread for numba and torch (``--threads``).
+
+Missing words (``--missing``, default 0.1): the same stream with that fraction of the words
+replaced by the missing marker (-1, positions drawn with a fixed seed); ``PROPS.fit`` and the
+batched ``log_probs`` are timed on it, in alternation with the complete stream, and
+reported as a ratio to the complete stream's time (the sources then predict past each
+hole: Kneser-Ney backs off, vectorised; the LSTM feeds the expected embedding, which needs
+its prediction at the hole: one decoder row per hole, the batched pass cut there).
 """
 
 from __future__ import annotations
@@ -132,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1, help="numba and torch threads")
     ap.add_argument("--no-lstm", action="store_true")
+    ap.add_argument("--missing", type=float, default=0.1,
+                    help="fraction of missing words in the second run (0: skip it)")
     args = ap.parse_args(argv)
 
     import numba
@@ -155,6 +164,22 @@ def main(argv: list[str] | None = None) -> None:
                                             hidden_dim=128, epochs=0).fit(
             X_train[:1000], vocabulary=vocab)
     results = {name: bench_source(name, src, y, args.repeats) for name, src in sources.items()}
+    holed = {}
+    if args.missing > 0:
+        y_holed = y.copy()
+        y_holed[np.random.default_rng(0).random(len(y)) < args.missing] = -1
+        for name, src in sources.items():
+            print(f"  {name}: with {args.missing:.0%} missing", flush=True)
+            # complete and holed stream timed in alternation (a shared machine's load
+            # drifts), best of each
+            best = {key: np.inf for key in ("batched", "fit", "batched_ref", "fit_ref")}
+            for _ in range(args.repeats):
+                for suffix, data in (("", y_holed), ("_ref", y)):
+                    best["batched" + suffix] = min(best["batched" + suffix], best_time(
+                        lambda s=src, d=data: s.log_probs(d), 1)[0])
+                    best["fit" + suffix] = min(best["fit" + suffix],
+                                               time_props_fit(src, data, 1)[0])
+            holed[name] = best
     print("  HMM online EM", flush=True)
     hmm_seconds = best_time(lambda: hs.HMM(3, learn="online-em", n_features=W,
                                            random_state=0).fit(y), args.repeats)[0]
@@ -169,6 +194,12 @@ def main(argv: list[str] | None = None) -> None:
     print("\nsource alone (words/s): " + "; ".join(
         f"{name}: batched log_probs {len(y) / r['batched']:,.0f}, reset/step loop "
         f"{len(y) / r['step']:,.0f}" for name, r in results.items()))
+    if holed:
+        print(f"\nwith {args.missing:.0%} of the words missing, time / time on the complete "
+              "stream: " + "; ".join(
+                  f"{name}: PROPS.fit {h['fit'] / h['fit_ref']:.2f}, batched "
+                  f"log_probs {h['batched'] / h['batched_ref']:.2f}"
+                  for name, h in holed.items()))
 
 
 if __name__ == "__main__":

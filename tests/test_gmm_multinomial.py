@@ -299,8 +299,6 @@ def test_hand_set_parameters_are_validated():
         f.score(Xm)
     with pytest.raises(InvalidInputError, match="n_mix"):
         hs.HMM(emission="gmm", n_mix=0).fit(_gmm_data())
-    with pytest.raises(InvalidInputError, match="online-em"):
-        hs.HMM(emission="gmm", learn="online-em").fit(_gmm_data())
 
 
 def test_sampling_moments():

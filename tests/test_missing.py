@@ -180,9 +180,6 @@ def test_streaming_learners_and_props_with_missing_symbols():
         full = hs.HMM(2, learn=learn, random_state=0).fit(np.where(X < 0, 0, X)[:, None], [5, 5])
         assert not np.allclose(m.emissionprob_, full.emissionprob_)  # -1 is not symbol 0
         assert np.isfinite(m.score(X[:, None], [5, 5]))
-    with pytest.raises(InvalidInputError, match="partly missing"):
-        hs.HMM(2, emission="gaussian", learn="online-em", random_state=0).fit(
-            np.array([[0.0, 1.0], [np.nan, 2.0], [1.0, 0.5]]))
 
 
 def test_missing_markers_still_validated():

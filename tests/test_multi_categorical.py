@@ -84,5 +84,3 @@ def test_multi_feature_inputs_validated():
         m.score(X)
     with pytest.raises(InvalidInputError, match="n_features"):
         hs.HMM(2, n_features=[3]).fit(X)
-    with pytest.raises(InvalidInputError, match="batch modes"):
-        hs.HMM(2, learn="bwo").fit(np.abs(X))

@@ -33,14 +33,17 @@ def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_expone
     with :func:`estimate_rows` for every categorical block and ``family.mstep`` otherwise.
     ``average_start``: Polyak-Ruppert averages of the iterates from there on. ``source_b``
     ``(N, K_s)``: the emission probabilities of the first K_s states, given (PROPS);
-    ``source_ll`` the same as log-densities for a dense family (whose states follow)."""
+    ``source_ll`` the same as log-densities for a dense family (whose states follow). A
+    missing observation (symbol -1, a row of NaN) has emission probability 1 in the
+    learned states and no statistic (``source_b``/``source_ll`` must say 1/0 there too)."""
     pi = np.array(theta["startprob"], dtype=float)
     A = np.array(theta["transmat"], dtype=float)
     K = len(pi)
     em = {k: np.array(v, dtype=float) for k, v in theta["emission"].items()}
     if emission == "categorical":
         W = em["emissionprob"].shape[1]
-        stat = np.eye(W)[np.asarray(X).reshape(-1)]
+        X = np.asarray(X).reshape(-1)
+        stat = np.eye(W)[np.maximum(X, 0)] * (X >= 0)[:, None]
         P = W
     else:
         X = np.asarray(X, dtype=float)
@@ -53,6 +56,7 @@ def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_expone
             stat = np.hstack([np.ones((len(X), 1)), X, np.einsum("ni,nj->nij", X, X).reshape(
                 len(X), D * D)])
         P = stat.shape[1]
+        stat[np.isnan(X).all(axis=1)] = 0.0
     starts = np.zeros(len(stat), dtype=bool)
     starts[np.concatenate(([0], np.cumsum(lengths)[:-1]))] = True
     phi = pi.copy()
@@ -65,7 +69,7 @@ def direct_online_em(theta, X, lengths, *, emission, step_scale=1.0, step_expone
     for n in range(len(stat)):
         t = n + 1
         if emission == "categorical":
-            b = em["emissionprob"][:, X[n]].copy()
+            b = em["emissionprob"][:, X[n]].copy() if X[n] >= 0 else np.ones(K)
             if source_b is not None:
                 b[:source_b.shape[1]] = source_b[n]
         else:

@@ -343,7 +343,7 @@ def test_bad_fit_input_names_the_argument(args, kwargs, name):
 def test_bad_symbols_and_snapshots_name_the_argument():
     src = KneserNeySource(order=3).fit([0, 1, 2, 1, 0], n_symbols=4)
     src.reset()
-    for bad in (4, -1, 1.0, "a", True):
+    for bad in (4, -2, 1.0, "a", True):   # -1 is the missing marker (test_props_missing)
         with pytest.raises(InvalidInputError, match="^y:"):
             src.step(bad)
     with pytest.raises(InvalidInputError, match="^y:"):
@@ -356,6 +356,10 @@ def test_bad_symbols_and_snapshots_name_the_argument():
     src.restore({"context": np.array([4, 1])})  # BOS (= n_symbols) then a symbol: fine
     src.restore({"context": np.array([4])})
     src.restore({"context": np.array([3, 1])})
+    src.restore({"context": np.array([-1, 1])})  # a hole (missing symbol) in the context
+    src.restore({"context": np.array([4, -1])})
+    with pytest.raises(InvalidInputError, match="^snapshot:"):
+        src.restore({"context": np.array([-2, 1])})
 
 
 def test_unfitted_source_raises():

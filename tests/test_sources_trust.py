@@ -164,9 +164,11 @@ def test_callable_returning_garbage_is_named(value, needle):
 def test_callable_source_arguments_and_positions():
     src = CallableSource(shift_source(), W)
     src.reset()
-    for y in (W, -1, 1.0, True, "1"):
+    for y in (W, -2, 1.0, True, "1"):
         with pytest.raises(InvalidInputError, match="y: expected a symbol id in 0 .. 3"):
             src.step(y)
+    with pytest.raises(InvalidInputError, match="^y: .*does not declare .*supports_missing"):
+        src.step(-1)   # the missing marker, which this function was not declared to take
     assert src.snapshot()["history"].tolist() == []  # nothing was consumed
     src.step(2)
     snap = src.snapshot()

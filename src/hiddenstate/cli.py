@@ -243,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="lower-case both texts (default: yes)")
     p.add_argument("--encoding", type=_encoding, default="utf-8",
                    help="encoding of both texts, e.g. latin-1 (utf-8)")
+    p.add_argument("--missing-token", metavar="TOKEN", default=None,
+                   help="a token of the target that marks a missing word (none)")
     p.add_argument("--report", action=argparse.BooleanOptionalAction, default=True,
                    help="write index.html and its plots (default: yes; needs matplotlib)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -722,7 +724,7 @@ def cmd_personalize(args, out) -> int:
             load_source_dir=args.load_source, vocab_size=args.vocab_size,
             perturbation_states=args.perturbation_states, hmm_states=args.hmm_states,
             seed=args.seed, lowercase=args.lowercase, progress=progress, report=args.report,
-            encoding=args.encoding)
+            encoding=args.encoding, missing_token=args.missing_token)
     finally:
         close()
     s = result.summary

@@ -399,14 +399,29 @@ def clamp_states(table: EmissionTable, states: np.ndarray, log_likelihood
         fold = np.concatenate((np.arange(M, dtype=np.int64), src))
         return EmissionTable(np.vstack((table.emis, extra)), idx, table.log_offset,
                              True), fold
-    value = log_likelihood(rows)[np.arange(len(rows)), labels]
+    clamped = EmissionTable.from_log_likelihood(
+        clamp_log_likelihood(log_likelihood(rows), labels))  # one-hot rows, offset the value
     emis = table.emis.copy()
-    emis[rows] = 0.0
-    emis[rows, labels] = np.where(value > -np.inf, 1.0, 0.0)
+    emis[rows] = clamped.emis
     offset = (np.zeros(len(emis)) if table.log_offset is None
               else table.log_offset.copy())
-    offset[rows] = value
+    offset[rows] = clamped.log_offset
     return EmissionTable(emis, table.idx, offset, False), None
+
+
+def clamp_log_likelihood(loglik: np.ndarray, states: np.ndarray) -> np.ndarray:
+    r"""Log-likelihood rows ``(N, K)`` with every labelled row (``states[t] >= 0``) masked
+    to its label, :math:`\log p(x_t \mid z_t = k) + \log [k = s_t]` (``-inf`` for every
+    other state): the clamp of :func:`clamp_states` before any table is built (what it
+    builds its rows from, and what the streaming learners that score a row at a time use).
+    Returns ``loglik`` itself when nothing is labelled, else a copy."""
+    rows = np.flatnonzero(states >= 0)
+    if not len(rows):
+        return loglik
+    out = np.full_like(loglik, -np.inf)
+    out[~(states >= 0)] = loglik[~(states >= 0)]
+    out[rows, states[rows]] = loglik[rows, states[rows]]
+    return out
 
 
 def fold_rows(post: np.ndarray, fold: np.ndarray | None) -> np.ndarray:

@@ -31,6 +31,12 @@ Predictive numbers: for each model and each stretch of words, the mean predictiv
 :math:`\frac1n\sum_t p(y_t \mid y_{<t})` and the perplexity
 :math:`\exp(-\frac1n\sum_t \log p(y_t \mid y_{<t}))`.
 
+Missing words: with ``missing_token`` (``--missing-token``), that token in the target marks
+a word that is missing (lost, redacted): it is the symbol ``-1`` for every model (no
+emission term; the black box predicts past the hole by its own rule, see
+``docs/props.md``), and the predictive numbers, ``<unk>`` shares and membership shares are
+over the observed words only.
+
 ``progress(stage, done, total, value)`` (optional) is called as the work advances: stage
 ``"source"`` (LSTM epochs; ``value`` the training loss), ``"props"`` and ``"hmm"`` (words
 seen; ``value`` the running mean prequential log-probability), ``"evaluate"`` and
@@ -53,7 +59,7 @@ from . import textio
 from .errors import HiddenStateError, InvalidInputError, ModelFileError
 from .models import HMM, PROPS
 from .models.props import perturbation_log_odds
-from .sources import KneserNeySource, Source, load_source, sequence_log_probs
+from .sources import MISSING, KneserNeySource, Source, load_source, sequence_log_probs
 
 __all__ = ["EVAL_WORDS_CAP", "SUMMARY_FORMAT", "Evaluation", "PersonalizeResult", "Stream",
            "build_vocabulary", "evaluate", "format_summary_table", "personalize",
@@ -105,14 +111,23 @@ class Stream:
     def words(self) -> list[str]:
         return [w for s in self.tokens for w in s]
 
+    @property
+    def observed(self) -> np.ndarray:
+        """Whether each word is observed (not the missing marker ``-1``)."""
+        return self.X != MISSING
+
     def __len__(self) -> int:
         return int(self.lengths.sum())
 
     @classmethod
-    def encode(cls, tokens: list[list[str]], vocabulary: textio.Vocabulary) -> Stream:
+    def encode(cls, tokens: list[list[str]], vocabulary: textio.Vocabulary,
+               missing_token: str | None = None) -> Stream:
+        """Ids of the words; ``missing_token`` (if given) becomes the missing marker -1."""
         tokens = [s for s in tokens if s]
         lengths = np.array([len(s) for s in tokens], dtype=np.int64)
         X = vocabulary.encode(w for s in tokens for w in s)
+        if missing_token is not None:
+            X[np.array([w == missing_token for s in tokens for w in s], dtype=bool)] = MISSING
         return cls(tokens, X, lengths)
 
     def write(self, path) -> None:
@@ -226,17 +241,22 @@ def stream_fit(model, stream: Stream, chunk: int | None = None, progress: Progre
         model.partial_fit(stream.X[a:b], pieces, continues=continues)
         out[a:b] = model.stream_log_prob_
         if progress is not None:
-            progress(stage, b, n, float(np.mean(out[:b])))
+            seen = out[:b][stream.observed[:b]]
+            progress(stage, b, n, float(np.mean(seen)) if len(seen) else math.nan)
     return out
 
 
-def predictive_summary(log_prob: np.ndarray) -> dict:
+def predictive_summary(log_prob: np.ndarray, observed: np.ndarray | None = None) -> dict:
     """``mean_prob`` (mean of p), ``perplexity`` (exp of minus the mean log p),
-    ``mean_log_prob`` and ``n_words`` of per-word log-probabilities."""
+    ``mean_log_prob`` and ``n_words`` of per-word log-probabilities; with ``observed``
+    (bool per word), over the observed words only (a missing word is predicted with
+    probability 1 and would flatter every number)."""
     lp = np.asarray(log_prob, dtype=np.float64)
-    mean_lp = float(lp.mean())
-    return {"n_words": int(lp.size), "mean_prob": float(np.exp(lp).mean()),
-            "mean_log_prob": mean_lp,
+    if observed is not None:
+        lp = lp[np.asarray(observed, dtype=bool)]
+    mean_lp = float(lp.mean()) if lp.size else math.nan
+    return {"n_words": int(lp.size), "mean_prob": float(np.exp(lp).mean()) if lp.size
+            else math.nan, "mean_log_prob": mean_lp,
             "perplexity": math.exp(-mean_lp) if -mean_lp < 709 else math.inf}
 
 
@@ -285,7 +305,9 @@ class PersonalizeResult:
 
 
 def _unk_share(stream: Stream, vocabulary: textio.Vocabulary) -> float:
-    return float(np.mean(stream.X == vocabulary.unk_id)) if len(stream) else 0.0
+    """The share of ``<unk>`` among the observed words."""
+    seen = stream.X[stream.observed]
+    return float(np.mean(seen == vocabulary.unk_id)) if len(seen) else 0.0
 
 
 def personalize(reference=None, target=None, out=None, *, words: int = 2000,
@@ -294,13 +316,15 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
                 hmm_states: int = 3, seed: int = 0, lowercase: bool = True,
                 progress: Progress | None = None, report: bool = True,
                 source_options: dict | None = None, chunk: int | None = None,
-                n_report_words: int = 400, encoding: str = "utf-8") -> PersonalizeResult:
+                n_report_words: int = 400, encoding: str = "utf-8",
+                missing_token: str | None = None) -> PersonalizeResult:
     """Run the whole pipeline (see the module docstring) and write its files to ``out``.
 
     ``reference``/``target`` are text files; ``load_source_dir`` reuses a saved source (its
     vocabulary then replaces the one built from ``reference``, which may be None);
-    ``encoding`` is both texts' (UTF-8 by default). Errors name the command-line option to
-    fix (``--words``, ``--target``, ...).
+    ``encoding`` is both texts' (UTF-8 by default); ``missing_token`` marks missing words in
+    the target (see the module docstring; lower-cased with the text). Errors name the
+    command-line option to fix (``--words``, ``--target``, ...).
     """
     times: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -316,6 +340,13 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
         _check_int(eval_words, "--eval-words", 1)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InvalidInputError(f"--seed: expected an integer >= 0, got {seed!r}")
+    if missing_token is not None and (not isinstance(missing_token, str) or not missing_token
+                                      or any(c.isspace() for c in missing_token)):
+        raise InvalidInputError(
+            f"--missing-token: expected one token (a non-empty string without spaces), got "
+            f"{missing_token!r}")
+    if missing_token is not None and lowercase:
+        missing_token = missing_token.lower()
     if target is None:
         raise InvalidInputError("--target: pass the user's text file")
     if out is None:
@@ -360,8 +391,8 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
         source_kind = source
         times["source"] = time.perf_counter() - t
 
-    pers = Stream.encode(first, vocabulary)
-    evs = Stream.encode(second, vocabulary)
+    pers = Stream.encode(first, vocabulary, missing_token)
+    evs = Stream.encode(second, vocabulary, missing_token)
     W = len(vocabulary)
 
     # -- personalise PROPS, stream the HMM
@@ -380,7 +411,7 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
     t = time.perf_counter()
     scores = evaluate(props, hmm, evs)
     if progress is not None:
-        progress("evaluate", 1, 1, float(np.mean(scores.props_log_prob)))
+        progress("evaluate", 1, 1, float(np.mean(scores.props_log_prob[evs.observed])))
     times["evaluate"] = time.perf_counter() - t
 
     # -- save
@@ -402,7 +433,8 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
                   "order": order if source_kind == "ngram" else None,
                   "load_source": None if load_source_dir is None else str(load_source_dir),
                   "vocab_size": vocab_size, "perturbation_states": perturbation_states,
-                  "hmm_states": hmm_states, "seed": seed, "lowercase": lowercase})
+                  "hmm_states": hmm_states, "seed": seed, "lowercase": lowercase,
+                  "missing_token": missing_token})
     result = PersonalizeResult(summary, out, vocabulary, src, props, hmm, pers, evs,
                                {"props": props_curve, "hmm": hmm_curve,
                                 "black_box": source_curve}, scores, seconds=times)
@@ -460,8 +492,8 @@ def _summary(*, reference, target, load_source_dir, source_kind, src, vocabulary
     models = {
         "props": {
             "label": f"PROPS ({Ks} source + {props.n_perturbation_states} perturbation states)",
-            "personalisation": predictive_summary(curves["props"]),
-            "evaluation": predictive_summary(scores.props_log_prob),
+            "personalisation": predictive_summary(curves["props"], pers.observed),
+            "evaluation": predictive_summary(scores.props_log_prob, evs.observed),
             "startprob": props.startprob_.tolist(),
             "transmat": props.transmat_.tolist(),
             "state_names": ["source"] + [f"perturbation {k + 1}"
@@ -470,14 +502,14 @@ def _summary(*, reference, target, load_source_dir, source_kind, src, vocabulary
         },
         "hmm": {
             "label": f"streaming HMM ({hmm.n_states} states)",
-            "personalisation": predictive_summary(curves["hmm"]),
-            "evaluation": predictive_summary(scores.hmm_log_prob),
+            "personalisation": predictive_summary(curves["hmm"], pers.observed),
+            "evaluation": predictive_summary(scores.hmm_log_prob, evs.observed),
             "transmat": hmm.transmat_.tolist(),
         },
         "black_box": {
             "label": f"black box alone ({src.describe()})",
-            "personalisation": predictive_summary(curves["black_box"]),
-            "evaluation": predictive_summary(scores.source_log_prob),
+            "personalisation": predictive_summary(curves["black_box"], pers.observed),
+            "evaluation": predictive_summary(scores.source_log_prob, evs.observed),
         },
     }
     return {
@@ -499,13 +531,16 @@ def _summary(*, reference, target, load_source_dir, source_kind, src, vocabulary
         },
         "n_personalisation_words": len(pers),
         "n_evaluation_words": len(evs),
+        "n_personalisation_missing": int(np.count_nonzero(~pers.observed)),
+        "n_evaluation_missing": int(np.count_nonzero(~evs.observed)),
         "n_personalisation_sequences": len(pers.lengths),
         "n_evaluation_sequences": len(evs.lengths),
         "models": models,
-        "membership": {
-            "mean_perturbation_prob": float(np.mean(scores.perturbation_prob)),
-            "share_words_perturbation": float(np.mean(scores.perturbation_prob > 0.5)),
-            "median_log_odds": float(np.median(odds)),
+        "membership": {  # over the observed evaluation words
+            "mean_perturbation_prob": float(np.mean(scores.perturbation_prob[evs.observed])),
+            "share_words_perturbation": float(np.mean(
+                scores.perturbation_prob[evs.observed] > 0.5)),
+            "median_log_odds": float(np.median(odds[evs.observed])),
         },
     }
 

@@ -67,16 +67,28 @@ class BlackBoxEmissions(EmissionFamily):
 
     def statistics(self, X, post):
         """The inner family's statistics from the perturbation columns of ``post`` (per row;
-        categorical counts are summed by symbol, as the inner family expects)."""
+        categorical counts are summed by symbol, as the inner family expects; a missing
+        symbol, ``-1``, counts for none)."""
         _, Xi = self.split(X)
         post_p = post[:, self.n_sources:]
         if isinstance(self.inner, CategoricalEmissions):
+            if len(Xi) and Xi.min() < 0:
+                seen = Xi >= 0
+                Xi, post_p = Xi[seen], post_p[seen]
             W = self.inner.n_features
             by_symbol = np.empty((W, post_p.shape[1]))
             for j in range(post_p.shape[1]):
                 by_symbol[:, j] = np.bincount(Xi, weights=post_p[:, j], minlength=W)
             return self.inner.statistics(Xi, by_symbol)
         return self.inner.statistics(Xi, post_p)
+
+    def statistics_at(self, params, X, post):
+        """:meth:`statistics` with the E-step's parameters (the inner family's
+        ``statistics_at``: a Gaussian's rows with missing entries need them)."""
+        if isinstance(self.inner, CategoricalEmissions):
+            return self.statistics(X, post)
+        _, Xi = self.split(X)
+        return self.inner.statistics_at(params, Xi, post[:, self.n_sources:])
 
     # -- everything else is the inner family's --------------------------------------------------
     def merge_statistics(self, a, b):

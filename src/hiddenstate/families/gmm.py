@@ -38,11 +38,10 @@ components' KL divergences.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .._validation import broadcast_param, check_number, check_real_X, check_stochastic
 from ..errors import InvalidInputError
-from .base import EmissionFamily, kmeans
+from .base import EmissionFamily, fill_missing, kmeans
 from .dirichlet import DirichletRows
 from .gaussian import COVARIANCE_TYPES, GaussianEmissions
 
@@ -107,7 +106,9 @@ class GMMEmissions(EmissionFamily):
         return value
 
     def validate_X(self, X, fitted_n_features):
-        return check_real_X(X, fitted_n_features)
+        """Real rows; NaN marks a missing entry (marginalised, as in
+        :class:`~.gaussian.GaussianEmissions`)."""
+        return check_real_X(X, fitted_n_features, allow_missing=True)
 
     def infer_n_features(self, X):
         return X.shape[1]
@@ -123,8 +124,9 @@ class GMMEmissions(EmissionFamily):
         else:
             covars = covars.reshape(K * M, *covars.shape[2:])
         out = {"means": params["means"].reshape(K * M, D), "covars": covars}
-        if "log_offset" in params:
-            out["log_offset"] = params["log_offset"].reshape(K * M)
+        for key in ("log_offset", "dof", "beta"):  # the variational view (full/tied: all)
+            if key in params:
+                out[key] = np.asarray(params[key]).reshape(K * M)
         return out
 
     @staticmethod
@@ -142,9 +144,27 @@ class GMMEmissions(EmissionFamily):
     def log_likelihood(self, params, X):
         """log sum_c w_kc N(x_t | mu_kc, Sigma_kc), summed in log space; with
         ``params["log_offset"]`` (K, M) (the variational view from :meth:`vb_expected`)
-        each component's term gets its offset."""
+        each component's term gets its offset. Missing entries (NaN) are marginalised in
+        every component (:meth:`GaussianEmissions.log_likelihood
+        <.gaussian.GaussianEmissions.log_likelihood>`); a row with nothing observed has
+        log-likelihood 0."""
+        return self.responsibilities(params, X)[0]
+
+    def responsibilities(self, params: dict, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r"""``(log-likelihood (N, K), r (N, K, M))``: :meth:`log_likelihood` and the
+        component responsibilities :math:`r_{tkc} = p(c \mid z_t = k, x_t) = w_{kc}
+        N(x_t\mid\mu_{kc},\Sigma_{kc}) / p(x_t \mid z_t = k)` (of the observed dimensions;
+        the weights for a row with nothing observed)."""
+        comp = self._component_loglik(params, X)
         with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
-            return logsumexp(self._component_loglik(params, X), axis=2)
+            # log-sum-exp about each row's largest term (scipy's logsumexp costs ten
+            # times more on the one-row calls of online EM)
+            top = comp.max(axis=2, keepdims=True)
+            top = np.where(np.isfinite(top), top, 0.0)
+            terms = np.exp(comp - top)
+            total = np.log(terms.sum(axis=2)) + top[:, :, 0]
+            resp = terms / terms.sum(axis=2, keepdims=True)
+        return total, np.where(np.isfinite(resp), resp, 0.0)
 
     def statistics(self, X, post):
         raise InvalidInputError(
@@ -155,13 +175,22 @@ class GMMEmissions(EmissionFamily):
         r"""The K*M components' Gaussian statistics (:meth:`GaussianEmissions.statistics
         <.gaussian.GaussianEmissions.statistics>`: centred about reference points) with
         posterior weights :math:`\gamma_{tk} r_{tkc}`; their ``post`` (K*M,) are the
-        weights' counts."""
-        comp = self._component_loglik(params, X)
-        with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
-            resp = np.exp(comp - logsumexp(comp, axis=2, keepdims=True))
-        resp = np.where(np.isfinite(resp), resp, 0.0)
+        weights' counts. A partly missing row contributes each component's conditional
+        moments of its missing dimensions (the Gaussian family's, with the component as
+        one more latent variable); a row with nothing observed, its weight to the counts
+        only."""
+        resp = self.responsibilities(params, X)[1]
         weighted = (np.asarray(post)[:, :, None] * resp).reshape(len(X), -1)
-        return self._flat.statistics(X, weighted)
+        return self._flat.statistics(X, weighted, self._flat_params(params))
+
+    def impute(self, params, X, post):
+        r"""Missing entries replaced by the posterior predictive mean
+        :math:`\sum_{k,c} \gamma_{tk} r_{tkc} E[x_{t,m} \mid x_{t,o}, z_t = k, c]`
+        (:meth:`GaussianEmissions.impute <.gaussian.GaussianEmissions.impute>` over the
+        K*M components)."""
+        resp = self.responsibilities(params, X)[1]
+        flat_post = (np.asarray(post)[:, :, None] * resp).reshape(len(X), -1)
+        return self._flat.impute(self._flat_params(params), X, flat_post)
 
     def _state_stats(self, stats: dict, k: int) -> dict:
         M = self.n_mix
@@ -267,8 +296,10 @@ class GMMEmissions(EmissionFamily):
         """hmmlearn's scheme on shift-invariant k-means (:func:`~.base.kmeans`): K clusters,
         then ``n_mix`` means by k-means within each (a cluster with fewer points than
         ``n_mix`` gets its centre plus noise of the data's spread), uniform weights, every
-        covariance the data's covariance plus ``min_covar``."""
+        covariance the data's covariance plus ``min_covar`` (missing entries: their column's
+        mean, :func:`~.base.fill_missing`)."""
         K, M, D = self.n_states, self.n_mix, X.shape[1]
+        X = fill_missing(X)
         cv = np.atleast_2d(np.cov(X.T)) if len(X) > 1 else np.eye(D)
         cv = cv + self.min_covar * np.eye(D)
         spread = np.sqrt(np.diag(cv))

@@ -54,6 +54,19 @@ the statistic of a symbol unseen for very long decays like
 :math:`\prod(1 - \gamma_s)` and may reach 0 after millions of steps, when it is far
 below the prior's pseudo-count that it is added to.
 
+**Several categorical features** (``F`` columns, alphabets :math:`W_f`): the emission is
+the product :math:`b_k(y_t) = \prod_f b^{(f)}_k(y_{tf})`; every feature's symbols get
+blocks of their own (the alphabets laid end to end, symbol :math:`w` of feature :math:`f`
+at ``bounds[f] + w``), all sharing the one window of kernels :math:`R_t`; each feature
+keeps its own normaliser :math:`G^{(f)}` (a feature missing at a step adds no
+:math:`\gamma_t I` to it) and, for averaging, its own :math:`u^{(f)}` and tree ``TQ[f]``.
+One feature is ``F = 1``.
+
+**Partial state labels**: at a step with label :math:`s_t \ge 0` the emission
+probability of every other state is 0, :math:`b_k(y_t)\,[k = s_t]` (the clamp of
+:func:`hiddenstate.inference.clamp_states`), so the filter, the retrospective kernel and
+every statistic see only the paths that agree with the labels.
+
 Polyak-Ruppert averaging of the emission matrix is lazy in the same way: the running sum
 of :math:`u_s(i) S_s(i, w)` with :math:`u_s(i) = 1/(N_s(i) + A_i)` grows, between two
 touches of :math:`w`, by :math:`\mathrm{diag}(\hat E_w Q)` where the tree also carries
@@ -67,7 +80,9 @@ a_i)^\top))` for Gaussians, about a reference point :math:`a_i` near the state's
 (the learner's ``frame``, moved with the mean; see
 :class:`hiddenstate.learn.online.online_em.OnlineEM`). The emission M-step is the
 family's own (in Python, by the learner), so :func:`online_em_dense` takes the emission
-log-likelihoods of its rows as given.
+log-likelihoods of its rows as given; so too the statistic vectors of rows that hide
+something besides the state (a partly missing Gaussian row, a mixture's component), which
+the learner computes as expectations under the step's parameters.
 """
 
 from __future__ import annotations
@@ -250,7 +265,8 @@ def _decompose(lo, hi, B, nodes, right):
 
 @njit(cache=True)
 def _append_leaf(TP, TQ, pos, avg_on):
-    """Fill the ancestors of leaf ``pos`` (1-based) that it completes."""
+    """Fill the ancestors of leaf ``pos`` (1-based) that it completes (``TQ``: one tree
+    per feature, ``(F, 2B, K, K)``)."""
     B = TP.shape[0] // 2
     K = TP.shape[1]
     v = B + pos - 1
@@ -264,12 +280,14 @@ def _append_leaf(TP, TQ, pos, avg_on):
                     acc += TP[lf, i, m] * TP[v, m, j]
                 TP[par, i, j] = acc
         if avg_on:
-            for i in range(K):
-                for j in range(K):
-                    acc = TQ[lf, i, j]
-                    for m in range(K):
-                        acc += TP[lf, i, m] * TQ[v, m, j]
-                    TQ[par, i, j] = acc
+            for f in range(TQ.shape[0]):
+                Q = TQ[f]
+                for i in range(K):
+                    for j in range(K):
+                        acc = Q[lf, i, j]
+                        for m in range(K):
+                            acc += TP[lf, i, m] * Q[v, m, j]
+                        Q[par, i, j] = acc
         v = par
 
 
@@ -295,65 +313,76 @@ def _advance(E, w, TP, TQ, nodes, n, avg_on, M, M2, dq):
 
 
 @njit(cache=True)
-def _flush(E, touch, TP, TQ, acc, cur, c, avg_on):
+def _flush(E, touch, TP, TQ, acc, bounds, cur, c, avg_on):
     """Bring every symbol's block up to date at window position ``cur``; the new window
-    starts with decay 1."""
-    W, K = E.shape[0], E.shape[1]
+    starts with decay 1. Feature ``f`` owns symbols ``bounds[f] .. bounds[f + 1] - 1`` and
+    the averaging tree ``TQ[f]``."""
+    K = E.shape[1]
     B = TP.shape[0] // 2
     nodes = np.empty(2 * 64, dtype=np.int64)
+    whole = np.empty(2 * 64, dtype=np.int64)
     right = np.empty(64, dtype=np.int64)
     M = np.empty((K, K))
     M2 = np.empty((K, K))
     dq = np.empty(K)
-    n_full = _decompose(1, cur, B, nodes, right)
+    n_full = _decompose(1, cur, B, whole, right)
     Pf = np.eye(K)  # the pair (P, Q) of the whole window
-    Qf = np.zeros((K, K))
     for q in range(n_full):
-        node = nodes[q]
-        if avg_on:
-            for i in range(K):
-                for j in range(K):
-                    s = 0.0
-                    for m in range(K):
-                        s += Pf[i, m] * TQ[node, m, j]
-                    Qf[i, j] += s
-        _mm(Pf, TP[node], M2)
+        _mm(Pf, TP[whole[q]], M2)
         Pf[:, :] = M2
-    for w in range(W):
-        if touch[w] == 0:
+    for f in range(len(bounds) - 1):
+        Qf = np.zeros((K, K))
+        if avg_on:
+            Pq = np.eye(K)
+            for q in range(n_full):
+                node = whole[q]
+                for i in range(K):
+                    for j in range(K):
+                        s = 0.0
+                        for m in range(K):
+                            s += Pq[i, m] * TQ[f, node, m, j]
+                        Qf[i, j] += s
+                _mm(Pq, TP[node], M2)
+                Pq[:, :] = M2
+        for w in range(bounds[f], bounds[f + 1]):
+            if touch[w] == 0:
+                for i in range(K):
+                    for j in range(K):
+                        s = 0.0
+                        for m in range(K):
+                            s += E[w, i, m] * Pf[m, j]
+                        M[i, j] = s
+                if avg_on:
+                    for i in range(K):
+                        s = 0.0
+                        for m in range(K):
+                            s += E[w, i, m] * Qf[m, i]
+                        acc[w, i] += s
+            else:
+                n = _decompose(touch[w] + 1, cur, B, nodes, right)
+                _advance(E, w, TP, TQ[f], nodes, n, avg_on, M, M2, dq)
+                if avg_on:
+                    for i in range(K):
+                        acc[w, i] += dq[i]
+                touch[w] = 0
             for i in range(K):
                 for j in range(K):
-                    s = 0.0
-                    for m in range(K):
-                        s += E[w, i, m] * Pf[m, j]
-                    M[i, j] = s
-            if avg_on:
-                for i in range(K):
-                    s = 0.0
-                    for m in range(K):
-                        s += E[w, i, m] * Qf[m, i]
-                    acc[w, i] += s
-        else:
-            n = _decompose(touch[w] + 1, cur, B, nodes, right)
-            _advance(E, w, TP, TQ, nodes, n, avg_on, M, M2, dq)
-            if avg_on:
-                for i in range(K):
-                    acc[w, i] += dq[i]
-            touch[w] = 0
-        for i in range(K):
-            for j in range(K):
-                E[w, i, j] = c * M[i, j]
+                    E[w, i, j] = c * M[i, j]
 
 
 # -- categorical emissions ---------------------------------------------------------------------
 @njit(cache=True)
-def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, avg_start,
-                          learn_start, trans_a, start_a, emis_a, emis_A, emission0,
-                          startprob, transmat, phi, rho_q, rho_pi, G, E, touch, TP, TQ,
-                          acc, U, avg_trans, avg_startp, counters, scale, log_pred):
-    r"""Consume symbols ``y`` (``starts[n]``: observation ``n`` begins a sequence), updating
-    the state arrays in place.
+def online_em_categorical(y, src_b, labels, starts, step_scale, step_exponent, warmup,
+                          avg_start, learn_start, trans_a, start_a, emis_a, emis_A, bounds,
+                          emission0, startprob, transmat, phi, rho_q, rho_pi, G, E, touch, TP,
+                          TQ, acc, U, avg_trans, avg_startp, counters, scale, log_pred):
+    r"""Consume the symbols ``y (N, F)`` (``starts[n]``: observation ``n`` begins a
+    sequence), updating the state arrays in place.
 
+    Feature ``f``'s symbols are the blocks ``bounds[f] .. bounds[f + 1] - 1`` (``y`` holds
+    them with the offset ``bounds[f]`` added; ``-1``: missing); ``G (F, K, K)``,
+    ``U (F, K)``, ``emis_A (F, K)`` and ``TQ (F, 2B or 0, K, K)`` are per feature.
+    ``labels[n] >= 0`` clamps observation ``n`` to that state (``-1``: unknown).
     ``counters = [t, cur, n_avg]`` (observations seen, window position, averaged iterates),
     ``scale = [c]``. ``warmup``: the first M-step follows observation ``max(warmup, 1)``;
     ``avg_start < 0``: no averaging, else iterates ``t >= max(avg_start, warmup, 1)`` are
@@ -363,12 +392,13 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
     (``-1``) has emission probability 1 in every state and adds no emission statistic
     (the statistics still decay and follow the step's transition). Priors are
     ``alpha - 1`` (``emis_a`` zero off the support of ``emission0``, ``emis_A`` its row
-    sums). ``log_pred[n]`` receives :math:`\log p(y_t \mid y_{<t}, \theta_{t-1})`, the
-    prequential predictive log-probability of observation ``n`` (the filter's normaliser,
-    before the parameters learn from it). Returns -1, or the index of an observation of
+    sums per feature). ``log_pred[n]`` receives :math:`\log p(y_t \mid y_{<t},
+    \theta_{t-1})`, the prequential predictive log-probability of observation ``n`` (the
+    filter's normaliser, before the parameters learn from it; at a labelled step that of
+    the observation and its label). Returns -1, or the index of an observation of
     probability 0 (the state is then left as it was after the observation before).
     """
-    N = y.shape[0]
+    N, F = y.shape
     K = transmat.shape[0]
     Ks = src_b.shape[1]
     B = TP.shape[0] // 2
@@ -381,77 +411,91 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
     c = scale[0]
     nodes = np.empty(2 * 64, dtype=np.int64)
     right = np.empty(64, dtype=np.int64)
-    M = np.empty((K, K))
+    Ms = np.empty((F, K, K))
     M2 = np.empty((K, K))
     R = np.empty((K, K))
     tmp = np.empty(K)
-    dq = np.empty(K)
+    dqs = np.empty((F, K))
     b = np.empty(K)
     pred = np.empty(K)
     phin = np.empty(K)
-    u = np.empty(K)
+    u = np.empty((F, K))
     v = np.empty(K)
     Sq = np.empty((K, K))
     Sp = np.empty((1, K))
     status = -1
     for n in range(N):
-        w = y[n]
         start = starts[n]
-        seen = w >= 0  # a missing symbol (-1): no emission term, no emission statistic
-        if seen:
-            # E_w up to the previous step, M = c * E_w(t-1) / c; pending averages of w
-            nn = _decompose(touch[w] + 1, cur, B, nodes, right)
-            _advance(E, w, TP, TQ, nodes, nn, avg_on, M, M2, dq)
-        # b_k(y_t) under theta_{t-1}
-        if not seen:
-            for k in range(K):
-                b[k] = 1.0
-        elif t >= first_m:
-            for k in range(K):
-                s = 0.0
-                nk = 0.0
-                for m in range(K):
-                    s += M[k, m] * phi[m]
-                    nk += G[k, m] * phi[m]
-                b[k] = (c * s + emis_a[k, w]) / (nk + emis_A[k])
-        else:
-            for k in range(K):
-                b[k] = emission0[k, w]
+        for f in range(F):  # a missing symbol (-1): no emission term, no emission statistic
+            w = y[n, f]
+            if w >= 0:
+                # E_w up to the previous step, M = c * E_w(t-1) / c; pending averages of w
+                nn = _decompose(touch[w] + 1, cur, B, nodes, right)
+                _advance(E, w, TP, TQ[f], nodes, nn, avg_on, Ms[f], M2, dqs[f])
+        # b_k(y_t) under theta_{t-1}: the product over the observed features
+        for k in range(K):
+            b[k] = 1.0
+        for f in range(F):
+            w = y[n, f]
+            if w < 0:
+                continue
+            if t >= first_m:
+                for k in range(K):
+                    s = 0.0
+                    nk = 0.0
+                    for m in range(K):
+                        s += Ms[f, k, m] * phi[m]
+                        nk += G[f, k, m] * phi[m]
+                    b[k] *= (c * s + emis_a[k, w]) / (nk + emis_A[f, k])
+            else:
+                for k in range(K):
+                    b[k] *= emission0[k, w]
         for k in range(Ks):
             b[k] = src_b[n, k]
+        lab = labels[n]
+        if lab >= 0:  # clamped: every other state has emission probability 0
+            for k in range(K):
+                if k != lab:
+                    b[k] = 0.0
         z = _filter_step(phi, startprob, transmat, b, start, pred, R, phin)
         if not z > 0.0:
             status = n
             break
         log_pred[n] = np.log(z)
-        if avg_on and seen:
-            for i in range(K):
-                acc[w, i] += dq[i]
+        if avg_on:
+            for f in range(F):
+                w = y[n, f]
+                if w >= 0:
+                    for i in range(K):
+                        acc[w, i] += dqs[f, i]
         t += 1
         gam = _transition_step(t, step_scale, step_exponent, rho_q, rho_pi, R, start,
                                learn_start, tmp, M2)
         omg = 1.0 - gam
         # G <- omg * G @ R + gam * I (the sum of the E_w: no new term for a missing symbol)
-        _mm(G, R, M2)
-        for i in range(K):
-            for j in range(K):
-                G[i, j] = omg * M2[i, j]
-            if seen:
-                G[i, i] += gam
+        for f in range(F):
+            _mm(G[f], R, M2)
+            for i in range(K):
+                for j in range(K):
+                    G[f, i, j] = omg * M2[i, j]
+                if y[n, f] >= 0:
+                    G[f, i, i] += gam
         # E_w(t) / c(t) = (E_w(t-1) / c(t-1)) @ R_t + gam / c(t) * I
         if omg > 0.0:
             c = c * omg
             keep = 1.0
         else:  # gamma_1 = 1: everything before is forgotten (the statistics were all 0)
             keep = 0.0
-        if seen:
-            for i in range(K):
-                for j in range(K):
-                    s = 0.0
-                    for m in range(K):
-                        s += M[i, m] * R[m, j]
-                    E[w, i, j] = keep * s
-                E[w, i, i] += gam / c
+        for f in range(F):
+            w = y[n, f]
+            if w >= 0:
+                for i in range(K):
+                    for j in range(K):
+                        s = 0.0
+                        for m in range(K):
+                            s += Ms[f, i, m] * R[m, j]
+                        E[w, i, j] = keep * s
+                    E[w, i, i] += gam / c
         # M-step
         if t >= first_m:
             _mstep_transitions(rho_q, rho_pi, phin, trans_a, start_a, learn_start, transmat,
@@ -460,21 +504,25 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
         if averaging:
             n_avg += 1
             for i in range(K):
-                s = 0.0
-                for m in range(K):
-                    s += G[i, m] * phin[m]
-                u[i] = 1.0 / (s + emis_A[i])
-                U[i] += u[i]
                 avg_startp[i] += startprob[i]
                 for j in range(K):
                     avg_trans[i, j] += transmat[i, j]
-            if seen:
+            for f in range(F):
                 for i in range(K):
                     s = 0.0
                     for m in range(K):
-                        s += E[w, i, m] * phin[m]
-                    acc[w, i] += u[i] * (c * s)
-        # the window: leaf R_t (and c_t R_t phi_t u_t^T), then the symbol's position
+                        s += G[f, i, m] * phin[m]
+                    u[f, i] = 1.0 / (s + emis_A[f, i])
+                    U[f, i] += u[f, i]
+                w = y[n, f]
+                if w >= 0:
+                    for i in range(K):
+                        s = 0.0
+                        for m in range(K):
+                            s += E[w, i, m] * phin[m]
+                        acc[w, i] += u[f, i] * (c * s)
+        # the window: leaf R_t (and c_t R_t phi_t u_t^T per feature), then the symbols'
+        # positions
         cur += 1
         leaf = B + cur - 1
         for i in range(K):
@@ -486,16 +534,19 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
                 for m in range(K):
                     s += R[i, m] * phin[m]
                 v[i] = c * s
-            for i in range(K):
-                for j in range(K):
-                    TQ[leaf, i, j] = v[i] * u[j] if averaging else 0.0
+            for f in range(F):
+                Q = TQ[f, leaf]
+                for i in range(K):
+                    for j in range(K):
+                        Q[i, j] = v[i] * u[f, j] if averaging else 0.0
         _append_leaf(TP, TQ, cur, avg_on)
-        if seen:
-            touch[w] = cur
+        for f in range(F):
+            if y[n, f] >= 0:
+                touch[y[n, f]] = cur
         for k in range(K):
             phi[k] = phin[k]
         if cur == B or c < SCALE_FLOOR:
-            _flush(E, touch, TP, TQ, acc, cur, c, avg_on)
+            _flush(E, touch, TP, TQ, acc, bounds, cur, c, avg_on)
             cur = 0
             c = 1.0
     counters[0] = t
@@ -506,27 +557,29 @@ def online_em_categorical(y, src_b, starts, step_scale, step_exponent, warmup, a
 
 
 @njit(cache=True)
-def categorical_statistics(E, touch, TP, TQ, acc, phi, c, cur, avg_on, S, acc_now):
+def categorical_statistics(E, touch, TP, TQ, acc, bounds, phi, c, cur, avg_on, S, acc_now):
     """Materialise without changing the state: ``S[i, w]`` = the current emission
     statistic and ``acc_now[w, i]`` = the averaging sum including the window's pending
-    terms (when ``avg_on``)."""
-    W, K = E.shape[0], E.shape[1]
+    terms (when ``avg_on``; feature ``f``'s symbols ``bounds[f] .. bounds[f + 1] - 1`` use
+    its tree ``TQ[f]``)."""
+    K = E.shape[1]
     B = TP.shape[0] // 2
     nodes = np.empty(2 * 64, dtype=np.int64)
     right = np.empty(64, dtype=np.int64)
     M = np.empty((K, K))
     M2 = np.empty((K, K))
     dq = np.empty(K)
-    for w in range(W):
-        n = _decompose(touch[w] + 1, cur, B, nodes, right)
-        _advance(E, w, TP, TQ, nodes, n, avg_on, M, M2, dq)
-        for i in range(K):
-            s = 0.0
-            for m in range(K):
-                s += M[i, m] * phi[m]
-            S[i, w] = c * s
-            if avg_on:
-                acc_now[w, i] = acc[w, i] + dq[i]
+    for f in range(len(bounds) - 1):
+        for w in range(bounds[f], bounds[f + 1]):
+            n = _decompose(touch[w] + 1, cur, B, nodes, right)
+            _advance(E, w, TP, TQ[f], nodes, n, avg_on, M, M2, dq)
+            for i in range(K):
+                s = 0.0
+                for m in range(K):
+                    s += M[i, m] * phi[m]
+                S[i, w] = c * s
+                if avg_on:
+                    acc_now[w, i] = acc[w, i] + dq[i]
 
 
 # -- dense families (statistic vectors) --------------------------------------------------------
@@ -553,16 +606,21 @@ def _dense_statistic(kind, x, a, out):
 
 
 @njit(cache=True)
-def online_em_dense(loglik, X, kind, frame, starts, step_scale, step_exponent, warmup,
-                    avg_start, learn_start, trans_a, start_a, startprob, transmat, phi, rho_q,
-                    rho_pi, rho_g, Sg, avg_trans, avg_startp, counters, log_pred):
+def online_em_dense(loglik, X, kind, frame, given, row_stats, starts, step_scale,
+                    step_exponent, warmup, avg_start, learn_start, trans_a, start_a, startprob,
+                    transmat, phi, rho_q, rho_pi, rho_g, Sg, avg_trans, avg_startp, counters,
+                    log_pred):
     """Consume rows with emission log-likelihoods ``loglik (N, K)`` (under the parameters
     current at each row: the caller passes one row per call once M-steps have begun) and
     observations ``X (N, D)``; state ``i``'s emission auxiliary ``rho_g[i] (P, K)``
     accumulates the statistic vector of ``kind`` about ``frame[i]`` (see
     :func:`_dense_statistic`; a missing row, all NaN, adds none: its ``loglik`` row is 0;
     statistics about a point near the data keep the centred
-    second moments that raw moments of data far from the origin would cancel away). On
+    second moments that raw moments of data far from the origin would cancel away).
+    Where ``given[n]``, state ``i``'s new term is ``row_stats[n, i]`` instead: the
+    expected statistic vector of the row given state ``i`` under the parameters of the
+    step, computed by the caller (a partly missing Gaussian row: conditional moments of
+    its missing dimensions; a Gaussian mixture: expectations over the component). On
     return ``Sg (K, P)`` holds the emission statistics after the last row.
     ``counters = [t, n_avg]``; ``log_pred[n]`` receives the prequential log-probability of
     row ``n`` (as in :func:`online_em_categorical`). A row's emission probabilities are
@@ -623,7 +681,11 @@ def online_em_dense(loglik, X, kind, frame, starts, step_scale, step_exponent, w
         for r in range(K * P):
             for k in range(K):
                 flat_g[r, k] = omg * tmp_g[r, k]
-        if not np.isnan(X[n, 0]):  # a missing row (all NaN) adds no statistic
+        if given[n]:
+            for i in range(K):
+                for p in range(P):
+                    rho_g[i, p, i] += gam * row_stats[n, i, p]
+        elif not np.isnan(X[n, 0]):  # a missing row (all NaN) adds no statistic
             for i in range(K):
                 _dense_statistic(kind, X[n], frame[i], stat)
                 for p in range(P):

@@ -1107,21 +1107,19 @@ class HMM(BaseEstimator):
         is called after every iteration. With ``n_init > 1`` the run with the highest final
         objective of the mode is kept.
 
-        ``states`` (batch modes): known hidden states, ``(n,)`` integers with ``-1`` where
-        the state is unknown. Each labelled step's posterior is clamped to its label
-        (its emission row is masked to the label, :func:`inference.clamp_states`), in the
-        E-step of every mode: semi-supervised learning; with every step labelled, one
-        iteration gives the supervised estimates (counts, plus the priors of the mode).
+        ``states``: known hidden states, ``(n,)`` integers with ``-1`` where the state is
+        unknown. Each labelled step's posterior is clamped to its label (its emission row
+        is masked to the label, :func:`inference.clamp_states`), in the E-step of every
+        mode: semi-supervised learning; with every step labelled, one iteration gives the
+        supervised estimates (counts, plus the priors of the mode). The streaming learners
+        clamp the same way (online EM's filter, each sequence's forward-backward for BWO and
+        Baldi-Chauvin, the paths that BOnA and MPA enumerate).
         """
         self._check_hyper()
         n_features = self._known_n_features()
         streaming = self.learn in ONLINE_MODES
         X, seqs = self._validate(X, lengths, n_features, stream=streaming)
         if states is not None:
-            if streaming:
-                raise InvalidInputError(
-                    f"states: state labels are for the batch modes {MODES}, not the "
-                    f"streaming learner learn={self.learn!r}")
             states = check_states(states, len(X), self.n_states)
         if n_features is None:
             n_features = self._infer_n_features(X)
@@ -1131,7 +1129,8 @@ class HMM(BaseEstimator):
         if streaming:
             if hasattr(self, "learner_state_"):
                 delattr(self, "learner_state_")
-            return self._stream(X, seqs, family, rng, n_features, continues=False)
+            return self._stream(X, seqs, family, rng, n_features, continues=False,
+                                states=states)
         return self._fit_batch(self._problem(family, X, seqs, states), family, n_features, X,
                                seqs, rng, callback, states)
 
@@ -1178,8 +1177,10 @@ class HMM(BaseEstimator):
                                                          else 1))
         fixed = {"n_states": 0.0 if started else params}  # a started stream holds them
         if self.learn == "online-em":
+            n_mix = self.n_mix if self.emission == "gmm" else 1  # a vector per component
+            by_symbol = by_symbol or isinstance(family, MultiCategoricalEmissions)
             fixed["n_states"] += 0.0 if started else 8.0 * K**3 + (8.0 * W * K * K if by_symbol else
-                                                8.0 * K * K * (1 + W + W * W))
+                                                8.0 * K * K * n_mix * (1 + W + W * W))
             op, layout = "log_likelihood", seqs
         elif self.learn in ONLINE_MODES:
             op, layout = "forward_backward", Sequences.from_lengths(np.array([seqs.max_len]))
@@ -1199,12 +1200,9 @@ class HMM(BaseEstimator):
     def _learner(self):
         return make_learner(self.learn, self.learner_options or {})
 
-    def _stream(self, X, seqs, family, rng, n_features, continues: bool):
-        """Feed sequences to the streaming learner (starting it if needed)."""
-        if isinstance(family, MultiCategoricalEmissions):
-            raise InvalidInputError(
-                f"X: several categorical features per step are learned by the batch modes "
-                f"{MODES}, not by the streaming learner learn={self.learn!r}")
+    def _stream(self, X, seqs, family, rng, n_features, continues: bool, states=None):
+        """Feed sequences to the streaming learner (starting it if needed); ``states``:
+        partial state labels (validated)."""
         learner = self._learner()
         state = getattr(self, "learner_state_", None)
         if state is None:
@@ -1213,6 +1211,8 @@ class HMM(BaseEstimator):
                     "continues: there is no stream to continue yet; call partial_fit without "
                     "continues=True first")
             startprob, transmat, emis = self._initial_params(X, family, rng, seqs)
+            if states is not None:  # as batch: the labels pin which state is which
+                emis = _labelled_start(family, X, states, emis, self.init_params)
             state = learner.start({"startprob": startprob, "transmat": transmat,
                                    "emission": emis}, family, rng)
             self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
@@ -1220,24 +1220,26 @@ class HMM(BaseEstimator):
         if self.learn == "online-em":
             log_pred = np.empty(len(X))
             state = learner.update(state, X, seqs.lengths, family, continues=continues,
-                                   log_pred=log_pred)
+                                   log_pred=log_pred, states=states)
             self.stream_log_prob_ = log_pred
         else:
-            state = learner.update(state, X, seqs.lengths, family, continues=continues)
+            state = learner.update(state, X, seqs.lengths, family, continues=continues,
+                                   states=states)
         theta = learner.params(state, family)
         self.learner_state_ = state
         self._checked_state = StateRecord(state)
         self._set_params_(theta["startprob"], theta["transmat"], theta["emission"])
         return self
 
-    def partial_fit(self, X, lengths=None, continues: bool = False):
+    def partial_fit(self, X, lengths=None, continues: bool = False, states=None):
         """Continue the stream with the sequences ``X`` (streaming learners only).
 
         Each sequence restarts the filter from ``startprob_``; learned statistics carry
         over. ``continues=True`` makes the first sequence the continuation of the one the
         previous call ended in (online EM). The first call initialises the learner from
         ``init_params`` and its data. Results are identical whether a stream is fed in one
-        call or many, and across :meth:`save` / :func:`hiddenstate.load`.
+        call or many, and across :meth:`save` / :func:`hiddenstate.load`. ``states``:
+        partial state labels of ``X`` (``-1``: unknown), clamped as in :meth:`fit`.
         """
         self._check_hyper()
         if self.learn not in ONLINE_MODES:
@@ -1251,17 +1253,21 @@ class HMM(BaseEstimator):
                 self._check_loaded()
             X, seqs = self._validate(X, lengths, self.n_features_, stream=True,
                                      continues=continues)
+            if states is not None:
+                states = check_states(states, len(X), self.n_states)
             family = self._family(self.n_features_, X)
             self._check_fit_memory(X, seqs, family, started=True)
-            return self._stream(X, seqs, family, None, self.n_features_, continues)
+            return self._stream(X, seqs, family, None, self.n_features_, continues, states)
         n_features = self._known_n_features()
         X, seqs = self._validate(X, lengths, n_features, stream=True, continues=continues)
+        if states is not None:
+            states = check_states(states, len(X), self.n_states)
         if n_features is None:
             n_features = self._infer_n_features(X)
         family = self._family(n_features, X)
         self._check_fit_memory(X, seqs, family)
         return self._stream(X, seqs, family, make_rng(self.random_state), n_features,
-                            continues)
+                            continues, states)
 
     def _set_posterior_(self, posterior: dict | None) -> None:
         """VB posterior hyper-parameters as ``<name>_posterior_`` attributes."""

@@ -41,12 +41,14 @@ from ..inference import Sequences
 from ..learn import MODES
 from ..learn.online import ONLINE_MODES, StateRecord, make_learner
 from ..sources import (
+    MISSING,
     DensitySource,
     ProtocolDensitySource,
     ProtocolSource,
     Source,
     as_source,
     is_savable,
+    require_missing_support,
     sequence_log_probs,
 )
 from .hmm import _ALL_LETTERS, HMM, _check_possible
@@ -236,16 +238,35 @@ class PROPS(HMM):
 
     # -- data: symbols -> [log f_1 .. log f_Ks, y] ------------------------------------------------
     def _validate(self, X, lengths, n_features, stream: bool = False, continues: bool = False):
+        """``[log f_1 .. log f_Ks, y]`` rows of ``X`` and their layout. A missing observation
+        (symbol ``-1`` or masked; a row of NaN) has no emission term: its source columns are
+        0 (and so is the inner family's), and every source gets the marker in its history
+        (it must declare ``supports_missing``)."""
         W = self._known_n_features()
-        if self.emission == "categorical":
-            y = check_symbols(X, W)
+        dense = self.emission != "categorical"
+        missing = None
+        if not dense:
+            y = check_symbols(X, W, allow_missing=True)
+            if y.min() < 0:
+                missing = y == MISSING
         else:
             y = FAMILIES[self.emission](1, W, **self._family_kwargs()).validate_X(X, W)
-            if np.isnan(y).any():
-                raise InvalidInputError(
-                    "X: PROPS sources predict each observation from the whole history, so "
-                    "missing observations (NaN) are not supported; fill them in first "
-                    "(HMM.impute)")
+            nan = np.isnan(y)
+            if nan.any():
+                missing = nan.all(axis=1)
+                partly = np.flatnonzero(nan.any(axis=1) & ~missing)
+                if len(partly):
+                    raise InvalidInputError(
+                        f"X: row {int(partly[0])} is partly missing (some features NaN); "
+                        "PROPS takes rows missing entirely (every feature NaN), because a "
+                        "source's predictive density has no marginal for the observed "
+                        "features; mark the whole row missing or fill it in first")
+        if missing is not None:
+            for i, src in enumerate(self._sources()):
+                n = int(missing.sum())
+                require_missing_support(
+                    src, f"sources: entry {i}",
+                    f"X has {n} missing observation{'s' if n != 1 else ''}", dense)
         seqs = Sequences.from_lengths(check_lengths(lengths, len(y)))
         resume = None
         if continues:
@@ -259,6 +280,8 @@ class PROPS(HMM):
                     "continues=True first")
             resume = [_positions(state, k) for k in range(self.n_sources)]
         log_f, ends = self._source_columns(y, seqs, resume, keep_end=stream)
+        if missing is not None:  # no emission term, whatever a source returned there
+            log_f[missing] = 0.0
         if stream:  # kept until _stream stores them with the learner's state
             self._source_ends = ends
         return BlackBoxEmissions.join(log_f, y), seqs
@@ -287,8 +310,8 @@ class PROPS(HMM):
             ends.append(end if keep_end else None)
         return log_f, ends
 
-    def _stream(self, X, seqs, family, rng, n_features, continues: bool):
-        super()._stream(X, seqs, family, rng, n_features, continues)
+    def _stream(self, X, seqs, family, rng, n_features, continues: bool, states=None):
+        super()._stream(X, seqs, family, rng, n_features, continues, states)
         for k, end in enumerate(self._source_ends):
             for key, value in end.items():
                 self.learner_state_[f"{_SOURCE_STATE}{k}.{key}"] = np.asarray(value)
@@ -345,6 +368,66 @@ class PROPS(HMM):
         _, states = inference.viterbi(startprob, transmat, table, seqs)
         return TokenScores(log_prob, Xa[:, :self.n_sources].copy(), filtered, post, states,
                            perturbation_log_odds(filtered, self.n_sources))
+
+    def impute(self, X, lengths=None) -> np.ndarray:
+        r"""``X`` with its missing observations filled in from the posterior predictive given
+        all the observed data,
+
+        .. math:: p(y_t = w \mid X) = \sum_k p(z_t = k \mid X)\, e_{k,t}(w),
+
+        where :math:`e_{k,t}` is source :math:`k`'s prediction at :math:`t` (from the
+        history before :math:`t`, holes included, by the source's missing-history rule) or
+        perturbation state :math:`k`'s emission distribution. Under that rule no later
+        source prediction depends on the missing value, so this is the model's exact
+        posterior predictive. Symbols: the most probable symbol; real rows: the mean
+        :math:`\sum_k p(z_t = k \mid X)\, E_{k,t}[x]` (a source's predictive distribution
+        needs a ``mean``, as a frozen ``scipy.stats`` distribution has). Missing entries are
+        ``-1`` or masked (symbols) or rows of NaN; observed entries are returned unchanged."""
+        from .. import inference
+
+        startprob, transmat, emis = self._params()
+        Xa, seqs = self._validate(X, lengths, self.n_features_)
+        family = self._fitted_family()
+        self._check_memory("forward_backward", Xa, seqs, family,
+                           what=f"impute of {len(Xa)} observations with {self.n_states} states")
+        fb = inference.forward_backward(startprob, transmat, family.table(emis, Xa), seqs)
+        _check_possible(fb.loglik, fitting=False)
+        Ks, dense = self.n_sources, self.emission != "categorical"
+        _, Xi = family.split(Xa)
+        rows = np.flatnonzero(np.isnan(Xi).all(axis=1) if dense else Xi < 0)
+        out = family.inner.impute(emis, Xi, fb.post[:, Ks:]) if dense else Xi.copy()
+        if len(rows):
+            at = self._source_predictions(Xi, seqs, rows)   # (K_s, len(rows), W or D)
+            mix = np.einsum("nk,knd->nd", fb.post[rows, :Ks], at)
+            if dense:
+                out[rows] += mix
+            else:
+                mix += fb.post[rows, Ks:] @ emis["emissionprob"]
+                out[rows] = np.argmax(mix, axis=1)
+        return out if dense else out.reshape(np.shape(X))
+
+    def _source_predictions(self, y, seqs: Sequences, rows: np.ndarray) -> np.ndarray:
+        """Each source's prediction at the positions ``rows`` of ``y`` (the distribution
+        over the symbols, or the mean of a density source's predictive distribution),
+        stepping through each sequence up to its last such position."""
+        dense = self.emission != "categorical"
+        sources = self._sources()
+        width = self.n_features_
+        out = np.empty((len(sources), len(rows), width))
+        bounds = seqs.bounds
+        which = np.searchsorted(bounds, rows, side="right") - 1
+        for s in np.unique(which):
+            a, wanted = bounds[s], rows[which == s]
+            index = {int(t): int(i) for i, t in zip(np.flatnonzero(which == s), wanted,
+                                                    strict=True)}
+            for k, src in enumerate(sources):
+                pred = src.reset()
+                for t in range(a, int(wanted[-1]) + 1):
+                    if t in index:
+                        out[k, index[t]] = _predictive_mean(pred, width, k) if dense else pred
+                    if t < wanted[-1]:
+                        pred = src.step(y[t] if dense else int(y[t]))
+        return out
 
     def sample(self, n_samples: int = 1, random_state=None):
         """Draw one sequence ``(X, states)``: the state path from the chain, each observation
@@ -416,6 +499,24 @@ class PROPS(HMM):
             raise ModelFileError(f"sources: malformed list of saved sources {names!r}")
         params = {**params, "sources": [load_source(part(n)) for n in names]}
         return cls(**params)
+
+
+def _predictive_mean(d, n_features: int, k: int) -> np.ndarray:
+    """The mean of a density source's predictive distribution ``d`` (``d.mean()`` or the
+    attribute ``d.mean``, as scipy's frozen distributions have), as ``(n_features,)``."""
+    mean = getattr(d, "mean", None)
+    if mean is None:
+        raise InvalidInputError(
+            f"sources: entry {k} returned a predictive distribution ({type(d).__name__}) "
+            "without a mean; impute fills a missing row with the posterior predictive mean, "
+            "so give it mean() (a frozen scipy.stats distribution has one)")
+    mean = np.asarray(mean() if callable(mean) else mean, dtype=np.float64)
+    try:
+        return np.broadcast_to(mean, (n_features,)).copy()
+    except ValueError:
+        raise InvalidInputError(
+            f"sources: entry {k}: the mean of its predictive distribution has shape "
+            f"{mean.shape}, not ({n_features},)") from None
 
 
 def _positions(state: dict, k: int) -> dict:

@@ -106,16 +106,21 @@ def _word_panel(words: list[str], unk: np.ndarray, seq_starts: set[int], values:
     return '<div class="words">' + "".join(parts) + "</div>"
 
 
-def _plot_curves(curves: dict, path: Path) -> Path:
+def _plot_curves(curves: dict, path: Path, observed: np.ndarray | None = None) -> Path:
+    """Running means of the prequential log-probabilities (over the ``observed`` words
+    only, when some are missing)."""
     from .plots import _figure, _save
 
+    if observed is not None:
+        curves = {k: np.asarray(v, dtype=float)[observed] for k, v in curves.items()}
     fig = _figure(7.0, 3.8)
     ax = fig.add_subplot()
     for key in ("props", "hmm", "black_box"):
         lp = np.asarray(curves[key], dtype=float)
         n = np.arange(1, len(lp) + 1)
         ax.plot(n, np.cumsum(lp) / n, label=_MODEL_NAMES[key], color=_COLORS[key], lw=1.6)
-    ax.set_xlabel("words seen")
+    ax.set_xlabel("words seen" if observed is None or observed.all()
+                  else "observed words seen")
     ax.set_ylabel("running mean of log p(word | past)")
     ax.set_title("Learning curves on the personalisation stream (prequential)")
     ax.grid(True, alpha=0.3)
@@ -234,7 +239,8 @@ def write_personalize_report(result, out_dir, n_words: int = 400,
         + _table(["", ""], data_rows, "summary") + "</section>")
 
     # --- learning curves
-    p = _plot_curves(result.curves, out / "learning_curves.png")
+    p = _plot_curves(result.curves, out / "learning_curves.png",
+                     result.personalisation.observed)
     parts.append('<section id="curves"><h2>Learning curves</h2>'
                  "<p>Running mean of the prequential log-probability over the personalisation "
                  "stream (x: words seen). The black box does not learn; PROPS starts from it "
@@ -272,7 +278,9 @@ def write_personalize_report(result, out_dir, n_words: int = 400,
     lp_props, lp_hmm = sc.props_log_prob[:m], sc.hmm_log_prob[:m]
     lp_src, odds, pp = sc.source_log_prob[:m], sc.membership_log_odds[:m], \
         sc.perturbation_prob[:m]
-    unk_sfx = [" — <unk>: not in the reference vocabulary" if u else "" for u in unk]
+    unk_sfx = [" — missing (no emission term; predicted with probability 1)" if x < 0
+               else " — <unk>: not in the reference vocabulary" if u else ""
+               for x, u in zip(ev.X[:m], unk, strict=True)]
 
     def llr_panel(a, b, bname):
         d = a - b

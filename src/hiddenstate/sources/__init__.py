@@ -8,6 +8,7 @@ from pathlib import Path
 from ..errors import ModelFileError
 from ..io import read_json
 from .base import (
+    MISSING,
     CallableSource,
     DensitySource,
     ProtocolDensitySource,
@@ -15,13 +16,15 @@ from .base import (
     Source,
     as_source,
     check_distribution,
+    require_missing_support,
     sequence_log_probs,
 )
 from .kneser_ney import KneserNeySource
 
-__all__ = ["CallableSource", "DensitySource", "KneserNeySource", "LSTMSource",
+__all__ = ["MISSING", "CallableSource", "DensitySource", "KneserNeySource", "LSTMSource",
            "ProtocolDensitySource", "ProtocolSource", "Source", "as_source",
-           "check_distribution", "is_savable", "load_source", "sequence_log_probs"]
+           "check_distribution", "is_savable", "load_source", "require_missing_support",
+           "sequence_log_probs"]
 
 
 def __getattr__(name: str):

@@ -21,6 +21,23 @@ symbol whose probability is the mass of every word outside the vocabulary):
 ``reset()`` scores the first symbol, and the distribution returned by ``step(y_t)`` scores
 :math:`y_{t+1}`.
 
+**Missing history.** A sequence may have holes: a missing symbol is the marker
+:data:`MISSING` (``-1``), a missing observation vector of a :class:`DensitySource` a row of
+NaN. A source that sets :attr:`Source.supports_missing` (``True``) accepts the marker in
+:meth:`Source.step` (``step(MISSING)``, ``step(nan_row)``): the history it conditions on
+keeps the hole, and it returns its prediction of the next symbol *given the observed
+symbols and the position of the hole*, by a rule it documents (the exact conditional
+for a hole at :math:`t`,
+:math:`\sum_w f(w \mid y_{<t})\, f(y_{t+1} \mid y_{<t}, w)`, would run the source once per
+possible symbol, and a second hole multiplies that):
+:class:`~hiddenstate.sources.KneserNeySource` backs off to the context after the last hole,
+:class:`~hiddenstate.sources.LSTMSource` feeds the expected embedding under its own
+predictive distribution, :class:`CallableSource` passes the marker on to the function (which
+must declare that it handles it). :meth:`Source.log_probs` gives ``0`` (log 1) at a missing
+position: a missing observation has no emission term. A source that does not declare support
+is refused where missing data meets it (PROPS checks before computing anything), with an
+error that names the source and the fix.
+
 :class:`CallableSource` adapts a plain function of the history. :class:`DensitySource` is the
 same protocol for real-valued observation vectors (predictive densities), for PROPS with
 Gaussian or Poisson perturbation states.
@@ -34,13 +51,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._validation import check_positive_int, check_symbols
+from .._validation import MISSING_SYMBOL, check_positive_int, check_symbols
 from ..errors import InvalidInputError
 from ..textio import Vocabulary
 
-__all__ = ["CallableSource", "DensitySource", "ProtocolDensitySource", "ProtocolSource", "Source",
-           "as_source", "available_memory", "check_distribution", "check_memory",
-           "check_symbol", "resolve_alphabet", "sequence_log_probs"]
+__all__ = ["MISSING", "CallableSource", "DensitySource", "ProtocolDensitySource", "ProtocolSource",
+           "Source", "as_source", "available_memory", "check_distribution", "check_memory",
+           "check_symbol", "require_missing_support", "resolve_alphabet",
+           "sequence_log_probs"]
+
+#: the marker of a missing symbol in a source's history (see the module docstring)
+MISSING = MISSING_SYMBOL
 
 #: tolerance on the sum of a predictive distribution
 SUM_TOL = 1e-6
@@ -153,13 +174,32 @@ def resolve_alphabet(X, n_symbols, vocabulary, memory: Callable[[int], float] | 
     return y, W
 
 
-def check_symbol(y, n_symbols: int, name: str = "y") -> int:
-    """``y`` as an int in ``0 .. n_symbols - 1`` (the argument of :meth:`Source.step`)."""
+def check_symbol(y, n_symbols: int, name: str = "y", allow_missing: bool = False) -> int:
+    """``y`` as an int in ``0 .. n_symbols - 1`` (the argument of :meth:`Source.step`);
+    with ``allow_missing`` also :data:`MISSING`."""
+    lowest = MISSING if allow_missing else 0
     if isinstance(y, (bool, np.bool_)) or not isinstance(y, (int, np.integer)) \
-            or not 0 <= int(y) < n_symbols:
+            or not lowest <= int(y) < n_symbols:
         raise InvalidInputError(
-            f"{name}: expected a symbol id in 0 .. {n_symbols - 1}, got {y!r}")
+            f"{name}: expected a symbol id in 0 .. {n_symbols - 1}"
+            + (f" or {MISSING} (missing)" if allow_missing else "") + f", got {y!r}")
     return int(y)
+
+
+def require_missing_support(source, who: str, reason: str, dense: bool) -> None:
+    """An :class:`InvalidInputError` (naming ``who``) unless ``source`` declares that it takes
+    missing history (:attr:`Source.supports_missing`); ``reason`` says what is missing."""
+    if getattr(source, "supports_missing", False) is True:
+        return
+    marker = "a row of NaN" if dense else f"the symbol {MISSING}"
+    name = type(getattr(source, "obj", source)).__name__
+    raise InvalidInputError(
+        f"{who} ({name}) does not declare that it takes missing history, but {reason}; "
+        "make its step() "
+        f"accept the missing marker ({marker}) and return its prediction of the next "
+        "observation given the history with that hole, then set supports_missing = True on "
+        "it (CallableSource(..., supports_missing=True) for a function of the history; see "
+        "docs/props.md), or fill the missing observations in first")
 
 
 class Source(ABC):
@@ -171,6 +211,9 @@ class Source(ABC):
 
     n_symbols: int
     vocabulary = None
+    #: whether :meth:`step` takes the missing marker (:data:`MISSING`; a NaN row for a
+    #: :class:`DensitySource`) and predicts past the hole (see the module docstring)
+    supports_missing: bool = False
 
     @abstractmethod
     def reset(self) -> np.ndarray:
@@ -190,13 +233,14 @@ class Source(ABC):
 
     def log_probs(self, y: np.ndarray) -> np.ndarray:
         r""":math:`\log f(y_t \mid y_{<t})` for ``t = 0 .. len(y) - 1`` of one sequence
-        (resets the source; leaves it after the last symbol)."""
+        (resets the source; leaves it after the last symbol). A missing symbol
+        (:data:`MISSING`) scores 0 and is passed on to :meth:`step`."""
         y = np.asarray(y, dtype=np.int64)
         W, who = self.n_symbols, self._who()
         out = np.empty(len(y))
         p = check_distribution(self.reset(), W, who)
         for t, w in enumerate(y):
-            out[t] = p[w]
+            out[t] = p[w] if w >= 0 else 1.0
             if t + 1 < len(y):
                 p = check_distribution(self.step(int(w)), W, who)
         with np.errstate(divide="ignore"):
@@ -217,7 +261,7 @@ class Source(ABC):
             p = check_distribution(start["next"], W, "start['next']")
         out = np.empty(len(y))
         for t, w in enumerate(y):
-            out[t] = p[w]
+            out[t] = p[w] if w >= 0 else 1.0
             p = check_distribution(self.step(int(w)), W, who)
         with np.errstate(divide="ignore"):
             return np.log(out), {**self.snapshot(), "next": np.asarray(p, dtype=np.float64)}
@@ -284,7 +328,7 @@ class DensitySource(Source):
         out = np.empty(len(X))
         d = self.reset()
         for t, x in enumerate(X):
-            out[t] = np.sum(d.logpdf(x))
+            out[t] = _row_logpdf(d, x)
             if t + 1 < len(X):
                 d = self.step(x)
         return _checked_log_densities(out, self._who())
@@ -299,12 +343,20 @@ class DensitySource(Source):
             d = self.predictive()
         out = np.empty(len(X))
         for t, x in enumerate(X):
-            out[t] = np.sum(d.logpdf(x))
+            out[t] = _row_logpdf(d, x)
             d = self.step(x)
         return _checked_log_densities(out, self._who()), self.snapshot()
 
     def describe(self) -> str:
         return f"{type(self).__name__}(n_features={self.n_features})"
+
+
+def _row_logpdf(d, x: np.ndarray) -> float:
+    """``log d(x)`` (per-feature log-densities summed); 0 for a missing row (every entry
+    NaN: no emission term)."""
+    if np.isnan(x[0]) and np.isnan(x).all():
+        return 0.0
+    return np.sum(d.logpdf(x))
 
 
 def _checked_log_densities(out: np.ndarray, who: str) -> np.ndarray:
@@ -333,6 +385,8 @@ class _Adapter:
                 f"has {', '.join(f'{m}()' for m in methods)} and {size} (see docs/props.md), "
                 "or wrap a function of the history in hiddenstate.sources.CallableSource")
         self.obj, self.who = obj, who
+        # the object's own declaration (exactly True) that step() takes the missing marker
+        self.supports_missing = getattr(obj, "supports_missing", False) is True
         return int(n)
 
     def _who(self) -> str:
@@ -391,7 +445,10 @@ class ProtocolSource(_Adapter, Source):
         return check_distribution(self.obj.reset(), self.n_symbols, self.who)
 
     def step(self, y: int) -> np.ndarray:
-        y = check_symbol(y, self.n_symbols)
+        if y is MISSING or (isinstance(y, (int, np.integer)) and y == MISSING):
+            require_missing_support(self, f"y: {self.who}", f"y is the missing marker {MISSING}",
+                                    dense=False)
+        y = check_symbol(y, self.n_symbols, allow_missing=True)
         return check_distribution(self.obj.step(y), self.n_symbols, self.who)
 
 
@@ -415,6 +472,10 @@ class ProtocolDensitySource(_Adapter, DensitySource):
         return self._checked(self.obj.reset())
 
     def step(self, x):
+        x = np.asarray(x, dtype=np.float64)
+        if np.isnan(x).all():
+            require_missing_support(self, f"x: {self.who}", "x is a missing row (all NaN)",
+                                    dense=True)
         return self._checked(self.obj.step(x))
 
     def predictive(self):
@@ -441,10 +502,15 @@ class CallableSource(Source):
     """Adapter for ``fn(history) -> probabilities``: ``history`` is the 1-D int64 array of
     the symbols seen so far in the sequence (empty at its start). The adapter keeps the
     history, so each call costs whatever ``fn`` costs on it; every returned distribution is
-    checked (shape, non-negative, sums to one)."""
+    checked (shape, non-negative, sums to one).
+
+    ``supports_missing=True`` declares that ``fn`` handles holes: a missing symbol stays in
+    the history as :data:`MISSING` (``-1``; careful, ``p[history[-1]]`` would silently read
+    the last symbol's entry), and ``fn`` returns its prediction given that history. Without
+    it, data with missing symbols is refused."""
 
     def __init__(self, fn: Callable[[np.ndarray], np.ndarray], n_symbols: int,
-                 name: str | None = None, vocabulary=None):
+                 name: str | None = None, vocabulary=None, supports_missing: bool = False):
         if not callable(fn):
             raise InvalidInputError(f"fn: expected a callable of the history, got {fn!r}")
         n_symbols = check_positive_int(n_symbols, "n_symbols")
@@ -455,7 +521,11 @@ class CallableSource(Source):
             raise InvalidInputError(
                 f"vocabulary: expected None or a hiddenstate.textio.Vocabulary of n_symbols = "
                 f"{n_symbols} tokens, got {vocabulary!r}")
+        if not isinstance(supports_missing, (bool, np.bool_)):
+            raise InvalidInputError(
+                f"supports_missing: expected True or False, got {supports_missing!r}")
         self.fn = fn
+        self.supports_missing = bool(supports_missing)
         self.n_symbols = n_symbols
         self.name = name or getattr(fn, "__name__", "callable")
         self.vocabulary = vocabulary
@@ -470,7 +540,11 @@ class CallableSource(Source):
         return self._call()
 
     def step(self, y: int) -> np.ndarray:
-        self._history.append(check_symbol(y, self.n_symbols))
+        y = check_symbol(y, self.n_symbols, allow_missing=True)
+        if y == MISSING:
+            require_missing_support(self, f"y: {self._who()}",
+                                    f"y is the missing marker {MISSING}", dense=False)
+        self._history.append(y)
         return self._call()
 
     def snapshot(self) -> dict[str, np.ndarray]:
@@ -479,7 +553,8 @@ class CallableSource(Source):
     def restore(self, snapshot: dict[str, np.ndarray]) -> None:
         history = snapshot.get("history") if isinstance(snapshot, dict) else None
         if history is not None and np.size(history):
-            history = check_symbols(np.ravel(history), self.n_symbols, "snapshot")
+            history = check_symbols(np.ravel(history), self.n_symbols, "snapshot",
+                                    allow_missing=self.supports_missing)
         elif history is not None:
             history = np.empty(0, dtype=np.int64)
         else:

@@ -43,6 +43,18 @@ seen in training -- has strictly positive probability in every context. Together
 :class:`~hiddenstate.textio.Vocabulary` (id 0 is ``<unk>``, which collects out-of-vocabulary
 words and is counted like any other id) this is the unknown-word policy.
 
+Missing history. A missing symbol (the marker ``-1``, :data:`~.base.MISSING`) stays in
+the context as a hole, and a context that reaches back over a hole is treated like a context
+never seen in training: it passes its lower order through. So the prediction after a hole
+is :math:`p_m(w \mid s)` with :math:`s` the longest fully observed suffix of the context
+(the symbols after the last hole, :math:`m = |s| + 1`): the model's own lower-order
+Kneser-Ney distribution of that shorter context (with its continuation counts), computed
+exactly as it would be for ``s`` alone. This is the conditioning the source supports; the
+n-gram's conditional given the observed symbols around the hole, :math:`\sum_w p(w \mid
+h)\, p(y \mid h w)`, is *not* what it returns. A missing symbol itself is scored 0 (log 1)
+by :meth:`KneserNeySource.log_probs`. Right after a hole at the start of a sequence the
+beginning-of-sequence marker is out of reach too (the unigram :math:`p_1`).
+
 Discounts. With ``discount=None`` each order gets one discount estimated from the
 count-of-counts of its adjusted counts (Ney, Essen & Kneser 1994; Chen & Goodman eq. 26):
 
@@ -77,7 +89,7 @@ from ..errors import InvalidInputError, ModelFileError, NotFittedError
 from ..families.categorical import MAX_INFERRED_SYMBOLS
 from ..io import from_json, read_bundle, reading, to_json, write_bundle
 from ..textio import Vocabulary
-from .base import Source, check_symbol, resolve_alphabet
+from .base import MISSING, Source, check_symbol, resolve_alphabet
 
 __all__ = ["DISCOUNT_MAX", "DISCOUNT_MIN", "KneserNeySource", "SOURCE_FORMAT",
            "estimate_discount"]
@@ -214,6 +226,9 @@ class KneserNeySource(Source):
         The discount of each order, lowest first.
     """
 
+    #: a missing symbol backs off to the context after it (see the module docstring)
+    supports_missing = True
+
     def __init__(self, order: int = 3, discount: float | None = None):
         self.order = order
         self.discount = discount
@@ -313,6 +328,8 @@ class KneserNeySource(Source):
         base = W + 1
         for j in range(len(ctx) + 1):
             if j:
+                if ctx[-j] == MISSING:
+                    break  # a hole: as an unseen context (the longest observed suffix)
                 keys = self._levels[j]["ctx"]
                 key = cid * base + ctx[-j]
                 i = int(np.searchsorted(keys, key))
@@ -332,15 +349,17 @@ class KneserNeySource(Source):
         return self._distribution(self._ctx)
 
     def step(self, y: int) -> np.ndarray:
-        """Consume symbol ``y``; return the distribution of the next symbol. Only the last
-        ``order - 1`` symbols are kept, so the cost does not grow with the sequence."""
-        y = check_symbol(y, self.n_symbols)
+        """Consume symbol ``y`` (or :data:`~.base.MISSING`, a hole); return the
+        distribution of the next symbol. Only the last ``order - 1`` symbols are kept, so
+        the cost does not grow with the sequence."""
+        y = check_symbol(y, self.n_symbols, allow_missing=True)
         self._ctx = self._trim(self._ctx + [y])
         return self._distribution(self._ctx)
 
     def snapshot(self) -> dict[str, np.ndarray]:
         """``{"context": ids}``: the last (up to ``order - 1``) symbols, oldest first; the id
-        ``n_symbols`` stands for the beginning-of-sequence marker."""
+        ``n_symbols`` stands for the beginning-of-sequence marker, ``-1`` for a missing
+        symbol."""
         self._check_is_fitted()
         return {"context": np.array(self._ctx, dtype=np.int64)}
 
@@ -354,8 +373,8 @@ class KneserNeySource(Source):
         keep, bos = self.order_ - 1, self._bos
         ok = ctx.ndim == 1 and ctx.dtype.kind in "iu" and len(ctx) <= keep
         if ok and len(ctx):
-            ok = bool(np.all((ctx >= 0) & (ctx < self._n_symbols))
-                      if ctx[0] != bos else np.all((ctx[1:] >= 0) & (ctx[1:] < bos)))
+            ok = bool(np.all((ctx >= MISSING) & (ctx < self._n_symbols))
+                      if ctx[0] != bos else np.all((ctx[1:] >= MISSING) & (ctx[1:] < bos)))
         if ok and keep:
             ok = len(ctx) == keep or (len(ctx) > 0 and ctx[0] == bos)
         if not ok:
@@ -374,7 +393,7 @@ class KneserNeySource(Source):
         if np.asarray(y).size == 0:
             self.reset()
             return np.empty(0)
-        y = check_symbols(y, None, "y")
+        y = check_symbols(y, None, "y", allow_missing=True)
         _check_range(y, self._n_symbols, "y", "encode it with the training vocabulary")
         out = self._scores([self._bos], y)
         self._ctx = self._trim([self._bos] + [int(v) for v in y[:-1]])
@@ -393,7 +412,7 @@ class KneserNeySource(Source):
             ctx = list(self._ctx)
         y = np.asarray(y)
         if y.size:
-            y = check_symbols(y, None, "y")
+            y = check_symbols(y, None, "y", allow_missing=True)
             _check_range(y, self._n_symbols, "y", "encode it with the training vocabulary")
             out = self._scores(ctx, y)
             ctx = self._trim(ctx + [int(v) for v in y])
@@ -404,10 +423,13 @@ class KneserNeySource(Source):
 
     def _scores(self, ctx0: list[int], y: np.ndarray) -> np.ndarray:
         """log p(y_t | context) for every t, the context of ``y[0]`` being ``ctx0`` (the
-        kept context: up to ``order - 1`` ids, possibly starting with the BOS marker)."""
+        kept context: up to ``order - 1`` ids, possibly starting with the BOS marker); a
+        hole (``-1``) in the context ends it as an unseen context does, a missing ``y_t``
+        scores 0."""
         T, W, base = len(y), self._n_symbols, self._n_symbols + 1
         m = len(ctx0)
         padded = np.concatenate((np.asarray(ctx0, dtype=np.int64), y))  # y[t] at t + m
+        holes = bool(len(padded)) and int(padded.min()) < 0
         t_idx = np.arange(T, dtype=np.int64)
         p = np.full(T, 1.0 / W)
         cid = np.zeros(T, dtype=np.int64)
@@ -417,9 +439,12 @@ class KneserNeySource(Source):
                 alive &= t_idx >= j - m  # a context of length j needs j earlier positions
                 idx = np.flatnonzero(alive)
                 keys = self._levels[j]["ctx"]
-                key = cid[idx] * base + padded[idx + m - j]
+                sym = padded[idx + m - j]
+                key = cid[idx] * base + sym
                 pos = np.searchsorted(keys, key)
                 hit = keys[np.minimum(pos, len(keys) - 1)] == key
+                if holes:
+                    hit &= sym != MISSING
                 alive[idx[~hit]] = False
                 cid[idx[hit]] = pos[hit]
             idx = np.flatnonzero(alive)
@@ -431,6 +456,8 @@ class KneserNeySource(Source):
             k = np.minimum(np.searchsorted(ngrams, ng), len(ngrams) - 1)
             d = np.where(ngrams[k] == ng, self._dprob[j][k], 0.0)
             p[idx] = self._gamma[j][c] * p[idx] + d
+        if holes:
+            p[y == MISSING] = 1.0  # no emission term
         return np.log(p)
 
     def describe(self) -> str:

@@ -25,6 +25,19 @@ returns a learned distribution of the first symbol.
 the model treats it as an ordinary symbol, both as an input and as a prediction whose
 probability is the mass of every out-of-vocabulary word.
 
+**Missing history.** A missing symbol (the marker ``-1``, :data:`~.base.MISSING`) is fed
+as the *expected embedding* under the model's own prediction for it,
+:math:`\bar x_t = \sum_w f(w \mid y_{<t})\, E_w`, and the LSTM takes its ordinary step
+from there; a missing symbol scores 0 (log 1). This is the first-order (mean-field)
+approximation of the exact conditional :math:`\sum_w f(w \mid y_{<t})\, f(y_{t+1} \mid
+y_{<t}, w)`, which would run the network once per symbol, and it keeps what the
+alternatives lose: the position of the hole (skipping it would read the next word as if
+it stood where the missing one did), the context before it (a reset forgets it) and
+the model's belief about the missing word (the ``<unk>`` input would claim it is a rare
+word; an untrained "missing" row would be noise). It costs one decoder row (the
+prediction at the hole) and one ``(W, E)`` product per hole, and nothing for data without
+holes (:meth:`LSTMSource.log_probs` then takes the path it always took).
+
 torch is imported only when an :class:`LSTMSource` is built, so ``import hiddenstate`` and
 ``import hiddenstate.sources`` work without it; building one without torch raises
 :class:`MissingDependencyError`.
@@ -52,7 +65,7 @@ from ..errors import (
 )
 from ..io import from_json, read_bundle, reading, to_json, write_bundle
 from ..textio import Vocabulary
-from .base import Source, check_symbol, resolve_alphabet
+from .base import MISSING, Source, check_symbol, resolve_alphabet
 
 __all__ = ["LSTMSource", "MissingDependencyError", "SOURCE_FORMAT"]
 
@@ -193,6 +206,9 @@ class LSTMSource(Source):
     >>> src = LSTMSource(hidden_dim=32, epochs=3).fit(X, lengths)   # doctest: +SKIP
     >>> p = src.reset(); p = src.step(int(X[0]))                      # doctest: +SKIP
     """
+
+    #: a missing symbol is fed as its expected embedding (see the module docstring)
+    supports_missing = True
 
     #: tokens per LSTM pass of :meth:`log_probs` (the state carries across chunks; the
     #: decoder then runs on blocks of rows whose float64 logits take about 16 MB)
@@ -517,12 +533,28 @@ class LSTMSource(Source):
         self._h = self._c = None
 
     def _feed(self, symbol: int) -> np.ndarray:
-        """Consume one input id (a symbol or BOS); return the next distribution. One LSTM
-        step written out (a call of nn.LSTM costs more than the arithmetic here)."""
+        """Consume one input id (a symbol or BOS); return the next distribution."""
+        return self._feed_input(self._net.embedding.weight[symbol])
+
+    def _expected_input(self, p: np.ndarray):
+        r""":math:`\sum_w p_w E_w`: the input of a missing symbol whose predictive
+        distribution is ``p`` (float32, like the embeddings)."""
+        torch = self._torch
+        with torch.no_grad():
+            weights = torch.from_numpy(np.asarray(p, dtype=np.float32)).to(self._device)
+            return torch.mv(self._net.embedding.weight[:self.n_symbols].T, weights)
+
+    def _feed_missing(self) -> np.ndarray:
+        """Consume a missing symbol (its expected embedding under the current prediction);
+        return the next distribution."""
+        return self._feed_input(self._expected_input(self._distribution(self._h[-1, 0])))
+
+    def _feed_input(self, x) -> np.ndarray:
+        """Consume one input vector; return the next distribution. One LSTM step written
+        out (a call of nn.LSTM costs more than the arithmetic here)."""
         torch = self._torch
         H = int(self.hidden_dim)
         with torch.no_grad():
-            x = self._net.embedding.weight[symbol]
             hs, cs = [], []
             for k, (w_ih, w_hh, b) in enumerate(self._cells):
                 gates = torch.addmv(b, w_ih, x)
@@ -559,13 +591,14 @@ class LSTMSource(Source):
         return self._feed(self.n_symbols)
 
     def step(self, y: int) -> np.ndarray:
-        """Consume ``y`` (O(1): one LSTM step from the carried ``(h, c)``); the next
-        symbol's distribution (float64, softmax of the float32 logits in float64)."""
+        """Consume ``y`` (O(1): one LSTM step from the carried ``(h, c)``; a missing
+        symbol, ``-1``, is fed as its expected embedding); the next symbol's distribution
+        (float64, softmax of the float32 logits in float64)."""
         self._require_fitted()
-        y = check_symbol(y, self.n_symbols)
+        y = check_symbol(y, self.n_symbols, allow_missing=True)
         if self._h is None:
             self.reset()
-        return self._feed(y)
+        return self._feed_missing() if y == MISSING else self._feed(y)
 
     def snapshot(self) -> dict[str, np.ndarray]:
         """``{"h", "c"}``: float64 arrays ``(num_layers, hidden_dim)``, the state after the
@@ -601,7 +634,7 @@ class LSTMSource(Source):
         arr = np.asarray(y)
         if arr.ndim == 1 and arr.size == 0:
             return np.empty(0, dtype=np.int64)
-        arr = check_symbols(arr, None, "y")
+        arr = check_symbols(arr, None, "y", allow_missing=True)
         if int(arr.max()) >= self.n_symbols:
             raise InvalidInputError(
                 f"y: symbol {int(arr.max())} is out of range for n_symbols={self.n_symbols}")
@@ -618,8 +651,6 @@ class LSTMSource(Source):
         tgt_t = torch.from_numpy(targets).to(dev)
         out = np.empty(n_tgt)
         chunk = max(1, int(self.chunk_size))
-        # decoder rows per block: float64 logits of about 16 MB
-        block = max(16, (1 << 21) // int(self.n_symbols))
         top = h[-1, 0]
         with torch.no_grad():
             for a in range(0, n_in, chunk):
@@ -628,12 +659,54 @@ class LSTMSource(Source):
                 hs = hs[0]
                 top = hs[-1]
                 m = min(len(hs), n_tgt - a)
-                for r in range(0, m, block):
-                    e = min(m, r + block)
-                    logits = net.decoder(hs[r:e]).double()
-                    lp = logits.gather(1, tgt_t[a + r:a + e, None])[:, 0] \
-                        - torch.logsumexp(logits, dim=1)
-                    out[a + r:a + e] = lp.cpu().numpy()
+                self._score_rows(hs[:max(m, 0)], tgt_t[a:a + max(m, 0)], out, a)
+        return out, h, c, top
+
+    def _score_rows(self, hs, tgt_t, out: np.ndarray, lo: int) -> None:
+        """``out[lo + r] = log softmax(decoder(hs[r]))[tgt_t[r]]`` for the rows of ``hs``,
+        decoded in blocks whose float64 logits take about 16 MB."""
+        torch = self._torch
+        block = max(16, (1 << 21) // int(self.n_symbols))
+        for r in range(0, len(hs), block):
+            e = min(len(hs), r + block)
+            logits = self._net.decoder(hs[r:e]).double()
+            lp = logits.gather(1, tgt_t[r:e, None])[:, 0] - torch.logsumexp(logits, dim=1)
+            out[lo + r:lo + e] = lp.cpu().numpy()
+
+    def _run_holes(self, inputs: np.ndarray, targets: np.ndarray, h, c):
+        """:meth:`_run` where ``inputs`` and ``targets`` may hold missing symbols (a missing
+        target scores 0). The LSTM runs batched between the missing inputs; each missing
+        input is fed as its expected embedding under the prediction at that point (as
+        :meth:`step` does: ``_distribution`` of the top hidden state before it); the rows
+        are decoded in large blocks afterwards (every ``chunk_size`` rows), as :meth:`_run`
+        decodes them. Without missing symbols it is :meth:`_run` itself."""
+        holes = np.flatnonzero(inputs == MISSING)
+        missing_targets = targets == MISSING
+        if not len(holes) and not missing_targets.any():
+            return self._run(inputs, targets, h, c)
+        torch = self._torch
+        net, dev = self._net, self._device
+        n_in, n_tgt = len(inputs), len(targets)
+        inp_t = torch.from_numpy(np.where(inputs == MISSING, 0, inputs)).to(dev)
+        tgt_t = torch.from_numpy(np.where(missing_targets, 0, targets)).to(dev)
+        out = np.empty(n_tgt)
+        chunk = max(1, int(self.chunk_size))
+        top = h[-1, 0]
+        pending, done = [], 0          # LSTM outputs not decoded yet, rows decoded so far
+        cuts = sorted({0, n_in, *holes.tolist(), *range(0, n_in, chunk)})
+        with torch.no_grad():
+            for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+                x = net.embedding(inp_t[a:b])
+                if inputs[a] == MISSING:
+                    x = torch.cat([self._expected_input(self._distribution(top))[None], x[1:]])
+                hs, (h, c) = net.lstm(x.unsqueeze(0), (h, c))
+                top = hs[0, -1]
+                pending.append(hs[0])
+                if b - done >= chunk or b == n_in:
+                    rows = torch.cat(pending)[:max(n_tgt - done, 0)]
+                    self._score_rows(rows, tgt_t[done:done + len(rows)], out, done)
+                    pending, done = [], b
+        out[missing_targets] = 0.0
         return out, h, c, top
 
     def log_probs(self, y) -> np.ndarray:
@@ -647,7 +720,7 @@ class LSTMSource(Source):
             self.reset()
             return np.empty(0)
         inputs = np.concatenate([[self.n_symbols], y[:-1]]).astype(np.int64)
-        out, self._h, self._c, _ = self._run(inputs, y, *self._zero_state())
+        out, self._h, self._c, _ = self._run_holes(inputs, y, *self._zero_state())
         return out
 
     def log_probs_from(self, y, start: dict | None = None
@@ -661,7 +734,7 @@ class LSTMSource(Source):
         if start is None:
             h, c = self._zero_state()
             inputs = np.concatenate([[self.n_symbols], y]).astype(np.int64)
-            out, self._h, self._c, top = self._run(inputs, y, h, c)
+            out, self._h, self._c, top = self._run_holes(inputs, y, h, c)
         else:
             if not isinstance(start, dict) or "next" not in start:
                 raise InvalidInputError(
@@ -674,9 +747,10 @@ class LSTMSource(Source):
             self.restore({k: v for k, v in start.items() if k != "next"})
             if len(y) == 0:
                 return np.empty(0), {**self.snapshot(), "next": nxt.copy()}
-            rest, self._h, self._c, top = self._run(y, y[1:], self._h, self._c)
+            rest, self._h, self._c, top = self._run_holes(y, y[1:], self._h, self._c)
             with np.errstate(divide="ignore"):
-                out = np.concatenate([[np.log(nxt[y[0]])], rest])
+                first = 0.0 if y[0] == MISSING else np.log(nxt[y[0]])
+            out = np.concatenate([[first], rest])
         return out, {**self.snapshot(), "next": self._distribution(top)}
 
     # ------------------------------------------------------------------ persistence

@@ -37,10 +37,12 @@ class OnlineLearner(Protocol):
         """Initial state from initial parameters ``theta`` and the emission family."""
 
     def update(self, state: dict, X: np.ndarray, lengths: np.ndarray, family,
-               continues: bool = False) -> dict:
+               continues: bool = False, states: np.ndarray | None = None) -> dict:
         """Consume the sequences ``X`` (concatenated, validated) in order; return the new
         state. ``continues=True``: the first sequence continues the one the previous call
-        ended in (online EM only; per-sequence learners refuse it)."""
+        ended in (online EM only; per-sequence learners refuse it). ``states``: partial
+        state labels ``(len(X),)`` (``-1``: unknown); at a labelled step every other state
+        has emission probability 0 (:func:`hiddenstate.inference.clamp_states`)."""
 
     def params(self, state: dict, family) -> dict:
         """Current parameters ``theta`` (materialised from the state)."""

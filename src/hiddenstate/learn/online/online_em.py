@@ -66,13 +66,33 @@ Gaussian and Poisson emissions use ``family.mstep`` with the family's own conjug
 the MAP defaults of ``docs/learning-modes.md``, e.g. ``covars_prior=0.01``; a state without
 mass keeps its values).
 
+**Missing entries and Gaussian mixtures: the complete data.** Cappé's recursion needs,
+at each step, the new term :math:`E[s(Y_t, X_t) \mid Z_t = k, y_t; \theta_{t-1}]` of
+state ``k``'s statistics, where :math:`X_t` is whatever else is hidden at step ``t``
+besides the state. A categorical symbol, a Poisson count or a complete Gaussian row hides
+nothing: the term is :math:`s(y_t)`. A Gaussian row with missing dimensions :math:`m`
+hides :math:`x_m`: the term holds :math:`E[x \mid x_o, z = k]` and :math:`E[x x^\top
+\mid x_o, z = k]` under :math:`\theta_{t-1}` (the batch E-step's conditional moments,
+:meth:`~hiddenstate.families.GaussianEmissions.statistics`), while the emission term is
+the marginal density of the observed dimensions; a row with nothing observed has neither.
+A Gaussian-mixture state (``emission="gmm"``) hides the component :math:`c`: state
+``k``'s statistic vector is one Gaussian vector per component, and the new term is its
+expectation under the responsibilities :math:`p(c \mid z = k, y_t; \theta_{t-1})` (with
+the conditional moments above when entries are missing); the component totals are the
+weights' counts, and the M-step is the mixture family's (weights, means, covariances,
+with its prior). This is online EM on the equivalent HMM over the K*M (state,
+component) pairs with transitions tied across components: the retrospective kernel of a
+pair depends only on its state, so the auxiliaries over pairs fold into the per-state
+ones kept here. The categorical path (lazy, per symbol) is unchanged.
+
 **Gaussian statistics about reference points.** Running averages of raw moments
 :math:`x` and :math:`x x^\top` lose every digit of a variance that is small next to the
 squared mean (data near 1e8 with unit spread). State ``i`` accumulates instead the
 statistics of :math:`x - a_i` (``frame[i]``; the family's ``shift``): all reference points
 start at the stream's first observation, and after an M-step a state whose mean has moved
 more than one standard deviation from its reference point gets the mean as its new one,
-its auxiliary re-expressed exactly (a linear map, see ``_follow_means``). Fits are then
+its auxiliary re-expressed exactly (a linear map, see ``_follow_means``); a mixture keeps
+one reference point per component (``frame`` (K, M, D)). Fits are then
 shift-invariant up to the rounding of the data themselves.
 
 **Polyak-Ruppert averaging** (``averaging=True``): the reported parameters are the
@@ -88,6 +108,19 @@ size W (amortised :math:`O(K^4 + K^3 \log B + W K^3 / B)` with the window ``bloc
 default the power of two at or above W, between 1024 and 65536); the emission matrix is
 materialised only by :meth:`OnlineEM.params`.
 
+**Several categorical features** (:class:`~hiddenstate.families.multicategorical.
+MultiCategoricalEmissions`): :math:`b_k(y_t) = \prod_f b^{(f)}_k(y_{tf})`, each factor the
+lazy MAP entry above from its own feature's statistics and prior
+(:math:`\alpha = 1 + 10^{-6}/W_f` by default). The state lays the features' symbols side
+by side (``emission0``, ``E``, ``touch``, ``avg_acc``: ``sum W_f`` columns/blocks) and keeps
+``G``, ``tree_Q`` and ``avg_U`` per feature (a leading axis F); one feature keeps the
+single-feature layout. A missing entry (``-1``) of one feature has no factor.
+
+**Partial state labels** (``states``): at a labelled step the emission of every other
+state is 0 (:func:`hiddenstate.inference.clamp_log_likelihood`, the batch modes' clamp), in
+the filter and so in the retrospective kernel and every statistic (Gaussian and Poisson:
+their log-likelihood rows clamped; categorical: in the kernel).
+
 **State.** A flat dict of NumPy arrays and Python scalars (the step counter ``t``, the
 filter ``phi``, the auxiliaries, the window and its tree, the averages, the Gaussian
 reference points ``frame``): saving and loading
@@ -100,14 +133,17 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..._validation import broadcast_param, check_lengths, check_stochastic
+from ..._validation import broadcast_param, check_lengths, check_states, check_stochastic
 from ...errors import InvalidInputError, ZeroProbabilityError
 from ...families.blackbox import BlackBoxEmissions
 from ...families.categorical import CategoricalEmissions
 from ...families.dirichlet import DirichletRows
 from ...families.gaussian import GaussianEmissions, full_covars
+from ...families.gmm import GMMEmissions
+from ...families.multicategorical import MultiCategoricalEmissions
 from ...families.multinomial import MultinomialEmissions
 from ...families.poisson import PoissonEmissions
+from ...inference import clamp_log_likelihood
 from ...kernels.online_em import (
     DIAG,
     FULL,
@@ -149,8 +185,11 @@ def _is_number(x) -> bool:
 
 
 class OnlineEM:
-    r"""Online EM (Cappé 2011) for HMMs with categorical, Gaussian, Poisson or multinomial
-    emissions (multinomial rows use the learner's ``emissionprob_prior``, as categorical ones).
+    r"""Online EM (Cappé 2011) for HMMs with categorical (one or several features per step),
+    Gaussian, Gaussian-mixture, Poisson or multinomial emissions (multinomial rows use the
+    learner's ``emissionprob_prior``, as categorical ones), with missing entries (partly
+    missing Gaussian, mixture and Poisson rows included; see the module docstring); partial
+    state labels clamp the filter.
 
     Parameters
     ----------
@@ -237,11 +276,21 @@ class OnlineEM:
         sa = self._alpha("startprob_prior", self.startprob_prior, (K,), K) - 1.0
         return np.ascontiguousarray(ta), np.ascontiguousarray(sa)
 
-    def _emission_prior(self, emission0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _emission_prior(self, emission0: np.ndarray, alphabets: tuple[int, ...] | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
         """Categorical ``alpha`` (K, W) and ``alpha - 1`` on the support of the initial
-        emission matrix (the support never changes: structural zeros stay zero)."""
+        emission matrix (the support never changes: structural zeros stay zero). Several
+        features (``alphabets``): their rows side by side, ``(K, sum W_f)``; the option is
+        then a scalar or broadcastable to the family's ``(F, K, max W_f)``, its default
+        :math:`1 + 10^{-6}/W_f` per feature."""
         K, W = emission0.shape
-        alpha = self._alpha("emissionprob_prior", self.emissionprob_prior, (K, W), W)
+        if alphabets is None or len(alphabets) == 1:
+            alpha = self._alpha("emissionprob_prior", self.emissionprob_prior, (K, W), W)
+        else:
+            alpha = np.concatenate([
+                self._alpha("emissionprob_prior", self.emissionprob_prior,
+                            (len(alphabets), K, max(alphabets)), Wf)[f, :, :Wf]
+                for f, Wf in enumerate(alphabets)], axis=1)
         if np.any(alpha[emission0 > 0] <= 1.0):
             raise InvalidInputError(
                 "emissionprob_prior: learn='online-em' needs a Dirichlet alpha > 1 for "
@@ -272,51 +321,70 @@ class OnlineEM:
         }
         avg = self.averaging
         inner, Ks = _unwrap(family)
-        if isinstance(inner, CategoricalEmissions):
-            W = family.n_features
-            emission0 = check_stochastic(theta["emission"]["emissionprob"], (K - Ks, W),
-                                         "emissionprob_")
+        alphabets = _alphabets(inner)
+        if alphabets is not None:
+            if isinstance(inner, MultiCategoricalEmissions):  # the features side by side
+                B0 = inner.check_params(theta["emission"])["emissionprob"]
+                emission0 = np.concatenate([B0[f, :, :Wf] for f, Wf in enumerate(alphabets)],
+                                           axis=1)
+            else:
+                emission0 = check_stochastic(theta["emission"]["emissionprob"],
+                                             (K - Ks, family.n_features), "emissionprob_")
+            W = emission0.shape[1]
             # source rows: placeholders (their emission probabilities come with the data)
             emission0 = np.vstack([np.full((Ks, W), 1.0 / W), emission0])
-            self._emission_prior(emission0)
+            self._emission_prior(emission0, alphabets)
             B = self.block
             if B is None:
                 B = _default_window(K, W)
+            F = len(alphabets)
+            multi = isinstance(inner, MultiCategoricalEmissions)
+            per_feature = (F,) if multi else ()  # one feature keeps the arrays it always had
             state.update({
                 "emission0": emission0,
-                "G": np.zeros((K, K)),
+                "G": np.zeros((*per_feature, K, K)),
                 "E": np.zeros((W, K, K)),
                 "touch": np.zeros(W, dtype=np.int64),
                 "window": 0,
                 "decay": 1.0,
                 "tree_P": np.zeros((2 * B, K, K)),
-                "tree_Q": np.zeros((2 * B if avg else 0, K, K)),
+                "tree_Q": np.zeros((*per_feature, 2 * B if avg else 0, K, K)),
                 "avg_acc": np.zeros((W if avg else 0, K)),
-                "avg_U": np.zeros(K),
+                "avg_U": np.zeros((*per_feature, K)),
             })
             return state
         layout = _layout(family)
         params = family.check_params(theta["emission"])
         state["rho_emission"] = np.zeros((K, layout.P, K))
         if layout.kind != POISSON:  # reference points of the Gaussian statistics, set by
-            state["frame"] = np.zeros((K, layout.D))  # the stream's first observation
+            # the stream's first observation; one per component of a mixture
+            state["frame"] = np.zeros((K, layout.D) if layout.M is None
+                                      else (K, layout.M, layout.D))
         for key, value in params.items():
             state["emission." + key] = np.array(value, dtype=np.float64)
             state["avg.emission." + key] = np.zeros_like(value, dtype=np.float64)
         return state
 
     def update(self, state: dict, X: np.ndarray, lengths: np.ndarray | None, family,
-               continues: bool = False, log_pred: np.ndarray | None = None) -> dict:
+               continues: bool = False, log_pred: np.ndarray | None = None,
+               states=None) -> dict:
         r"""Consume the sequences ``X`` (concatenated) in order; return the new state.
 
         ``log_pred`` (optional, ``(len(X),)``) receives the prequential log-probability
         :math:`\log p(y_t \mid y_{<t}, \theta_{t-1})` of every observation: predicted with
-        the parameters learned from the stream before it (a learning curve for free).
+        the parameters learned from the stream before it (a learning curve for free; at a
+        labelled step :math:`\log p(y_t, z_t = s_t \mid y_{<t}, \theta_{t-1})`).
+        ``states``: partial state labels (``-1``: unknown); at a labelled step every other
+        state's emission probability is 0 (the clamp of
+        :func:`hiddenstate.inference.clamp_states`), in the filter and therefore in the
+        retrospective kernel and every statistic.
         """
         self._check()
         state = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
         X = np.asarray(X)
         lengths = check_lengths(lengths, len(X))
+        if states is not None:
+            states = check_states(states, len(X), family.n_states)
         starts = np.zeros(len(X), dtype=np.bool_)
         starts[np.concatenate(([0], np.cumsum(lengths)[:-1]))] = True
         if continues:
@@ -325,22 +393,15 @@ class OnlineEM:
                     "continues: there is no previous sequence to continue (no observation "
                     "seen yet); pass continues=False")
             starts[0] = False
-        inner = _unwrap(family)[0]
-        if not isinstance(inner, CategoricalEmissions):
-            miss = np.isnan(np.asarray(X[:, -inner.n_features:], dtype=np.float64))
-            if np.any(miss.any(axis=1) & ~miss.all(axis=1)):
-                raise InvalidInputError(
-                    "X: learn='online-em' takes missing rows (every feature NaN) but not "
-                    "partly missing ones; fill them in first (HMM.impute) or use a batch "
-                    "mode, which marginalises the missing features")
         K = family.n_states
         trans_a, start_a = self._priors(K)
         if log_pred is None:
             log_pred = np.empty(len(X))
-        if isinstance(_unwrap(family)[0], CategoricalEmissions):
-            self._update_categorical(state, X, starts, family, trans_a, start_a, log_pred)
+        if _alphabets(_unwrap(family)[0]) is not None:
+            self._update_categorical(state, X, starts, family, trans_a, start_a, log_pred,
+                                     states)
         else:
-            self._update_dense(state, X, starts, family, trans_a, start_a, log_pred)
+            self._update_dense(state, X, starts, family, trans_a, start_a, log_pred, states)
         return state
 
     def params(self, state: dict, family) -> dict:
@@ -355,8 +416,10 @@ class OnlineEM:
         else:
             startprob, transmat = state["startprob"].copy(), state["transmat"].copy()
         inner, Ks = _unwrap(family)
-        if isinstance(inner, CategoricalEmissions):
-            emission = {"emissionprob": self._categorical_emission(state, averaged)[Ks:]}
+        alphabets = _alphabets(inner)
+        if alphabets is not None:
+            emission = {"emissionprob": _features(
+                self._categorical_emission(state, averaged, alphabets)[Ks:], inner)}
         else:
             prefix = "avg.emission." if averaged else "emission."
             emission = {key[len(prefix):]: (value / n_avg if averaged else value.copy())
@@ -384,7 +447,10 @@ class OnlineEM:
         for key in ("avg_startprob", "avg_transmat"):
             check_sums(state, key, n_avg, prefix, "a sum of n_avg distributions")
         if "emission0" in state:
-            check_probabilities(state, ("emission0",), prefix)
+            alphabets = _alphabets(_unwrap(family)[0])
+            for lo, hi in _blocks(alphabets):
+                check_stochastic(state["emission0"][:, lo:hi], (len(state["phi"]), hi - lo),
+                                 prefix + "emission0")
             check_nonneg(state, ("G", "E", "tree_P", "tree_Q", "avg_acc", "avg_U"), prefix)
             window = check_count(state, "window", prefix, high=len(state["tree_P"]) // 2 - 1,
                                  what="position in the window of the lazy scheme")
@@ -399,8 +465,9 @@ class OnlineEM:
                     f"{prefix}decay: {decay!r} is not a decay factor of the window (in "
                     f"[{SCALE_FLOOR}, 1], and 1 when window = 0); the state was modified or "
                     "corrupted")
-            emis_A = self._emission_prior(state["emission0"])[1].sum(axis=1)
-            _check_lazy_sums(state, self.averaging, emis_A, prefix)
+            emis_A = _feature_sums(self._emission_prior(state["emission0"], alphabets)[1],
+                                   alphabets)
+            _check_lazy_sums(state, self.averaging, emis_A, alphabets, prefix)
             return
         if np.any(state["rho_emission"][:, 0, :] < 0):
             raise InvalidInputError(
@@ -424,52 +491,82 @@ class OnlineEM:
 
     # -- categorical ----------------------------------------------------------------------------
     def _update_categorical(self, state, X, starts, family, trans_a, start_a,
-                            log_pred) -> None:
+                            log_pred, states=None) -> None:
         emission0 = state["emission0"]
-        W = emission0.shape[1]
+        inner = _unwrap(family)[0]
+        alphabets = _alphabets(inner)
         if isinstance(family, BlackBoxEmissions):
             log_f, y = family.split(X)
             src_b = np.exp(log_f)
         else:
-            y = X[:, 0] if X.ndim == 2 and X.shape[1] == 1 else X
+            y = X[:, 0] if X.ndim == 2 and X.shape[1] == 1 and alphabets == (
+                family.n_features,) and not isinstance(inner, MultiCategoricalEmissions) else X
             src_b = np.empty((len(y), 0))
+        y = np.asarray(y)
+        if isinstance(inner, MultiCategoricalEmissions):
+            high = np.array(alphabets) - 1
+            if y.ndim != 2 or y.shape[1] != len(alphabets) or y.dtype.kind not in "iu" or (
+                    len(y) and (y.min() < -1 or np.any(y.max(axis=0) > high))):
+                raise InvalidInputError(
+                    f"X: expected integer symbols of {len(alphabets)} features, shape (n, "
+                    f"{len(alphabets)}), column f in -1 .. W_f - 1 (alphabets {alphabets}; "
+                    f"-1: missing), got shape {y.shape}")
+            offsets = np.array([lo for lo, _ in _blocks(alphabets)], dtype=np.int64)
+            y = np.where(y >= 0, y + offsets, -1)
+        else:
+            W = alphabets[0]
+            if y.ndim != 1 or (len(y) and (y.min() < -1 or y.max() >= W)):
+                raise InvalidInputError(
+                    f"X: expected symbols 0 .. {W - 1} (-1: missing; one column), got shape "
+                    f"{X.shape} with "
+                    f"values {y.min() if len(y) else ''} .. {y.max() if len(y) else ''}")
+            y = y[:, None]
         y = np.ascontiguousarray(y, dtype=np.int64)
-        if y.ndim != 1 or (len(y) and (y.min() < -1 or y.max() >= W)):
-            raise InvalidInputError(
-                f"X: expected symbols 0 .. {W - 1} (-1: missing; one column), got shape "
-                f"{X.shape} with "
-                f"values {y.min() if len(y) else ''} .. {y.max() if len(y) else ''}")
-        _, emis_a = self._emission_prior(emission0)
-        emis_A = emis_a.sum(axis=1)
+        labels = (np.full(len(y), -1, dtype=np.int64) if states is None else states)
+        _, emis_a = self._emission_prior(emission0, alphabets)
+        emis_A = _feature_sums(emis_a, alphabets)
+        bounds = np.array([lo for lo, _ in _blocks(alphabets)] + [emission0.shape[1]],
+                          dtype=np.int64)
+        multi = isinstance(inner, MultiCategoricalEmissions)
+        G, TQ, U = ((state["G"], state["tree_Q"], state["avg_U"]) if multi else
+                    (state["G"][None], state["tree_Q"][None], state["avg_U"][None]))
         counters = np.array([state["t"], state["window"], state["n_avg"]], dtype=np.int64)
         scale = np.array([state["decay"]])
         status = online_em_categorical(
-            y, np.ascontiguousarray(src_b), starts, float(self.step_scale),
+            y, np.ascontiguousarray(src_b), labels, starts, float(self.step_scale),
             float(self.step_exponent), int(self.warmup), self._avg_start(),
-            bool(self.learn_startprob), trans_a, start_a, emis_a, emis_A,
+            bool(self.learn_startprob), trans_a, start_a, emis_a, emis_A, bounds,
             emission0, state["startprob"], state["transmat"], state["phi"],
-            state["rho_trans"], state["rho_start"], state["G"], state["E"], state["touch"],
-            state["tree_P"], state["tree_Q"], state["avg_acc"], state["avg_U"],
+            state["rho_trans"], state["rho_start"], G, state["E"], state["touch"],
+            state["tree_P"], TQ, state["avg_acc"], U,
             state["avg_transmat"], state["avg_startprob"], counters, scale, log_pred)
         if status >= 0:
-            raise _impossible(status, int(counters[0]))
+            raise _impossible(status, int(counters[0]), labels[status] >= 0)
         state["t"], state["window"], state["n_avg"] = (int(v) for v in counters)
         state["decay"] = float(scale[0])
 
-    def _categorical_emission(self, state, averaged: bool) -> np.ndarray:
+    def _categorical_emission(self, state, averaged: bool, alphabets) -> np.ndarray:
+        """The emission rows ``(K, sum W_f)`` (every feature's rows side by side)."""
         emission0 = state["emission0"]
-        K, W = emission0.shape
         t = state["t"]
         if not averaged and t < max(int(self.warmup), 1):
             return emission0.copy()
-        alpha, emis_a = self._emission_prior(emission0)
-        S, acc_now = _statistics(state, state["phi"], averaged)
-        if averaged:
-            return (acc_now.T + emis_a * state["avg_U"][:, None]) / state["n_avg"]
-        return DirichletRows("emissionprob", "e", alpha).mstep(emission0, S, "e")[0]
+        alpha, emis_a = self._emission_prior(emission0, alphabets)
+        S, acc_now = _statistics(state, state["phi"], averaged, alphabets)
+        out = np.empty_like(emission0)
+        for f, (lo, hi) in enumerate(_blocks(alphabets)):
+            if averaged:
+                U = state["avg_U"] if state["avg_U"].ndim == 1 else state["avg_U"][f]
+                out[:, lo:hi] = (acc_now[lo:hi].T + emis_a[:, lo:hi] * U[:, None]) / \
+                    state["n_avg"]
+            else:
+                out[:, lo:hi] = DirichletRows("emissionprob", "e", alpha[:, lo:hi]).mstep(
+                    emission0[:, lo:hi], S[:, lo:hi], "e")[0]
+        return out
 
     # -- Gaussian, Poisson ----------------------------------------------------------------------
-    def _update_dense(self, state, X, starts, family, trans_a, start_a, log_pred) -> None:
+    def _update_dense(self, state, X, starts, family, trans_a, start_a, log_pred,
+                      states=None) -> None:
         layout = _layout(family)
         inner, Ks = _unwrap(family)
         X = np.ascontiguousarray(X, dtype=np.float64)
@@ -486,14 +583,14 @@ class OnlineEM:
         numba.set_num_threads(1)
         try:
             self._dense_loop(state, X, np.ascontiguousarray(X[:, Ks:]), starts, family, layout,
-                             em, keys, Sg, counters, trans_a, start_a, log_pred)
+                             em, keys, Sg, counters, trans_a, start_a, log_pred, states)
         finally:
             numba.set_num_threads(threads)
 
     def _dense_loop(self, state, X, Xi, starts, family, layout, em, keys, Sg, counters,
-                    trans_a, start_a, log_pred) -> None:
+                    trans_a, start_a, log_pred, states=None) -> None:
         which = "".join(family.letters)
-        Ks = _unwrap(family)[1]
+        inner, Ks = _unwrap(family)
         stepper = family
         if isinstance(family, MultinomialEmissions):
             # multinomial rows are categorical rows: the learner's Dirichlet prior (alpha > 1,
@@ -505,33 +602,64 @@ class OnlineEM:
         first_avg = max(avg_start, first_m)
         frame = (np.zeros((family.n_states, layout.D)) if layout.kind == POISSON
                  else state["frame"])  # Poisson statistics need no reference point
-        if layout.kind != POISSON and not state["rho_emission"][Ks:].any():
-            seen = np.flatnonzero(~np.isnan(Xi[:, 0]))
-            if len(seen):  # near the data, wherever the initial means are
-                frame[Ks:] = Xi[seen[0]]
+        seen = ~np.isnan(Xi).all(axis=1)
+        if layout.kind != POISSON and not state["rho_emission"][Ks:].any() and seen.any():
+            # near the data, wherever the initial means are (a missing entry: the mean)
+            x = Xi[np.flatnonzero(seen)[0]]
+            frame[Ks:] = np.where(np.isnan(x), em["means"], x)
+        # rows whose statistics the kernel cannot form from the row alone: a mixture's
+        # (an expectation over the component), a partly missing Gaussian or Poisson row's
+        if layout.M is not None:
+            expected = seen
+        else:
+            expected = seen & np.isnan(Xi).any(axis=1)
+        K = family.n_states
+        row_stats = np.zeros((0, K, layout.P))
+        # a mixture's statistics all come in row_stats: the kernel reads no reference point
+        kernel_frame = frame if layout.M is None else np.zeros((K, layout.D))
         n, N = 0, len(X)
         while n < N:
             t = int(counters[0])
             chunk = min(N - n, first_m - t) if t < first_m else 1
             # one row at a time: each row's numbers never depend on how the stream was cut
-            loglik = np.vstack([family.log_likelihood(em, X[i:i + 1])
-                                for i in range(n, n + chunk)])
+            if layout.M is None:
+                loglik = np.vstack([family.log_likelihood(em, X[i:i + 1])
+                                    for i in range(n, n + chunk)])
+                if expected[n:n + chunk].any():
+                    row_stats = np.zeros((chunk, K, layout.P))
+                    for i in np.flatnonzero(expected[n:n + chunk]):
+                        row = Xi[n + i:n + i + 1]
+                        row_stats[i, Ks:] = (
+                            _expected_counts(em["lambdas"], row) if layout.kind == POISSON
+                            else _expected_statistics(inner, em, row, frame[Ks:],
+                                                      layout.kind))[0]
+            else:
+                loglik, row_stats = self._mixture_rows(family, em, X[n:n + chunk],
+                                                       frame[Ks:], layout)
+            if states is not None:  # clamped: log p(x | z = k) [k = s_t]
+                loglik = clamp_log_likelihood(loglik, states[n:n + chunk])
             status = online_em_dense(
-                loglik, Xi[n:n + chunk], layout.kind, frame, starts[n:n + chunk],
+                loglik, Xi[n:n + chunk], layout.kind, kernel_frame, expected[n:n + chunk],
+                row_stats, starts[n:n + chunk],
                 float(self.step_scale), float(self.step_exponent), int(self.warmup),
                 avg_start, bool(self.learn_startprob), trans_a, start_a, state["startprob"],
                 state["transmat"], state["phi"], state["rho_trans"], state["rho_start"],
                 state["rho_emission"], Sg, state["avg_transmat"], state["avg_startprob"],
                 counters, log_pred[n:n + chunk])
             if status >= 0:
-                raise _impossible(n + status, t + status + 1)
+                raise _impossible(n + status, t + status + 1,
+                                  states is not None and states[n + status] >= 0)
             t = int(counters[0])
             if t >= first_m:
                 em = {key: np.asarray(value, dtype=np.float64) for key, value in
                       stepper.mstep(em, layout.stats(Sg[Ks:], frame[Ks:]), which)[0].items()}
-                if layout.kind != POISSON:
-                    _follow_means(state["rho_emission"][Ks:], frame[Ks:], em,
-                                  _unwrap(family)[0], layout)
+                if layout.M is not None:  # each component of each state
+                    flat = inner._flat
+                    _follow_means(state["rho_emission"][Ks:].reshape(-1, layout.P_g, K),
+                                  frame[Ks:].reshape(-1, layout.D), inner._flat_params(em),
+                                  flat, layout)
+                elif layout.kind != POISSON:
+                    _follow_means(state["rho_emission"][Ks:], frame[Ks:], em, inner, layout)
             if avg_start >= 0 and t >= first_avg:
                 for key in keys:
                     state["avg.emission." + key] += em[key]
@@ -541,39 +669,148 @@ class OnlineEM:
         state["t"], state["n_avg"] = int(counters[0]), int(counters[1])
 
 
-def _statistics(state: dict, phi: np.ndarray, averaged: bool) -> tuple[np.ndarray, np.ndarray]:
+    @staticmethod
+    def _mixture_rows(family, em: dict, X: np.ndarray, frame: np.ndarray,
+                      layout: _Layout) -> tuple[np.ndarray, np.ndarray]:
+        r"""Gaussian-mixture rows, one at a time: the emission log-likelihoods ``(n, K)``
+        and each state's expected statistic vector ``(n, K, M P_g)``, component ``c``'s
+        block :math:`r_{tkc}\, E[s_{kc}(x_t) \mid x_{t,o}, z_t = k, c]` with the
+        responsibilities :math:`r_{tkc} = p(c \mid z_t = k, y_t)` under the step's
+        parameters (Cappé's online EM with the component in the complete data: its
+        conditional expectation given the state is the new term of the state's
+        auxiliary)."""
+        inner, Ks = _unwrap(family)
+        K, D = family.n_states, layout.D
+        flat_params = inner._flat_params(em)
+        loglik = np.empty((len(X), K))
+        out = np.zeros((len(X), K, layout.P))
+        for n in range(len(X)):
+            row = X[n:n + 1]
+            if Ks:
+                log_f, row = family.split(row)
+                loglik[n, :Ks] = log_f[0]
+            ll, resp = inner.responsibilities(em, row)
+            loglik[n, Ks:] = ll[0]
+            stats = _expected_statistics(inner._flat, flat_params, row,
+                                         frame.reshape(-1, D), layout.kind)[0]
+            out[n, Ks:] = (resp[0].reshape(-1, 1) * stats).reshape(K - Ks, layout.P)
+        return loglik, out
+
+
+def _expected_statistics(gauss: GaussianEmissions, params: dict, X: np.ndarray,
+                         frame: np.ndarray, kind: int) -> np.ndarray:
+    r"""``(N, K, P)``: each row's statistic vector for each state ``k`` of the Gaussian
+    family ``gauss``, about the reference point ``frame[k]``, in expectation over its
+    missing dimensions given its observed ones and :math:`z = k` under ``params``:
+    with :math:`e = E[x \mid x_o, z=k] - a_k` and :math:`C = \mathrm{Cov}[x \mid x_o,
+    z=k]` (the family's conditional moments, Ghahramani & Jordan 1994, the batch E-step's),
+    :math:`(1, e, e^2 + \mathrm{diag}\, C)` (``DIAG``) or :math:`(1, e,
+    \mathrm{vec}(e e^\top + C))` (``FULL``). A complete row gives exactly the kernel's
+    :math:`(1, x - a_k, \dots)`; a row with nothing observed, zeros."""
+    N, D = X.shape
+    K = len(frame)
+    miss = np.isnan(X)
+    e = X[:, None, :] - frame[None]
+    cov = np.zeros((N, K, D, D))
+    for rows, _, filled, C in gauss._conditionals(params, X, miss):
+        e[rows] = filled.transpose(1, 0, 2) - frame[None]
+        cov[rows] = C[None]
+    if kind == DIAG:
+        second = e * e + np.diagonal(cov, axis1=2, axis2=3)
+    else:
+        second = (np.einsum("nki,nkj->nkij", e, e) + cov).reshape(N, K, D * D)
+    out = np.concatenate([np.ones((N, K, 1)), e, second], axis=2)
+    out[miss.all(axis=1)] = 0.0
+    return out
+
+
+def _expected_counts(lambdas: np.ndarray, X: np.ndarray) -> np.ndarray:
+    r"""``(N, K, 1 + D)``: each row's Poisson statistic vector :math:`(1, E[x \mid x_o, z=k])`
+    for each state ``k``. The counts are independent given the state, so a missing count's
+    conditional expectation is the state's rate :math:`\lambda_{kd}` (Cappé's online EM with
+    the missing counts in the complete data); a complete row gives the kernel's
+    :math:`(1, x)`, a row with nothing observed zeros."""
+    miss = np.isnan(X)
+    e = np.where(miss[:, None, :], lambdas[None], X[:, None, :])
+    out = np.concatenate([np.ones((*e.shape[:2], 1)), e], axis=2)
+    out[miss.all(axis=1)] = 0.0
+    return out
+
+
+def _statistics(state: dict, phi: np.ndarray, averaged: bool, alphabets
+                ) -> tuple[np.ndarray, np.ndarray]:
     """The lazy categorical scheme materialised along ``phi``: ``S[i, w] = c (E_w phi)[i]``
     (the emission statistics when ``phi`` is the filter) and, when ``averaged``, the
-    averaging sums ``acc_now (W, K)``."""
+    averaging sums ``acc_now (W, K)`` (every feature's symbols side by side)."""
     K, W = state["emission0"].shape
     S = np.empty((K, W))
     acc_now = np.empty((W, K)) if averaged else np.empty((0, K))
-    categorical_statistics(state["E"], state["touch"], state["tree_P"], state["tree_Q"],
-                           state["avg_acc"], phi, float(state["decay"]), int(state["window"]),
-                           averaged, S, acc_now)
+    TQ = state["tree_Q"] if state["tree_Q"].ndim == 4 else state["tree_Q"][None]
+    bounds = np.array([lo for lo, _ in _blocks(alphabets)] + [W], dtype=np.int64)
+    categorical_statistics(state["E"], state["touch"], state["tree_P"], TQ,
+                           state["avg_acc"], bounds, phi, float(state["decay"]),
+                           int(state["window"]), averaged, S, acc_now)
     return S, acc_now
 
 
-def _check_lazy_sums(state: dict, averaged: bool, emis_A: np.ndarray, prefix: str) -> None:
-    r"""The invariants that tie the lazy categorical scheme together (exact up to rounding):
-    :math:`G = \sum_w E_w` (probed along the filter and the uniform vector: the normaliser
-    :math:`N = G\phi` of every emission row is the sum of its statistics) and, with
-    averaging, :math:`\sum_w \text{acc}(w, i) + A_i U_i = n_\text{avg}` (every averaged
-    emission row sums to one)."""
+def _check_lazy_sums(state: dict, averaged: bool, emis_A: np.ndarray, alphabets,
+                     prefix: str) -> None:
+    r"""The invariants that tie the lazy categorical scheme together (exact up to rounding),
+    per feature: :math:`G = \sum_w E_w` (probed along the filter and the uniform vector:
+    the normaliser :math:`N = G\phi` of every emission row is the sum of its statistics)
+    and, with averaging, :math:`\sum_w \text{acc}(w, i) + A_i U_i = n_\text{avg}` (every
+    averaged emission row sums to one)."""
     K = len(state["phi"])
+    G = state["G"].reshape(-1, K, K)
+    U = state["avg_U"].reshape(-1, K)
     for phi in (state["phi"], np.full(K, 1.0 / K)):
-        S, acc_now = _statistics(state, phi, averaged)
-        N = state["G"] @ phi
-        if not np.allclose(S.sum(axis=1), N, rtol=1e-6, atol=1e-12 * max(N.max(), 1e-300)):
-            raise InvalidInputError(
-                f"{prefix}G: does not match the emission statistics E (G must be the sum of "
-                "the E blocks); the state was modified or corrupted")
+        S, acc_now = _statistics(state, phi, averaged, alphabets)
+        for f, (lo, hi) in enumerate(_blocks(alphabets)):
+            N = G[f] @ phi
+            if not np.allclose(S[:, lo:hi].sum(axis=1), N, rtol=1e-6,
+                               atol=1e-12 * max(N.max(), 1e-300)):
+                raise InvalidInputError(
+                    f"{prefix}G: does not match the emission statistics E (G must be the sum "
+                    "of the E blocks); the state was modified or corrupted")
     if averaged:
-        total = acc_now.sum(axis=0) + emis_A * state["avg_U"]
-        if not np.allclose(total, state["n_avg"], rtol=1e-6, atol=0.0):
-            raise InvalidInputError(
-                f"{prefix}avg_acc: the averaging sums do not add up to n_avg per state (with "
-                "avg_U); the state was modified or corrupted")
+        for f, (lo, hi) in enumerate(_blocks(alphabets)):
+            total = acc_now[lo:hi].sum(axis=0) + emis_A[f] * U[f]
+            if not np.allclose(total, state["n_avg"], rtol=1e-6, atol=0.0):
+                raise InvalidInputError(
+                    f"{prefix}avg_acc: the averaging sums do not add up to n_avg per state "
+                    "(with avg_U); the state was modified or corrupted")
+
+
+def _alphabets(family) -> tuple[int, ...] | None:
+    """The alphabet of each categorical feature (one for categorical emissions), or None
+    for a family of other observations."""
+    if isinstance(family, MultiCategoricalEmissions):
+        return family.alphabets
+    if isinstance(family, CategoricalEmissions):
+        return (family.n_features,)
+    return None
+
+
+def _blocks(alphabets) -> list[tuple[int, int]]:
+    """Columns ``(lo, hi)`` of each feature's symbols in the side-by-side layout."""
+    ends = np.cumsum(alphabets)
+    return [(int(e - W), int(e)) for e, W in zip(ends, alphabets, strict=True)]
+
+
+def _feature_sums(emis_a: np.ndarray, alphabets) -> np.ndarray:
+    """Row sums ``(F, K)`` of each feature's block."""
+    return np.stack([emis_a[:, lo:hi].sum(axis=1) for lo, hi in _blocks(alphabets)])
+
+
+def _features(rows: np.ndarray, family) -> np.ndarray:
+    """Side-by-side emission rows as the family's parameter: ``(K, W)``, or ``(F, K, max W)``
+    with zeros past each alphabet for several features."""
+    if not isinstance(family, MultiCategoricalEmissions):
+        return rows
+    out = np.zeros((family.n_columns, rows.shape[0], family.n_features))
+    for f, (lo, hi) in enumerate(_blocks(family.alphabets)):
+        out[f, :, :hi - lo] = rows[:, lo:hi]
+    return out
 
 
 def _follow_means(rho_g: np.ndarray, frame: np.ndarray, em: dict, family,
@@ -604,7 +841,14 @@ def _follow_means(rho_g: np.ndarray, frame: np.ndarray, em: dict, family,
         frame[i] = means[i]
 
 
-def _impossible(index: int, t: int) -> ZeroProbabilityError:
+def _impossible(index: int, t: int, labelled: bool = False) -> ZeroProbabilityError:
+    if labelled:
+        return ZeroProbabilityError(
+            f"states: observation {index} of this call (observation {t} of the stream) has "
+            "probability zero given its state label under the current parameters of "
+            "learn='online-em' (a labelled state that cannot emit its observation, or a "
+            "label joined to the previous step by a zero transition); check the labels; the "
+            "state passed in is unchanged")
     return ZeroProbabilityError(
         f"X: observation {index} of this call (observation {t} of the stream) has probability "
         "zero under the current parameters of learn='online-em' (a symbol outside every "
@@ -616,16 +860,23 @@ class _Layout:
     """The statistic vector s(x) of a dense family and its split into ``family.statistics``
     keys: Poisson (1, x); Gaussian diag/spherical (1, x - a, (x - a)**2); full/tied
     (1, x - a, vec((x - a)(x - a)^T)), about each state's reference point ``a`` (the
-    state's ``frame``, see :func:`~hiddenstate.kernels.online_em.online_em_dense`)."""
+    state's ``frame``, see :func:`~hiddenstate.kernels.online_em.online_em_dense`). A
+    Gaussian mixture of ``M`` components (``M`` None otherwise) concatenates one Gaussian
+    vector of length ``P_g`` per component, each about the component's own reference
+    point (tied: full vectors); its statistics are those of the K*M components."""
 
     def __init__(self, family):
         self.D = D = family.n_features
+        self.M = family.n_mix if isinstance(family, GMMEmissions) else None
         self.kind = (POISSON if isinstance(family, (PoissonEmissions, MultinomialEmissions))
                      else DIAG if family.covariance_type in ("diag", "spherical") else FULL)
-        self.P = {POISSON: 1 + D, DIAG: 1 + 2 * D, FULL: 1 + D + D * D}[self.kind]
+        self.P_g = {POISSON: 1 + D, DIAG: 1 + 2 * D, FULL: 1 + D + D * D}[self.kind]
+        self.P = self.P_g * (self.M or 1)
 
     def stats(self, S: np.ndarray, frame: np.ndarray) -> dict:
         D = self.D
+        if self.M is not None:  # the K*M components, as GMMEmissions.mstep takes them
+            S, frame = S.reshape(-1, self.P_g), frame.reshape(-1, D)
         out = {"post": S[:, 0].copy(), "obs": S[:, 1:1 + D].copy()}
         if self.kind != POISSON:
             out["shift"] = frame.copy()
@@ -645,9 +896,10 @@ def _unwrap(family):
 
 def _layout(family) -> _Layout:
     family = _unwrap(family)[0]
-    if isinstance(family, (PoissonEmissions, GaussianEmissions, MultinomialEmissions)):
+    if isinstance(family, (PoissonEmissions, GaussianEmissions, MultinomialEmissions,
+                           GMMEmissions)):
         return _Layout(family)
     raise InvalidInputError(
-        f"emission: learn='online-em' needs a family whose sufficient statistics do not "
-        f"depend on the parameters (categorical, Gaussian, Poisson, multinomial), got "
-        f"{type(family).__name__}; fit it with learn='em', 'map', 'vb', 'vt' or 'kvt'")
+        f"emission: learn='online-em' takes categorical, Gaussian, Gaussian-mixture, "
+        f"Poisson and multinomial emissions, got {type(family).__name__}; fit it with "
+        f"learn='em', 'map', 'vb', 'vt' or 'kvt'")

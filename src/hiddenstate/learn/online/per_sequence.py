@@ -1,4 +1,5 @@
-r"""Per-sequence online learners for HMMs with categorical emissions.
+r"""Per-sequence online learners for HMMs with categorical emissions (one or several
+features per step), with or without partial state labels.
 
 Alamino & Caticha, "Online learning in discrete hidden Markov models" (MaxEnt 2006, AIP
 Conf. Proc. 872, 2007; arXiv:0708.2377) and Baldi & Chauvin, "Smooth on-line learning
@@ -84,6 +85,20 @@ counts gathered so far toward the initial prior :math:`\alpha` before each updat
 :math:`u \leftarrow \alpha + \phi\, (u - \alpha)` (memory about :math:`1/(1 - \phi)`
 sequences; :math:`\phi = 1`, the default, is the exact online Bayesian update).
 
+**Several features per step** (:class:`~hiddenstate.families.multicategorical.
+MultiCategoricalEmissions`, ``emissionprob`` ``(F, K, W)``): every feature's emission rows
+are rows :math:`B^{(f)}_i` like any other (the counts :math:`c_{B^{(f)}_i k}` of a path are
+the steps in state :math:`i` whose feature :math:`f` is :math:`k`; the likelihood is the
+product), so every rule above applies row by row; the padding past a feature's alphabet
+is a structural zero (BOnA and MPA leave it out of their rows).
+
+**Partial state labels** (``states``, ``-1`` unknown): BWO and Baldi-Chauvin take
+:math:`n_{rj}` from the forward-backward with the emission table clamped at the labelled
+steps (:func:`hiddenstate.inference.clamp_states`, as the batch modes), i.e. the expected
+counts given the sequence and its labels; BOnA and MPA enumerate only the paths that agree
+with the labels (:math:`K^U` for :math:`U` unlabelled steps), the exact posterior
+:math:`p(\theta \mid y, z_L)`.
+
 Every learner is deterministic and keeps its whole state in a flat dict of arrays and
 scalars (see :mod:`.base`), so a checkpoint resumes bit-identically. Sequences are always
 consumed whole: ``continues=True`` is refused.
@@ -98,10 +113,11 @@ import numpy as np
 from scipy.special import digamma, gammaln, zeta
 
 from ... import inference
-from ..._validation import check_lengths, check_stochastic, check_symbols
+from ..._validation import check_lengths, check_states, check_stochastic, check_symbols
 from ...errors import InvalidInputError, NumericalError, ZeroProbabilityError
 from ...families.categorical import CategoricalEmissions
 from ...families.dirichlet import estimate_rows
+from ...families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
 from .base import check_count, check_layout, check_nonneg, check_probabilities, template
 
 __all__ = [
@@ -129,17 +145,21 @@ def _refuse_continues(continues: bool, name: str) -> None:
 
 
 def _check_family(family, name: str) -> None:
-    if not isinstance(family, CategoricalEmissions):
+    if not isinstance(family, (CategoricalEmissions, MultiCategoricalEmissions)):
         raise InvalidInputError(
-            f"emission: learn={name!r} is for categorical emissions, got "
-            f"{type(family).__name__}; use learn='online-em' for other emission families")
+            f"emission: learn={name!r} is for categorical emissions (one or several features "
+            f"per step), got {type(family).__name__}; use learn='online-em' for other "
+            "emission families")
 
 
 def _check_theta(theta: dict, family) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     K, W = family.n_states, family.n_features
     startprob = check_stochastic(theta["startprob"], (K,), "startprob_")
     transmat = check_stochastic(theta["transmat"], (K, K), "transmat_")
-    emis = check_stochastic(theta["emission"]["emissionprob"], (K, W), "emissionprob_")
+    if isinstance(family, MultiCategoricalEmissions):  # (F, K, W), zeros past each alphabet
+        emis = family.check_params(theta["emission"])["emissionprob"]
+    else:
+        emis = check_stochastic(theta["emission"]["emissionprob"], (K, W), "emissionprob_")
     return startprob.copy(), transmat.copy(), emis.copy()
 
 
@@ -148,14 +168,31 @@ def _theta(startprob, transmat, emissionprob) -> dict:
             "emission": {"emissionprob": emissionprob}}
 
 
-def _sequences(X, lengths, family) -> tuple[np.ndarray, np.ndarray]:
+def _sequences(X, lengths, family, states=None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Symbols as int64 (checked against the alphabet; ``-1`` marks a missing one, which
-    every learner here leaves out of its emission terms) and the sequence boundaries."""
-    X = check_symbols(X, family.n_features, allow_missing=True)
+    every learner here leaves out of its emission terms; ``(n, F)`` for several features),
+    the sequence boundaries and the partial state labels (``-1``: unknown) or None."""
+    if isinstance(family, MultiCategoricalEmissions) and family.n_columns > 1:
+        X = check_feature_symbols(X, family.alphabets)
+    elif isinstance(family, MultiCategoricalEmissions):  # one feature: an (n, 1) column
+        X = check_symbols(X, family.n_features, allow_missing=True)[:, None]
+    else:
+        X = check_symbols(X, family.n_features, allow_missing=True)
     lengths = check_lengths(lengths, len(X))
     bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=bounds[1:])
-    return X, bounds
+    if states is not None:
+        states = check_states(states, len(X), family.n_states)
+    return X, bounds, states
+
+
+def _labels(states: np.ndarray | None, lo: int, hi: int) -> np.ndarray | None:
+    """The labels of one sequence, or None where it has none."""
+    if states is None:
+        return None
+    labels = states[lo:hi]
+    return labels if np.any(labels >= 0) else None
 
 
 def _copy_state(state: dict) -> dict:
@@ -173,7 +210,13 @@ def _check_common(learner, state: dict, theta: dict, family, prefix: str,
     return state
 
 
-def _impossible(s: int, name: str, hint: str) -> ZeroProbabilityError:
+def _impossible(s: int, name: str, hint: str, labelled: bool = False) -> ZeroProbabilityError:
+    if labelled:
+        return ZeroProbabilityError(
+            f"states: sequence {s} of this call has probability zero given its state labels "
+            f"under the current parameters of learn={name!r} (a labelled state that cannot "
+            "emit its observation, or two consecutive labels joined by a zero transition); "
+            "check the labels; the state passed in is unchanged")
     return ZeroProbabilityError(
         f"X: sequence {s} of this call has probability zero under the current parameters of "
         f"learn={name!r}; {hint}")
@@ -195,19 +238,25 @@ def _one_thread():
 
 class _ExpectedCounts:
     """Forward-backward of one sequence at a time (one :class:`inference.Sequences` per
-    length, reused)."""
+    length, reused). With state ``labels`` (``-1``: unknown) the emission table is clamped
+    at the labelled steps (:func:`inference.clamp_states`, as in the batch modes), so the
+    expected counts are those of the paths that agree with the labels."""
 
     def __init__(self):
         self._layouts: dict[int, inference.Sequences] = {}
 
-    def __call__(self, family, startprob, transmat, emissionprob, x):
+    def __call__(self, family, startprob, transmat, emissionprob, x, labels=None):
         T = len(x)
         seqs = self._layouts.get(T)
         if seqs is None:
             seqs = self._layouts[T] = inference.Sequences.from_lengths(np.array([T]))
-        table = family.table({"emissionprob": emissionprob}, x)
+        params = {"emissionprob": emissionprob}
+        table, fold = family.table(params, x), None
+        if labels is not None:
+            table, fold = inference.clamp_states(
+                table, labels, lambda rows: family.log_likelihood(params, x[rows]))
         post = inference.forward_backward(startprob, transmat, table, seqs)
-        emis = family.statistics(x, post.post)["counts"]
+        emis = family.statistics(x, inference.fold_rows(post.post, fold))["counts"]
         return float(post.loglik[0]), post.start, post.trans, emis
 
 
@@ -248,25 +297,30 @@ class BaumWelchOnline:
         return {"startprob": startprob, "transmat": transmat, "emissionprob": emis,
                 "n_sequences": 0}
 
-    def update(self, state: dict, X, lengths, family, continues: bool = False) -> dict:
+    def update(self, state: dict, X, lengths, family, continues: bool = False,
+               states=None) -> dict:
+        """Consume the sequences ``X`` in order; ``states``: partial state labels (``-1``:
+        unknown) that clamp each sequence's forward-backward."""
         _refuse_continues(continues, self.name)
         _check_family(family, self.name)
         eta = self._check()
-        X, bounds = _sequences(X, lengths, family)
+        X, bounds, states = _sequences(X, lengths, family, states)
         state = _copy_state(state)
         counts = _ExpectedCounts()
         with _one_thread():
             for s in range(len(bounds) - 1):
-                self._step(state, X[bounds[s]:bounds[s + 1]], s, counts, family, eta)
+                lo, hi = bounds[s], bounds[s + 1]
+                self._step(state, X[lo:hi], s, counts, family, eta, _labels(states, lo, hi))
         return state
 
-    def _step(self, state, x, s, counts, family, eta):
+    def _step(self, state, x, s, counts, family, eta, labels=None):
         """One sequence, in place on ``state`` (a private copy)."""
         loglik, start, trans, emis = counts(family, state["startprob"], state["transmat"],
-                                            state["emissionprob"], x)
+                                            state["emissionprob"], x, labels)
         if not np.isfinite(loglik):
             raise _impossible(s, self.name, "an emission or transition probability is exactly "
-                              "zero (eta = 1 sets unseen entries to zero; use eta < 1)")
+                              "zero (eta = 1 sets unseen entries to zero; use eta < 1)",
+                              labels is not None)
         for key, n in zip(_BLOCKS, (start, trans, emis), strict=True):
             old = state[key]
             target, _ = estimate_rows(n, old, 1.0)
@@ -328,25 +382,30 @@ class BaldiChauvin:
         state["n_sequences"] = 0
         return state
 
-    def update(self, state: dict, X, lengths, family, continues: bool = False) -> dict:
+    def update(self, state: dict, X, lengths, family, continues: bool = False,
+               states=None) -> dict:
+        """Consume the sequences ``X`` in order; ``states``: partial state labels (``-1``:
+        unknown) that clamp each sequence's forward-backward."""
         _refuse_continues(continues, self.name)
         _check_family(family, self.name)
         eta, lam = self._check()
-        X, bounds = _sequences(X, lengths, family)
+        X, bounds, states = _sequences(X, lengths, family, states)
         state = _copy_state(state)
         counts = _ExpectedCounts()
         with _one_thread():
             for s in range(len(bounds) - 1):
-                self._step(state, X[bounds[s]:bounds[s + 1]], s, counts, family, eta, lam)
+                lo, hi = bounds[s], bounds[s + 1]
+                self._step(state, X[lo:hi], s, counts, family, eta, lam,
+                           _labels(states, lo, hi))
         return state
 
-    def _step(self, state, x, s, counts, family, eta, lam):
+    def _step(self, state, x, s, counts, family, eta, lam, labels=None):
         """One sequence, in place on ``state`` (a private copy)."""
         theta = [_softmax_rows(state["w_" + key], lam) for key in _BLOCKS]
-        loglik, start, trans, emis = counts(family, *theta, x)
+        loglik, start, trans, emis = counts(family, *theta, x, labels)
         if not np.isfinite(loglik):
             raise _impossible(s, self.name, "the sequence needs an entry that started at "
-                              "exactly zero (a structural zero)")
+                              "exactly zero (a structural zero)", labels is not None)
         for key, p, n in zip(_BLOCKS, theta, (start, trans, emis), strict=True):
             w = state["w_" + key]
             step = eta * (n - n.sum(axis=-1, keepdims=True) * p)
@@ -380,43 +439,67 @@ class BaldiChauvin:
 class _Layout:
     """All rows of (pi, A, B) laid end to end in one flat vector.
 
-    Entry order: pi (K), then A row by row (K x K), then B row by row (K x W). ``starts``
-    are the first entries of the 1 + 2K rows, ``row`` the row of every entry.
+    Entry order: pi (K), then A row by row (K x K), then B row by row (K x W), or with
+    several features (``alphabets`` of length F) the K rows of each feature in turn, each
+    row as long as its feature's alphabet (the padding of the ``(F, K, W)`` array is left
+    out). ``starts`` are the first entries of the rows, ``row`` the row of every entry.
     """
 
-    def __init__(self, K: int, W: int):
-        self.K, self.W = K, W
-        self.D = K + K * K + K * W
-        self.starts = np.concatenate(([0], K + K * np.arange(K), K + K * K + W * np.arange(K)))
-        self.row = np.repeat(np.arange(len(self.starts)), np.diff(np.append(self.starts,
-                                                                            self.D)))
+    def __init__(self, K: int, alphabets: int | tuple[int, ...], multi: bool = False):
+        if isinstance(alphabets, (int, np.integer)):
+            alphabets = (int(alphabets),)
+        self.K, self.alphabets, self.multi = K, tuple(alphabets), multi
+        self.W = max(self.alphabets)
+        sizes = np.array([K] * (1 + K) + [W for W in self.alphabets for _ in range(K)])
+        self.D = int(sizes.sum())
+        self.starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        self.row = np.repeat(np.arange(len(self.starts)), sizes)
+        widths = np.array(self.alphabets)
+        self.emis_off = K + K * K + K * np.concatenate(([0], np.cumsum(widths)[:-1]))
+
+    @classmethod
+    def of(cls, family) -> _Layout:
+        if isinstance(family, MultiCategoricalEmissions):
+            return cls(family.n_states, family.alphabets, multi=True)
+        return cls(family.n_states, (family.n_features,))
 
     def flat(self, startprob, transmat, emissionprob) -> np.ndarray:
-        return np.concatenate((startprob.ravel(), transmat.ravel(), emissionprob.ravel()))
+        if self.multi:
+            emis = [emissionprob[f, :, :W].ravel() for f, W in enumerate(self.alphabets)]
+        else:
+            emis = [emissionprob.ravel()]
+        return np.concatenate([startprob.ravel(), transmat.ravel(), *emis])
 
     def split(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         K, W = self.K, self.W
-        return v[:K].copy(), v[K:K + K * K].reshape(K, K).copy(), v[K + K * K:].reshape(K, W).copy()
+        pi, A = v[:K].copy(), v[K:K + K * K].reshape(K, K).copy()
+        if not self.multi:
+            return pi, A, v[K + K * K:].reshape(K, W).copy()
+        B = np.zeros((len(self.alphabets), K, W))
+        for f, Wf in enumerate(self.alphabets):
+            B[f, :, :Wf] = v[self.emis_off[f]:self.emis_off[f] + K * Wf].reshape(K, Wf)
+        return pi, A, B
 
     def row_sums(self, a: np.ndarray) -> np.ndarray:
         """Sum within each row along the last axis."""
         return np.add.reduceat(a, self.starts, axis=-1)
 
     def path_counts(self, paths: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """``(P, D)`` counts :math:`c(q)` of every path (rows of ``paths``) for symbols ``x``.
+        """``(P, D)`` counts :math:`c(q)` of every path (rows of ``paths``) for symbols ``x``
+        (``(T,)``, or ``(T, F)`` with several features: one emission event per feature).
 
         A missing symbol (``-1``) has no emission event: its emission probability is summed
         over the alphabet (it is 1 for every path), so the path weights and moments are
         those of the observed symbols alone."""
-        K, W, D = self.K, self.W, self.D
+        K, D = self.K, self.D
         P, T = paths.shape
-        seen = x >= 0
-        events = np.concatenate((
-            paths[:, :1],
-            K + paths[:, :-1] * K + paths[:, 1:],
-            K + K * K + paths[:, seen] * W + x[None, seen]), axis=1)
-        flat = (np.arange(P, dtype=np.int64)[:, None] * D + events).ravel()
-        return np.bincount(flat, minlength=P * D).reshape(P, D).astype(np.float64)
+        cols = x.reshape(T, -1)
+        events = [paths[:, :1], K + paths[:, :-1] * K + paths[:, 1:]]
+        for f, W in enumerate(self.alphabets):
+            seen = cols[:, f] >= 0
+            events.append(self.emis_off[f] + paths[:, seen] * W + cols[None, seen, f])
+        flat = (np.arange(P, dtype=np.int64)[:, None] * D + np.concatenate(events, axis=1))
+        return np.bincount(flat.ravel(), minlength=P * D).reshape(P, D).astype(np.float64)
 
 
 def _all_paths(K: int, T: int, lo: int, hi: int) -> np.ndarray:
@@ -431,12 +514,16 @@ def _all_paths(K: int, T: int, lo: int, hi: int) -> np.ndarray:
 
 
 def mixture_posterior(u: np.ndarray, layout: _Layout, x: np.ndarray, max_paths: int,
-                      moments: tuple[str, ...]) -> dict:
+                      moments: tuple[str, ...], labels: np.ndarray | None = None) -> dict:
     r"""Moments of the exact posterior after one sequence ``x`` under the prior
     :math:`\prod_r \mathrm{Dir}(u_r)` (``u`` flat in ``layout``'s order).
 
-    Enumerates the ``K**T`` paths in chunks; returns ``log_evidence`` (log p(x) under the
-    prior predictive) and, as asked by ``moments``:
+    Enumerates the ``K**T`` paths in chunks; with partial state ``labels`` (``-1``:
+    unknown) only the ``K**U`` paths that agree with them (``U`` unlabelled steps): the
+    posterior given the sequence and its labels,
+    :math:`p(\theta \mid y, z_L) \propto \sum_{q:\, q_L = z_L} p(\theta)\,
+    p(y, q \mid \theta)`. Returns ``log_evidence`` (log p(x) under the prior predictive;
+    with labels log p(x, z_L)) and, as asked by ``moments``:
 
     - ``"mean_log"``: :math:`\langle \ln\theta_{rj}\rangle` (``-inf`` where ``u == 0``),
     - ``"mean"``: :math:`\langle\theta_{rj}\rangle`,
@@ -447,13 +534,15 @@ def mixture_posterior(u: np.ndarray, layout: _Layout, x: np.ndarray, max_paths: 
     Raises ``ZeroProbabilityError`` (a ``ValueError``) if every path has weight zero.
     """
     K, T = layout.K, len(x)
-    P = K ** T
+    free = np.arange(T) if labels is None else np.flatnonzero(labels < 0)
+    U = len(free)
+    P = K ** U
     if P > max_paths:
         raise InvalidInputError(
-            f"X: a sequence of length {T} has {K}**{T} = {P} hidden paths, more than "
-            f"max_paths={max_paths} that learn='bona' / 'mpa' enumerate; cut the sequences "
-            "shorter, raise max_paths, or use a learner that needs no enumeration: "
-            "learn='online-em', 'bwo' or 'baldi-chauvin'")
+            f"X: a sequence of length {T} with {U} unlabelled steps has {K}**{U} = {P} hidden "
+            f"paths, more than max_paths={max_paths} that learn='bona' / 'mpa' enumerate; "
+            "cut the sequences shorter, raise max_paths, label more steps, or use a learner "
+            "that needs no enumeration: learn='online-em', 'bwo' or 'baldi-chauvin'")
     support = u > 0
     us = np.where(support, u, 1.0)
     u0 = layout.row_sums(u)
@@ -461,10 +550,18 @@ def mixture_posterior(u: np.ndarray, layout: _Layout, x: np.ndarray, max_paths: 
     bounds = list(range(0, P, step)) + [P]
     cache = {}
 
+    def paths(lo, hi):
+        if labels is None:
+            return _all_paths(K, T, lo, hi)
+        out = np.empty((hi - lo, T), dtype=np.int64)
+        out[:, free] = _all_paths(K, U, lo, hi)
+        out[:, labels >= 0] = labels[labels >= 0]
+        return out
+
     def counts(lo, hi):
         if (lo, hi) in cache:
             return cache[(lo, hi)]
-        c = layout.path_counts(_all_paths(K, T, lo, hi), x)
+        c = layout.path_counts(paths(lo, hi), x)
         if len(bounds) == 2:
             cache[(lo, hi)] = c
         return c
@@ -620,12 +717,16 @@ class _DirichletOnline:
     def start(self, theta: dict, family, rng: np.random.Generator | None = None) -> dict:
         """Prior rows :math:`u_r = n_r \\theta_r` centred on ``theta`` with ``n_r =
         prior_count`` pseudo-counts per row (None: the row's length, so a uniform row gives
-        the flat Dirichlet(1, ..., 1)). Zero entries are structural zeros."""
+        the flat Dirichlet(1, ..., 1); with several features, its feature's alphabet). Zero
+        entries are structural zeros."""
         self._check()
         _check_family(family, self.name)
         state = {}
         for key, p in zip(_BLOCKS, _check_theta(theta, family), strict=True):
             n = p.shape[-1] if self.prior_count is None else float(self.prior_count)
+            if self.prior_count is None and key == "emissionprob" and isinstance(
+                    family, MultiCategoricalEmissions):
+                n = np.array(family.alphabets, dtype=np.float64)[:, None, None]
             state["u_" + key] = n * p
             state["prior_" + key] = n * p
         state["n_sequences"] = 0
@@ -636,32 +737,39 @@ class _DirichletOnline:
 
     _moments: tuple[str, ...] = ()
 
-    def update(self, state: dict, X, lengths, family, continues: bool = False) -> dict:
+    def update(self, state: dict, X, lengths, family, continues: bool = False,
+               states=None) -> dict:
+        """Consume the sequences ``X`` in order; ``states``: partial state labels (``-1``:
+        unknown): each mixture posterior sums over the paths that agree with them."""
         _refuse_continues(continues, self.name)
         _check_family(family, self.name)
         phi, max_paths = self._check()
-        X, bounds = _sequences(X, lengths, family)
+        X, bounds, states = _sequences(X, lengths, family, states)
         K = family.n_states
-        longest = int(np.max(np.diff(bounds)))
+        free = np.ones(len(X), dtype=np.int64) if states is None else (states < 0).astype(
+            np.int64)
+        longest = int(np.max(np.add.reduceat(free, bounds[:-1])))
         if K ** longest > max_paths:  # refuse before learning anything
             raise InvalidInputError(
-                f"X: a sequence of length {longest} has {K}**{longest} = {K ** longest} hidden "
-                f"paths, more than max_paths={max_paths} that learn={self.name!r} enumerates; "
-                "cut the sequences shorter, raise max_paths, or use a learner that needs no "
-                "enumeration: learn='online-em', 'bwo' or 'baldi-chauvin'")
-        layout = _Layout(K, family.n_features)
+                f"X: a sequence with {longest} unlabelled steps has {K}**{longest} = "
+                f"{K ** longest} hidden paths, more than max_paths={max_paths} that "
+                f"learn={self.name!r} enumerates; cut the sequences shorter, raise max_paths, "
+                "or use a learner that needs no enumeration: learn='online-em', 'bwo' or "
+                "'baldi-chauvin'")
+        layout = _Layout.of(family)
         u = layout.flat(*(state["u_" + key] for key in _BLOCKS))
         prior = layout.flat(*(state["prior_" + key] for key in _BLOCKS))
         n_seen = int(state["n_sequences"])
         for s in range(len(bounds) - 1):
-            x = X[bounds[s]:bounds[s + 1]]
+            lo, hi = bounds[s], bounds[s + 1]
+            x, labels = X[lo:hi], _labels(states, lo, hi)
             if phi != 1.0:
                 u = prior + phi * (u - prior)
             try:
-                post = mixture_posterior(u, layout, x, max_paths, self._moments)
+                post = mixture_posterior(u, layout, x, max_paths, self._moments, labels)
             except ZeroProbabilityError:
                 raise _impossible(s, self.name, "it needs an entry that started at exactly "
-                                  "zero (a structural zero)") from None
+                                  "zero (a structural zero)", labels is not None) from None
             u = self._project(post, u, layout)
             n_seen += 1
         out = dict(zip(("u_" + key for key in _BLOCKS), layout.split(u), strict=True))

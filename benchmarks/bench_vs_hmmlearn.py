@@ -17,7 +17,7 @@ Cases (ratio = other library's time / hiddenstate's time):
     transitions), 20 symbols, 20 sequences x 500, 3 iterations; per iteration. hmmlearn has
     no sparse transitions: it runs the dense K x K matrix with the same zeros (which EM keeps
     at zero); hiddenstate runs ``topology="banded"`` (sparse kernels), dynamax the dense
-    matrix. hmmlearn is timed on one fit without a warm-up (25 s per iteration for ``"log"``
+    matrix. hmmlearn is timed on one fit without a warm-up (10-20 s per iteration for ``"log"``
     on this machine; it has nothing to compile).
 
 All libraries start from the same parameters (``init_params=""``) and run all iterations

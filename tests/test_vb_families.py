@@ -559,6 +559,49 @@ def test_against_hmmlearn_diag_spherical(ct):
     assert_same_posterior(ours.posterior, hl)
 
 
+def test_categorical_against_hmmlearn_variational():
+    """hs.HMM(emission="categorical", learn="vb") is hmmlearn's VariationalCategoricalHMM:
+    same priors, same initial posterior, 8 iterations: the ELBO history and the Dirichlet
+    posteriors agree to 1e-10 (hmmlearn's categorical bound has no constant to add)."""
+    from hmmlearn.vhmm import VariationalCategoricalHMM
+
+    rng = np.random.default_rng(3)
+    K, W, n_iter = 3, 5, 8
+    X = rng.integers(0, W, 500)
+    lengths = [200, 300]
+    priors = {"startprob": rng.uniform(0.5, 2, K), "transmat": rng.uniform(0.5, 2, (K, K)),
+              "emissionprob": rng.uniform(0.2, 2, (K, W))}
+    q0 = {"startprob": rng.uniform(0.5, 3, K), "transmat": rng.uniform(1, 30, (K, K)),
+          "emission": {"emissionprob": rng.uniform(1, 30, (K, W))}}
+
+    model = hiddenstate.HMM(K, emission="categorical", n_features=W, learn="vb",
+                            startprob_prior=priors["startprob"],
+                            transmat_prior=priors["transmat"],
+                            emissionprob_prior=priors["emissionprob"])
+    family = model._family(W)
+    problem = model._problem(family, X, Sequences.from_lengths(np.asarray(lengths)))
+    problem.blocks = {name: _StartAt(b, q0[name]) for name, b in problem.blocks.items()}
+    theta = {"startprob": np.full(K, 1 / K), "transmat": np.full((K, K), 1 / K),
+             "emission": family.vb_mean(q0["emission"])}
+    ours = learn_fit(problem, "vb", theta, ConvergenceMonitor(-np.inf, n_iter), "ste")
+
+    hl = VariationalCategoricalHMM(K, n_features=W, n_iter=n_iter, tol=-np.inf,
+                                   init_params="", params="ste", implementation="log")
+    hl.startprob_prior_, hl.transmat_prior_ = priors["startprob"], priors["transmat"]
+    hl.emissionprob_prior_ = priors["emissionprob"]
+    hl.startprob_posterior_, hl.transmat_posterior_ = q0["startprob"], q0["transmat"]
+    hl.emissionprob_posterior_ = q0["emission"]["emissionprob"]
+    hl.fit(X[:, None], lengths)
+
+    np.testing.assert_allclose(ours.monitor.history, hl.monitor_.history, rtol=1e-10)
+    assert ours.monitor.history[-1] > ours.monitor.history[0] + 1  # EM moved the bound
+    np.testing.assert_allclose(ours.posterior["startprob"], hl.startprob_posterior_,
+                               rtol=1e-10)
+    np.testing.assert_allclose(ours.posterior["transmat"], hl.transmat_posterior_, rtol=1e-10)
+    np.testing.assert_allclose(ours.posterior["emission"]["emissionprob"],
+                               hl.emissionprob_posterior_, rtol=1e-10)
+
+
 # -- missing entries -----------------------------------------------------------------------------
 def _rows_with_missing(rng, D):
     X = rng.standard_normal((5, D)) * 1.5

@@ -218,14 +218,7 @@ def main() -> None:
                                           "23 GB machine"}
         if n <= 10:
             rows["dense"] = run("dense", 2 ** n, 1, args.timeout)
-        ours = rows["hiddenstate"]
-        for name, r in rows.items():
-            if "error" in r:
-                print(f"{n:>4} {'':>6} {name:>11} {r['error']}")
-                continue
-            ratio = ours["tok_s"] / r["tok_s"] if "tok_s" in ours else float("nan")
-            print(f"{n:>4} {r['K']:>6} {name:>11} {r['tok_s']:>9.0f} {r['step_s']:>8.3f} "
-                  f"{r['peak_mb']:>8.0f} {ratio:>9.2f}", flush=True)
+        print_rows(n, rows, "hiddenstate", 11, 3, 9)
 
 
 def em_rows(sizes: list[int], steps: int, timeout: float, n_tokens: int, cpu: str) -> None:
@@ -236,14 +229,22 @@ def em_rows(sizes: list[int], steps: int, timeout: float, n_tokens: int, cpu: st
         k = 2 ** n // 128
         rows = {name: run(name, k, steps, timeout, n_tokens) for name in ("em-numba",
                                                                            "em-torch")}
-        ours = rows["em-numba"]
-        for name, r in rows.items():
-            if "error" in r:
-                print(f"{n:>4} {'':>6} {name:>9} {r['error']}")
-                continue
-            ratio = ours["tok_s"] / r["tok_s"] if "tok_s" in ours else float("nan")
-            print(f"{n:>4} {r['K']:>6} {name:>9} {r['tok_s']:>9.0f} {r['step_s']:>8.2f} "
-                  f"{r['peak_mb']:>8.0f} {ratio:>11.2f}", flush=True)
+        print_rows(n, rows, "em-numba", 9, 2, 11)
+
+
+def print_rows(n: int, rows: dict, ours_name: str, name_w: int, digits: int,
+               ratio_w: int) -> None:
+    """One table line per implementation at 2^n states: tokens/s, seconds per step, peak
+    memory and the ratio of ``rows[ours_name]``'s tokens/s to that line's."""
+    ours = rows[ours_name]
+    for name, r in rows.items():
+        if "error" in r:
+            print(f"{n:>4} {'':>6} {name:>{name_w}} {r['error']}")
+            continue
+        ratio = ours["tok_s"] / r["tok_s"] if "tok_s" in ours else float("nan")
+        print(f"{n:>4} {r['K']:>6} {name:>{name_w}} {r['tok_s']:>9.0f} "
+              f"{r['step_s']:>8.{digits}f} {r['peak_mb']:>8.0f} {ratio:>{ratio_w}.2f}",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -133,30 +133,48 @@ def direct_pairs(theta, family, X, *, step_exponent=0.6, warmup=1, states=None):
     every row t >= warmup: transitions as Dirichlet MAP rows, the emission by the family's
     M-step. ``states[t] >= 0``: a label, every pair of another state has emission 0 there.
     Returns the parameters and the prequential log-probabilities."""
+    D = X.shape[1]
+
+    def terms(em, x):
+        logb, e1, e2 = _pair_terms(family, em, x)
+        M = e1.shape[1]
+        # the pair's emission density (its weight is in the start and transition terms)
+        logb = logb.reshape(-1) - np.log(_components(family, em)[0].reshape(-1))
+        stat = np.concatenate([np.ones((logb.size, 1)), e1.reshape(-1, D),
+                               e2.reshape(-1, D * D)], axis=1)
+        return logb, stat, M
+
+    def mstep(em, Sg, K, M):
+        return _mstep(family, em, Sg[:, 0].reshape(K, M), Sg[:, 1:1 + D].reshape(K, M, D),
+                      Sg[:, 1 + D:].reshape(K, M, D, D))
+
+    return direct_online_em(theta, X, terms, lambda em: _components(family, em)[0], mstep,
+                            step_exponent=step_exponent, warmup=warmup, states=states)
+
+
+def direct_online_em(theta, X, terms, weights, mstep, *, step_exponent=0.6, warmup=1,
+                     states=None):
+    """The recursions of :func:`direct_pairs` for any emission: ``terms(em, x)`` gives each
+    pair's log emission density, its statistic vector and M; ``weights(em)`` the (K, M)
+    component weights; ``mstep(em, Sg, K, M)`` the new emission parameters."""
     pi, A = theta["startprob"].copy(), theta["transmat"].copy()
     em = {key: np.array(value, dtype=float) for key, value in theta["emission"].items()}
     K = len(pi)
-    M = _components(family, em)[0].shape[1]
-    D = X.shape[1]
-    KM = K * M
-    P = 1 + D + D * D
-    phi = None
-    rho_q = np.zeros((K, K, KM))
-    rho_g = np.zeros((KM, P, KM))
+    phi = rho_q = rho_g = None
     log_pred = []
     for n, x in enumerate(X):
         t = n + 1
-        wts = _components(family, em)[0].reshape(KM)
-        logb, e1, e2 = _pair_terms(family, em, x)
-        # the pair's emission density (its weight is in the start and transition terms)
-        logb = logb.reshape(KM) - np.log(wts)
+        wts = weights(em).reshape(-1)
+        logb, stat, M = terms(em, x)
+        KM = K * M
+        state_of = np.repeat(np.arange(K), M)
+        if rho_q is None:
+            rho_q, rho_g = np.zeros((K, K, KM)), np.zeros((KM, stat.shape[1], KM))
         if states is not None and states[n] >= 0:
-            logb[np.repeat(np.arange(K), M) != states[n]] = -np.inf
-        e1, e2 = e1.reshape(KM, D), e2.reshape(KM, D * D)
+            logb[state_of != states[n]] = -np.inf
         top = logb.max()
         b = np.exp(logb - top)
         tau = np.repeat(np.repeat(A, M, axis=0), M, axis=1) * wts[None, :]
-        state_of = np.repeat(np.arange(K), M)
         if phi is None:  # the sequence starts
             pred = np.repeat(pi, M) * wts
             R = None
@@ -176,14 +194,11 @@ def direct_pairs(theta, family, X, *, step_exponent=0.6, warmup=1, states=None):
             rho_q *= 1 - gam
             rho_g *= 1 - gam
         if not np.isnan(x).all():
-            stat = np.concatenate([np.ones((KM, 1)), e1, e2], axis=1)
             for q in range(KM):
                 rho_g[q, :, q] += gam * stat[q]
         if t >= max(warmup, 1):
             A = _map_rows(rho_q @ phin, np.full((K, K), PRIOR_MASS / K))
-            Sg = rho_g @ phin
-            em = _mstep(family, em, Sg[:, 0].reshape(K, M), Sg[:, 1:1 + D].reshape(K, M, D),
-                        Sg[:, 1 + D:].reshape(K, M, D, D))
+            em = mstep(em, rho_g @ phin, K, M)
         phi = phin
     return {"transmat": A, "emission": em, "log_pred": np.array(log_pred)}
 
@@ -506,51 +521,22 @@ def test_gmm_em_with_missing_entries_keeps_a_good_fit():
 
 # -- partly missing Poisson rows ------------------------------------------------------------------
 def direct_poisson(theta, family, X, *, step_exponent=0.6, warmup=1):
-    """Cappé's online EM for a Poisson HMM written out with NumPy: a row's emission is the
-    product over its observed counts; its statistic for state k is (1, x) with each missing
-    count replaced by the state's rate (its conditional expectation under the step's
-    parameters). Returns the parameters and the prequential log-probabilities."""
+    """:func:`direct_online_em` for a Poisson HMM: a row's emission is the product over its
+    observed counts; its statistic for state k is (1, x) with each missing count replaced by
+    the state's rate (its conditional expectation under the step's parameters)."""
     from scipy.stats import poisson
-    pi, A = theta["startprob"].copy(), theta["transmat"].copy()
-    lam = np.array(theta["emission"]["lambdas"], dtype=float)
-    K, D = lam.shape
-    phi = None
-    rho_q = np.zeros((K, K, K))
-    rho_g = np.zeros((K, 1 + D, K))
-    log_pred = []
-    for n, x in enumerate(X):
-        t = n + 1
-        seen = ~np.isnan(x)
-        logb = np.array([poisson.logpmf(x[seen], lam[k, seen]).sum() for k in range(K)])
-        top = logb.max()
-        b = np.exp(logb - top)
-        if phi is None:
-            pred, R = pi, None
-        else:
-            pred = phi @ A
-            R = phi[:, None] * A / pred[None, :]
-        phin = pred * b
-        log_pred.append(np.log(phin.sum()) + top)
-        phin /= phin.sum()
-        gam = float(t) ** (-step_exponent)
-        if R is not None:
-            rho_q = (1 - gam) * np.einsum("ijm,mk->ijk", rho_q, R)
-            rho_g = (1 - gam) * np.einsum("ipm,mk->ipk", rho_g, R)
-            for k in range(K):
-                rho_q[:, k, k] += gam * R[:, k]
-        else:
-            rho_q *= 1 - gam
-            rho_g *= 1 - gam
-        if seen.any():
-            for k in range(K):
-                rho_g[k, :, k] += gam * np.concatenate(([1.0], np.where(seen, x, lam[k])))
-        if t >= max(warmup, 1):
-            A = _map_rows(rho_q @ phin, np.full((K, K), PRIOR_MASS / K))
-            Sg = rho_g @ phin
-            lam = family.mstep({"lambdas": lam}, {"post": Sg[:, 0], "obs": Sg[:, 1:]},
-                               "l")[0]["lambdas"]
-        phi = phin
-    return {"transmat": A, "emission": {"lambdas": lam}, "log_pred": np.array(log_pred)}
+
+    def terms(em, x):
+        lam, seen = em["lambdas"], ~np.isnan(x)
+        logb = np.array([poisson.logpmf(x[seen], lam[k, seen]).sum() for k in range(len(lam))])
+        stat = np.concatenate([np.ones((len(lam), 1)), np.where(seen, x, lam)], axis=1)
+        return logb, stat, 1
+
+    def mstep(em, Sg, K, M):
+        return family.mstep(em, {"post": Sg[:, 0], "obs": Sg[:, 1:]}, "l")[0]
+
+    return direct_online_em(theta, X, terms, lambda em: np.ones((len(em["lambdas"]), 1)),
+                            mstep, step_exponent=step_exponent, warmup=warmup)
 
 
 def test_partly_missing_poisson_rows_equal_the_transcription():

@@ -347,12 +347,18 @@ def test_demo_personalises_the_bundled_logbook(tmp_path, capsys):
 # --------------------------------------------------------------------------- the docs
 
 
-def test_the_python_example_in_docs_props_prints_what_it_says(capsys):
+def run_props_doc_example(heading: str, prints: str, capsys) -> None:
+    """Run the first Python block of ``heading``'s section of docs/props.md and check that
+    it prints the block shown after the text ``prints``."""
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "props.md").read_text("utf-8")
-    section = doc.split("## A small example in Python", 1)[1]
+    section = doc.split(heading, 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
-    shown = section.split("prints (", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    shown = section.split(prints, 1)[1].split("```\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/props.md", "exec"), {})
     assert capsys.readouterr().out == shown
+
+
+def test_the_python_example_in_docs_props_prints_what_it_says(capsys):
+    run_props_doc_example("## A small example in Python", "prints (", capsys)

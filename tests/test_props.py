@@ -435,9 +435,11 @@ def _ar1_table(y, lengths, rho):
     return out
 
 
-def _gaussian_props(rng, **kw):
-    m = PROPS([AR1Source(0.8)], 2, emission="gaussian", covariance_type="diag",
-              init_params="", **kw)
+def _gaussian_props(rng, source=None, **kw):
+    """A PROPS model with one 2-D density source (default ``AR1Source(0.8)``) and two
+    Gaussian perturbation states, parameters set by hand."""
+    m = PROPS([AR1Source(0.8) if source is None else source], 2, emission="gaussian",
+              covariance_type="diag", init_params="", **kw)
     m.startprob_ = rng.dirichlet(np.ones(3))
     m.transmat_ = rng.dirichlet(np.ones(3) * 3, size=3)
     m.means_ = np.array([[3.0, -3.0], [-3.0, 3.0]])

@@ -16,7 +16,7 @@ import pytest
 from brute_force import dataset_posteriors
 from scipy import stats as st
 from test_online_em import direct_online_em
-from test_props import _Normal
+from test_props import _gaussian_props, _Normal
 from test_source_kneser_ney import BruteKN
 
 from hiddenstate import PROPS
@@ -271,14 +271,7 @@ def _ar1_hole_table(X, lengths):
 
 
 def _gaussian(rng, **kw):
-    m = PROPS([AR1OrHole()], 2, emission="gaussian", covariance_type="diag",
-              init_params="", **kw)
-    m.startprob_ = rng.dirichlet(np.ones(3))
-    m.transmat_ = rng.dirichlet(np.ones(3) * 3, size=3)
-    m.means_ = np.array([[3.0, -3.0], [-3.0, 3.0]])
-    m.covars_ = np.array([[1.0, 0.5], [0.7, 1.5]])
-    m.n_features_ = 2
-    return m
+    return _gaussian_props(rng, AR1OrHole(), **kw)
 
 
 def test_gaussian_missing_rows_against_enumeration_and_one_em_step():
@@ -504,14 +497,8 @@ def test_lstm_batched_scores_with_holes_match_the_step_loop(lstm, monkeypatch):
 
 
 def test_the_missing_observations_example_in_docs_props_prints_what_it_says(capsys):
-    from pathlib import Path
-
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "props.md").read_text("utf-8")
-    section = doc.split("## Missing observations", 1)[1]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
-    shown = section.split("\nprints\n", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
-    exec(compile(code, "docs/props.md", "exec"), {})
-    assert capsys.readouterr().out == shown
+    from test_personalize import run_props_doc_example
+    run_props_doc_example("## Missing observations", "\nprints\n", capsys)
 
 
 # -- the personalisation pipeline ---------------------------------------------------------------

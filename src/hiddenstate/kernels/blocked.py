@@ -47,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-_MIN_NORMAL = 2.2250738585072014e-308  # a scale below this counts as zero
+from .forward_backward import normalise_scale
 
 
 @njit(cache=True)
@@ -81,15 +81,7 @@ def _forward_step(x, t, first, word_states, word_block, n_cb, startprob, blocks,
                         cur[j] += ai * row[cols[j]]
         for j in range(k):
             cur[j] *= emit[w, j]
-    c = 0.0
-    for j in range(k):
-        c += cur[j]
-    if not c >= _MIN_NORMAL:
-        return 0.0
-    inv = 1.0 / c
-    for j in range(k):
-        cur[j] *= inv
-    return c
+    return normalise_scale(cur, k)
 
 
 @njit(cache=True)

@@ -67,6 +67,22 @@ _HUGE = 1e280
 _MIN_NORMAL = 2.2250738585072014e-308  # a scale below this counts as zero
 
 
+@njit(cache=True)
+def normalise_scale(cur, n):
+    """Scale ``cur[:n]`` to sum to one and return the sum :math:`c_t` (a scaled recursion's
+    normaliser); a sum below the smallest normal float counts as zero: 0 is returned and
+    ``cur`` is left as it is (the step is impossible)."""
+    c = 0.0
+    for j in range(n):
+        c += cur[j]
+    if not c >= _MIN_NORMAL:
+        return 0.0
+    inv = 1.0 / c
+    for j in range(n):
+        cur[j] *= inv
+    return c
+
+
 def chunk_bounds(work: np.ndarray, max_chunks: int = 32) -> np.ndarray:
     """Split items into at most ``max_chunks`` contiguous groups of similar total ``work``.
 

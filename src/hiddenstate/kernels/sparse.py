@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .forward_backward import normalise_scale
+
 
 @njit(cache=True)
 def _forward_step(first, prev, cur, startprob, indptr, indices, values, row):
@@ -44,15 +46,7 @@ def _forward_step(first, prev, cur, startprob, indptr, indices, values, row):
                     cur[indices[p]] += ai * values[p]
         for j in range(K):
             cur[j] *= row[j]
-    c = 0.0
-    for j in range(K):
-        c += cur[j]
-    if not c > 0.0:
-        return 0.0
-    inv = 1.0 / c
-    for j in range(K):
-        cur[j] *= inv
-    return c
+    return normalise_scale(cur, K)
 
 
 @njit(cache=True)

@@ -12,6 +12,7 @@ import pytest
 from brute_force import dataset_posteriors
 from scipy.special import digamma, gammaln
 from scipy.stats import norm
+from test_partial_labels import _clamped
 
 import hiddenstate as hs
 from hiddenstate.errors import InvalidInputError, ZeroProbabilityError
@@ -54,14 +55,6 @@ def _log_e(B: np.ndarray, X: np.ndarray) -> np.ndarray:
     return out
 
 
-def _clamped(log_e: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """The non-label states of every labelled step at -inf, by hand."""
-    out = log_e.copy()
-    for t in np.flatnonzero(labels >= 0):
-        keep = out[t, labels[t]]
-        out[t] = -np.inf
-        out[t, labels[t]] = keep
-    return out
 
 
 def _multi(theta):

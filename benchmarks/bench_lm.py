@@ -61,7 +61,6 @@ def _setup(k: int):
 def measure_ours(k: int, steps: int, dense: bool) -> dict:
     torch, c, wc = _setup(k)
     from hiddenstate.lm import BlockedHMMLM
-    from hiddenstate.lm.data import sentence_streams
     if dense:
         m = BlockedHMMLM(constraint="dense", n_states=k, states_per_cluster=k, batch_size=4,
                          progress=False)
@@ -70,11 +69,19 @@ def measure_ours(k: int, steps: int, dense: bool) -> dict:
                          progress=False)
     m.initialize(c["vocabulary"], wc)
     m._state = m._new_state()
-    tokens, mask = sentence_streams(c["train"], m.eos_id_, m.batch_size)
-    m._step(tokens, mask, 0, len(c["train"]))
+    return time_torch_steps(m, c["train"], steps)
+
+
+def time_torch_steps(m, train, steps: int) -> dict:
+    """Tokens/s of ``m``'s torch training step (``m._state`` ready) on the token ids
+    ``train``: one untimed warm-up batch, then the mean over ``steps`` batches of
+    ``m.batch_size`` x 32 tokens."""
+    from hiddenstate.lm.data import sentence_streams
+    tokens, mask = sentence_streams(train, m.eos_id_, m.batch_size)
+    m._step(tokens, mask, 0, len(train))
     t0 = time.perf_counter()
     for i in range(1, steps + 1):
-        m._step(tokens, mask, 32 * i, len(c["train"]))
+        m._step(tokens, mask, 32 * i, len(train))
     dt = (time.perf_counter() - t0) / steps
     return {"K": m.n_states_, "tok_s": m.batch_size * 32 / dt, "step_s": dt}
 
@@ -138,7 +145,6 @@ def measure_em(kind: str, k: int, steps: int, n_tokens: int) -> dict:
     """E-step tokens/s of batch EM: the numba kernel or the torch recursion (module docs)."""
     torch, c, wc = _setup(k)  # one torch thread (faster than two on this shared machine)
     from hiddenstate.lm import BlockedHMMLM
-    from hiddenstate.lm.data import sentence_streams
     from hiddenstate.lm.exact import SentenceLayout, exact_counts
     m = BlockedHMMLM(states_per_cluster=k, learn="em", batch_size=64, progress=False)
     m.initialize(c["vocabulary"], wc)
@@ -152,13 +158,7 @@ def measure_em(kind: str, k: int, steps: int, n_tokens: int) -> dict:
         return {"K": m.n_states_, "tok_s": len(ids) / dt, "step_s": dt}
     m._state = m._new_state()
     m._state["acc"] = m._zero_counts()  # the torch path's running counts
-    tokens, mask = sentence_streams(c["train"], m.eos_id_, m.batch_size)
-    m._step(tokens, mask, 0, len(c["train"]))
-    t0 = time.perf_counter()
-    for i in range(1, steps + 1):
-        m._step(tokens, mask, 32 * i, len(c["train"]))
-    dt = (time.perf_counter() - t0) / steps
-    return {"K": m.n_states_, "tok_s": m.batch_size * 32 / dt, "step_s": dt}
+    return time_torch_steps(m, c["train"], steps)
 
 
 def child(kind: str, k: int, steps: int, n_tokens: int = 0) -> None:

@@ -42,16 +42,30 @@ def two_back_source(W: int = W):
 
 
 def source_table(fns, y, lengths):
-    """log f_k(y_t | y_<t) by calling each function on the explicit history."""
-    out = np.empty((len(y), len(fns)))
+    """log f_k(y_t | y_<t) by calling each function on the explicit history (holes, -1,
+    kept in it); 0 at a missing step."""
+    out = np.zeros((len(y), len(fns)))
     start = 0
     for n in lengths:
         seq = y[start:start + n]
         for t in range(n):
-            for k, fn in enumerate(fns):
-                out[start + t, k] = np.log(fn(seq[:t])[seq[t]])
+            if seq[t] >= 0:
+                out[start + t] = [np.log(fn(seq[:t])[seq[t]]) for fn in fns]
         start += n
     return out
+
+
+def direct_reference(fns, y, lengths, pi, A, B, **kw):
+    """:func:`direct_online_em` on a PROPS model with the sources ``fns`` (their columns
+    first, flat emissions there), perturbation rows ``B`` and the learner's default
+    priors."""
+    K, W_ = len(pi), B.shape[1]
+    theta = {"startprob": pi, "transmat": A,
+             "emission": {"emissionprob": np.vstack([np.full((len(fns), W_), 1 / W_), B])}}
+    return direct_online_em(theta, y, lengths, emission="categorical",
+                            alpha_t=np.full((K, K), 1 + PRIOR_MASS / K),
+                            alpha_e=np.full((K, W_), 1 + PRIOR_MASS / W_),
+                            source_b=np.exp(source_table(fns, y, lengths)), **kw)
 
 
 def fitted(sources, Kp, rng, **kw):
@@ -165,12 +179,7 @@ def test_online_em_matches_the_direct_transcription():
     m = PROPS([CallableSource(f, W) for f in fns], Kp, init_params="", learner_options=opts)
     m.startprob_, m.transmat_, m.emissionprob_ = pi, A, B
     m.fit(y, lengths)
-    src_b = np.exp(source_table(fns, y, lengths))
-    theta = {"startprob": pi, "transmat": A,
-             "emission": {"emissionprob": np.vstack([np.full((2, W), 1 / W), B])}}
-    ref = direct_online_em(theta, y, lengths, emission="categorical", step_exponent=0.7,
-                           warmup=5, alpha_t=np.full((K, K), 1 + PRIOR_MASS / K),
-                           alpha_e=np.full((K, W), 1 + PRIOR_MASS / W), source_b=src_b)
+    ref = direct_reference(fns, y, lengths, pi, A, B, step_exponent=0.7, warmup=5)
     assert np.allclose(m.transmat_, ref["transmat"], rtol=1e-9, atol=1e-12)
     assert np.allclose(m.emissionprob_, ref["emission"]["emissionprob"][2:], rtol=1e-9,
                        atol=1e-12)

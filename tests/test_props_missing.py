@@ -16,7 +16,7 @@ import pytest
 from brute_force import dataset_posteriors
 from scipy import stats as st
 from test_online_em import direct_online_em
-from test_props import _gaussian_props, _Normal
+from test_props import _gaussian_props, _Normal, direct_reference, source_table
 from test_source_kneser_ney import BruteKN
 
 from hiddenstate import PROPS
@@ -46,20 +46,6 @@ def two_back_or_hole():
         p[history[-2] if len(history) >= 2 and history[-2] != MISSING else W - 1] = 0.9
         return p
     return f
-
-
-def source_table(fns, y, lengths):
-    """log f_k(y_t | y_<t) by calling each function on the explicit history (holes kept);
-    0 at a missing step."""
-    out = np.zeros((len(y), len(fns)))
-    start = 0
-    for n in lengths:
-        seq = y[start:start + n]
-        for t in range(n):
-            if seq[t] >= 0:
-                out[start + t] = [np.log(fn(seq[:t])[seq[t]]) for fn in fns]
-        start += n
-    return out
 
 
 def log_emissions(m, fns, y, lengths):
@@ -216,12 +202,7 @@ def test_online_em_with_missing_steps_matches_the_direct_transcription():
     m.startprob_, m.transmat_, m.emissionprob_ = pi, A, B
     m.partial_fit(y[:80], [60, 1, 19])
     m.partial_fit(y[80:], [20, 100], continues=True)
-    src_b = np.exp(source_table(fns, y, lengths))
-    theta = {"startprob": pi, "transmat": A,
-             "emission": {"emissionprob": np.vstack([np.full((2, W), 1 / W), B])}}
-    ref = direct_online_em(theta, y, lengths, emission="categorical", step_exponent=0.7,
-                           warmup=5, alpha_t=np.full((K, K), 1 + PRIOR_MASS / K),
-                           alpha_e=np.full((K, W), 1 + PRIOR_MASS / W), source_b=src_b)
+    ref = direct_reference(fns, y, lengths, pi, A, B, step_exponent=0.7, warmup=5)
     assert np.allclose(m.transmat_, ref["transmat"], rtol=1e-9, atol=1e-12)
     assert np.allclose(m.emissionprob_, ref["emission"]["emissionprob"][2:], rtol=1e-9,
                        atol=1e-12)

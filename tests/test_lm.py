@@ -363,6 +363,15 @@ def test_cli_train_eval_sample_round_trip(tmp_path, capsys):
     assert main(["lm", "train", "--train", str(tmp_path / "tr.txt"), "--out",
                  str(tmp_path / "m2"), "--dropout", "9", "--states-per-cluster", "2",
                  "--paths", str(tmp_path / "paths"), "--no-progress"]) == 2
+    assert main(["lm", "train", "--train", str(tmp_path / "tr.txt"), "--valid",
+                 str(tmp_path / "va.txt"), "--paths", str(tmp_path / "paths"),
+                 "--states-per-cluster", "4", "--learn", "em", "--dropout", "2",
+                 "--dropout-masks", "3", "--em-prior", "0.05", "--em-patience", "1",
+                 "--epochs", "3", "--out", str(tmp_path / "m3"), "--no-progress"]) == 0
+    em = load_model(tmp_path / "m3")
+    assert (em.learn, em.state_dropout, em.dropout_masks, em.em_prior, em.em_patience) == \
+        ("em", 2, 3, 0.05, 1)
+    assert len(em.history_) == 3 and all(h["valid_ppl"] > 1 for h in em.history_)
 
 
 @pytest.mark.skipif(not (DATA / "ptb" / "ptb.train.txt").is_file(),

@@ -3,6 +3,8 @@ against the dense numba kernels and the batched torch recursion. Skipped without
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,7 @@ from hiddenstate.errors import InvalidInputError  # noqa: E402
 from hiddenstate.lm import EOS, BlockedHMMLM, ConstraintSet, expected_counts  # noqa: E402
 from hiddenstate.lm.exact import (  # noqa: E402
     SentenceLayout,
+    dropout_counts,
     exact_counts,
     exact_log_likelihood,
     n_accumulators,
@@ -42,6 +45,24 @@ def _probs(m: BlockedHMMLM):
     with torch.no_grad():
         ls, lt, le = (t.numpy() for t in m.net_(cs.all_states()))
     return np.exp(ls), np.exp(lt), np.exp(le)
+
+
+def _assert_m_step_of(m: BlockedHMMLM, ref: BlockedHMMLM, start, trans, emit,
+                      atol: float) -> None:
+    """``m``'s parameters are ``ref``'s after the M-step of these counts."""
+    ref._m_step({k: torch.as_tensor(v) for k, v in
+                 {"start": start, "trans": trans, "emit": emit}.items()})
+    for name, p in ref.net_.state_dict().items():
+        np.testing.assert_allclose(m.net_.state_dict()[name].numpy(), p.numpy(), atol=atol,
+                                   rtol=0, err_msg=name)
+
+
+def _case(seed: int, k: int, n_sent: int):
+    """``(constraints, ids, (start, trans, emit), layout)`` of a random model and text."""
+    rng = np.random.default_rng(seed)
+    m = _model(rng, states_per_cluster=k)
+    ids = _stream(rng, 20, n_sent)
+    return m.constraints_, ids, _probs(m), SentenceLayout.from_ids(ids, 1)
 
 
 def _dense_posteriors(m: BlockedHMMLM, ids: np.ndarray):
@@ -84,15 +105,9 @@ def test_counts_equal_dense_numba_kernels(constraint, kw):
 
 
 def test_counts_equal_torch_expected_counts():
-    rng = np.random.default_rng(1)
-    m = _model(rng, states_per_cluster=8)
-    cs = m.constraints_
-    ids = _stream(rng, 20, 10)
-    start, trans, emit = _probs(m)
-    ll, s, t, e = exact_counts(SentenceLayout.from_ids(ids, 1), cs.word_states, start, trans,
-                               emit)
-    with torch.no_grad():
-        ls, lt, le = m.net_(cs.all_states())
+    cs, ids, (start, trans, emit), layout = _case(1, 8, 10)
+    ll, s, t, e = exact_counts(layout, cs.word_states, start, trans, emit)
+    ls, lt, le = (torch.log(torch.as_tensor(a)) for a in (start, trans, emit))
     x = torch.as_tensor(ids)[None]
     reset = torch.zeros_like(x, dtype=torch.bool)
     reset[0, 1:] = x[0, :-1] == 1
@@ -181,10 +196,7 @@ def test_cpu_batch_em_iteration_is_the_m_step_of_exact_torch_counts():
                                        reset=reset)
     emit = torch.zeros(cs.n_words, cs.k, dtype=torch.float64)
     emit.index_put_((x[0],), ge[0], accumulate=True)
-    ref._m_step({"start": gs, "trans": gt, "emit": emit})
-    for name, p in ref.net_.state_dict().items():
-        np.testing.assert_allclose(m.net_.state_dict()[name].numpy(), p.numpy(), atol=1e-10,
-                                   rtol=0, err_msg=name)
+    _assert_m_step_of(m, ref, gs, gt, emit, atol=1e-10)
     assert m.history_[-1]["epoch"] == 1 and m.history_[-1]["tokens_per_s"] > 0
 
 
@@ -199,13 +211,15 @@ def test_early_stopping_keeps_the_best_parameters():
     assert m.perplexity(valid) == pytest.approx(ppl[-2], rel=1e-12)  # the best is kept
 
 
-def test_exact_em_checkpoint_resumes_bit_identically(tmp_path):
+@pytest.mark.parametrize("extra", [{}, dict(state_dropout=2, dropout_masks=3,
+                                            em_patience=2)])
+def test_exact_em_checkpoint_resumes_bit_identically(tmp_path, extra):
     from hiddenstate.lm import load_checkpoint
     rng = np.random.default_rng(6)
     ids = _stream(rng, 20, 40)
     valid = ids[:60]  # part of the training text: EM keeps improving it
     kw = dict(states_per_cluster=4, learn="em", em_prior=0.01, n_epochs=4, progress=False,
-              dtype="float64")
+              dtype="float64", **extra)
     wc = np.arange(20) % 5
     straight = BlockedHMMLM(**kw).fit(ids, valid, vocabulary=_vocab(20), word_cluster=wc)
     a = BlockedHMMLM(**kw).fit(ids, valid, vocabulary=_vocab(20), word_cluster=wc,
@@ -214,7 +228,10 @@ def test_exact_em_checkpoint_resumes_bit_identically(tmp_path):
     a.fit(ids, valid, resume=True)
     b.fit(ids, valid, resume=True)
     assert len(straight.history_) == 4 and len(b.history_) == 4
-    assert not straight._state["stopped"]
+    # without dropout EM keeps improving; with it, iteration 1 stays the best and the
+    # fourth stops the run and restores it: the best copy crossed the checkpoint
+    assert straight._state["stopped"] == b._state["stopped"] == bool(extra)
+    assert [h["valid_ppl"] for h in b.history_] == [h["valid_ppl"] for h in straight.history_]
     for name, p in straight.net_.state_dict().items():
         assert torch.equal(p, a.net_.state_dict()[name]), name
         assert torch.equal(p, b.net_.state_dict()[name]), name
@@ -247,3 +264,146 @@ def test_reused_buffers_give_the_counts_of_fresh_ones(constraint, kw):
         np.testing.assert_array_equal(a, b)
     assert exact_log_likelihood(layout, cs.word_states, start, trans2, emit, work=work) \
         .sum() == pytest.approx(fresh[0], abs=1e-12)
+
+
+def _enumerated_counts(start, trans, B, sentence):
+    """``(log p, start, trans, state posteriors (T, K))`` of a dense HMM by enumerating
+    every state path."""
+    K, T = len(start), len(sentence)
+    s, t, g = np.zeros(K), np.zeros((K, K)), np.zeros((T, K))
+    total = 0.0
+    for path in itertools.product(range(K), repeat=T):
+        p = start[path[0]] * B[path[0], sentence[0]]
+        for i in range(1, T):
+            p *= trans[path[i - 1], path[i]] * B[path[i], sentence[i]]
+        total += p
+        s[path[0]] += p
+        for i in range(1, T):
+            t[path[i - 1], path[i]] += p
+        g[np.arange(T), path] += p
+    return np.log(total), s / total, t / total, g / total
+
+
+def test_dropout_counts_equal_enumeration_over_each_masks_dropped_model():
+    rng = np.random.default_rng(11)
+    V, C, k, kp = 8, 2, 3, 2
+    m = BlockedHMMLM(states_per_cluster=k, dtype="float64", progress=False)
+    wc = np.array([0, 1, 0, 1, 0, 1, 0, 1])
+    m.initialize(_vocab(V), wc)
+    cs = m.constraints_
+    start, trans, emit = _probs(m)
+    ids = np.array([2, 3, 1, 4, 5, 6, 1, 7, 2, 1, 3, 3, 4, 1, 5, 1, 6, 7, 2, 4, 1])
+    layout = SentenceLayout.from_ids(ids, 1)
+    keeps = np.sort(np.stack([rng.permutation(k)[:kp] for _ in range(3 * C)]), axis=1)
+    keeps = keeps.reshape(3, C, kp)
+    ll, s, t, e = dropout_counts(layout, wc, k, start, trans, emit, keeps)
+    groups = layout.chunks(3)
+    assert len(groups) == 4  # three masks used
+    ref_ll, ref_s, ref_t, ref_e = 0.0, np.zeros(C * k), np.zeros((C * k, C * k)), \
+        np.zeros((V, k))
+    for g in range(3):
+        kept = (np.arange(C)[:, None] * k + keeps[g]).ravel()
+        st = start[kept] / start[kept].sum()  # eq. (5): renormalised over the kept states
+        tr = trans[np.ix_(kept, kept)]
+        tr = tr / tr.sum(axis=1, keepdims=True)
+        B = np.zeros((len(kept), V))  # emissions unchanged, each state over its words
+        for w in range(V):
+            for j in range(k):
+                z = cs.word_states[w, j]
+                if z in kept:
+                    B[list(kept).index(z), w] = emit[w, j]
+        for sent in range(groups[g], groups[g + 1]):
+            x = ids[layout.bounds[sent]:layout.bounds[sent + 1]]
+            lp, s1, t1, g1 = _enumerated_counts(st, tr, B, x)
+            ref_ll += lp
+            ref_s[kept] += s1
+            ref_t[np.ix_(kept, kept)] += t1
+            for i, w in enumerate(x):
+                for j in range(k):
+                    z = cs.word_states[w, j]
+                    if z in kept:
+                        ref_e[w, j] += g1[i, list(kept).index(z)]
+    assert ll == pytest.approx(ref_ll, abs=1e-12, rel=0)
+    np.testing.assert_allclose(s, ref_s, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(t, ref_t, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(e, ref_e, atol=1e-12, rtol=0)
+    dropped = np.ones(C * k, bool)
+    dropped[(np.arange(C)[:, None] * k + keeps[0]).ravel()] = False
+    assert t.sum() == pytest.approx(len(ids) - layout.n_sentences, abs=1e-10)
+    assert np.any(t[dropped] == 0.0)  # a dropped state gets nothing from its group
+
+
+def test_dropout_counts_keeping_every_state_are_the_exact_counts():
+    cs, ids, (start, trans, emit), layout = _case(12, 4, 30)
+    keeps = np.tile(np.arange(4), (1, cs.n_clusters, 1))
+    work = {}
+    for _ in range(2):  # the second call reuses (and must clear) the buffers
+        got = dropout_counts(layout, cs.word_cluster, 4, start, trans, emit, keeps, work=work)
+        want = exact_counts(layout, cs.word_states, start, trans, emit)
+        assert got[0] == pytest.approx(want[0], abs=1e-10, rel=0)  # renormalised rows
+        for a, b in zip(got[1:], want[1:], strict=True):              # sum to 1 +- 1 ulp
+            np.testing.assert_allclose(a, b, atol=1e-12, rtol=0)
+
+
+def test_reordered_layout_holds_the_same_sentences_in_the_new_order():
+    ids = np.array([2, 3, 1, 4, 1, 5, 6, 7, 1])
+    layout = SentenceLayout.from_ids(ids, 1)
+    r = layout.reordered(np.array([2, 0, 1]))
+    np.testing.assert_array_equal(r.x, [5, 6, 7, 1, 2, 3, 1, 4, 1])
+    np.testing.assert_array_equal(r.bounds, [0, 4, 7, 9])
+    p = r.part(1, 3)
+    np.testing.assert_array_equal(p.x, [2, 3, 1, 4, 1])
+    np.testing.assert_array_equal(p.bounds, [0, 3, 5])
+
+
+def test_cpu_em_with_dropout_is_the_m_step_of_its_drawn_masks():
+    rng = np.random.default_rng(13)
+    ids = _stream(rng, 20, 25)
+    kw = dict(states_per_cluster=4, learn="em", em_prior=0.05, n_epochs=1, state_dropout=2,
+              dropout_masks=3)
+    m = _model(rng, **kw)
+    ref = _model(rng, **kw)
+    ref.net_.load_state_dict(m.net_.state_dict())
+    m.fit(ids, resume=True)
+    cs = ref.constraints_
+    gen = torch.Generator().manual_seed(1)  # generator_ = random_state + 1
+    order = torch.randperm(SentenceLayout.from_ids(ids, 1).n_sentences, generator=gen).numpy()
+    keeps = np.stack([cs.dropout(2, gen).kept.numpy().reshape(cs.n_clusters, 2)
+                      - np.arange(cs.n_clusters)[:, None] * 4 for _ in range(3)])
+    layout = SentenceLayout.from_ids(ids, 1).reordered(order)
+    _, s, t, e = dropout_counts(layout, cs.word_cluster, 4, *_probs(ref), keeps)
+    _assert_m_step_of(m, ref, s, t, e, atol=1e-12)
+
+
+def test_torch_em_with_dropout_counts_what_the_kernel_counts(monkeypatch):
+    """The batched torch E-step (the GPU path) under one dropout mask equals the numba
+    kernel's dropout_counts with that mask (one stream holding all of X: no truncation)."""
+    monkeypatch.setattr(BlockedHMMLM, "_exact_em", property(lambda self: False))
+    rng = np.random.default_rng(14)
+    ids = _stream(rng, 20, 12)
+    kw = dict(states_per_cluster=4, learn="em", em_prior=0.05, n_epochs=1, state_dropout=3,
+              batch_size=1, bptt=len(ids))
+    m = _model(rng, **kw)
+    ref = _model(rng, **kw)
+    ref.net_.load_state_dict(m.net_.state_dict())
+    cs = ref.constraints_
+    gen = torch.Generator().manual_seed(1)
+    keep = cs.dropout(3, gen).kept.numpy().reshape(cs.n_clusters, 3) \
+        - np.arange(cs.n_clusters)[:, None] * 4
+    m.fit(ids, resume=True)  # one batch, one mask, then the M-step
+    _, s, t, e = dropout_counts(SentenceLayout.from_ids(ids, 1), cs.word_cluster, 4,
+                                *_probs(ref), keep[None])
+    _assert_m_step_of(m, ref, s, t, e, atol=1e-10)
+
+
+def test_em_patience_restores_the_best_and_marks_what_came_after():
+    rng = np.random.default_rng(5)
+    train, valid = _stream(rng, 20, 6), _stream(rng, 20, 6)  # tiny: EM overfits
+    m = _model(rng, states_per_cluster=4, learn="em", em_prior=1e-3, n_epochs=60,
+               em_patience=2)
+    m.fit(train, valid, resume=True)
+    ppl = [h["valid_ppl"] for h in m.history_]
+    best = int(np.argmin(ppl))
+    assert len(ppl) == best + 4 < 60  # stopped after three iterations without a new best
+    assert [bool(h.get("undone")) for h in m.history_[best:]] == [False, True, True, True]
+    assert m.perplexity(valid) == pytest.approx(ppl[best], rel=1e-12)

@@ -49,10 +49,17 @@ def add_parser(sub, int_at_least, finite_float) -> None:
                    help="total states for --constraint random or dense")
     p.add_argument("--dropout", type=int_at_least(1), default=None,
                    help="states kept per cluster in each batch (state dropout)")
+    p.add_argument("--dropout-masks", type=int_at_least(1), default=32,
+                   help="batch EM on CPU with --dropout: masks per iteration (32)")
     p.add_argument("--parameterization", choices=["scalar", "neural"], default="scalar")
     p.add_argument("--hidden", type=int_at_least(1), default=256)
     p.add_argument("--learn", choices=["gradient", "em", "stepwise_em"], default="gradient")
     p.add_argument("--lr", type=finite_float, default=None)
+    p.add_argument("--em-prior", type=finite_float, default=1e-2,
+                   help="EM: pseudo-count added to every count (0.01)")
+    p.add_argument("--em-patience", type=int_at_least(0), default=0,
+                   help="batch EM on CPU: iterations without a new best validation "
+                        "perplexity before stopping (0)")
     p.add_argument("--epochs", type=int_at_least(1), default=1)
     p.add_argument("--batch-size", type=int_at_least(1), default=16)
     p.add_argument("--bptt", type=int_at_least(1), default=32)
@@ -120,7 +127,8 @@ def cmd_train(args, out) -> int:
         model = BlockedHMMLM(
             constraint=args.constraint, states_per_cluster=args.states_per_cluster,
             n_states=args.states, parameterization=args.parameterization,
-            hidden_size=args.hidden, state_dropout=args.dropout, learn=args.learn, lr=args.lr,
+            hidden_size=args.hidden, state_dropout=args.dropout, dropout_masks=args.dropout_masks,
+            learn=args.learn, lr=args.lr, em_prior=args.em_prior, em_patience=args.em_patience,
             batch_size=args.batch_size, bptt=args.bptt, n_epochs=args.epochs,
             eval_every=args.eval_every, dtype=args.dtype, device=args.device,
             random_state=args.seed, progress=args.progress)

@@ -200,3 +200,52 @@ def blocked_loglik(x, bounds, chunks, word_states, word_block, n_cb, startprob, 
                     break
                 total += np.log(cs)
             loglik[s] = total
+
+
+@njit(parallel=True, cache=True)
+def gather_kept_blocks(blocks, keep, out):
+    r"""The transition blocks of a state-dropout mask, rows renormalised (Chiu & Rush 2020,
+    sec. 3.2: :math:`A^b_{ij} = A_{ij} b_j / \sum_{j'} A_{ij'} b_{j'}`).
+
+    ``blocks (C * C, k, k)``: a partition's block layout (module docstring); ``keep (C, k')``:
+    the kept positions of every cluster's states (sorted); ``out (C * C, k', k')`` receives
+    the kept rows and columns, each row divided by its sum over all kept columns (a row whose
+    kept entries are all zero stays zero)."""
+    C, kp = keep.shape
+    for a in prange(C):
+        for i in range(kp):
+            ii = keep[a, i]
+            z = 0.0
+            for b in range(C):
+                src = blocks[a * C + b, ii]
+                dst = out[a * C + b, i]
+                for j in range(kp):
+                    v = src[keep[b, j]]
+                    dst[j] = v
+                    z += v
+            if z > 0.0:
+                inv = 1.0 / z
+                for b in range(C):
+                    dst = out[a * C + b, i]
+                    for j in range(kp):
+                        dst[j] *= inv
+
+
+@njit(parallel=True, cache=True)
+def scatter_kept_blocks(acc, keep, full):
+    """Add the chunk accumulators ``acc (n, C * C, k', k')`` of a dropout mask (summed in
+    chunk order) to the kept entries of ``full (C * C, k, k)`` and zero ``acc`` (ready for
+    the next mask); ``keep`` as :func:`gather_kept_blocks`."""
+    n = acc.shape[0]
+    C, kp = keep.shape
+    for a in prange(C):
+        for b in range(C):
+            q = a * C + b
+            for i in range(kp):
+                row = full[q, keep[a, i]]
+                for j in range(kp):
+                    s = 0.0
+                    for c in range(n):
+                        s += acc[c, q, i, j]
+                        acc[c, q, i, j] = 0.0
+                    row[keep[b, j]] += s

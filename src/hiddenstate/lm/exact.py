@@ -16,6 +16,16 @@ thread count. With the default cap (3 GB) that is one accumulator at K = 16,512 
 the E-step then runs on one thread), 4 at K = 4,128. :func:`check_memory` refuses a call
 that would not fit in the available RAM. A ``work`` dict (:func:`buffer`) keeps the
 ``K x K`` arrays from one call to the next (EM iterations).
+
+State dropout (:func:`dropout_counts`, Chiu & Rush 2020, sec. 3.2, applied to batch EM):
+the sentences are cut into groups, each with its own mask that keeps ``k'`` of the ``k``
+states of every cluster. A group's E-step runs on the dropped model (start and transition
+rows renormalised over the kept states, emissions unchanged), through the same kernel on a
+model of ``C k'`` states, and its counts are added at the kept states' entries. The
+M-step is the ordinary one on the summed counts: it normalises the counts over all states,
+which is not the exact maximiser of the dropped models' expected log-likelihood (that
+would account for each mask's renormalisation), so this is a stochastic regulariser of
+EM, judged on held-out perplexity, not a method with EM's monotonicity guarantee.
 """
 
 from __future__ import annotations
@@ -25,10 +35,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..kernels.blocked import blocked_counts, blocked_loglik
+from ..kernels.blocked import (
+    blocked_counts,
+    blocked_loglik,
+    gather_kept_blocks,
+    scatter_kept_blocks,
+)
 from ..kernels.forward_backward import chunk_bounds
 
-__all__ = ["SentenceLayout", "available_memory", "exact_counts", "exact_log_likelihood"]
+__all__ = ["SentenceLayout", "available_memory", "dropout_counts", "exact_counts",
+           "exact_log_likelihood"]
 
 #: default cap on the bytes of the per-chunk ``K x K`` transition accumulators
 MAX_ACCUMULATOR_BYTES = 3 * 10**9
@@ -58,6 +74,19 @@ class SentenceLayout:
     def chunks(self, n: int) -> np.ndarray:
         """At most ``n`` contiguous groups of sentences of similar total length."""
         return chunk_bounds(np.diff(self.bounds), n)
+
+    def reordered(self, order: np.ndarray) -> SentenceLayout:
+        """The same sentences in the order ``order`` (a permutation of ``0 .. S - 1``)."""
+        lengths = np.diff(self.bounds)[order]
+        bounds = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        idx = np.repeat(self.bounds[:-1][order] - bounds[:-1], lengths) + np.arange(bounds[-1])
+        return SentenceLayout(self.x[idx], bounds, self.max_len)
+
+    def part(self, s0: int, s1: int) -> SentenceLayout:
+        """Sentences ``s0 .. s1 - 1`` (views; ``max_len`` kept)."""
+        b0 = self.bounds[s0]
+        return SentenceLayout(self.x[b0:self.bounds[s1]], self.bounds[s0:s1 + 1] - b0,
+                              self.max_len)
 
 
 def available_memory() -> int:
@@ -197,3 +226,62 @@ def exact_log_likelihood(layout: SentenceLayout, word_states: np.ndarray,
     blocked_loglik(layout.x, layout.bounds, layout.chunks(32),
                    *_arguments(word_states, startprob, transmat, emit, work), loglik)
     return loglik
+
+
+def dropout_counts(layout: SentenceLayout, word_cluster: np.ndarray, k: int,
+                   startprob: np.ndarray, transmat: np.ndarray, emit: np.ndarray,
+                   keeps: np.ndarray, max_accumulator_bytes: int = MAX_ACCUMULATOR_BYTES,
+                   work: dict | None = None
+                   ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`exact_counts` with state dropout (see the module docstring): the sentences of
+    ``layout`` (shuffle them first with :meth:`SentenceLayout.reordered`) are cut into
+    ``G = len(keeps)`` contiguous groups of similar token count and group ``g`` runs on the
+    model that keeps, in cluster ``c``, the states ``c k + keeps[g, c]`` (``keeps (G, C, k')``,
+    sorted rows). ``word_cluster (V,)``: Brown clusters of ``k`` states each (dense: one
+    cluster). Returns ``(sum of the dropped models' log p, start (K,), trans (K, K),
+    emit (V, k))``; the dropped states' entries get no counts from a group."""
+    keeps = np.ascontiguousarray(keeps, dtype=np.int64)
+    G, C, kp = keeps.shape
+    K, V = C * k, len(word_cluster)
+    Kp = C * kp
+    n = n_accumulators(Kp, layout.n_sentences, max_accumulator_bytes=max_accumulator_bytes)
+    check_memory(_F64 * (3 * K * K + (n + 1) * Kp * Kp) + _F64 * (V * kp + Kp) * n,
+                 f"the exact E-step with state dropout at K = {K} (the transition matrix, its "
+                 f"block copy, the counts and {n} accumulators of {Kp} kept states)")
+    wc = np.ascontiguousarray(word_cluster, dtype=np.int64)
+    blocks = to_blocks(transmat, k, True, buffer(work, "blocks", (C * C, k, k)))
+    full = buffer(work, "trans_full", (C * C, k, k))
+    full.fill(0.0)
+    kept_blocks = buffer(work, "kept_blocks", (C * C, kp, kp))
+    acc = buffer(work, "kept_acc", (n, C * C, kp, kp))
+    acc.fill(0.0)
+    start = np.zeros(K)
+    emit_counts = np.zeros((V, k))
+    kept_states = wc[:, None] * kp + np.arange(kp)
+    rows = np.arange(V)[:, None]
+    startprob = np.asarray(startprob, dtype=np.float64)
+    emit = np.asarray(emit, dtype=np.float64)
+    loglik = np.empty(layout.n_sentences)
+    groups = layout.chunks(G)
+    for g in range(len(groups) - 1):
+        keep = keeps[g]
+        gather_kept_blocks(blocks, keep, kept_blocks)
+        kept = (np.arange(C)[:, None] * k + keep).ravel()
+        kept_start = startprob[kept] / startprob[kept].sum()
+        cols = keep[wc]
+        part = layout.part(groups[g], groups[g + 1])
+        chunks = part.chunks(n)
+        nc = len(chunks) - 1
+        start_acc = np.zeros((nc, Kp))
+        emit_acc = np.zeros((nc, V, kp))
+        blocked_counts(part.x, part.bounds, chunks, kept_states, wc, C, kept_start,
+                       kept_blocks, np.ascontiguousarray(emit[rows, cols]), part.max_len,
+                       start_acc, acc[:nc], emit_acc, loglik[groups[g]:groups[g + 1]])
+        scatter_kept_blocks(acc[:nc], keep, full)
+        for c in range(nc):  # fixed order
+            start[kept] += start_acc[c]
+            emit_counts[rows, cols] += emit_acc[c]
+    del blocks
+    # the block copy is free now: the K x K counts go into its buffer
+    out = None if work is None else work["blocks"].reshape(K, K)
+    return float(loglik.sum()), start, from_blocks(full, K, out), emit_counts

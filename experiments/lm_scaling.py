@@ -69,6 +69,17 @@ CLUSTERS = {"ptb": "lm-128", "wikitext-2": "w2flm-128"}
 #: chosen setting reports test.
 EM_PRIOR = 1e-2
 _EM = dict(learn="em", progress=False, random_state=0)
+#: the tuned em_prior scaled by 4,128 / K at K = 16,512: the same pseudo-counts per row
+EM_PRIOR_2_14 = EM_PRIOR * 4128 / 16512
+
+
+def _dropout_em(k: int, kept: int, prior: float, with_test: bool = True,
+                corpus: str = "ptb") -> tuple:
+    """An ``EM_RUNS`` entry of batch EM with state dropout (``kept`` of ``k`` per cluster,
+    32 masks per iteration, ``em_patience=2``)."""
+    return (corpus, dict(states_per_cluster=k, state_dropout=kept, em_prior=prior,
+                         n_epochs=100, em_patience=2, **_EM), with_test)
+
 EM_RUNS = {
     **{f"em-tune-2^12-a{a:g}": ("ptb", dict(states_per_cluster=32, em_prior=a, n_epochs=8,
                                              **_EM), False) for a in (1e-3, 1e-2, 1e-1, 1.0)},
@@ -82,42 +93,23 @@ EM_RUNS = {
                                   **_EM), True),
     # the tuned em_prior scaled by 4,128 / K: the same pseudo-counts per transition row
     # (and per state relative to its expected counts) as the chosen K = 4,128 setting
-    "em-exact-2^14": ("ptb", dict(states_per_cluster=128, em_prior=EM_PRIOR * 4128 / 16512,
+    "em-exact-2^14": ("ptb", dict(states_per_cluster=128, em_prior=EM_PRIOR_2_14,
                                   n_epochs=100, **_EM), True),
     # cut short (the prior per row of a=0.1 at K = 4,128): replaced by the run above
     "em-exact-2^14-a0.01": ("ptb", dict(states_per_cluster=128, em_prior=EM_PRIOR,
                                         n_epochs=100, **_EM), False),
-    # state dropout (half of every cluster's states kept, as the reference's 128 of 256),
-    # 32 masks per iteration, two iterations of patience
-    "em-dropout-2^12": ("ptb", dict(states_per_cluster=32, state_dropout=16,
-                                    em_prior=EM_PRIOR, n_epochs=100, em_patience=2, **_EM),
-                        True),
-    # three quarters kept: the best of 8 / 16 / 20 / 24 / 28 of 32 in exploratory runs
-    "em-dropout-2^12-keep24": ("ptb", dict(states_per_cluster=32, state_dropout=24,
-                                           em_prior=EM_PRIOR, n_epochs=100, em_patience=2,
-                                           **_EM), True),
-    "em-dropout-2^14": ("ptb", dict(states_per_cluster=128, state_dropout=64,
-                                    em_prior=EM_PRIOR * 4128 / 16512, n_epochs=100,
-                                    em_patience=2, **_EM), True),
-    # WikiText-2, the best PTB setting at K = 4,128 (Brown w2flm-128)
-    "em-dropout-2^12-wt2": ("wikitext-2", dict(states_per_cluster=32, state_dropout=24,
-                                               em_prior=EM_PRIOR, n_epochs=100, em_patience=2,
-                                               **_EM), True),
+    # state dropout, 32 masks per iteration, two iterations of patience: half of every
+    # cluster's states kept (as the reference's 128 of 256), three quarters (the best of
+    # 8 / 16 / 20 / 24 / 28 of 32 in exploratory runs), a quarter (validation only)
+    "em-dropout-2^12": _dropout_em(32, 16, EM_PRIOR),
+    "em-dropout-2^12-keep24": _dropout_em(32, 24, EM_PRIOR),
+    "em-dropout-2^14": _dropout_em(128, 64, EM_PRIOR_2_14),
+    "em-dropout-2^14-keep96": _dropout_em(128, 96, EM_PRIOR_2_14),
+    "em-dropout-2^14-keep32": _dropout_em(128, 32, EM_PRIOR_2_14, with_test=False),
     # four times the pseudo-counts (validation only)
-    "em-dropout-2^14-a0.01": ("ptb", dict(states_per_cluster=128, state_dropout=64,
-                                          em_prior=EM_PRIOR, n_epochs=100, em_patience=2,
-                                          **_EM), False),
-    # three quarters of every cluster's states kept (the best fraction at K = 4,128)
-    "em-dropout-2^14-keep96": ("ptb", dict(states_per_cluster=128, state_dropout=96,
-                                           em_prior=EM_PRIOR * 4128 / 16512, n_epochs=100,
-                                           em_patience=2, **_EM), True),
-    "em-dropout-2^14-keep80": ("ptb", dict(states_per_cluster=128, state_dropout=80,
-                                           em_prior=EM_PRIOR * 4128 / 16512, n_epochs=100,
-                                           em_patience=2, **_EM), True),
-    # a quarter of every cluster's states kept (validation only)
-    "em-dropout-2^14-keep32": ("ptb", dict(states_per_cluster=128, state_dropout=32,
-                                           em_prior=EM_PRIOR * 4128 / 16512, n_epochs=100,
-                                           em_patience=2, **_EM), False),
+    "em-dropout-2^14-a0.01": _dropout_em(128, 64, EM_PRIOR, with_test=False),
+    # WikiText-2, the best PTB setting at K = 4,128 (Brown w2flm-128)
+    "em-dropout-2^12-wt2": _dropout_em(32, 24, EM_PRIOR, corpus="wikitext-2"),
 }
 
 
@@ -356,13 +348,23 @@ def report() -> None:
                 if n in ("em-exact-2^12", "em-exact-2^14"))
     if ex:
         ax[1].plot(*zip(*ex, strict=True), marker="s", label="exact batch EM (converged)")
-        ks = sorted({k for k, _ in sc + ex})
+    best = {}  # the best PTB dropout-EM run (scored on test) at each size
+    for n, r in em.items():
+        if n.startswith("em-dropout-2^1") and EM_RUNS[n][0] == "ptb" and r.get("test_ppl"):
+            best[r["n_states"]] = min(best.get(r["n_states"], np.inf), r["valid_ppl"])
+    if best:
+        ax[1].plot(*zip(*sorted(best.items()), strict=True), marker="^",
+                   label="batch EM with dropout (best k')")
+    if ex or best:
+        ks = sorted({k for k, _ in sc + ex} | set(best))
         ax[1].set_xticks(ks, [str(k) for k in ks])
         ax[1].minorticks_off()
     ax[1].set(xlabel="states K", ylabel="PTB valid perplexity",
               title="more states")
     ax[1].legend(fontsize=7)
     for name, r in em.items():
+        if EM_RUNS[name][0] != "ptb":
+            continue
         h = r["history"]
         ax[2].plot([x["epoch"] for x in h], [x["valid_ppl"] for x in h], marker=".",
                    ls="-" if name.startswith("em-exact") else ":", label=name)

@@ -407,3 +407,24 @@ def test_em_patience_restores_the_best_and_marks_what_came_after():
     assert len(ppl) == best + 4 < 60  # stopped after three iterations without a new best
     assert [bool(h.get("undone")) for h in m.history_[best:]] == [False, True, True, True]
     assert m.perplexity(valid) == pytest.approx(ppl[best], rel=1e-12)
+
+
+def test_checkpoint_with_a_tampered_best_copy_is_refused(tmp_path):
+    from hiddenstate.errors import ModelFileError
+    from hiddenstate.io import read_bundle, write_bundle
+    from hiddenstate.lm import load_checkpoint
+    from hiddenstate.lm.model import LM_FORMAT
+    rng = np.random.default_rng(15)
+    ids = _stream(rng, 20, 20)
+    BlockedHMMLM(states_per_cluster=4, learn="em", state_dropout=3, em_patience=2,
+                 n_epochs=3, progress=False).fit(
+        ids, ids[:40], vocabulary=_vocab(20), word_cluster=np.arange(20) % 5, max_steps=1,
+        checkpoint=tmp_path / "ckpt")
+    meta, arrays = read_bundle(tmp_path / "ckpt", LM_FORMAT, "checkpoint")
+    good = arrays["best.trans_logits"]
+    assert load_checkpoint(tmp_path / "ckpt")._state["best_params"]["trans_logits"].shape \
+        == good.shape
+    for bad in (good[:-1], np.full_like(good, np.nan)):
+        write_bundle(tmp_path / "bad", LM_FORMAT, meta, {**arrays, "best.trans_logits": bad})
+        with pytest.raises(ModelFileError, match="best parameters"):
+            load_checkpoint(tmp_path / "bad")

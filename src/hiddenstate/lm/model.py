@@ -835,6 +835,11 @@ def load_checkpoint(path) -> BlockedHMMLM:
             st["acc"] = {k: torch.as_tensor(arrays[f"acc.{k}"]) for k in st["acc"]}
         best = {k: torch.as_tensor(arrays[f"best.{k}"], dtype=v.dtype, device=v.device)
                 for k, v in model.net_.state_dict().items() if f"best.{k}" in arrays}
+        for k, v in best.items():
+            ref = model.net_.state_dict()[k]
+            if v.shape != ref.shape or not bool(torch.isfinite(v).all()):
+                raise ModelFileError(f"{where}: the best parameters' {k} is mis-shaped or "
+                                     "not finite")
         if best:
             st["best_params"] = best
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:

@@ -105,6 +105,7 @@ EM_RUNS = {
     "em-dropout-2^12-keep24": _dropout_em(32, 24, EM_PRIOR),
     "em-dropout-2^14": _dropout_em(128, 64, EM_PRIOR_2_14),
     "em-dropout-2^14-keep96": _dropout_em(128, 96, EM_PRIOR_2_14),
+    "em-dropout-2^14-keep80": _dropout_em(128, 80, EM_PRIOR_2_14),
     "em-dropout-2^14-keep32": _dropout_em(128, 32, EM_PRIOR_2_14, with_test=False),
     # four times the pseudo-counts (validation only)
     "em-dropout-2^14-a0.01": _dropout_em(128, 64, EM_PRIOR, with_test=False),

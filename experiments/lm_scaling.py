@@ -487,7 +487,7 @@ def _em_section(em: dict, res: dict) -> list[str]:
             "tens of iterations instead of 8. k' was chosen on validation at K = 4,128 (8 / "
             "16 / 20 / 24 / 28 of 32: 249.6 after 30 iterations / 189.2 / 176.8 / 171.6 / "
             "176.2; 20 and 28 in exploratory runs of the library, not in this table) and "
-            "tried at K = 16,512 (32, 64, 96 of 128).",
+            "tried at K = 16,512 (32, 64, 80, 96 of 128).",
             f"- The best, {top['name']}, is {top['valid_ppl'] / kn:.2f}x the KN 5-gram's "
             "validation perplexity. The larger model overfits more (the dropped models' "
             "training perplexity falls far below the validation one), so at these settings "

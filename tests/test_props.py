@@ -68,9 +68,10 @@ def direct_reference(fns, y, lengths, pi, A, B, **kw):
                             source_b=np.exp(source_table(fns, y, lengths)), **kw)
 
 
-def fitted(sources, Kp, rng, **kw):
+def fitted(sources, Kp, rng, supports_missing: bool = False, **kw):
     """A PROPS model with random parameters set by hand (no fit)."""
-    m = PROPS([CallableSource(f, W) for f in sources], Kp, init_params="", **kw)
+    m = PROPS([CallableSource(f, W, supports_missing=supports_missing) for f in sources], Kp,
+              init_params="", **kw)
     K = len(sources) + Kp
     m.startprob_ = rng.dirichlet(np.ones(K))
     m.transmat_ = rng.dirichlet(np.ones(K), size=K)

@@ -17,6 +17,7 @@ from brute_force import dataset_posteriors
 from scipy import stats as st
 from test_online_em import direct_online_em
 from test_props import _gaussian_props, _Normal, direct_reference, source_table
+from test_props import fitted as props_fitted
 from test_source_kneser_ney import BruteKN
 
 from hiddenstate import PROPS
@@ -55,14 +56,8 @@ def log_emissions(m, fns, y, lengths):
 
 
 def fitted(fns, Kp, rng, **kw):
-    m = PROPS([CallableSource(f, W, supports_missing=True) for f in fns], Kp,
-              init_params="", **kw)
-    K = len(fns) + Kp
-    m.startprob_ = rng.dirichlet(np.ones(K))
-    m.transmat_ = rng.dirichlet(np.ones(K), size=K)
-    m.emissionprob_ = rng.dirichlet(np.ones(W), size=Kp)
-    m.n_features_ = W
-    return m
+    """test_props' hand-set PROPS model, its sources declaring missing-value support."""
+    return props_fitted(fns, Kp, rng, supports_missing=True, **kw)
 
 
 def with_holes(rng, n, share=0.3):

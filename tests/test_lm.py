@@ -301,7 +301,8 @@ def test_neural_parameterisation_matches_dense_forward():
 
 
 @pytest.mark.parametrize("kw,name", [
-    ({"learn": "em", "parameterization": "neural"}, "learn"),
+    ({"learn": "stepwise_em", "parameterization": "neural"}, "learn"),
+    ({"learn": "em", "em_m_steps": 0}, "em_m_steps"),
     ({"state_dropout": 9, "states_per_cluster": 4}, "state_dropout"),
     ({"constraint": "random", "n_states": 8, "state_dropout": 2}, "state_dropout"),
     ({"lr": -1.0}, "lr"),
@@ -372,6 +373,12 @@ def test_cli_train_eval_sample_round_trip(tmp_path, capsys):
     assert (em.learn, em.state_dropout, em.dropout_masks, em.em_prior, em.em_patience) == \
         ("em", 2, 3, 0.05, 1)
     assert len(em.history_) == 3 and all(h["valid_ppl"] > 1 for h in em.history_)
+    assert main(["lm", "train", "--train", str(tmp_path / "tr.txt"), "--paths",
+                 str(tmp_path / "paths"), "--states-per-cluster", "4", "--learn", "em",
+                 "--parameterization", "neural", "--hidden", "8", "--em-m-steps", "2",
+                 "--out", str(tmp_path / "m4"), "--no-progress"]) == 0
+    nem = load_model(tmp_path / "m4")
+    assert (nem.learn, nem.parameterization, nem.em_m_steps) == ("em", "neural", 2)
 
 
 @pytest.mark.skipif(not (DATA / "ptb" / "ptb.train.txt").is_file(),

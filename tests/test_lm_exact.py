@@ -12,7 +12,13 @@ torch = pytest.importorskip("torch")
 
 from hiddenstate import inference  # noqa: E402
 from hiddenstate.errors import InvalidInputError  # noqa: E402
-from hiddenstate.lm import EOS, BlockedHMMLM, ConstraintSet, expected_counts  # noqa: E402
+from hiddenstate.lm import (  # noqa: E402
+    EOS,
+    BlockedHMMLM,
+    ConstraintSet,
+    blocked_log_likelihood,
+    expected_counts,
+)
 from hiddenstate.lm.exact import (  # noqa: E402
     SentenceLayout,
     dropout_counts,
@@ -21,6 +27,9 @@ from hiddenstate.lm.exact import (  # noqa: E402
     n_accumulators,
 )
 from hiddenstate.textio import Vocabulary  # noqa: E402
+
+#: the neural parameterisation trained by batch EM (a generalised M-step)
+NEURAL_EM = dict(parameterization="neural", hidden_size=8, em_m_steps=3)
 
 
 def _vocab(n_words: int) -> Vocabulary:
@@ -50,6 +59,8 @@ def _probs(m: BlockedHMMLM):
 def _assert_m_step_of(m: BlockedHMMLM, ref: BlockedHMMLM, start, trans, emit,
                       atol: float) -> None:
     """``m``'s parameters are ``ref``'s after the M-step of these counts."""
+    if ref._state is None:  # the neural M-step's optimiser
+        ref._state = ref._new_state()
     ref._m_step({k: torch.as_tensor(v) for k, v in
                  {"start": start, "trans": trans, "emit": emit}.items()})
     for name, p in ref.net_.state_dict().items():
@@ -211,9 +222,12 @@ def test_early_stopping_keeps_the_best_parameters():
     assert m.perplexity(valid) == pytest.approx(ppl[-2], rel=1e-12)  # the best is kept
 
 
-@pytest.mark.parametrize("extra", [{}, dict(state_dropout=2, dropout_masks=3,
-                                            em_patience=2)])
-def test_exact_em_checkpoint_resumes_bit_identically(tmp_path, extra):
+@pytest.mark.parametrize("extra,stops", [
+    ({}, False),
+    (dict(state_dropout=2, dropout_masks=3, em_patience=2), True),
+    (dict(state_dropout=2, dropout_masks=3, em_patience=2, **NEURAL_EM), False),  # AdamW
+])
+def test_exact_em_checkpoint_resumes_bit_identically(tmp_path, extra, stops):
     from hiddenstate.lm import load_checkpoint
     rng = np.random.default_rng(6)
     ids = _stream(rng, 20, 40)
@@ -229,8 +243,9 @@ def test_exact_em_checkpoint_resumes_bit_identically(tmp_path, extra):
     b.fit(ids, valid, resume=True)
     assert len(straight.history_) == 4 and len(b.history_) == 4
     # without dropout EM keeps improving; with it, iteration 1 stays the best and the
-    # fourth stops the run and restores it: the best copy crossed the checkpoint
-    assert straight._state["stopped"] == b._state["stopped"] == bool(extra)
+    # fourth stops the run and restores it: the best copy crossed the checkpoint (the
+    # neural model keeps improving: its optimiser state crossed it)
+    assert straight._state["stopped"] == b._state["stopped"] == stops
     assert [h["valid_ppl"] for h in b.history_] == [h["valid_ppl"] for h in straight.history_]
     for name, p in straight.net_.state_dict().items():
         assert torch.equal(p, a.net_.state_dict()[name]), name
@@ -356,11 +371,12 @@ def test_reordered_layout_holds_the_same_sentences_in_the_new_order():
     np.testing.assert_array_equal(p.bounds, [0, 3, 5])
 
 
-def test_cpu_em_with_dropout_is_the_m_step_of_its_drawn_masks():
+@pytest.mark.parametrize("extra", [{}, NEURAL_EM])
+def test_cpu_em_with_dropout_is_the_m_step_of_its_drawn_masks(extra):
     rng = np.random.default_rng(13)
     ids = _stream(rng, 20, 25)
     kw = dict(states_per_cluster=4, learn="em", em_prior=0.05, n_epochs=1, state_dropout=2,
-              dropout_masks=3)
+              dropout_masks=3, **extra)
     m = _model(rng, **kw)
     ref = _model(rng, **kw)
     ref.net_.load_state_dict(m.net_.state_dict())
@@ -375,14 +391,40 @@ def test_cpu_em_with_dropout_is_the_m_step_of_its_drawn_masks():
     _assert_m_step_of(m, ref, s, t, e, atol=1e-12)
 
 
-def test_torch_em_with_dropout_counts_what_the_kernel_counts(monkeypatch):
+def test_neural_m_step_gradient_is_the_log_evidence_gradient():
+    """Fisher's identity: at the E-step's parameters the gradient of the neural M-step's
+    objective (the counts' expected complete-data log-likelihood) equals the gradient of
+    log p(X), here by autograd through the batched torch forward."""
+    rng = np.random.default_rng(15)
+    ids = _stream(rng, 20, 10)
+    m = _model(rng, states_per_cluster=4, **NEURAL_EM)
+    cs = m.constraints_
+    _, s, t, e = exact_counts(SentenceLayout.from_ids(ids, 1), cs.word_states, *_probs(m))
+    d = cs.all_states()
+    q = sum((torch.as_tensor(c) * lp).sum() for c, lp in zip((s, t, e), m.net_(d),
+                                                             strict=True))
+    grad_q = torch.autograd.grad(q, list(m.net_.parameters()))
+    ls, lt, le = m.net_(d)
+    x = torch.as_tensor(ids)[None]
+    reset = torch.zeros_like(x, dtype=torch.bool)
+    reset[0, 1:] = x[0, :-1] == 1
+    ll, _ = blocked_log_likelihood(ls, lt, le[x], torch.as_tensor(cs.word_states)[x],
+                                   reset=reset)
+    grad_ll = torch.autograd.grad(ll.sum(), list(m.net_.parameters()))
+    assert max(float(g.abs().max()) for g in grad_ll) > 1e-3  # not a trivial zero
+    for (name, _), a, b in zip(m.net_.named_parameters(), grad_q, grad_ll, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-8, rtol=0, err_msg=name)
+
+
+@pytest.mark.parametrize("extra", [{}, NEURAL_EM])
+def test_torch_em_with_dropout_counts_what_the_kernel_counts(monkeypatch, extra):
     """The batched torch E-step (the GPU path) under one dropout mask equals the numba
     kernel's dropout_counts with that mask (one stream holding all of X: no truncation)."""
     monkeypatch.setattr(BlockedHMMLM, "_exact_em", property(lambda self: False))
     rng = np.random.default_rng(14)
     ids = _stream(rng, 20, 12)
     kw = dict(states_per_cluster=4, learn="em", em_prior=0.05, n_epochs=1, state_dropout=3,
-              batch_size=1, bptt=len(ids))
+              batch_size=1, bptt=len(ids), **extra)
     m = _model(rng, **kw)
     ref = _model(rng, **kw)
     ref.net_.load_state_dict(m.net_.state_dict())

@@ -60,6 +60,8 @@ def add_parser(sub, int_at_least, finite_float) -> None:
     p.add_argument("--em-patience", type=int_at_least(0), default=0,
                    help="batch EM on CPU: iterations without a new best validation "
                         "perplexity before stopping (0)")
+    p.add_argument("--em-m-steps", type=int_at_least(1), default=10,
+                   help="batch EM with --parameterization neural: AdamW steps per M-step (10)")
     p.add_argument("--epochs", type=int_at_least(1), default=1)
     p.add_argument("--batch-size", type=int_at_least(1), default=16)
     p.add_argument("--bptt", type=int_at_least(1), default=32)
@@ -129,6 +131,7 @@ def cmd_train(args, out) -> int:
             n_states=args.states, parameterization=args.parameterization,
             hidden_size=args.hidden, state_dropout=args.dropout, dropout_masks=args.dropout_masks,
             learn=args.learn, lr=args.lr, em_prior=args.em_prior, em_patience=args.em_patience,
+            em_m_steps=args.em_m_steps,
             batch_size=args.batch_size, bptt=args.bptt, n_epochs=args.epochs,
             eval_every=args.eval_every, dtype=args.dtype, device=args.device,
             random_state=args.seed, progress=args.progress)

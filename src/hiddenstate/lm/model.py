@@ -11,16 +11,19 @@ Training (``learn``):
   learning rate times ``plateau_factor`` when the validation perplexity has not improved
   for ``plateau_patience`` evaluations; stops when the rate falls below ``min_lr``.
   With ``state_dropout=k'`` each batch keeps ``k'`` random states per cluster.
-- ``"em"`` (scalar only): batch EM; expected start, transition and emission counts (the
-  gradients of :func:`~.forward.expected_counts`) summed over an epoch, then the M-step:
-  each distribution is its counts plus ``em_prior`` (a Dirichlet prior of concentration
-  ``1 + em_prior``, MAP) normalised. With ``state_dropout=k'`` the counts come from
-  dropped models: on CPU each iteration shuffles the sentences and cuts them into
-  ``dropout_masks`` groups, one mask each (:func:`~.exact.dropout_counts`); elsewhere one
-  mask per batch, as in gradient training. A regulariser (the M-step ignores the masks'
-  renormalisation), judged by held-out perplexity: on PTB at K = 4,128 with k' = 24 of 32
-  it reached validation perplexity 171.6 after 51 iterations, where EM without dropout
-  overfits after 8 at 196.4 (``docs/lm.md``).
+- ``"em"``: batch EM; expected start, transition and emission counts (the gradients of
+  :func:`~.forward.expected_counts`) summed over an epoch, then the M-step. Scalar: each
+  distribution is its counts plus ``em_prior`` (a Dirichlet prior of concentration ``1 +
+  em_prior``, MAP) normalised. Neural: a generalised M-step, ``em_m_steps`` AdamW steps on
+  the expected complete-data log-likelihood of the counts (Berg-Kirkpatrick et al. 2010),
+  so the neural parameterisation also learns from exact whole-sentence counts. With
+  ``state_dropout=k'`` the counts come from dropped models: on CPU each iteration shuffles
+  the sentences and cuts them into ``dropout_masks`` groups, one mask each
+  (:func:`~.exact.dropout_counts`); elsewhere one mask per batch, as in gradient training.
+  A regulariser (the M-step ignores the masks' renormalisation), judged by held-out
+  perplexity: on PTB at K = 4,128 with k' = 24 of 32 it reached validation perplexity
+  171.6 after 51 iterations, where EM without dropout overfits after 8 at 196.4
+  (``docs/lm.md``).
 - ``"stepwise_em"`` (scalar only): stepwise EM (Liang & Klein 2009; Cappé 2011): after each
   batch the running statistics move towards the batch's counts, scaled to the corpus size,
   with step ``(n + 2) ** -stepwise_decay``, and the M-step runs.
@@ -123,6 +126,8 @@ class BlockedHMMLM:
     em_prior, stepwise_decay : EM (Dirichlet concentration ``1 + em_prior``; step decay).
     em_patience : batch EM on CPU stops after this many iterations without a new best
         validation perplexity (0: at the first rise) and restores the best parameters.
+    em_m_steps : batch EM with the neural parameterisation: AdamW steps (``lr``,
+        ``weight_decay``, ``clip``) per M-step.
     batch_size, bptt : streams and tokens per stream per batch.
     n_epochs, eval_every : epochs; validation every ``eval_every`` batches (None: per epoch).
     init_scale : standard deviation of the initial scalar logits.
@@ -139,7 +144,8 @@ class BlockedHMMLM:
                  lr: float | None = None,
                  clip: float = 5.0, weight_decay: float = 0.0, plateau_factor: float = 0.25,
                  plateau_patience: int = 4, min_lr: float = 1e-4, em_prior: float = 1e-2,
-                 stepwise_decay: float = 0.7, em_patience: int = 0, batch_size: int = 16,
+                 stepwise_decay: float = 0.7, em_patience: int = 0, em_m_steps: int = 10,
+                 batch_size: int = 16,
                  bptt: int = 32,
                  n_epochs: int = 1, eval_every: int | None = None, init_scale: float = 1.0,
                  dtype: str = "float32", device: str = "cpu", random_state: int = 0,
@@ -162,6 +168,7 @@ class BlockedHMMLM:
         self.em_prior = em_prior
         self.stepwise_decay = stepwise_decay
         self.em_patience = em_patience
+        self.em_m_steps = em_m_steps
         self.batch_size = batch_size
         self.bptt = bptt
         self.n_epochs = n_epochs
@@ -204,6 +211,7 @@ class BlockedHMMLM:
                      "plateau_patience", "dropout_masks"):
             pos_int(name)
         pos_int("em_patience", lo=0)
+        pos_int("em_m_steps")
         for name in ("clip", "min_lr", "init_scale"):
             pos_float(name)
         if self.lr is not None:
@@ -228,10 +236,11 @@ class BlockedHMMLM:
                 raise InvalidInputError(
                     "state_dropout: needs disjoint clusters (constraint='brown' or 'dense'); "
                     "pass state_dropout=None with constraint='random'")
-        if self.learn != "gradient" and self.parameterization != "scalar":
+        if self.learn == "stepwise_em" and self.parameterization != "scalar":
             raise InvalidInputError(
-                f"learn: {self.learn!r} needs parameterization='scalar' (the M-step sets "
-                "logit tables); use learn='gradient' for the neural parameterisation")
+                "learn: 'stepwise_em' needs parameterization='scalar' (its M-step after "
+                "every batch sets logit tables); use learn='em' or 'gradient' for the neural "
+                "parameterisation")
         if self.learn == "stepwise_em" and self.state_dropout is not None:
             raise InvalidInputError(
                 "state_dropout: not used by learn='stepwise_em'; pass state_dropout=None, or "
@@ -566,10 +575,10 @@ class BlockedHMMLM:
     def _new_state(self) -> dict:
         st = {"epoch": 0, "window": 0, "step": 0, "carry": None, "stopped": False,
               "best": math.inf, "bad": 0, "lr": self._lr, "em_n": 0}
-        if self.learn == "gradient":
+        if self.learn == "gradient" or self._neural_em:
             st["opt"] = torch.optim.AdamW(self.net_.parameters(), lr=self._lr,
                                           weight_decay=self.weight_decay)
-        elif not self._exact_em:  # the exact E-step needs no running counts
+        if self.learn != "gradient" and not self._exact_em:  # exact: no running counts
             st["acc"] = self._zero_counts()
         return st
 
@@ -652,9 +661,17 @@ class BlockedHMMLM:
         st["carry"] = self._carry_out(x, v, d, alpha.detach())
         return float(total.detach()), n
 
+    @property
+    def _neural_em(self) -> bool:
+        return self.learn == "em" and self.parameterization == "neural"
+
     def _m_step(self, acc: dict, inplace: bool = False) -> None:
         """MAP M-step: counts + ``em_prior``, normalised (see the module docstring).
-        ``inplace``: overwrite ``acc["trans"]`` (no ``K x K`` temporary)."""
+        ``inplace``: overwrite ``acc["trans"]`` (no ``K x K`` temporary). Neural: see
+        :meth:`_neural_m_step`."""
+        if self._neural_em:
+            self._neural_m_step(acc)
+            return
         net, cs, a = self.net_, self.constraints_, float(self.em_prior)
         with torch.no_grad():
             start = acc["start"] + a
@@ -668,6 +685,26 @@ class BlockedHMMLM:
             net.start_logits.copy_(torch.log(start / start.sum()).to(dt))
             net.trans_logits.copy_(trans)
             net.emit_logits.copy_((torch.log(emit) - logz[ws]).to(dt))
+
+    def _neural_m_step(self, acc: dict) -> None:
+        r"""Generalised M-step of the neural parameterisation (Berg-Kirkpatrick et al.
+        2010): ``em_m_steps`` AdamW steps (``lr``, ``weight_decay``, norm clipped at
+        ``clip``; the optimiser state carries over between iterations) on the expected
+        complete-data log-likelihood per token,
+        :math:`Q(\theta) = \frac{1}{N}\big(\sum_z n_z \log p_\theta(z_1 = z)
+        + \sum_{ij} n_{ij} \log p_\theta(j \mid i) + \sum_{zw} n_{zw}
+        \log p_\theta(w \mid z)\big)`, whose gradient at the E-step's parameters is
+        that of :math:`\log p(X) / N` (Fisher's identity)."""
+        net, opt, dt = self.net_, self._state["opt"], self._torch_dtype
+        counts = [acc[k].to(self.device, dt) for k in ("start", "trans", "emit")]
+        n = float(acc["emit"].sum())
+        d = self.constraints_.all_states(self.device)
+        for _ in range(int(self.em_m_steps)):
+            opt.zero_grad(set_to_none=True)
+            q = sum((c * lp).sum() for c, lp in zip(counts, net(d), strict=True))
+            (-q / max(n, 1.0)).backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), self.clip)
+            opt.step()
 
     # ------------------------------------------------------------------ sampling
     def sample(self, n_tokens: int, seed: int = 0) -> list[str]:

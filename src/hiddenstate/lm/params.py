@@ -12,7 +12,8 @@ Both produce, for the states kept in a batch (:class:`~.constraints.DroppedState
 Scalar: :math:`\phi` are free logit tables (start ``K``, transitions ``K x K``, emissions
 ``V x k``). Neural (the reference's): state embeddings :math:`e_z` (``hidden`` wide),
 :math:`\phi_{ij} = \mathrm{MLP}_t(e_i) \cdot e'_j`, :math:`\phi_{z}^{start} =
-\mathrm{MLP}_s(s) \cdot e'_z`, :math:`\phi_{zw} = \mathrm{MLP}_o(e_z) \cdot u_w + b_w`, each
+\mathrm{MLP}_s(s) \cdot e'_z`, :math:`\phi_{zw} = \mathrm{MLP}_o(e_z) \cdot u_w + b_w` (for a
+partition of the states, one matrix product per cluster of words and its states), each
 MLP two residual ReLU layers with layer norm; ``tie_embeddings`` uses one table for
 :math:`e` and :math:`e'`.
 """
@@ -110,6 +111,8 @@ class NeuralParams(nn.Module):
         self.start_vec = emb(hidden)
         self.word_emb = emb(V, hidden)
         self.word_bias = nn.Parameter(torch.zeros(V, dtype=dtype))
+        self._slot, self._padded = (None, None) if cs.word_cluster is None else \
+            _cluster_slots(cs.word_cluster)
         # nn.Linear draws from the global RNG: seed it from the model's generator
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator))
         with torch.random.fork_rng(devices=[]):
@@ -125,6 +128,30 @@ class NeuralParams(nn.Module):
         log_start = torch.log_softmax(self.start_mlp(self.start_vec) @ e_next.T, dim=0)
         log_trans = torch.log_softmax(self.trans_mlp(e) @ e_next.T, dim=1)
         h = self.emit_mlp(e)  # (K', hidden)
-        phi = torch.einsum("wjh,wh->wj", h[d.word_states], self.word_emb) \
-            + self.word_bias[:, None]
+        if self._slot is None:  # overlapping random sets: per word
+            phi = torch.einsum("wjh,wh->wj", h[d.word_states], self.word_emb)
+        else:  # a partition: one matrix product per cluster, the clusters padded
+            padded = self._padded.to(h.device)
+            C = padded.shape[0]
+            per = torch.bmm(self.word_emb[padded], h.view(C, -1, h.shape[1]).transpose(1, 2))
+            phi = per.reshape(-1, per.shape[2])[self._slot.to(h.device)]
+        phi = phi + self.word_bias[:, None]
         return log_start, log_trans, _normalise_emissions(phi, d)
+
+
+def _cluster_slots(word_cluster) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(slot (V,), padded (C, M))`` for the emission logits of a partition: the words of
+    cluster ``c`` fill row ``c`` of ``padded`` (``M`` the largest cluster; the rest of a row
+    repeats word 0 and is never read) and word ``w`` sits at ``slot[w] = c M + rank``."""
+    wc = torch.as_tensor(word_cluster, dtype=torch.int64)
+    C = int(wc.max()) + 1
+    sizes = torch.bincount(wc, minlength=C)
+    M = int(sizes.max())
+    order = torch.argsort(wc, stable=True)
+    first = torch.cumsum(sizes, 0) - sizes
+    rank = torch.arange(len(wc)) - first[wc[order]]
+    slot = torch.empty_like(wc)
+    slot[order] = wc[order] * M + rank
+    padded = torch.zeros(C * M, dtype=torch.int64)
+    padded[slot] = torch.arange(len(wc))
+    return slot, padded.view(C, M)

@@ -58,6 +58,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +87,25 @@ __all__ = ["BlockedHMMLM", "LM_FORMAT", "load_checkpoint"]
 LM_FORMAT = "hiddenstate-lm"
 _LEARN = ("gradient", "em", "stepwise_em")
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+@contextmanager
+def _deterministic(on: bool):
+    """Torch's deterministic algorithms while training on CPU: without them two runs of
+    the same seed differed in float32 rounding (a multi-threaded accumulation in the
+    neural parameterisation's backward), which AdamW amplified (the neural EM example of
+    ``docs/lm.md``: validation perplexity 177.6 to 178.2). Not on a GPU, where they need
+    ``CUBLAS_WORKSPACE_CONFIG``."""
+    if not on:
+        yield
+        return
+    prev, warn = (torch.are_deterministic_algorithms_enabled(),
+                  torch.is_deterministic_algorithms_warn_only_enabled())
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(prev, warn_only=warn)
 
 
 def _progress(total: int, disable: bool) -> tqdm:
@@ -418,6 +438,12 @@ class BlockedHMMLM:
         earlier ``fit``; raise ``n_epochs`` to train further) instead of starting afresh;
         ``checkpoint``: a directory written every ``checkpoint_every`` batches and at the end.
         """
+        with _deterministic(self._on_cpu):
+            return self._fit(X, valid, vocabulary, word_cluster, max_steps, resume,
+                             checkpoint, checkpoint_every)
+
+    def _fit(self, X, valid, vocabulary, word_cluster, max_steps, resume, checkpoint,
+             checkpoint_every) -> BlockedHMMLM:
         if not resume or not hasattr(self, "net_"):
             if vocabulary is None:
                 raise InvalidInputError("vocabulary: pass the vocabulary X was encoded with")

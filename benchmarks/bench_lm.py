@@ -3,6 +3,7 @@ transcription of the reference recipe (Chiu & Rush 2020, hmm-lm), same machine, 
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py [--sizes 10 12] [--steps 3]
     PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py --em [10 12 14] [--steps 3]
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py --neural-m-step [10 12 14]
 
 Each measurement runs in its own process (so peak RSS, ``ru_maxrss``, is its own) with one
 torch thread, on PTB train (Brown clusters lm-128 plus one ``<eos>`` cluster, so
@@ -32,6 +33,14 @@ E-step of :mod:`hiddenstate.lm.forward` that the same model runs on a GPU (per b
 :func:`hiddenstate.lm.exact.dropout_counts`, what ``BlockedHMMLM(learn="em",
 state_dropout=3 * k // 4)`` runs on CPU).
 Ratio: em-numba over that line (so below 1 where the dropout E-step is faster).
+
+The neural parameterisation's batch-EM M-step (``--neural-m-step``; torch with 2 threads,
+as in training): seconds per AdamW step on random expected counts (``BlockedHMMLM(
+parameterization="neural", learn="em")``, hidden 256), ``--steps`` steps after a warm-up.
+``per-cluster`` is the library (the emission logits of a partition as one matrix product
+per cluster, padded); ``per-word`` the same step with the emission logits per word (a
+gather of each word's k state vectors and a batched dot product: what random constraint
+sets use). Ratio: per-word seconds over per-cluster seconds.
 
 Ratios are tokens/s of hiddenstate over the other. No GPU was available for this task;
 the same code runs with ``device="cuda"``.
@@ -177,8 +186,33 @@ def measure_em(kind: str, k: int, steps: int, n_tokens: int) -> dict:
     return time_torch_steps(m, c["train"], steps)
 
 
+def measure_m_step(kind: str, k: int, steps: int) -> dict:
+    """Seconds per AdamW step of the neural batch-EM M-step (module docstring)."""
+    torch, c, wc = _setup(k)
+    torch.set_num_threads(2)
+    from hiddenstate.lm import BlockedHMMLM
+    m = BlockedHMMLM(states_per_cluster=k, parameterization="neural", learn="em",
+                     em_m_steps=1, progress=False)
+    m.initialize(c["vocabulary"], wc)
+    if kind == "m-per-word":
+        m.net_._slot = None  # the per-word emission logits of overlapping sets
+    m._state = m._new_state()
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        shapes = [t.shape for t in m.net_(m.constraints_.all_states())]
+    acc = {name: torch.rand(shape, generator=g, dtype=torch.float64)
+           for name, shape in zip(("start", "trans", "emit"), shapes, strict=True)}
+    m._m_step(acc)  # warm-up
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        m._m_step(acc)
+    return {"K": m.n_states_, "step_s": (time.perf_counter() - t0) / steps}
+
+
 def child(kind: str, k: int, steps: int, n_tokens: int = 0) -> None:
-    if kind.startswith("em-"):
+    if kind.startswith("m-"):
+        out = measure_m_step(kind, k, steps)
+    elif kind.startswith("em-"):
         out = measure_em(kind, k, steps, n_tokens)
     elif kind == "reference":
         out = measure_reference(k, steps)
@@ -208,6 +242,8 @@ def main() -> None:
     ap.add_argument("--em", type=int, nargs="*", default=None,
                     help="instead: batch-EM E-step rows at these 2^n (default 10 12 14)")
     ap.add_argument("--em-tokens", type=int, default=200_000)
+    ap.add_argument("--neural-m-step", type=int, nargs="*", default=None,
+                    help="instead: neural batch-EM M-step rows at these 2^n (10 12 14)")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -217,6 +253,9 @@ def main() -> None:
         sys.exit(f"{DATA} is absent: the benchmark needs shared/data (PTB, Brown clusters)")
     sys.path.insert(0, str(REPO / "benchmarks"))
     from _common import cpu_name
+    if args.neural_m_step is not None:
+        m_step_rows(args.neural_m_step or [10, 12, 14], args.steps, args.timeout, cpu_name())
+        return
     if args.em is not None:
         em_rows(args.em or [10, 12, 14], args.steps, args.timeout, args.em_tokens, cpu_name())
         return
@@ -246,6 +285,23 @@ def em_rows(sizes: list[int], steps: int, timeout: float, n_tokens: int, cpu: st
         rows = {name: run(name, k, steps, timeout, n_tokens)
                 for name in ("em-numba", "em-torch", "em-dropout")}
         print_rows(n, rows, "em-numba", 10, 2, 11)
+
+
+def m_step_rows(sizes: list[int], steps: int, timeout: float, cpu: str) -> None:
+    print(f"CPU: {cpu}; neural batch-EM M-step, torch 2 threads; no GPU available.")
+    print(f"{'2^n':>4} {'K':>6} {'impl':>11} {'s/step':>8} {'peak MB':>8} "
+          f"{'per-word/that':>14}")
+    for n in sizes:
+        k = 2 ** n // 128
+        rows = {name: run(f"m-{name}", k, steps, timeout)
+                for name in ("per-cluster", "per-word")}
+        word = rows["per-word"].get("step_s", float("nan"))
+        for name, r in rows.items():
+            if "error" in r:
+                print(f"{n:>4} {'':>6} {name:>11} {r['error']}")
+                continue
+            print(f"{n:>4} {r['K']:>6} {name:>11} {r['step_s']:>8.2f} {r['peak_mb']:>8.0f} "
+                  f"{word / r['step_s']:>14.2f}", flush=True)
 
 
 def print_rows(n: int, rows: dict, ours_name: str, name_w: int, digits: int,

@@ -359,8 +359,13 @@ def report() -> None:
     if best:
         ax[1].plot(*zip(*sorted(best.items()), strict=True), marker="^",
                    label="batch EM with dropout (best k')")
+    nem = sorted((r["n_states"], r["valid_ppl"]) for n, r in em.items()
+                 if n.startswith("em-neural-") and r.get("test_ppl"))
+    if nem:
+        ax[1].plot(*zip(*nem, strict=True), marker="D",
+                   label="neural, batch EM with dropout")
     if ex or best:
-        ks = sorted({k for k, _ in sc + ex} | set(best))
+        ks = sorted({k for k, _ in sc + ex + nem} | set(best))
         ax[1].set_xticks(ks, [str(k) for k in ks])
         ax[1].minorticks_off()
     ax[1].set(xlabel="states K", ylabel="PTB valid perplexity",
@@ -515,17 +520,19 @@ def _em_section(em: dict, res: dict) -> list[str]:
                        f"{sc['test_ppl']:.1f} ({sc['best_iteration']} iterations"
                        + (f"; the neural run passed it at iteration {past}" if past else "")
                        + ")")
+            cut = " (stopped by hand for the session's time, the curve nearly flat)" \
+                if r.get("cut") else ""
             return (f"K = {r['n_states']:,}: valid {r['valid_ppl']:.1f}{test} after "
                     f"{r['best_iteration']} iterations of {r['seconds_per_iteration']:.0f} s"
-                    f"{ref}")
+                    f"{cut}{ref}")
         out.append(
             "- The neural parameterisation trained by batch EM (`em-neural-*`: the exact "
             "E-step with the scalar runs' dropout, then a generalised M-step of 10 AdamW "
             "steps, lr 0.01, on the expected complete-data log-likelihood; nothing re-tuned): "
             + "; ".join(vs(r) for r in neural.values()) + ". The scalar tables give every "
-            "state its own K + V parameters; the neural model shares them through the state "
-            "embeddings, the likely reason why its larger model gains from the extra "
-            "states where the scalar one does not.")
+            "state its own row of K transition logits and its own emission logits; the "
+            "neural model shares them through the state embeddings, the likely reason why "
+            "its larger model gains from the extra states where the scalar one does not.")
     wt2, kn2 = em.get("em-dropout-2^12-wt2"), res.get("kn5-wikitext-2")
     if wt2 and wt2.get("test_ppl") and kn2:
         verdict = "beats" if wt2["valid_ppl"] < kn2["valid_ppl"] else "does NOT beat"

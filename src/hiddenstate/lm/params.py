@@ -111,8 +111,11 @@ class NeuralParams(nn.Module):
         self.start_vec = emb(hidden)
         self.word_emb = emb(V, hidden)
         self.word_bias = nn.Parameter(torch.zeros(V, dtype=dtype))
-        self._slot, self._padded = (None, None) if cs.word_cluster is None else \
+        slot, padded = (None, None) if cs.word_cluster is None else \
             _cluster_slots(cs.word_cluster)
+        # index buffers: moved by .to(device), not saved (derived from the constraints)
+        self.register_buffer("_slot", slot, persistent=False)
+        self.register_buffer("_padded", padded, persistent=False)
         # nn.Linear draws from the global RNG: seed it from the model's generator
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator))
         with torch.random.fork_rng(devices=[]):
@@ -131,10 +134,10 @@ class NeuralParams(nn.Module):
         if self._slot is None:  # overlapping random sets: per word
             phi = torch.einsum("wjh,wh->wj", h[d.word_states], self.word_emb)
         else:  # a partition: one matrix product per cluster, the clusters padded
-            padded = self._padded.to(h.device)
-            C = padded.shape[0]
-            per = torch.bmm(self.word_emb[padded], h.view(C, -1, h.shape[1]).transpose(1, 2))
-            phi = per.reshape(-1, per.shape[2])[self._slot.to(h.device)]
+            C = self._padded.shape[0]
+            per = torch.bmm(self.word_emb[self._padded],
+                            h.view(C, -1, h.shape[1]).transpose(1, 2))
+            phi = per.reshape(-1, per.shape[2])[self._slot]
         phi = phi + self.word_bias[:, None]
         return log_start, log_trans, _normalise_emissions(phi, d)
 

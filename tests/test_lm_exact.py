@@ -26,6 +26,7 @@ from hiddenstate.lm.exact import (  # noqa: E402
     exact_log_likelihood,
     n_accumulators,
 )
+from hiddenstate.lm.model import expected_log_likelihood  # noqa: E402
 from hiddenstate.textio import Vocabulary  # noqa: E402
 
 #: the neural parameterisation trained by batch EM (a generalised M-step)
@@ -401,8 +402,7 @@ def test_neural_m_step_gradient_is_the_log_evidence_gradient():
     cs = m.constraints_
     _, s, t, e = exact_counts(SentenceLayout.from_ids(ids, 1), cs.word_states, *_probs(m))
     d = cs.all_states()
-    q = sum((torch.as_tensor(c) * lp).sum() for c, lp in zip((s, t, e), m.net_(d),
-                                                             strict=True))
+    q = expected_log_likelihood(m.net_, [torch.as_tensor(c) for c in (s, t, e)], d)
     grad_q = torch.autograd.grad(q, list(m.net_.parameters()))
     ls, lt, le = m.net_(d)
     x = torch.as_tensor(ids)[None]
@@ -469,4 +469,26 @@ def test_checkpoint_with_a_tampered_best_copy_is_refused(tmp_path):
     for bad in (good[:-1], np.full_like(good, np.nan)):
         write_bundle(tmp_path / "bad", LM_FORMAT, meta, {**arrays, "best.trans_logits": bad})
         with pytest.raises(ModelFileError, match="best parameters"):
+            load_checkpoint(tmp_path / "bad")
+
+
+def test_checkpoint_with_tampered_optimiser_moments_is_refused(tmp_path):
+    """The neural model's batch EM checkpoints AdamW's moments: mis-shaped or non-finite
+    ones are refused at load, not left to fail (or poison the parameters) later."""
+    from hiddenstate.errors import ModelFileError
+    from hiddenstate.io import read_bundle, write_bundle
+    from hiddenstate.lm import load_checkpoint
+    from hiddenstate.lm.model import LM_FORMAT
+    rng = np.random.default_rng(17)
+    ids = _stream(rng, 20, 20)
+    BlockedHMMLM(states_per_cluster=4, learn="em", n_epochs=3, progress=False,
+                 **NEURAL_EM).fit(ids, vocabulary=_vocab(20), word_cluster=np.arange(20) % 5,
+                                  max_steps=1, checkpoint=tmp_path / "ckpt")
+    meta, arrays = read_bundle(tmp_path / "ckpt", LM_FORMAT, "checkpoint")
+    good = arrays["opt.0.exp_avg"]
+    load_checkpoint(tmp_path / "ckpt")  # the untouched one loads
+    for key, bad in (("opt.0.exp_avg", good[:-1]),
+                     ("opt.0.exp_avg_sq", np.full_like(good, np.inf))):
+        write_bundle(tmp_path / "bad", LM_FORMAT, meta, {**arrays, key: bad})
+        with pytest.raises(ModelFileError, match="optimiser moments"):
             load_checkpoint(tmp_path / "bad")

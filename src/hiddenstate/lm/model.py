@@ -108,6 +108,14 @@ def _deterministic(on: bool):
         torch.use_deterministic_algorithms(prev, warn_only=warn)
 
 
+def expected_log_likelihood(net, counts, d: DroppedStates) -> torch.Tensor:
+    """``sum(counts * log-probabilities)`` over start, transitions and emissions of the
+    parameterisation ``net`` with the states ``d`` kept: the expected complete-data
+    log-likelihood of expected ``counts = (start, trans, emit)`` (the neural M-step's
+    objective)."""
+    return sum((c * lp).sum() for c, lp in zip(counts, net(d), strict=True))
+
+
 def _progress(total: int, disable: bool) -> tqdm:
     """A tqdm bar over training tokens (tokens/s and running perplexity in its postfix)."""
     return tqdm(total=total, disable=disable, unit="tok", unit_scale=True, file=sys.stderr)
@@ -727,8 +735,7 @@ class BlockedHMMLM:
         d = self.constraints_.all_states(self.device)
         for _ in range(int(self.em_m_steps)):
             opt.zero_grad(set_to_none=True)
-            q = sum((c * lp).sum() for c, lp in zip(counts, net(d), strict=True))
-            (-q / max(n, 1.0)).backward()
+            (-expected_log_likelihood(net, counts, d) / max(n, 1.0)).backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), self.clip)
             opt.step()
 
@@ -887,11 +894,14 @@ def load_checkpoint(path) -> BlockedHMMLM:
             osd["param_groups"] = from_json(meta["optimizer"]["param_groups"])
             state = {}
             for i, p in enumerate(model.net_.parameters()):
+                moments = {k: arrays[f"opt.{i}.{k}"] for k in ("exp_avg", "exp_avg_sq")}
+                if any(a.shape != tuple(p.shape) or not np.all(np.isfinite(a))
+                       for a in moments.values()):
+                    raise ModelFileError(f"{where}: the optimiser moments of parameter {i} "
+                                         "are mis-shaped or not finite")
                 state[i] = {
                     "step": torch.as_tensor(arrays[f"opt.{i}.step"], dtype=torch.float32),
-                    "exp_avg": torch.as_tensor(arrays[f"opt.{i}.exp_avg"], dtype=p.dtype),
-                    "exp_avg_sq": torch.as_tensor(arrays[f"opt.{i}.exp_avg_sq"],
-                                                  dtype=p.dtype)}
+                    **{k: torch.as_tensor(a, dtype=p.dtype) for k, a in moments.items()}}
             osd["state"] = state
             st["opt"].load_state_dict(osd)
         if "acc" in st:

@@ -162,8 +162,14 @@ def kmeans(X: np.ndarray, n_clusters: int, rng: np.random.Generator):
     from sklearn.cluster import KMeans
 
     ref = reference_point(X)
+    with np.errstate(over="ignore", invalid="ignore"):
+        centred = X - ref
+    if not np.all(np.isfinite(centred)):
+        raise InvalidInputError(
+            "X: the values are too far apart for float64 (their differences overflow); "
+            "rescale the data, e.g. divide it by its largest absolute value")
     km = KMeans(n_clusters=n_clusters, n_init=1, random_state=int(rng.integers(2**31 - 1)))
     with warnings.catch_warnings():  # fewer distinct points than clusters is fine here
         warnings.simplefilter("ignore")
-        km.fit(X - ref)
+        km.fit(centred)
     return km.cluster_centers_ + ref, km.labels_

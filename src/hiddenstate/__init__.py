@@ -2,7 +2,7 @@
 
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
 from .io import load
-from .models import HMM, PCFG, PROPS, NaiveBayesHidden, TreeNet
+from .models import HMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
 
 __version__ = "0.1.0"
 
@@ -10,6 +10,7 @@ __all__ = [
     "HMM",
     "NaiveBayesHidden",
     "PCFG",
+    "PLCG",
     "PROPS",
     "TreeNet",
     "HiddenStateError",

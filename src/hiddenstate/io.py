@@ -73,10 +73,10 @@ _V1_PART = re.compile(r"source-[0-9]{1,6}")
 
 
 def _registry() -> dict:
-    from .models import HMM, PCFG, PROPS, NaiveBayesHidden, TreeNet
+    from .models import HMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
 
     return {"HMM": HMM, "PCFG": PCFG, "PROPS": PROPS, "TreeNet": TreeNet,
-            "NaiveBayesHidden": NaiveBayesHidden}
+            "NaiveBayesHidden": NaiveBayesHidden, "PLCG": PLCG}
 
 
 def _digest(arr: np.ndarray) -> str:

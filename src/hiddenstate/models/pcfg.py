@@ -198,6 +198,18 @@ class PCFG(BaseEstimator):
         ``markov``). Words seen fewer than ``min_count`` times become ``unknown_word``
         (``min_count=1``: none; the model still maps words it never saw to ``unknown_word``
         only if the grammar has it)."""
+        cnf, unk = cls.treebank_trees(trees, terminals, markov, min_count, unknown_word)
+        g, counts = Grammar.from_trees(cnf)
+        model = cls(rules=g.rule_list(), start=list(g.start), unknown_word=unk, **params)
+        model.theta_ = _normalised(g, counts)
+        return model
+
+    @classmethod
+    def treebank_trees(cls, trees, terminals: str = "words", markov: int | None = None,
+                       min_count: int = 1, unknown_word: str = "<unk>"
+                       ) -> tuple[list[Tree], str | None]:
+        """The CNF trees :meth:`from_treebank` reads its grammar from (rare words replaced)
+        and the unknown-word terminal they use (None if no word was rare)."""
         cnf = cls.prepare_trees(trees, terminals, markov)
         min_count = check_positive_int(min_count, "min_count")
         has_unk = False
@@ -210,11 +222,7 @@ class PCFG(BaseEstimator):
             has_unk = bool(rare)
             for t in cnf:
                 _replace_leaves(t, rare, unknown_word)
-        g, counts = Grammar.from_trees(cnf)
-        model = cls(rules=g.rule_list(), start=list(g.start),
-                    unknown_word=unknown_word if has_unk else None, **params)
-        model.theta_ = _normalised(g, counts)
-        return model
+        return cnf, unknown_word if has_unk else None
 
     @staticmethod
     def prepare_trees(trees, terminals: str = "words", markov: int | None = None) -> list[Tree]:

@@ -1,0 +1,438 @@
+r"""Probabilistic left-corner grammars: :class:`PLCG`.
+
+A PLCG (Manning 1997; Sato & Kubota, "Viterbi training in PRISM", sec. 4.2) uses the rules
+of a context-free grammar, like a :class:`~hiddenstate.PCFG`, but its probabilities belong
+to the operations of a left-corner parser: *shift* (the first word of a goal), *projection*
+(the rule built on a completed left corner, given the goal) and *attach* (whether a
+completed goal category is the goal). Its switches and their meaning are described in
+:mod:`hiddenstate.grammar.left_corner`; the model is the program of
+:func:`hiddenstate.programs.left_corner.left_corner_program`, whose explanation graph is
+built by the compiled :func:`hiddenstate.kernels.left_corner.build_graph` (the same graph as
+the tabled search, tested) and run by the passes of
+:mod:`hiddenstate.kernels.explanation_graph`. Every batch mode learns it through
+:func:`hiddenstate.learn.fit`, exactly as the program engine does
+(:class:`~hiddenstate.programs.problem.ProgramProblem`).
+
+The rules are those of :class:`~hiddenstate.PCFG` (Chomsky normal form, a start switch over
+the root nonterminals, the same ``unknown_word`` handling and treebank preparation), so a
+PLCG and a PCFG with the same rules give non-zero probability to the same parse trees; the
+probabilities differ (the PLCG conditions each rule on the goal it is built for and has
+more parameters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._validation import check_positive_int, check_stochastic, make_rng
+from ..errors import InvalidInputError, NotFittedError
+from ..grammar import Grammar, Tree, from_cnf
+from ..grammar.left_corner import LeftCorner
+from ..kernels.left_corner import build_graph
+from ..learn import ConvergenceMonitor
+from ..learn import fit as fit_mode
+from ..programs.graph import ExplanationGraph
+from ..programs.left_corner import left_corner_program
+from ..programs.problem import LEARNED, ProgramProblem
+from .pcfg import PCFG, _check_possible
+
+
+class _Roots:
+    """Names of a graph's nodes for messages: its roots are the sentences."""
+
+    def __init__(self, roots: np.ndarray):
+        self.sentence = {int(r): s for s, r in enumerate(roots)}
+
+    def __getitem__(self, node: int):
+        s = self.sentence.get(int(node))
+        return _Name(f"sentences[{s}]" if s is not None else f"node {node}")
+
+    def __len__(self) -> int:
+        return len(self.sentence)
+
+
+class _Name(str):
+    def __repr__(self) -> str:
+        return str(self)
+
+
+class PLCG(BaseEstimator):
+    r"""A probabilistic left-corner grammar over the rules of a CNF grammar, a scikit-learn
+    style estimator learned from sentences with any batch mode.
+
+    Parameters
+    ----------
+    rules, start, unknown_word : the grammar, as for :class:`~hiddenstate.PCFG` (pairs
+        ``(lhs, rhs)`` with ``rhs`` a word ``(w,)`` or two nonterminals; one start
+        nonterminal or a list of root nonterminals).
+    learn : ``"em"``, ``"map"``, ``"vb"``, ``"vt"`` or ``"kvt"`` (see
+        ``docs/learning-modes.md``).
+    n_iter, tol : iteration limit; EM / MAP / VB stop when the objective gains less than
+        ``tol`` (VT and k-best VT stop when their derivations stop changing).
+    n_init : random restarts (``init="random"``); the run with the best final objective is
+        kept.
+    init : ``"random"`` (each switch drawn from a symmetric Dirichlet of concentration
+        ``init_concentration``), ``"uniform"`` or ``"current"`` (``theta_``).
+    prior : Dirichlet concentration of every switch for ``"map"``, ``"vb"``, ``"vt"``,
+        ``"kvt"`` (``"em"`` ignores it); PRISM's pseudo-count is ``prior - 1``.
+    k_best : derivations per sentence for ``learn="kvt"``.
+    random_state, verbose : seed (int, Generator or None); print the objective per
+        iteration.
+
+    Attributes
+    ----------
+    theta_ : flat switch probabilities in the layout of :meth:`left_corner` (``probs_``
+        gives them by switch name). Set by ``fit``, :meth:`set_probs` or
+        :meth:`from_treebank`; before that, methods that need them raise
+        :class:`~hiddenstate.errors.NotFittedError`.
+    posterior_ : (``learn="vb"``) dict switch name -> Dirichlet concentrations.
+    monitor_ : objective per iteration and ``converged``.
+    n_features_ : number of terminals (words) of the grammar.
+    """
+
+    def __init__(self, rules=None, start="S", learn: str = "em", n_iter: int = 100,
+                 tol: float = 1e-4, n_init: int = 1, init: str = "random", prior: float = 1.0,
+                 k_best: int = 5, unknown_word: str | None = None,
+                 init_concentration: float = 1.0, random_state=None, verbose: bool = False):
+        self.rules = rules
+        self.start = start
+        self.learn = learn
+        self.n_iter = n_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.init = init
+        self.prior = prior
+        self.k_best = k_best
+        self.unknown_word = unknown_word
+        self.init_concentration = init_concentration
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # the grammar, its hyper-parameter checks, sentence encoding, random starts and treebank
+    # preparation are the PCFG's
+    grammar = PCFG.grammar
+    _check_hyper = PCFG._check_hyper
+    _encode = PCFG._encode
+    _start_point = PCFG._start_point
+    prepare_trees = staticmethod(PCFG.prepare_trees)
+
+    # -- construction from a treebank -----------------------------------------------------------
+    @classmethod
+    def from_treebank(cls, trees, terminals: str = "words", markov: int | None = None,
+                      min_count: int = 1, unknown_word: str = "<unk>", **params) -> PLCG:
+        """The grammar of bracketed treebank trees (prepared as by
+        :meth:`hiddenstate.PCFG.from_treebank`), with ``theta_`` the relative frequencies of
+        the left-corner operations of their derivations (the supervised estimate); a switch
+        no tree uses is uniform."""
+        cnf, unk = PCFG.treebank_trees(trees, terminals, markov, min_count, unknown_word)
+        g, _ = Grammar.from_trees(cnf)
+        model = cls(rules=g.rule_list(), start=list(g.start), unknown_word=unk, **params)
+        model.theta_ = model.counts_to_theta(model.tree_counts(cnf))
+        return model
+
+    def tree_counts(self, trees) -> np.ndarray:
+        """How often each switch outcome (flat layout) is used by the left-corner
+        derivations of CNF trees of the grammar."""
+        lc = self.left_corner()
+        counts = np.zeros(lc.n_params)
+        for t in trees:
+            np.add.at(counts, lc.derivation(t), 1.0)
+        return counts
+
+    def counts_to_theta(self, counts) -> np.ndarray:
+        """Relative frequencies of flat counts within each switch (uniform where a switch has
+        no count)."""
+        lc = self.left_corner()
+        counts = np.asarray(counts, dtype=np.float64)
+        theta = np.empty(lc.n_params)
+        for _, lo, m in lc.spans():
+            c = counts[lo:lo + m]
+            theta[lo:lo + m] = c / c.sum() if c.sum() > 0 else 1.0 / m
+        return theta
+
+    # -- configuration --------------------------------------------------------------------------
+    def left_corner(self) -> LeftCorner:
+        """The switches of the grammar's PLCG (rebuilt when ``rules`` or ``start`` change)."""
+        g = self.grammar()
+        cached = self.__dict__.get("_lc_cache")
+        if cached is None or cached[0] is not g:
+            self._lc_cache = cached = (g, LeftCorner(g))
+        return cached[1]
+
+    def to_program(self, prior=1.0):
+        """The model as a program of :mod:`hiddenstate.programs` (its probabilities declared;
+        uniform if none are set), for :class:`~hiddenstate.programs.ProgramModel`."""
+        lc = self.left_corner()
+        theta = self.__dict__.get("theta_")
+        return left_corner_program(lc, None if theta is None else self._theta(lc), prior)
+
+    # -- parameters -----------------------------------------------------------------------------
+    def _theta(self, lc: LeftCorner) -> np.ndarray:
+        theta = self.__dict__.get("theta_")
+        if theta is None:
+            raise NotFittedError(
+                "PLCG: no probabilities yet; call fit, set them with set_probs, or build the "
+                "model with PLCG.from_treebank")
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (lc.n_params,):
+            raise InvalidInputError(
+                f"theta_: expected shape ({lc.n_params},) (one entry per switch outcome of "
+                f"left_corner()), got {theta.shape}; set probabilities with set_probs")
+        for name, lo, m in lc.spans():
+            check_stochastic(theta[lo:lo + m], (m,), f"theta_ (switch {name!r})")
+        return theta
+
+    @property
+    def probs_(self) -> dict:
+        """Switch probabilities by switch name (see :mod:`hiddenstate.grammar.left_corner`
+        for the names)."""
+        lc = self.left_corner()
+        theta = self._theta(lc)
+        return {name: theta[lo:lo + m].copy() for name, lo, m in lc.spans()}
+
+    def set_probs(self, switch, probs) -> None:
+        """Set the probabilities of one switch by hand (validated, used at once; the other
+        switches keep theirs, uniform if none were set)."""
+        lc = self.left_corner()
+        if switch not in lc.offsets:
+            raise InvalidInputError(
+                f"switch: {switch!r} is not a switch of this PLCG; see left_corner().switches "
+                f"(e.g. {lc.switches[min(1, len(lc.switches) - 1)][0]!r})")
+        lo, m = lc.offsets[switch], len(lc.outcomes[switch])
+        theta = self._theta(lc).copy() if "theta_" in self.__dict__ else lc.uniform()
+        theta[lo:lo + m] = check_stochastic(probs, (m,), f"probs of {switch!r}")
+        self.theta_ = theta
+
+    # -- the explanation graph ------------------------------------------------------------------
+    def _graph(self, lc: LeftCorner, words, offsets) -> ExplanationGraph:
+        node_ptr, item_ptr, items, roots = build_graph(words, offsets, *lc.kernel_args())
+        return ExplanationGraph(node_ptr, item_ptr, items,
+                                np.zeros(len(item_ptr) - 1, dtype=np.int32),
+                                _Roots(roots), roots, lc.n_params)
+
+    def _prepare(self, sentences, name: str = "sentences"):
+        g = self._check_hyper()
+        lc = self.left_corner()
+        words, offsets, tokens = self._encode(g, sentences, name)
+        return lc, self._graph(lc, words, offsets), tokens
+
+    # -- fitting --------------------------------------------------------------------------------
+    def fit(self, sentences, callback: Callable[[int, float], None] | None = None):
+        """Learn the switch probabilities from sentences (lists of words) with the mode chosen
+        by ``learn``; ``callback(iteration, objective)`` after every iteration."""
+        lc, graph, _ = self._prepare(sentences)
+        # a sentence no derivation reaches (whatever the probabilities) is an input error
+        _check_possible(np.where(np.diff(graph.node_ptr)[graph.roots] > 0, 0.0, -np.inf))
+        if self.init == "current":
+            theta = self._theta(lc)
+        else:
+            theta = self._theta(lc) if "theta_" in self.__dict__ else lc.uniform()
+        prior = 1.0 if self.learn == "em" else float(self.prior)
+        program = left_corner_program(lc, prior=prior)
+        problem = ProgramProblem(graph, program.switches, theta, self.learn == "em")
+        rng = make_rng(self.random_state)
+        best = None
+        for _ in range(self.n_init):
+            views = self._start_point(problem, theta, rng)
+            if self.learn == "vb":
+                problem.set_start(views)
+            tol = -np.inf if self.learn in ("vt", "kvt") else self.tol
+            result = fit_mode(problem, self.learn, views,
+                              ConvergenceMonitor(tol, self.n_iter, self.verbose), LEARNED,
+                              self.k_best, callback)
+            if best is None or result.monitor.history[-1] > best.monitor.history[-1]:
+                best = result
+        self.theta_ = problem.flat(best.params)
+        self.posterior_ = {}
+        if best.posterior is not None:
+            for name, q in best.posterior.items():
+                for row, sid in zip(q, problem.sids[name], strict=True):
+                    self.posterior_[program.switches.names[sid]] = np.asarray(
+                        row, dtype=np.float64)
+        self.monitor_ = best.monitor
+        self.n_features_ = len(lc.grammar.words)
+        return self
+
+    # -- inference ------------------------------------------------------------------------------
+    def _logtheta(self, lc: LeftCorner) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.log(self._theta(lc))
+
+    def score_samples(self, sentences) -> np.ndarray:
+        """log P(sentence) of every sentence, the sum over its left-corner derivations
+        (``-inf`` where none has non-zero probability)."""
+        lc, graph, _ = self._prepare(sentences)
+        ins, _ = graph.inside(self._logtheta(lc))
+        return ins[graph.roots]
+
+    def score(self, sentences) -> float:
+        """Sum of :meth:`score_samples`."""
+        return float(self.score_samples(sentences).sum())
+
+    def expected_counts(self, sentences) -> dict:
+        """Expected number of uses of every switch outcome given the sentences:
+        ``{(switch, outcome): count}``."""
+        lc, graph, _ = self._prepare(sentences)
+        ins, _, counts = graph.expected(self._logtheta(lc))
+        _check_possible(ins[graph.roots])
+        return {(lc.param_switch[p], lc.param_outcome[p]): float(counts[p])
+                for p in range(lc.n_params)}
+
+    @staticmethod
+    def _params(graph: ExplanationGraph, steps) -> list[int]:
+        """Flat parameter indices of a derivation's (node, alternative) steps, in order."""
+        out: list[int] = []
+        for _, a in steps:
+            out.extend(~v for v in graph.items[graph.item_ptr[a]:graph.item_ptr[a + 1]].tolist()
+                       if v < 0)
+        return out
+
+    def parse(self, sentences, cnf: bool = False, return_logprob: bool = False,
+              errors: str = "raise"):
+        """The most probable parse of every sentence (the Viterbi left-corner derivation,
+        as a tree): a list of :class:`~hiddenstate.grammar.Tree`, binarisation and collapsed
+        unary chains undone unless ``cnf``. ``return_logprob``: also their log-probabilities.
+        A sentence without a parse of non-zero probability raises
+        :class:`~hiddenstate.errors.ZeroProbabilityError` (``errors="raise"``) or gets
+        ``None`` and ``-inf`` (``errors="none"``)."""
+        if errors not in ("raise", "none"):
+            raise InvalidInputError(f"errors: expected 'raise' or 'none', got {errors!r}")
+        lc, graph, tokens = self._prepare(sentences)
+        vit, best = graph.viterbi(self._logtheta(lc))
+        score = vit[graph.roots]
+        if errors == "raise":
+            _check_possible(score)
+        trees = []
+        for s, root in enumerate(graph.roots):
+            if score[s] == -np.inf:
+                trees.append(None)
+                continue
+            t = self._tree(lc, self._params(graph, graph.walk(int(root), 0, best[:, None],
+                                                              None)), tokens[s], cnf)
+            trees.append(t)
+        return (trees, score) if return_logprob else trees
+
+    @staticmethod
+    def _tree(lc: LeftCorner, params, words, cnf: bool) -> Tree:
+        t = lc.tree(params)
+        _put_words(t, iter(words))
+        return t if cnf else from_cnf(t)
+
+    def parse_k_best(self, sentence, k: int = 5, cnf: bool = False) -> list[tuple[float, Tree]]:
+        """The ``k`` most probable parses of one sentence (fewer if it has fewer), best
+        first, as ``(log-probability, tree)``."""
+        k = check_positive_int(k, "k")
+        lc, graph, tokens = self._prepare([sentence], "sentence")
+        score, alt, rank = graph.kbest(self._logtheta(lc), k)
+        root = int(graph.roots[0])
+        _check_possible(score[graph.roots, 0])
+        return [(float(score[root, r]),
+                 self._tree(lc, self._params(graph, graph.walk(root, r, alt, rank)), tokens[0],
+                            cnf))
+                for r in range(k) if score[root, r] > -np.inf]
+
+    def sample_parses(self, sentence, n_samples: int = 1, random_state=None,
+                      cnf: bool = False) -> list[Tree]:
+        """Parses of one sentence drawn from their posterior given it."""
+        n_samples = check_positive_int(n_samples, "n_samples")
+        lc, graph, tokens = self._prepare([sentence], "sentence")
+        ins, cond = graph.inside(self._logtheta(lc))
+        _check_possible(ins[graph.roots])
+        draws = graph.sample(cond, np.full(n_samples, graph.roots[0]), make_rng(random_state))
+        return [self._tree(lc, self._params(graph, steps), tokens[0], cnf) for steps in draws]
+
+    def sample(self, n_samples: int = 1, random_state=None, max_words: int = 1000,
+               cnf: bool = False) -> list[tuple[list[str], Tree]]:
+        """Sentences generated by the left-corner process (shift, project, attach), with
+        their parse trees. A derivation longer than ``max_words`` words is drawn again (a
+        grammar whose derivations do not end with probability one raises after 100
+        tries)."""
+        n_samples = check_positive_int(n_samples, "n_samples")
+        max_words = check_positive_int(max_words, "max_words")
+        self._check_hyper()
+        lc = self.left_corner()
+        theta = self._theta(lc)
+        rng = make_rng(random_state)
+        cdf = {name: np.cumsum(theta[lo:lo + m]) for name, lo, m in lc.spans()}
+
+        class _TooLong(Exception):
+            pass
+
+        def derive():
+            n_words = 0
+
+            def choose(name):
+                nonlocal n_words
+                if name[0] == "first":
+                    n_words += 1
+                    if n_words > max_words:
+                        raise _TooLong
+                c = cdf[name]
+                return min(int(np.searchsorted(c, rng.random() * c[-1], side="right")),
+                           len(c) - 1)
+
+            try:
+                return lc.build(choose)
+            except _TooLong:
+                return None
+
+        out = []
+        for _ in range(n_samples):
+            for _ in range(100):
+                t = derive()
+                if t is not None:
+                    break
+            else:
+                raise InvalidInputError(
+                    f"max_words: 100 derivations in a row were longer than {max_words} words;"
+                    " the grammar may not end its derivations with probability one")
+            out.append((t.leaves(), t if cnf else from_cnf(t)))
+        return out
+
+    # -- persistence ----------------------------------------------------------------------------
+    def learned_arrays(self) -> dict[str, np.ndarray]:
+        """What :meth:`save` writes: ``theta_``."""
+        self._check_hyper()
+        return {"theta_": self._theta(self.left_corner())}
+
+    def learned_scalars(self) -> dict:
+        return {}
+
+    def set_learned(self, arrays: dict, scalars: dict) -> None:
+        if set(arrays) != {"theta_"} or scalars:
+            raise InvalidInputError("arrays: a saved PLCG holds exactly 'theta_'")
+        self.theta_ = np.asarray(arrays["theta_"], dtype=np.float64)
+
+    def _check_learned(self) -> None:
+        self._check_hyper()
+        self._theta(self.left_corner())
+
+    def save(self, path) -> None:
+        """Save to a directory (``model.json`` with the rules + ``arrays.npz``; no pickle);
+        read back with :func:`hiddenstate.load`."""
+        from ..io import save
+
+        g = self._check_hyper()
+        self.theta_ = self._theta(self.left_corner())
+        self.rules = g.rule_list()
+        self.start = list(g.start)
+        self.n_features_ = len(g.words)
+        if not hasattr(self, "monitor_"):
+            self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
+        save(self, path)
+
+
+def _put_words(tree: Tree, words) -> None:
+    """Replace the leaves of ``tree`` (grammar terminals, e.g. ``unknown_word``) by the
+    sentence's own words, left to right."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for i, c in enumerate(node.children):
+            if isinstance(c, str):
+                node.children[i] = next(words)
+        stack.extend(reversed([c for c in node.children if isinstance(c, Tree)]))
+

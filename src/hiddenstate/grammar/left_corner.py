@@ -97,6 +97,8 @@ class LeftCorner:
                 self.index[name, v] = pos + q
             pos += len(outcomes)
         self.n_params = pos
+        self.starts = np.asarray([self.offsets[name] for name, _ in self.switches],
+                                 dtype=np.int64)
         self.outcomes = dict(self.switches)
         self.param_switch = [name for name, outs in self.switches for _ in outs]
         self.param_outcome = [v for _, outs in self.switches for v in outs]

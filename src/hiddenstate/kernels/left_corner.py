@@ -56,6 +56,22 @@ def build_graph(words, offsets, goal_nt, root_goal, root_param, first_param, att
     a node without alternatives when no derivation exists."""
     n_goals = goal_nt.shape[0]
     n_slots = s_ptr.shape[0] - 1
+    # the rules whose right child is goal C: by_right[right_ptr[C] .. right_ptr[C + 1] - 1]
+    # (ascending), and the slot of every rule
+    right_ptr = np.zeros(n_goals + 1, dtype=np.int64)
+    for r in range(s_right.shape[0]):
+        right_ptr[s_right[r] + 1] += 1
+    for c in range(n_goals):
+        right_ptr[c + 1] += right_ptr[c]
+    by_right = np.empty(s_right.shape[0], dtype=np.int64)
+    fill = right_ptr[:-1].copy()
+    rule_slot = np.empty(s_right.shape[0], dtype=np.int64)
+    for slot in range(n_slots):
+        for r in range(s_ptr[slot], s_ptr[slot + 1]):
+            by_right[fill[s_right[r]]] = r
+            fill[s_right[r]] += 1
+            rule_slot[r] = slot
+    cand = np.empty(1024, dtype=np.int64)
     node_ptr = np.zeros(1024, dtype=np.int64)
     item_ptr = np.zeros(4096, dtype=np.int64)
     items = np.empty(16384, dtype=np.int64)
@@ -69,49 +85,81 @@ def build_graph(words, offsets, goal_nt, root_goal, root_param, first_param, att
         goal_id = np.full((n + 1, n + 1, n_goals), -1, dtype=np.int64)
         lc_id = np.full((n + 1, n + 1, n_slots), -1, dtype=np.int64)
         lex_id = np.full((n + 1, n + 1, n_goals), -1, dtype=np.int64)
-        for L in range(n):
-            for j in range(1, n - L + 1):
-                k = j + L
-                # lc(G, B, j, k), B a nonterminal: a rule A -> B C, C over j..m
-                for slot in range(n_slots if L > 0 else 0):
+        # the left-to-right filter (necessary conditions for a goal to be called):
+        # pred[i, G]: goal(G, i, .) may be called; corner[j, slot (G, B)]: lc(G, B, j, .)
+        # may be called; shifted[j, G]: lc(G, (w[j-1],), j, .) may be called
+        pred = np.zeros((n + 1, n_goals), dtype=np.bool_)
+        corner = np.zeros((n + 1, n_slots), dtype=np.bool_)
+        shifted = np.zeros((n + 1, n_goals), dtype=np.bool_)
+        for r in range(root_goal.shape[0]):
+            pred[0, root_goal[r]] = True
+        for k in range(1, n + 1):
+            # the shift of w[k-1] under the goals predicted at k - 1, and its projections
+            for g in range(n_goals):
+                x = lex_of[g, w[k - 1]]
+                if not pred[k - 1, g] or first_param[g, w[k - 1]] < 0 or x < 0:
+                    continue
+                shifted[k, g] = True
+                for r in range(x_ptr[x], x_ptr[x + 1]):
+                    if x_lhs[r] != goal_nt[g] or att_param[g, 1] >= 0:
+                        nxt = slot_of[g, x_lhs[r]]
+                        if nxt >= 0:
+                            corner[k, nxt] = True
+            for j in range(k, 0, -1):
+                # lc(G, B, j, k), B a nonterminal: a rule A -> B C, C over j..m. The
+                # candidates (rule, m) are the rules whose right child spans some j..m,
+                # taken in the program's order: by slot, then rule, then m
+                n_cand = 0
+                for m in range(j + 1, k + 1):
+                    for c in range(n_goals):
+                        if goal_id[j, m, c] >= 0:
+                            cand = _grow(cand, n_cand + right_ptr[c + 1] - right_ptr[c])
+                            for q in range(right_ptr[c], right_ptr[c + 1]):
+                                if corner[j, rule_slot[by_right[q]]]:
+                                    cand[n_cand] = by_right[q] * (n + 1) + m
+                                    n_cand += 1
+                order = np.sort(cand[:n_cand])
+                q = 0
+                while q < n_cand:
+                    slot = rule_slot[order[q] // (n + 1)]
                     g = s_goal[slot]
                     att_a = att_param[g, 0]
                     att_p = att_param[g, 1]
                     first_alt = n_alts
-                    for r in range(s_ptr[slot], s_ptr[slot + 1]):
+                    while q < n_cand and rule_slot[order[q] // (n + 1)] == slot:
+                        r = order[q] // (n + 1)
+                        m = order[q] % (n + 1)
+                        q += 1
                         a = s_lhs[r]
-                        for m in range(j + 1, k + 1):
-                            c = goal_id[j, m, s_right[r]]
-                            if c < 0:
+                        c = goal_id[j, m, s_right[r]]
+                        nxt = -1
+                        if a == goal_nt[g] and m == k:
+                            pass
+                        elif m < k and (a != goal_nt[g] or att_p >= 0):
+                            nxt = _lc_node(lc_id, slot_of, g, a, m, k)
+                            if nxt < 0:
                                 continue
-                            nxt = -1
-                            if a == goal_nt[g] and m == k:
-                                pass
-                            elif m < k and (a != goal_nt[g] or att_p >= 0):
-                                nxt = _lc_node(lc_id, slot_of, g, a, m, k)
-                                if nxt < 0:
-                                    continue
-                            else:
-                                continue
-                            items = _grow(items, n_items + 4)
-                            items[n_items] = ~s_param[r]
-                            n_items += 1
-                            if a == goal_nt[g]:
-                                if m == k:
-                                    if att_a >= 0:
-                                        items[n_items] = ~att_a
-                                        n_items += 1
-                                else:
-                                    items[n_items] = ~att_p
+                        else:
+                            continue
+                        items = _grow(items, n_items + 4)
+                        items[n_items] = ~s_param[r]
+                        n_items += 1
+                        if a == goal_nt[g]:
+                            if m == k:
+                                if att_a >= 0:
+                                    items[n_items] = ~att_a
                                     n_items += 1
-                            items[n_items] = c
-                            n_items += 1
-                            if nxt >= 0:
-                                items[n_items] = nxt
+                            else:
+                                items[n_items] = ~att_p
                                 n_items += 1
-                            n_alts += 1
-                            item_ptr = _grow(item_ptr, n_alts + 1)
-                            item_ptr[n_alts] = n_items
+                        items[n_items] = c
+                        n_items += 1
+                        if nxt >= 0:
+                            items[n_items] = nxt
+                            n_items += 1
+                        n_alts += 1
+                        item_ptr = _grow(item_ptr, n_alts + 1)
+                        item_ptr[n_alts] = n_items
                     if n_alts > first_alt:
                         lc_id[j, k, slot] = n_nodes
                         n_nodes += 1
@@ -119,18 +167,18 @@ def build_graph(words, offsets, goal_nt, root_goal, root_param, first_param, att
                         node_ptr[n_nodes] = n_alts
                 # lc(G, (w[j-1],), j, k): a lexical rule A -> w[j-1]
                 for g in range(n_goals):
-                    slot = lex_of[g, w[j - 1]]
-                    if slot < 0:
+                    if not shifted[j, g]:
                         continue
+                    slot = lex_of[g, w[j - 1]]
                     att_a = att_param[g, 0]
                     att_p = att_param[g, 1]
                     first_alt = n_alts
                     for r in range(x_ptr[slot], x_ptr[slot + 1]):
                         a = x_lhs[r]
                         nxt = -1
-                        if a == goal_nt[g] and L == 0:
+                        if a == goal_nt[g] and j == k:
                             pass
-                        elif L > 0 and (a != goal_nt[g] or att_p >= 0):
+                        elif j < k and (a != goal_nt[g] or att_p >= 0):
                             nxt = _lc_node(lc_id, slot_of, g, a, j, k)
                             if nxt < 0:
                                 continue
@@ -140,7 +188,7 @@ def build_graph(words, offsets, goal_nt, root_goal, root_param, first_param, att
                         items[n_items] = ~x_param[r]
                         n_items += 1
                         if a == goal_nt[g]:
-                            if L == 0:
+                            if j == k:
                                 if att_a >= 0:
                                     items[n_items] = ~att_a
                                     n_items += 1
@@ -158,24 +206,41 @@ def build_graph(words, offsets, goal_nt, root_goal, root_param, first_param, att
                         n_nodes += 1
                         node_ptr = _grow(node_ptr, n_nodes + 1)
                         node_ptr[n_nodes] = n_alts
-            # goal(G, i, i + L + 1): shift w[i], then its word-corner goal
-            for i in range(n - L):
-                k = i + L + 1
+                # goal(G, j - 1, k): shift w[j-1], then its word-corner goal
                 for g in range(n_goals):
-                    p = first_param[g, w[i]]
-                    if p < 0 or lex_id[i + 1, k, g] < 0:
+                    if not pred[j - 1, g] or lex_id[j, k, g] < 0:
                         continue
                     items = _grow(items, n_items + 2)
-                    items[n_items] = ~p
-                    items[n_items + 1] = lex_id[i + 1, k, g]
+                    items[n_items] = ~first_param[g, w[j - 1]]
+                    items[n_items + 1] = lex_id[j, k, g]
                     n_items += 2
                     n_alts += 1
                     item_ptr = _grow(item_ptr, n_alts + 1)
                     item_ptr[n_alts] = n_items
-                    goal_id[i, k, g] = n_nodes
+                    goal_id[j - 1, k, g] = n_nodes
                     n_nodes += 1
                     node_ptr = _grow(node_ptr, n_nodes + 1)
                     node_ptr[n_nodes] = n_alts
+            # what ends at k: a goal C over j..k completes A -> B C for the corners B at j
+            for j in range(k):
+                for c in range(n_goals):
+                    if goal_id[j, k, c] < 0:
+                        continue
+                    for q in range(right_ptr[c], right_ptr[c + 1]):
+                        r = by_right[q]
+                        slot = rule_slot[r]
+                        if not corner[j, slot]:
+                            continue
+                        g = s_goal[slot]
+                        if s_lhs[r] != goal_nt[g] or att_param[g, 1] >= 0:
+                            nxt = slot_of[g, s_lhs[r]]
+                            if nxt >= 0:
+                                corner[k, nxt] = True
+            # and the goals a corner at k predicts: the right children of its rules
+            for slot in range(n_slots):
+                if corner[k, slot]:
+                    for r in range(s_ptr[slot], s_ptr[slot + 1]):
+                        pred[k, s_right[r]] = True
         # sentence: the start switch, then a root goal over every word
         for r in range(root_goal.shape[0]):
             c = goal_id[0, n, root_goal[r]]

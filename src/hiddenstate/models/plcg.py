@@ -169,6 +169,14 @@ class PLCG(BaseEstimator):
         theta = self.__dict__.get("theta_")
         return left_corner_program(lc, None if theta is None else self._theta(lc), prior)
 
+    def _program(self, lc: LeftCorner, prior: float):
+        """The program whose switches (with Dirichlet concentration ``prior``) fit learns
+        (cached: declaring thousands of switches takes a while)."""
+        cached = self.__dict__.get("_program_cache")
+        if cached is None or cached[0] is not lc or cached[1] != prior:
+            self._program_cache = cached = (lc, prior, left_corner_program(lc, prior=prior))
+        return cached[2]
+
     # -- parameters -----------------------------------------------------------------------------
     def _theta(self, lc: LeftCorner) -> np.ndarray:
         theta = self.__dict__.get("theta_")
@@ -181,8 +189,11 @@ class PLCG(BaseEstimator):
             raise InvalidInputError(
                 f"theta_: expected shape ({lc.n_params},) (one entry per switch outcome of "
                 f"left_corner()), got {theta.shape}; set probabilities with set_probs")
-        for name, lo, m in lc.spans():
-            check_stochastic(theta[lo:lo + m], (m,), f"theta_ (switch {name!r})")
+        sums = np.add.reduceat(theta, lc.starts) if len(theta) else theta
+        if not (np.all(np.isfinite(theta)) and np.all(theta >= 0)
+                and np.allclose(sums, 1.0, rtol=0, atol=1e-8)):
+            for name, lo, m in lc.spans():  # name the first bad switch
+                check_stochastic(theta[lo:lo + m], (m,), f"theta_ (switch {name!r})")
         return theta
 
     @property
@@ -222,8 +233,17 @@ class PLCG(BaseEstimator):
     # -- fitting --------------------------------------------------------------------------------
     def fit(self, sentences, callback: Callable[[int, float], None] | None = None):
         """Learn the switch probabilities from sentences (lists of words) with the mode chosen
-        by ``learn``; ``callback(iteration, objective)`` after every iteration."""
-        lc, graph, _ = self._prepare(sentences)
+        by ``learn``; ``callback(iteration, objective)`` after every iteration. The graph of
+        the sentences is kept until ``fit`` sees other sentences (refitting with another
+        ``random_state`` or ``learn`` does not rebuild it)."""
+        g = self._check_hyper()
+        lc = self.left_corner()
+        words, offsets, _ = self._encode(g, sentences)
+        key = (lc, words.tobytes(), offsets.tobytes())
+        cached = self.__dict__.get("_fit_graph")
+        if cached is None or cached[0][0] is not lc or cached[0][1:] != key[1:]:
+            self._fit_graph = cached = (key, self._graph(lc, words, offsets))
+        graph = cached[1]
         # a sentence no derivation reaches (whatever the probabilities) is an input error
         _check_possible(np.where(np.diff(graph.node_ptr)[graph.roots] > 0, 0.0, -np.inf))
         if self.init == "current":
@@ -231,7 +251,7 @@ class PLCG(BaseEstimator):
         else:
             theta = self._theta(lc) if "theta_" in self.__dict__ else lc.uniform()
         prior = 1.0 if self.learn == "em" else float(self.prior)
-        program = left_corner_program(lc, prior=prior)
+        program = self._program(lc, prior)
         problem = ProgramProblem(graph, program.switches, theta, self.learn == "em")
         rng = make_rng(self.random_state)
         best = None

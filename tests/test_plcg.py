@@ -439,3 +439,25 @@ def test_treebank_plcg_has_the_pcfg_parses():
     n_pcfg, _ = pcfg._inside_outside(g, np.ones(g.n_params), *pcfg._encode(g, sents)[:2], False)
     np.testing.assert_allclose(n_plcg, n_pcfg, rtol=0, atol=1e-9)
     assert np.exp(n_pcfg).mean() > 20
+
+
+# -- the documentation ----------------------------------------------------------------------------
+def test_docs_example_prints_what_the_page_says():
+    import contextlib
+    import io
+    import re
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "plcg.md"
+    text = doc.read_text()
+    code = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    shown = re.findall(r"prints\n\n```\n(.*?)```", text, re.S)[0]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, str(doc), "exec"), {})
+    number = r"-?\d+\.\d+(?:e-?\d+)?"
+    got, want = out.getvalue().split("\n"), shown.split("\n")
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert re.sub(number, "#", g) == re.sub(number, "#", w), (g, w)
+        np.testing.assert_allclose([float(x) for x in re.findall(number, g)],
+                                   [float(x) for x in re.findall(number, w)], rtol=1e-9)

@@ -82,8 +82,8 @@ def fit_mode(mode, rules, start, sents, args, seed):
         return m, len(m.monitor_.history), time.perf_counter() - t0
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The set-up options shared with ``experiments/prism_plcg.py``."""
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--max-length", type=int, default=10)
     ap.add_argument("--markov", type=int, default=0,
@@ -92,6 +92,11 @@ def main(argv=None):
     ap.add_argument("--folds", type=int, default=8)
     ap.add_argument("--init-concentration", type=float, default=10.0)
     ap.add_argument("--data-dir", type=Path, default=DATA_DIR)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(ap)
     args = ap.parse_args(argv)
     if args.quick:
         args.max_length, args.restarts, args.folds = 8, 2, 2

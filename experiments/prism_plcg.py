@@ -38,7 +38,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from prism_pcfg import DATA_DIR, PAPER_T2, _counts_in, load
+from prism_pcfg import PAPER_T2, _counts_in, add_arguments, load
 
 import hiddenstate as hs
 from hiddenstate.grammar import Grammar, to_cnf
@@ -387,17 +387,10 @@ def plot(main: dict, path: Path) -> None:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
+    add_arguments(ap)
     ap.add_argument("--ablation", action="store_true",
                     help="run the Table 2 ablation instead of Tables 2-3")
-    ap.add_argument("--max-length", type=int, default=10)
-    ap.add_argument("--markov", type=int, default=0,
-                    help="horizontal Markov order of the binarisation (-1: none)")
-    ap.add_argument("--restarts", type=int, default=8)
-    ap.add_argument("--folds", type=int, default=8)
-    ap.add_argument("--init-concentration", type=float, default=10.0)
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
-    ap.add_argument("--data-dir", type=Path, default=DATA_DIR)
     args = ap.parse_args(argv)
     if args.quick:
         args.restarts, args.folds = 2, 2

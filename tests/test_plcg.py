@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sklearn.base import clone
+from test_pcfg import RULES, START_SYMBOLS
+from test_pcfg import SENTENCES as PCFG_SENTENCES
 
 import hiddenstate as hs
 from hiddenstate.errors import InvalidInputError, ZeroProbabilityError
@@ -22,26 +24,9 @@ from hiddenstate.programs import ExplanationGraph, ProgramModel, explain
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ptb-sample-treebank"
 
-# ambiguous, left-recursive (S, VP, NP), two start symbols, words with two tags
-RULES = {
-    "S": [("NP", "VP"), ("S", "PP")],
-    "VP": [("V", "NP"), ("VP", "PP"), ("eats",)],
-    "NP": [("NP", "PP"), ("D", "N"), ("she",), ("fish",)],
-    "PP": [("P", "NP")],
-    "V": [("eats",), ("fish",)],
-    "P": [("with",)],
-    "D": [("the",)],
-    "N": [("fork",), ("fish",)],
-}
-START_SYMBOLS = ["S", "VP"]
-SENTENCES = [
-    "she eats fish with the fork".split(),
-    "the fish eats the fork with fish".split(),
-    "fish fish fish".split(),
-    "eats fish with the fish".split(),
-    "eats".split(),
-    "she eats fish with the fork with the fish".split(),
-]
+# test_pcfg's grammar: ambiguous, left-recursive (S, VP, NP), two start symbols, words with
+# two tags; one longer sentence
+SENTENCES = [*PCFG_SENTENCES[:5], "she eats fish with the fork with the fish".split()]
 
 
 def random_model(seed: int = 0, rules=RULES, start=START_SYMBOLS, **kw) -> hs.PLCG:

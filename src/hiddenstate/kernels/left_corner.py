@@ -41,6 +41,49 @@ def _grow(buf, need):
     return out
 
 
+@njit(cache=True)
+def _push_alt(items, n_items, item_ptr, n_alts, rule, att, child, nxt):
+    """Append the alternative ``[msw rule, msw att, child goal, lc goal]`` (-1: absent)."""
+    items = _grow(items, n_items + 4)
+    items[n_items] = ~rule
+    n_items += 1
+    if att >= 0:
+        items[n_items] = ~att
+        n_items += 1
+    if child >= 0:
+        items[n_items] = child
+        n_items += 1
+    if nxt >= 0:
+        items[n_items] = nxt
+        n_items += 1
+    n_alts += 1
+    item_ptr = _grow(item_ptr, n_alts + 1)
+    item_ptr[n_alts] = n_items
+    return items, n_items, item_ptr, n_alts
+
+
+@njit(cache=True)
+def _close_node(node_ptr, n_nodes, n_alts):
+    """The node made of the alternatives since the last one; returns its id too."""
+    n_nodes += 1
+    node_ptr = _grow(node_ptr, n_nodes + 1)
+    node_ptr[n_nodes] = n_alts
+    return node_ptr, n_nodes, n_nodes - 1
+
+
+@njit(cache=True, inline="always")
+def _step(g, a, at_end, goal_nt, att_param, lc_id, slot_of, m, k):
+    """How a completed ``A`` (ending at ``m``) goes on under goal ``G`` ending at ``k``:
+    ``(att, nxt, ok)``: the attach-switch outcome to draw (-1: none), the ``lc(G, A, m, k)``
+    node to continue with (-1: none: ``A`` is the goal), ``ok`` False if it cannot."""
+    if a == goal_nt[g] and at_end:
+        return att_param[g, 0], -1, True
+    if m < k and (a != goal_nt[g] or att_param[g, 1] >= 0):
+        nxt = _lc_node(lc_id, slot_of, g, a, m, k)
+        return (att_param[g, 1] if a == goal_nt[g] else -1), nxt, nxt >= 0
+    return -1, -1, False
+
+
 @njit(cache=True, inline="always")
 def _lc_node(lc_id, slot_of, g, a, j, k):
     """The node of ``lc(G, A, j, k)`` (-1: none)."""
@@ -123,104 +166,43 @@ def build_graph(words, offsets, goal_nt, root_goal, root_param, first_param, att
                 while q < n_cand:
                     slot = rule_slot[order[q] // (n + 1)]
                     g = s_goal[slot]
-                    att_a = att_param[g, 0]
-                    att_p = att_param[g, 1]
                     first_alt = n_alts
                     while q < n_cand and rule_slot[order[q] // (n + 1)] == slot:
                         r = order[q] // (n + 1)
                         m = order[q] % (n + 1)
                         q += 1
-                        a = s_lhs[r]
-                        c = goal_id[j, m, s_right[r]]
-                        nxt = -1
-                        if a == goal_nt[g] and m == k:
-                            pass
-                        elif m < k and (a != goal_nt[g] or att_p >= 0):
-                            nxt = _lc_node(lc_id, slot_of, g, a, m, k)
-                            if nxt < 0:
-                                continue
-                        else:
-                            continue
-                        items = _grow(items, n_items + 4)
-                        items[n_items] = ~s_param[r]
-                        n_items += 1
-                        if a == goal_nt[g]:
-                            if m == k:
-                                if att_a >= 0:
-                                    items[n_items] = ~att_a
-                                    n_items += 1
-                            else:
-                                items[n_items] = ~att_p
-                                n_items += 1
-                        items[n_items] = c
-                        n_items += 1
-                        if nxt >= 0:
-                            items[n_items] = nxt
-                            n_items += 1
-                        n_alts += 1
-                        item_ptr = _grow(item_ptr, n_alts + 1)
-                        item_ptr[n_alts] = n_items
+                        att, nxt, ok = _step(g, s_lhs[r], m == k, goal_nt, att_param, lc_id,
+                                             slot_of, m, k)
+                        if ok:
+                            items, n_items, item_ptr, n_alts = _push_alt(
+                                items, n_items, item_ptr, n_alts, s_param[r], att,
+                                goal_id[j, m, s_right[r]], nxt)
                     if n_alts > first_alt:
-                        lc_id[j, k, slot] = n_nodes
-                        n_nodes += 1
-                        node_ptr = _grow(node_ptr, n_nodes + 1)
-                        node_ptr[n_nodes] = n_alts
+                        node_ptr, n_nodes, lc_id[j, k, slot] = _close_node(node_ptr, n_nodes,
+                                                                           n_alts)
                 # lc(G, (w[j-1],), j, k): a lexical rule A -> w[j-1]
                 for g in range(n_goals):
                     if not shifted[j, g]:
                         continue
                     slot = lex_of[g, w[j - 1]]
-                    att_a = att_param[g, 0]
-                    att_p = att_param[g, 1]
                     first_alt = n_alts
                     for r in range(x_ptr[slot], x_ptr[slot + 1]):
-                        a = x_lhs[r]
-                        nxt = -1
-                        if a == goal_nt[g] and j == k:
-                            pass
-                        elif j < k and (a != goal_nt[g] or att_p >= 0):
-                            nxt = _lc_node(lc_id, slot_of, g, a, j, k)
-                            if nxt < 0:
-                                continue
-                        else:
-                            continue
-                        items = _grow(items, n_items + 3)
-                        items[n_items] = ~x_param[r]
-                        n_items += 1
-                        if a == goal_nt[g]:
-                            if j == k:
-                                if att_a >= 0:
-                                    items[n_items] = ~att_a
-                                    n_items += 1
-                            else:
-                                items[n_items] = ~att_p
-                                n_items += 1
-                        if nxt >= 0:
-                            items[n_items] = nxt
-                            n_items += 1
-                        n_alts += 1
-                        item_ptr = _grow(item_ptr, n_alts + 1)
-                        item_ptr[n_alts] = n_items
+                        att, nxt, ok = _step(g, x_lhs[r], j == k, goal_nt, att_param, lc_id,
+                                             slot_of, j, k)
+                        if ok:
+                            items, n_items, item_ptr, n_alts = _push_alt(
+                                items, n_items, item_ptr, n_alts, x_param[r], att, -1, nxt)
                     if n_alts > first_alt:
-                        lex_id[j, k, g] = n_nodes
-                        n_nodes += 1
-                        node_ptr = _grow(node_ptr, n_nodes + 1)
-                        node_ptr[n_nodes] = n_alts
+                        node_ptr, n_nodes, lex_id[j, k, g] = _close_node(node_ptr, n_nodes,
+                                                                         n_alts)
                 # goal(G, j - 1, k): shift w[j-1], then its word-corner goal
                 for g in range(n_goals):
-                    if not pred[j - 1, g] or lex_id[j, k, g] < 0:
-                        continue
-                    items = _grow(items, n_items + 2)
-                    items[n_items] = ~first_param[g, w[j - 1]]
-                    items[n_items + 1] = lex_id[j, k, g]
-                    n_items += 2
-                    n_alts += 1
-                    item_ptr = _grow(item_ptr, n_alts + 1)
-                    item_ptr[n_alts] = n_items
-                    goal_id[j - 1, k, g] = n_nodes
-                    n_nodes += 1
-                    node_ptr = _grow(node_ptr, n_nodes + 1)
-                    node_ptr[n_nodes] = n_alts
+                    if pred[j - 1, g] and lex_id[j, k, g] >= 0:
+                        items, n_items, item_ptr, n_alts = _push_alt(
+                            items, n_items, item_ptr, n_alts, first_param[g, w[j - 1]], -1,
+                            lex_id[j, k, g], -1)
+                        node_ptr, n_nodes, goal_id[j - 1, k, g] = _close_node(
+                            node_ptr, n_nodes, n_alts)
             # what ends at k: a goal C over j..k completes A -> B C for the corners B at j
             for j in range(k):
                 for c in range(n_goals):
@@ -243,20 +225,11 @@ def build_graph(words, offsets, goal_nt, root_goal, root_param, first_param, att
                         pred[k, s_right[r]] = True
         # sentence: the start switch, then a root goal over every word
         for r in range(root_goal.shape[0]):
-            c = goal_id[0, n, root_goal[r]]
-            if c < 0:
-                continue
-            items = _grow(items, n_items + 2)
-            items[n_items] = ~root_param[r]
-            items[n_items + 1] = c
-            n_items += 2
-            n_alts += 1
-            item_ptr = _grow(item_ptr, n_alts + 1)
-            item_ptr[n_alts] = n_items
-        roots[s] = n_nodes
-        n_nodes += 1
-        node_ptr = _grow(node_ptr, n_nodes + 1)
-        node_ptr[n_nodes] = n_alts
+            if goal_id[0, n, root_goal[r]] >= 0:
+                items, n_items, item_ptr, n_alts = _push_alt(
+                    items, n_items, item_ptr, n_alts, root_param[r], -1,
+                    goal_id[0, n, root_goal[r]], -1)
+        node_ptr, n_nodes, roots[s] = _close_node(node_ptr, n_nodes, n_alts)
     return _keep_reachable(node_ptr[:n_nodes + 1], item_ptr[:n_alts + 1], items[:n_items],
                            roots)
 

@@ -399,18 +399,7 @@ class PCFG(BaseEstimator):
                                              offsets, False)[0])
         prior = 1.0 if self.learn == "em" else float(self.prior)
         problem = _PCFGProblem(self, g, words, offsets, theta, prior)
-        rng = make_rng(self.random_state)
-        best = None
-        for _ in range(self.n_init):
-            views = self._start_point(problem, theta, rng)
-            if self.learn == "vb":
-                problem.set_start(views)
-            tol = -np.inf if self.learn in ("vt", "kvt") else self.tol
-            result = fit_mode(problem, self.learn, views,
-                              ConvergenceMonitor(tol, self.n_iter, self.verbose), _LEARNED,
-                              self.k_best, callback)
-            if best is None or result.monitor.history[-1] > best.monitor.history[-1]:
-                best = result
+        best = self._best_restart(problem, theta, _LEARNED, callback)
         self.theta_ = problem.flat(best.params)
         self.posterior_ = {}
         if best.posterior is not None:
@@ -420,6 +409,23 @@ class PCFG(BaseEstimator):
         self.monitor_ = best.monitor
         self.n_features_ = len(g.words)
         return self
+
+    def _best_restart(self, problem, theta: np.ndarray, which: str, callback):
+        """``n_init`` runs of the mode from :meth:`_start_point`; the one with the best final
+        objective."""
+        rng = make_rng(self.random_state)
+        best = None
+        for _ in range(self.n_init):
+            views = self._start_point(problem, theta, rng)
+            if self.learn == "vb":
+                problem.set_start(views)
+            tol = -np.inf if self.learn in ("vt", "kvt") else self.tol
+            result = fit_mode(problem, self.learn, views,
+                              ConvergenceMonitor(tol, self.n_iter, self.verbose), which,
+                              self.k_best, callback)
+            if best is None or result.monitor.history[-1] > best.monitor.history[-1]:
+                best = result
+        return best
 
     # -- inference ------------------------------------------------------------------------------
     def score_samples(self, sentences) -> np.ndarray:
@@ -544,6 +550,12 @@ class PCFG(BaseEstimator):
                     stack.extend(reversed(node.children))
             return root
 
+        return self._draw_sentences(derive, n_samples, max_words, cnf)
+
+    @staticmethod
+    def _draw_sentences(derive, n_samples: int, max_words: int, cnf: bool):
+        """``n_samples`` (words, tree) from ``derive()`` (None: longer than ``max_words``,
+        drawn again, at most 100 times in a row)."""
         out = []
         for _ in range(n_samples):
             for _ in range(100):
@@ -567,7 +579,8 @@ class PCFG(BaseEstimator):
 
     def set_learned(self, arrays: dict, scalars: dict) -> None:
         if set(arrays) != {"theta_"} or scalars:
-            raise InvalidInputError("arrays: a saved PCFG holds exactly 'theta_'")
+            raise InvalidInputError(
+                f"arrays: a saved {type(self).__name__} holds exactly 'theta_'")
         self.theta_ = np.asarray(arrays["theta_"], dtype=np.float64)
 
     def _check_learned(self) -> None:

@@ -32,8 +32,6 @@ from ..errors import InvalidInputError, NotFittedError
 from ..grammar import Grammar, Tree, from_cnf
 from ..grammar.left_corner import LeftCorner
 from ..kernels.left_corner import build_graph
-from ..learn import ConvergenceMonitor
-from ..learn import fit as fit_mode
 from ..programs.graph import ExplanationGraph
 from ..programs.left_corner import left_corner_program
 from ..programs.problem import LEARNED, ProgramProblem
@@ -93,31 +91,22 @@ class PLCG(BaseEstimator):
     n_features_ : number of terminals (words) of the grammar.
     """
 
-    def __init__(self, rules=None, start="S", learn: str = "em", n_iter: int = 100,
-                 tol: float = 1e-4, n_init: int = 1, init: str = "random", prior: float = 1.0,
-                 k_best: int = 5, unknown_word: str | None = None,
-                 init_concentration: float = 1.0, random_state=None, verbose: bool = False):
-        self.rules = rules
-        self.start = start
-        self.learn = learn
-        self.n_iter = n_iter
-        self.tol = tol
-        self.n_init = n_init
-        self.init = init
-        self.prior = prior
-        self.k_best = k_best
-        self.unknown_word = unknown_word
-        self.init_concentration = init_concentration
-        self.random_state = random_state
-        self.verbose = verbose
-
-    # the grammar, its hyper-parameter checks, sentence encoding, random starts and treebank
-    # preparation are the PCFG's
+    # the PCFG's: the hyper-parameters, the grammar and its checks, sentence encoding,
+    # random restarts, treebank preparation, forward-sample redraws and persistence (theta_)
+    __init__ = PCFG.__init__
     grammar = PCFG.grammar
     _check_hyper = PCFG._check_hyper
     _encode = PCFG._encode
     _start_point = PCFG._start_point
+    _best_restart = PCFG._best_restart
     prepare_trees = staticmethod(PCFG.prepare_trees)
+    _draw_sentences = staticmethod(PCFG._draw_sentences)
+    score = PCFG.score
+    learned_arrays = PCFG.learned_arrays
+    learned_scalars = PCFG.learned_scalars
+    set_learned = PCFG.set_learned
+    _check_learned = PCFG._check_learned
+    save = PCFG.save
 
     # -- construction from a treebank -----------------------------------------------------------
     @classmethod
@@ -167,7 +156,7 @@ class PLCG(BaseEstimator):
         uniform if none are set), for :class:`~hiddenstate.programs.ProgramModel`."""
         lc = self.left_corner()
         theta = self.__dict__.get("theta_")
-        return left_corner_program(lc, None if theta is None else self._theta(lc), prior)
+        return left_corner_program(lc, None if theta is None else self._theta(), prior)
 
     def _program(self, lc: LeftCorner, prior: float):
         """The program whose switches (with Dirichlet concentration ``prior``) fit learns
@@ -178,7 +167,10 @@ class PLCG(BaseEstimator):
         return cached[2]
 
     # -- parameters -----------------------------------------------------------------------------
-    def _theta(self, lc: LeftCorner) -> np.ndarray:
+    def _theta(self, g: Grammar | None = None) -> np.ndarray:
+        """``theta_``, validated against :meth:`left_corner` (``g``: the PCFG's signature,
+        unused)."""
+        lc = self.left_corner()
         theta = self.__dict__.get("theta_")
         if theta is None:
             raise NotFittedError(
@@ -201,7 +193,7 @@ class PLCG(BaseEstimator):
         """Switch probabilities by switch name (see :mod:`hiddenstate.grammar.left_corner`
         for the names)."""
         lc = self.left_corner()
-        theta = self._theta(lc)
+        theta = self._theta()
         return {name: theta[lo:lo + m].copy() for name, lo, m in lc.spans()}
 
     def set_probs(self, switch, probs) -> None:
@@ -213,7 +205,7 @@ class PLCG(BaseEstimator):
                 f"switch: {switch!r} is not a switch of this PLCG; see left_corner().switches "
                 f"(e.g. {lc.switches[min(1, len(lc.switches) - 1)][0]!r})")
         lo, m = lc.offsets[switch], len(lc.outcomes[switch])
-        theta = self._theta(lc).copy() if "theta_" in self.__dict__ else lc.uniform()
+        theta = self._theta().copy() if "theta_" in self.__dict__ else lc.uniform()
         theta[lo:lo + m] = check_stochastic(probs, (m,), f"probs of {switch!r}")
         self.theta_ = theta
 
@@ -239,64 +231,43 @@ class PLCG(BaseEstimator):
         g = self._check_hyper()
         lc = self.left_corner()
         words, offsets, _ = self._encode(g, sentences)
-        key = (lc, words.tobytes(), offsets.tobytes())
+        key = (words.tobytes(), offsets.tobytes())
         cached = self.__dict__.get("_fit_graph")
-        if cached is None or cached[0][0] is not lc or cached[0][1:] != key[1:]:
-            self._fit_graph = cached = (key, self._graph(lc, words, offsets))
-        graph = cached[1]
+        if cached is None or cached[0] is not lc or cached[1] != key:
+            self._fit_graph = cached = (lc, key, self._graph(lc, words, offsets))
+        graph = cached[2]
         # a sentence no derivation reaches (whatever the probabilities) is an input error
         _check_possible(np.where(np.diff(graph.node_ptr)[graph.roots] > 0, 0.0, -np.inf))
-        if self.init == "current":
-            theta = self._theta(lc)
-        else:
-            theta = self._theta(lc) if "theta_" in self.__dict__ else lc.uniform()
+        # switches no sentence uses keep these: theta_ (hand-set or fitted), else uniform
+        theta = (self._theta() if self.init == "current" or "theta_" in self.__dict__
+                 else lc.uniform())
         prior = 1.0 if self.learn == "em" else float(self.prior)
         program = self._program(lc, prior)
         problem = ProgramProblem(graph, program.switches, theta, self.learn == "em")
-        rng = make_rng(self.random_state)
-        best = None
-        for _ in range(self.n_init):
-            views = self._start_point(problem, theta, rng)
-            if self.learn == "vb":
-                problem.set_start(views)
-            tol = -np.inf if self.learn in ("vt", "kvt") else self.tol
-            result = fit_mode(problem, self.learn, views,
-                              ConvergenceMonitor(tol, self.n_iter, self.verbose), LEARNED,
-                              self.k_best, callback)
-            if best is None or result.monitor.history[-1] > best.monitor.history[-1]:
-                best = result
+        best = self._best_restart(problem, theta, LEARNED, callback)
         self.theta_ = problem.flat(best.params)
-        self.posterior_ = {}
-        if best.posterior is not None:
-            for name, q in best.posterior.items():
-                for row, sid in zip(q, problem.sids[name], strict=True):
-                    self.posterior_[program.switches.names[sid]] = np.asarray(
-                        row, dtype=np.float64)
+        self.posterior_ = problem.switch_posteriors(best.posterior, program.switches)
         self.monitor_ = best.monitor
         self.n_features_ = len(lc.grammar.words)
         return self
 
     # -- inference ------------------------------------------------------------------------------
-    def _logtheta(self, lc: LeftCorner) -> np.ndarray:
+    def _logtheta(self) -> np.ndarray:
         with np.errstate(divide="ignore"):
-            return np.log(self._theta(lc))
+            return np.log(self._theta())
 
     def score_samples(self, sentences) -> np.ndarray:
         """log P(sentence) of every sentence, the sum over its left-corner derivations
         (``-inf`` where none has non-zero probability)."""
         lc, graph, _ = self._prepare(sentences)
-        ins, _ = graph.inside(self._logtheta(lc))
+        ins, _ = graph.inside(self._logtheta())
         return ins[graph.roots]
-
-    def score(self, sentences) -> float:
-        """Sum of :meth:`score_samples`."""
-        return float(self.score_samples(sentences).sum())
 
     def expected_counts(self, sentences) -> dict:
         """Expected number of uses of every switch outcome given the sentences:
         ``{(switch, outcome): count}``."""
         lc, graph, _ = self._prepare(sentences)
-        ins, _, counts = graph.expected(self._logtheta(lc))
+        ins, _, counts = graph.expected(self._logtheta())
         _check_possible(ins[graph.roots])
         return {(lc.param_switch[p], lc.param_outcome[p]): float(counts[p])
                 for p in range(lc.n_params)}
@@ -321,7 +292,7 @@ class PLCG(BaseEstimator):
         if errors not in ("raise", "none"):
             raise InvalidInputError(f"errors: expected 'raise' or 'none', got {errors!r}")
         lc, graph, tokens = self._prepare(sentences)
-        vit, best = graph.viterbi(self._logtheta(lc))
+        vit, best = graph.viterbi(self._logtheta())
         score = vit[graph.roots]
         if errors == "raise":
             _check_possible(score)
@@ -346,7 +317,7 @@ class PLCG(BaseEstimator):
         first, as ``(log-probability, tree)``."""
         k = check_positive_int(k, "k")
         lc, graph, tokens = self._prepare([sentence], "sentence")
-        score, alt, rank = graph.kbest(self._logtheta(lc), k)
+        score, alt, rank = graph.kbest(self._logtheta(), k)
         root = int(graph.roots[0])
         _check_possible(score[graph.roots, 0])
         return [(float(score[root, r]),
@@ -359,7 +330,7 @@ class PLCG(BaseEstimator):
         """Parses of one sentence drawn from their posterior given it."""
         n_samples = check_positive_int(n_samples, "n_samples")
         lc, graph, tokens = self._prepare([sentence], "sentence")
-        ins, cond = graph.inside(self._logtheta(lc))
+        ins, cond = graph.inside(self._logtheta())
         _check_possible(ins[graph.roots])
         draws = graph.sample(cond, np.full(n_samples, graph.roots[0]), make_rng(random_state))
         return [self._tree(lc, self._params(graph, steps), tokens[0], cnf) for steps in draws]
@@ -374,7 +345,7 @@ class PLCG(BaseEstimator):
         max_words = check_positive_int(max_words, "max_words")
         self._check_hyper()
         lc = self.left_corner()
-        theta = self._theta(lc)
+        theta = self._theta()
         rng = make_rng(random_state)
         cdf = {name: np.cumsum(theta[lo:lo + m]) for name, lo, m in lc.spans()}
 
@@ -399,50 +370,7 @@ class PLCG(BaseEstimator):
             except _TooLong:
                 return None
 
-        out = []
-        for _ in range(n_samples):
-            for _ in range(100):
-                t = derive()
-                if t is not None:
-                    break
-            else:
-                raise InvalidInputError(
-                    f"max_words: 100 derivations in a row were longer than {max_words} words;"
-                    " the grammar may not end its derivations with probability one")
-            out.append((t.leaves(), t if cnf else from_cnf(t)))
-        return out
-
-    # -- persistence ----------------------------------------------------------------------------
-    def learned_arrays(self) -> dict[str, np.ndarray]:
-        """What :meth:`save` writes: ``theta_``."""
-        self._check_hyper()
-        return {"theta_": self._theta(self.left_corner())}
-
-    def learned_scalars(self) -> dict:
-        return {}
-
-    def set_learned(self, arrays: dict, scalars: dict) -> None:
-        if set(arrays) != {"theta_"} or scalars:
-            raise InvalidInputError("arrays: a saved PLCG holds exactly 'theta_'")
-        self.theta_ = np.asarray(arrays["theta_"], dtype=np.float64)
-
-    def _check_learned(self) -> None:
-        self._check_hyper()
-        self._theta(self.left_corner())
-
-    def save(self, path) -> None:
-        """Save to a directory (``model.json`` with the rules + ``arrays.npz``; no pickle);
-        read back with :func:`hiddenstate.load`."""
-        from ..io import save
-
-        g = self._check_hyper()
-        self.theta_ = self._theta(self.left_corner())
-        self.rules = g.rule_list()
-        self.start = list(g.start)
-        self.n_features_ = len(g.words)
-        if not hasattr(self, "monitor_"):
-            self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
-        save(self, path)
+        return self._draw_sentences(derive, n_samples, max_words, cnf)
 
 
 def _put_words(tree: Tree, words) -> None:

@@ -97,6 +97,14 @@ class ProgramProblem(FlatSwitches):
         self.n_virtual = {name: 1.0 for name in self.blocks}
 
 
+    def switch_posteriors(self, posterior: dict | None, table: SwitchTable) -> dict:
+        """VB's Dirichlet posteriors (one row per switch of each block) by switch name."""
+        out = {}
+        for name, q in (posterior or {}).items():
+            for row, sid in zip(q, self.sids[name], strict=True):
+                out[table.names[sid]] = np.asarray(row, dtype=np.float64)
+        return out
+
     def _log(self, views: dict) -> np.ndarray:
         with np.errstate(divide="ignore"):
             return np.log(self.flat(views)[:self.graph.n_params])

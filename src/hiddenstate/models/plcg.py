@@ -38,18 +38,22 @@ from ..programs.problem import LEARNED, ProgramProblem
 from .pcfg import PCFG, _check_possible
 
 
-class _Roots:
-    """Names of a graph's nodes for messages: its roots are the sentences."""
+class _Names:
+    """The ``goals`` of a built graph, for messages: its roots are the sentences, the other
+    nodes are numbered."""
 
-    def __init__(self, roots: np.ndarray):
+    def __init__(self, roots: np.ndarray, n_nodes: int):
         self.sentence = {int(r): s for s, r in enumerate(roots)}
+        self.n_nodes = n_nodes
 
     def __getitem__(self, node: int):
+        if not 0 <= node < self.n_nodes:
+            raise IndexError(node)
         s = self.sentence.get(int(node))
         return _Name(f"sentences[{s}]" if s is not None else f"node {node}")
 
     def __len__(self) -> int:
-        return len(self.sentence)
+        return self.n_nodes
 
 
 class _Name(str):
@@ -214,7 +218,7 @@ class PLCG(BaseEstimator):
         node_ptr, item_ptr, items, roots = build_graph(words, offsets, *lc.kernel_args())
         return ExplanationGraph(node_ptr, item_ptr, items,
                                 np.zeros(len(item_ptr) - 1, dtype=np.int32),
-                                _Roots(roots), roots, lc.n_params)
+                                _Names(roots, len(node_ptr) - 1), roots, lc.n_params)
 
     def _prepare(self, sentences, name: str = "sentences"):
         g = self._check_hyper()

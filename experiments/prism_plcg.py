@@ -347,7 +347,20 @@ def _render_ablation(ab: dict) -> list[str]:
             f"| {mp['LT'][0]:.1f} | {vb['LT'][0]:.1f} | "
             f"{vt['LT'][0] - max(mp['LT'][0], vb['LT'][0]):+.1f} | {vt['LT_all']:.1f} | "
             f"{vt['corr']:.2f} | {t['PCFG', 'supervised']['LT'][0]:.1f} |")
-    base = _table(ab["variants"][0][2])["PCFG", "vt"]
+    tables = {name: _table(results) for name, _, results in ab["variants"]}
+    b = tables["baseline"]
+    lines += ["", "One line per change (LT, % of held-out sentences; the difference from the "
+              "baseline in parentheses):", ""]
+    for name, _, _ in ab["variants"][1:]:
+        t = tables[name]
+        lt = {m: t["PCFG", m]["LT"][0] for m in ("vt", "map", "vb")}
+        d = {m: lt[m] - b["PCFG", m]["LT"][0] for m in lt}
+        best = max(lt, key=lt.get)
+        lines.append(f"- {name}: VT {lt['vt']:.1f} ({d['vt']:+.1f}), MAP {lt['map']:.1f} "
+                     f"({d['map']:+.1f}), VB {lt['vb']:.1f} ({d['vb']:+.1f}); "
+                     + ("VT parses best." if best == "vt" else
+                        f"{best.upper()} parses best, VT {lt['vt'] - lt[best]:+.1f}."))
+    base = b["PCFG", "vt"]
     if "fixed_point" in base:
         lines += ["", f"Baseline VT runs: {base['fixed_point']:.0f}% end at a fixed point "
                   "(one more VT step leaves every probability unchanged: the stopping rule "

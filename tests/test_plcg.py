@@ -377,6 +377,19 @@ def test_bad_input_raises_named_errors():
         zero.expected_counts([["fish", "fish"]])
 
 
+def test_a_nonterminal_that_derives_no_word():
+    rules = {"S": [("A", "B"), ("a",)], "A": [("a",)], "B": [("B", "B")]}
+    m = hs.PLCG(rules=rules, start="S")
+    assert ("first", "B") not in m.left_corner().outcomes   # no word begins a B
+    m.theta_ = m.left_corner().uniform()
+    p = hs.PCFG(rules=rules, start="S")
+    np.testing.assert_allclose(m.score_samples([["a"], ["a", "a"]]),
+                               p.score_samples([["a"], ["a", "a"]]))
+    assert m.score_samples([["a", "a"]])[0] == -np.inf
+    with pytest.raises(InvalidInputError, match="'B', which derives no word"):
+        m.sample(20, random_state=0)
+
+
 def test_clone_save_and_load(tmp_path):
     m = random_model(14, learn="vb", prior=2.0, n_iter=5, random_state=0).fit(SENTENCES)
     c = clone(m)

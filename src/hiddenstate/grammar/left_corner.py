@@ -55,7 +55,13 @@ class LeftCorner:
         goal ``G``: ``("first", G)``, ``("attach", G)`` if ``G`` is left-recursive, the
         word projections ``("lc", G, (w,))`` in word order, the nonterminal projections
         ``("lc", G, B)`` in nonterminal order.
-    offsets : switch name -> first flat index; ``n_params`` the total.
+    offsets : switch name -> first flat index; ``n_params`` the total; ``starts`` the first
+        index of every switch in order; ``index``: (switch, outcome) -> flat index;
+        ``outcomes``: switch -> outcomes; ``param_switch`` / ``param_outcome``: flat index ->
+        switch / outcome.
+    spine : goal ``G`` -> the nonterminals ``A`` with ``G =>* A ...`` by left children
+        (``G`` included), whose rules the projections under ``G`` choose from.
+    left_recursive : goal -> whether it has an ``attach`` switch.
     """
 
     def __init__(self, grammar: Grammar):
@@ -83,7 +89,8 @@ class LeftCorner:
                     by_corner.setdefault(key, []).append((a, rhs))
             first = [w for w in g.words if (w,) in by_corner]
             self.left_recursive[goal] = goal in by_corner
-            self.switches.append(((FIRST, goal), first))
+            if first:  # else the goal derives no word (goal(G, ...) fails)
+                self.switches.append(((FIRST, goal), first))
             if self.left_recursive[goal]:
                 self.switches.append(((ATTACH, goal), list(ATTACH_OPS)))
             self.switches += [((LC, goal, (w,)), by_corner[(w,)]) for w in first]
@@ -175,6 +182,10 @@ class LeftCorner:
         goal = out[START][choose(START)]
         stack: list = []          # (goal, lhs, left child, attached?) awaiting a right child
         while True:
+            if (FIRST, goal) not in out:
+                raise InvalidInputError(
+                    f"rules: the derivation needs a {goal!r}, which derives no word; give it "
+                    "rules that end in words or drop the rules that use it")
             word = out[FIRST, goal][choose((FIRST, goal))]
             corner, node = (word,), word
             while True:

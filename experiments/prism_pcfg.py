@@ -90,7 +90,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="horizontal Markov order of the binarisation (-1: none)")
     ap.add_argument("--restarts", type=int, default=8)
     ap.add_argument("--folds", type=int, default=8)
-    ap.add_argument("--init-concentration", type=float, default=10.0)
+    ap.add_argument("--init-concentration", type=float, default=1.0,
+                    help="Dirichlet concentration of the random starts (1: flat, the "
+                    "library's default; 10: the paper's 'almost uniform', which leaves VT "
+                    "in poor optima here: experiments/results/prism_plcg.md)")
     ap.add_argument("--data-dir", type=Path, default=DATA_DIR)
 
 

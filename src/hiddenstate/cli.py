@@ -352,7 +352,8 @@ def load_model_dir(path: str | Path):
     features) and with ``vocabulary.json`` (its size and checksum); anything missing or
     inconsistent is a :class:`~hiddenstate.errors.ModelFileError` naming the file and the fix.
     """
-    from .io import load
+    from .models import HMM
+    from .persist import load
 
     d = Path(path)
     if not d.is_dir():
@@ -378,6 +379,10 @@ def load_model_dir(path: str | Path):
             f"{meta_path}: version {version!r} is not supported (this hiddenstate reads 1 and "
             f"{_META_VERSION}); upgrade hiddenstate or {refit}")
     model = load(d)
+    if not isinstance(model, HMM):
+        raise ModelFileError(
+            f"{d / 'model.json'}: holds a {type(model).__name__}, and the command line reads "
+            "the HMMs that `hiddenstate fit` writes; " + refit)
     fmt, vocab_name = meta.get("input_format"), meta.get("vocabulary")
     if fmt not in textio.FORMATS:
         raise ModelFileError(

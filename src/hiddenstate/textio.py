@@ -40,8 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._bundle import read_json
 from .errors import InvalidInputError, ModelFileError
-from .io import read_json
 
 __all__ = [
     "UNK",

@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fit hidden Markov models to text, CSV or .npy data, then score, decode "
                     "and sample.",
     )
-    from . import __version__
+    from ._version import __version__
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -714,12 +714,35 @@ def stage_progress(show: bool):
     return progress, close
 
 
+def require_report_plots() -> None:
+    """Fail before any work when the report of ``personalize`` cannot be drawn."""
+    from .report import require_matplotlib
+
+    try:
+        require_matplotlib()
+    except HiddenStateError as exc:
+        raise HiddenStateError(
+            "report: matplotlib is not installed; pip install 'hiddenstate[plot]' "
+            "(or pass --no-report)") from exc
+
+
+def write_personalize_report(result, n_words: int = 400) -> Path:
+    """Write the HTML report of a personalisation ``result`` into its output directory,
+    record its path in ``result.index`` and return it (``personalize`` and the demo)."""
+    from .report.personalize import write_personalize_report as write
+
+    result.index = write(result, result.out, n_words=n_words)
+    return result.index
+
+
 def cmd_personalize(args, out) -> int:
     from .personalize import format_summary_table, personalize
 
     if args.load_source is not None and args.reference is not None:
         _warn("personalize", "--reference is not used with --load-source (the saved source "
               "and its vocabulary are reused); drop one of them")
+    if args.report:
+        require_report_plots()
     show = sys.stderr.isatty() if args.progress is None else args.progress
     progress, close = stage_progress(show)
     try:
@@ -728,10 +751,12 @@ def cmd_personalize(args, out) -> int:
             eval_words=args.eval_words, source=args.source, order=args.order,
             load_source_dir=args.load_source, vocab_size=args.vocab_size,
             perturbation_states=args.perturbation_states, hmm_states=args.hmm_states,
-            seed=args.seed, lowercase=args.lowercase, progress=progress, report=args.report,
+            seed=args.seed, lowercase=args.lowercase, progress=progress,
             encoding=args.encoding, missing_token=args.missing_token)
     finally:
         close()
+    if args.report:
+        write_personalize_report(result)
     s = result.summary
     voc = s["vocabulary"]
     d = Path(args.out)

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 import hiddenstate as hs
-import hiddenstate.io as hio
+import hiddenstate._bundle as hio
 from hiddenstate.errors import HiddenStateError
 from hiddenstate.sources import KneserNeySource
 

@@ -147,7 +147,7 @@ def test_personalize_command_matches_the_library(tmp_path, capsys):
 
     ref, tgt = demo.corpus_path(), demo.target_path()
     kw = dict(words=300, eval_words=200, vocab_size=500)
-    lib = personalize(ref, tgt, tmp_path / "lib", report=False, **kw)
+    lib = personalize(ref, tgt, tmp_path / "lib", **kw)
     rc, out, err = run(["personalize", "--reference", ref, "--target", tgt, "--words", 300,
                         "--eval-words", 200, "--vocab-size", 500, "--out", tmp_path / "cli",
                         "--no-report", "--no-progress"], capsys)

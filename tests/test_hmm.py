@@ -17,7 +17,7 @@ from hiddenstate.errors import (
     NotFittedError,
     ZeroProbabilityError,
 )
-from hiddenstate.io import arrays_path
+from hiddenstate.persist import arrays_path
 
 
 def _gaussian_data(rng, n=600, lengths=(200, 250, 150)):

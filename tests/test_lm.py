@@ -12,6 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import hiddenstate as hs  # noqa: E402
 from hiddenstate import inference  # noqa: E402
 from hiddenstate.errors import InvalidInputError  # noqa: E402
 from hiddenstate.lm import (  # noqa: E402
@@ -23,7 +24,6 @@ from hiddenstate.lm import (  # noqa: E402
     blocked_log_likelihood,
     brown_clusters,
     load_checkpoint,
-    load_model,
     read_brown_paths,
     write_brown_paths,
 )
@@ -286,7 +286,7 @@ def test_checkpoint_resumes_bit_identically(tmp_path):
         assert torch.equal(p, a.net_.state_dict()[name])
         assert torch.equal(p, b.net_.state_dict()[name])
     b.save(tmp_path / "model")
-    assert load_model(tmp_path / "model").score(ids) == b.score(ids)
+    assert hs.load(tmp_path / "model").score(ids) == b.score(ids)
 
 
 def test_neural_parameterisation_matches_dense_forward():
@@ -347,7 +347,7 @@ def test_cli_train_eval_sample_round_trip(tmp_path, capsys):
     assert main(["lm", "eval", str(tmp_path / "m"), str(tmp_path / "va.txt")]) == 0
     rep = json.loads(capsys.readouterr().out)
     from hiddenstate.lm import read_lm_file
-    m = load_model(tmp_path / "m")
+    m = hs.load(tmp_path / "m")
     ids, _ = read_lm_file(tmp_path / "va.txt", m.vocabulary_)
     assert rep["tokens"] == len(ids) and rep["perplexity"] == pytest.approx(m.perplexity(ids))
     assert main(["lm", "sample", str(tmp_path / "m"), "--tokens", "20"]) == 0
@@ -369,7 +369,7 @@ def test_cli_train_eval_sample_round_trip(tmp_path, capsys):
                  "--states-per-cluster", "4", "--learn", "em", "--dropout", "2",
                  "--dropout-masks", "3", "--em-prior", "0.05", "--em-patience", "1",
                  "--epochs", "3", "--out", str(tmp_path / "m3"), "--no-progress"]) == 0
-    em = load_model(tmp_path / "m3")
+    em = hs.load(tmp_path / "m3")
     assert (em.learn, em.state_dropout, em.dropout_masks, em.em_prior, em.em_patience) == \
         ("em", 2, 3, 0.05, 1)
     assert len(em.history_) == 3 and all(h["valid_ppl"] > 1 for h in em.history_)
@@ -377,7 +377,7 @@ def test_cli_train_eval_sample_round_trip(tmp_path, capsys):
                  str(tmp_path / "paths"), "--states-per-cluster", "4", "--learn", "em",
                  "--parameterization", "neural", "--hidden", "8", "--em-m-steps", "2",
                  "--out", str(tmp_path / "m4"), "--no-progress"]) == 0
-    nem = load_model(tmp_path / "m4")
+    nem = hs.load(tmp_path / "m4")
     assert (nem.learn, nem.parameterization, nem.em_m_steps) == ("em", "neural", 2)
 
 

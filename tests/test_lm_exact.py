@@ -452,8 +452,8 @@ def test_em_patience_restores_the_best_and_marks_what_came_after():
 
 
 def test_checkpoint_with_a_tampered_best_copy_is_refused(tmp_path):
+    from hiddenstate._bundle import read_bundle, write_bundle
     from hiddenstate.errors import ModelFileError
-    from hiddenstate.io import read_bundle, write_bundle
     from hiddenstate.lm import load_checkpoint
     from hiddenstate.lm.model import LM_FORMAT
     rng = np.random.default_rng(15)
@@ -475,8 +475,8 @@ def test_checkpoint_with_a_tampered_best_copy_is_refused(tmp_path):
 def test_checkpoint_with_tampered_optimiser_moments_is_refused(tmp_path):
     """The neural model's batch EM checkpoints AdamW's moments: mis-shaped or non-finite
     ones are refused at load, not left to fail (or poison the parameters) later."""
+    from hiddenstate._bundle import read_bundle, write_bundle
     from hiddenstate.errors import ModelFileError
-    from hiddenstate.io import read_bundle, write_bundle
     from hiddenstate.lm import load_checkpoint
     from hiddenstate.lm.model import LM_FORMAT
     rng = np.random.default_rng(17)

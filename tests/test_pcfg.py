@@ -23,7 +23,7 @@ from hiddenstate.grammar import (
     to_cnf,
 )
 from hiddenstate.metrics import tree_scores
-from hiddenstate.programs import ProgramModel
+from hiddenstate.programs import ProgramModel, grammar_program
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ptb-sample-treebank"
 
@@ -172,7 +172,7 @@ def test_forward_samples_have_their_grammar_probability():
 def test_kernels_equal_the_program_on_the_explanation_graph_engine():
     m = random_model(5)
     g = m.grammar()
-    prog = g.to_program(m.theta_)
+    prog = grammar_program(g, m.theta_)
     sentence = prog.predicates["sentence"]
     goals = [sentence(tuple(w)) for w in SENTENCES]
     pm = ProgramModel(prog, init="declared")
@@ -195,8 +195,8 @@ def test_kernels_equal_the_program_on_the_explanation_graph_engine():
                        tol=-np.inf, k_best=3, prior=1.5)
         mine.theta_ = m.theta_
         mine.fit(SENTENCES)
-        theirs = ProgramModel(g.to_program(m.theta_, prior=1.5), learn=mode, init="declared",
-                              n_iter=6, tol=-np.inf, k_best=3)
+        theirs = ProgramModel(grammar_program(g, m.theta_, prior=1.5), learn=mode,
+                              init="declared", n_iter=6, tol=-np.inf, k_best=3)
         theirs.fit([theirs.program.predicates["sentence"](tuple(w)) for w in SENTENCES])
         np.testing.assert_allclose(mine.monitor_.history, theirs.monitor_.history,
                                    atol=1e-10, rtol=0)

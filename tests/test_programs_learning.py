@@ -20,10 +20,10 @@ from hiddenstate.errors import (
     ProgramError,
     ZeroProbabilityError,
 )
-from hiddenstate.io import arrays_path
 from hiddenstate.learn import ConvergenceMonitor
 from hiddenstate.learn import fit as fit_mode
-from hiddenstate.programs import Program, ProgramModel, explain, geometric_schedule, load, msw
+from hiddenstate.persist import arrays_path
+from hiddenstate.programs import Program, ProgramModel, explain, geometric_schedule, msw
 from hiddenstate.programs.examples import hmm_program, path_program, pcfg_program
 from hiddenstate.programs.problem import ProgramProblem
 
@@ -317,7 +317,7 @@ def test_save_and_load_round_trip_into_the_same_program(tmp_path):
     goals = [prog.predicates["hmm"](rng.integers(0, 3, 25))]
     model = ProgramModel(prog, learn="vb", n_iter=10, random_state=0).fit(goals)
     model.save(tmp_path / "m")
-    again = load(tmp_path / "m", hmm_program(2, 3))
+    again = hs.load(tmp_path / "m", program=hmm_program(2, 3))
     fresh_goals = [again.program.predicates["hmm"](goals[0][1])]
     assert again.score(fresh_goals) == model.score(goals)
     assert again.learn == "vb" and again.monitor_.history == model.monitor_.history
@@ -330,7 +330,7 @@ def test_save_and_load_round_trip_into_the_same_program(tmp_path):
     shuffled.switch("init", [1, 0])
     shuffled.switch_family("tr", [1, 0], keys=[0, 1])
     shuffled.switch_family("out", [2, 0, 1], keys=[0, 1])
-    other = load(tmp_path / "m", shuffled)
+    other = hs.load(tmp_path / "m", program=shuffled)
     assert np.array_equal(other.probs_[("out", 1)], model.probs_[("out", 1)][[2, 0, 1]])
 
 
@@ -340,17 +340,17 @@ def test_loading_checks_the_file_and_the_program(tmp_path):
     model.fit([prog.predicates["path"](1, 4)])
     model.save(tmp_path / "m")
     with pytest.raises(ModelFileError, match="no switch"):
-        load(tmp_path / "m", hmm_program(2, 2))
+        hs.load(tmp_path / "m", program=hmm_program(2, 2))
     fewer = Program("path")
     fewer.switch_family("edge", ["on"])
     with pytest.raises(ModelFileError, match="outcomes"):
-        load(tmp_path / "m", fewer)
+        hs.load(tmp_path / "m", program=fewer)
     npz = arrays_path(tmp_path / "m")
     arrays = dict(np.load(npz))
     arrays["probs"] = arrays["probs"] * 1.5
     np.savez(npz, **arrays)
     with pytest.raises(ModelFileError, match="manifest"):
-        load(tmp_path / "m", path_program())
+        hs.load(tmp_path / "m", program=path_program())
 
 
 # -- validation ----------------------------------------------------------------------------------

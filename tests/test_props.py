@@ -15,8 +15,8 @@ from test_online_em import direct_online_em
 
 from hiddenstate import PROPS
 from hiddenstate.errors import InvalidInputError
-from hiddenstate.io import arrays_path
 from hiddenstate.learn.online.online_em import PRIOR_MASS
+from hiddenstate.persist import arrays_path
 from hiddenstate.sources import CallableSource, DensitySource, Source
 
 W = 4

@@ -500,6 +500,7 @@ def test_personalize_with_a_missing_token(tmp_path):
     pytest.importorskip("matplotlib")
     result = personalize(ref, tgt, tmp_path / "out", words=200, eval_words=100, seed=0,
                          missing_token="___")
+    cli.write_personalize_report(result)
     pers, evs, s = result.personalisation, result.evaluation, result.summary
     lost = ~pers.observed
     assert lost.sum() == sum(w == "___" for w in pers.words) > 10

@@ -11,13 +11,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from hiddenstate._bundle import arrays_path, write_bundle  # noqa: E402
 from hiddenstate.errors import (  # noqa: E402
     HiddenStateError,
     InvalidInputError,
     ModelFileError,
     NotFittedError,
 )
-from hiddenstate.io import arrays_path, write_bundle  # noqa: E402
 from hiddenstate.sources import Source  # noqa: E402
 from hiddenstate.sources.lstm import LSTMSource, MissingDependencyError  # noqa: E402
 from hiddenstate.textio import Vocabulary  # noqa: E402

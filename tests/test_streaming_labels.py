@@ -514,7 +514,7 @@ def test_bad_labels_name_the_argument(learn):
 
 @pytest.mark.parametrize("learn", list(OPTIONS))
 def test_multi_feature_checkpoint_resumes_bit_identically(learn, tmp_path):
-    """save -> load (hiddenstate.io) -> partial_fit equals the uninterrupted stream, the
+    """save -> load (hiddenstate.load) -> partial_fit equals the uninterrupted stream, the
     learner's state included (online EM resumes inside a sequence)."""
     X, lengths, labels = _stream(5, n_seq=8, T=5)
     cut = 17 if learn == "online-em" else 15

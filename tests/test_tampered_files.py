@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import hiddenstate as hs
-import hiddenstate.io as hio
+import hiddenstate._bundle as hio
 from hiddenstate.errors import HiddenStateError, InvalidInputError, ModelFileError
 from hiddenstate.sources import KneserNeySource
 

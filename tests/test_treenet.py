@@ -13,8 +13,8 @@ from scipy.stats import chisquare
 
 import hiddenstate as hs
 from hiddenstate.errors import InvalidInputError, ModelFileError, NotFittedError
+from hiddenstate.models.examples import multiplexer
 from hiddenstate.treenet import funk, passes
-from hiddenstate.treenet.examples import multiplexer
 
 TREE = {
     "n_states": {"a": 3, "b": 2, "c": 3, "d": 2},

@@ -1,16 +1,17 @@
 """hiddenstate: hidden Markov models and other discrete latent-variable models."""
 
+from ._version import __version__
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
-from .io import load
 from .models import HMM, PCFG, PROPS, NaiveBayesHidden, TreeNet
-
-__version__ = "0.1.0"
+from .persist import load
+from .programs import ProgramModel
 
 __all__ = [
     "HMM",
     "NaiveBayesHidden",
     "PCFG",
     "PROPS",
+    "ProgramModel",
     "TreeNet",
     "HiddenStateError",
     "InvalidInputError",

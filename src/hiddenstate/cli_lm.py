@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, ModelFileError
 
 
 def add_parser(sub, int_at_least, finite_float) -> None:
@@ -144,8 +144,15 @@ def cmd_train(args, out) -> int:
 
 
 def _load(path):
-    from .lm import load_model
-    return load_model(path)
+    """The language model saved in ``--model`` (:func:`hiddenstate.load`)."""
+    from .lm import BlockedHMMLM
+    from .persist import load
+
+    model = load(path)
+    if not isinstance(model, BlockedHMMLM):
+        raise ModelFileError(f"--model: {path} holds a {type(model).__name__}, not a "
+                             "BlockedHMMLM; pass a directory written by `hiddenstate lm train`")
+    return model
 
 
 def cmd_eval(args, out) -> int:

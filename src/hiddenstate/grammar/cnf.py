@@ -6,8 +6,9 @@ nonterminals ``(B, C)`` or one word ``(w,)``); the *start switch* picks the nont
 the root (one outcome of probability 1 for a grammar with a single start symbol; several
 for a grammar read from a treebank, whose trees have many root labels). The flat parameter
 vector holds the start switch first, then each left-hand side's rules in the order given:
-the same layout as the grammar written as a program (:meth:`Grammar.to_program`), so the
-two give the same numbers (tested).
+the same layout as the grammar written as a program
+(:func:`hiddenstate.programs.grammar.grammar_program`), so the two give the same numbers
+(tested). This module imports nothing of :mod:`hiddenstate.programs` (a higher layer).
 """
 
 from __future__ import annotations
@@ -221,39 +222,3 @@ class Grammar:
             return Tree(label, [left, right])
 
         return build()
-
-    def to_program(self, theta: np.ndarray | None = None, prior=1.0):
-        """This grammar as a probabilistic program on the explanation-graph engine (one
-        switch per left-hand side, plus ``START``): the goal ``sentence(words)`` has the
-        same probability, rule counts and Viterbi parse as the CKY kernels (tested).
-        ``theta``: flat rule probabilities (declared in the program)."""
-        from ..programs import Program, msw
-
-        prog = Program("pcfg")
-        probs = None if theta is None else np.asarray(theta, dtype=np.float64)
-
-        def p(name, lo, m):
-            return None if probs is None else probs[lo:lo + m]
-
-        for name, lo, m in self.switches():
-            outcomes = self.start if name == START else self.rules[name]
-            prog.switch(name, outcomes, probs=p(name, lo, m), prior=prior)
-        lexical = {a: {r[0]: msw(a, r) for r in self.rules[a] if len(r) == 1}
-                   for a in self.nonterminals}
-        binary = {a: [(msw(a, r), r[0], r[1]) for r in self.rules[a] if len(r) == 2]
-                  for a in self.nonterminals}
-        start = self.start
-
-        @prog.goal
-        def sentence(words):
-            return [[msw(START, s), span(s, 0, len(words), words)] for s in start]
-
-        @prog.goal
-        def span(lhs, i, j, words):
-            if j == i + 1:
-                rule = lexical[lhs].get(words[i])
-                return [[rule]] if rule is not None else []
-            return [[rule, span(b, i, k, words), span(c, k, j, words)]
-                    for rule, b, c in binary[lhs] for k in range(i + 1, j)]
-
-        return prog

@@ -49,7 +49,7 @@ restarts at ``<eos>``); the two agree to rounding.
 
 Checkpoints (:meth:`save_checkpoint`, :func:`load_checkpoint`) hold the parameters, the
 optimiser and scheduler state, the random generator, the carried distribution and the
-position in the data, as JSON + ``.npz`` (:func:`hiddenstate.io.write_bundle`; no pickle):
+position in the data, as JSON + ``.npz`` (:func:`hiddenstate._bundle.write_bundle`; no pickle):
 resuming gives bit-identical parameters to an uninterrupted run.
 """
 
@@ -58,6 +58,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -65,8 +66,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from .._bundle import from_json, read_bundle, to_json, write_bundle
 from ..errors import InvalidInputError, ModelFileError, NotFittedError, NumericalError
-from ..io import from_json, read_bundle, to_json, write_bundle
 from ..textio import Vocabulary
 from .constraints import ConstraintSet, DroppedStates
 from .data import EOS, sentence_streams
@@ -866,11 +867,19 @@ def _from_meta(path, meta: dict, arrays: dict) -> BlockedHMMLM:
     return model
 
 
-def load_model(path) -> BlockedHMMLM:
-    """Load a model written by :meth:`BlockedHMMLM.save` (or a checkpoint, without its
-    training state)."""
+def restore(path) -> BlockedHMMLM:
+    """The model written by :meth:`BlockedHMMLM.save` (or a checkpoint, without its training
+    state) in ``path``; what :func:`hiddenstate.load` calls for a language-model file."""
     meta, arrays = read_bundle(path, LM_FORMAT, "language model")
     return _from_meta(path, meta, arrays)
+
+
+def load_model(path) -> BlockedHMMLM:
+    """Deprecated alias of :func:`hiddenstate.load` for a saved language model (removed
+    after 0.2); :func:`load_checkpoint` (resume training) stays."""
+    warnings.warn("hiddenstate.lm.load_model is deprecated; use hiddenstate.load(path)",
+                  FutureWarning, stacklevel=2)
+    return restore(path)
 
 
 def load_checkpoint(path) -> BlockedHMMLM:
@@ -880,7 +889,8 @@ def load_checkpoint(path) -> BlockedHMMLM:
     model = _from_meta(path, meta, arrays)
     where = Path(path) / "model.json"
     if "train_state" not in meta:
-        raise ModelFileError(f"{where}: a saved model, not a checkpoint; use load_model")
+        raise ModelFileError(f"{where}: a saved model, not a checkpoint; load it with "
+                             "hiddenstate.load")
     try:
         st = model._new_state()
         for k, v in meta["train_state"].items():

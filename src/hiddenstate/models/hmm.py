@@ -1522,7 +1522,7 @@ class HMM(BaseEstimator):
     def save(self, path) -> None:
         """Save to a directory ``path`` (``model.json`` + ``arrays.<token>.npz``; no pickle),
         atomically: ``path`` then holds the previous model or this one (see
-        :mod:`hiddenstate.io`)."""
-        from ..io import save
+        :mod:`hiddenstate._bundle`)."""
+        from ._saving import save
 
         save(self, path)

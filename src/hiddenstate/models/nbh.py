@@ -419,7 +419,7 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
     def save(self, path) -> None:
         """Save to a directory ``path`` (``model.json`` with labels and categories +
         ``arrays.npz``; no pickle); read back with :func:`hiddenstate.load`."""
-        from ..io import save
+        from ._saving import save
 
         self._check_hyper()
         self._params()

@@ -5,7 +5,7 @@ A PCFG is a program of categorical switches, one per left-hand side (PRISM's
 learning mode of :mod:`hiddenstate.learn.batch` applies to it, through the specialised CKY
 kernels of :mod:`hiddenstate.kernels.cky` (inside-outside for EM / MAP / VB, CKY-Viterbi for
 VT, k-best CKY for k-best VT). The kernels give the same numbers as the grammar written as a
-program on the explanation-graph engine (:meth:`hiddenstate.grammar.Grammar.to_program`),
+program on the explanation-graph engine (:func:`hiddenstate.programs.grammar_program`),
 only faster (see ``benchmarks/bench_pcfg.py``).
 
 **Unknown words.** A word the grammar has no lexical rule for is replaced by
@@ -568,7 +568,7 @@ class PCFG(BaseEstimator):
     def save(self, path) -> None:
         """Save to a directory (``model.json`` with the rules + ``arrays.npz``; no pickle);
         read back with :func:`hiddenstate.load`. Hand-set probabilities are validated."""
-        from ..io import save
+        from ._saving import save
 
         g = self._check_hyper()
         self.theta_ = self._theta(g)

@@ -473,7 +473,7 @@ class PROPS(HMM):
     def saved_params(self, parts: dict) -> dict:
         """Hyper-parameters for ``model.json``; each source becomes the sub-bundle
         ``source-<k>`` (its ``save`` is added to ``parts``, see
-        :func:`hiddenstate.io.write_bundle`: saved with the model, atomically)."""
+        :func:`hiddenstate._bundle.write_bundle`: saved with the model, atomically)."""
         params = self.get_params(deep=False)
         for k, src in enumerate(self.sources):
             if not is_savable(src):

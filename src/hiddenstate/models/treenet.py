@@ -642,7 +642,7 @@ class TreeNet(BaseEstimator):
         """Save to a directory ``path`` (``model.json`` with the structure + ``arrays.npz``;
         no pickle); read back with :func:`hiddenstate.load`. Hand-set parameters can be
         saved without ``fit``; they are validated first."""
-        from ..io import save
+        from ._saving import save
 
         s = self._check_hyper()
         self._params(s)

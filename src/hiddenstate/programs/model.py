@@ -30,6 +30,7 @@ from ..learn import fit as fit_mode
 from .graph import Explanation
 from .problem import LEARNED, ProgramProblem, check_possible
 from .program import Goal, Msw, Program
+from .saving import save as save_model
 from .tabling import explain
 
 INITS = ("random", "declared", "uniform")
@@ -390,7 +391,7 @@ class ProgramModel(BaseEstimator):
     # -- persistence ---------------------------------------------------------------------------
     def save(self, path) -> None:
         """Save the switch probabilities (and VB posteriors) keyed by switch name and
-        outcome, with the hyper-parameters; see :func:`hiddenstate.programs.load`."""
-        from .saving import save
-
-        save(self, path)
+        outcome, with the hyper-parameters (the program is code: it is not saved); read
+        back with ``hiddenstate.load(path, program=program)`` (see
+        :mod:`hiddenstate.programs.saving`)."""
+        save_model(self, path)

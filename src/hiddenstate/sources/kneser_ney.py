@@ -84,17 +84,17 @@ import os
 
 import numpy as np
 
+from .._bundle import from_json, read_bundle, reading, to_json, write_bundle
 from .._validation import check_lengths, check_positive_int, check_symbols
 from ..errors import InvalidInputError, ModelFileError, NotFittedError
 from ..families.categorical import MAX_INFERRED_SYMBOLS
-from ..io import from_json, read_bundle, reading, to_json, write_bundle
 from ..textio import Vocabulary
 from .base import MISSING, Source, check_symbol, resolve_alphabet
 
 __all__ = ["DISCOUNT_MAX", "DISCOUNT_MIN", "KneserNeySource", "SOURCE_FORMAT",
            "estimate_discount"]
 
-#: ``format`` of a saved source directory (see :func:`hiddenstate.io.write_bundle`)
+#: ``format`` of a saved source directory (see :func:`hiddenstate._bundle.write_bundle`)
 SOURCE_FORMAT = "hiddenstate-source"
 #: bounds of an estimated discount (see the module docstring)
 DISCOUNT_MIN = 0.05
@@ -481,7 +481,7 @@ class KneserNeySource(Source):
     def save(self, path: str | os.PathLike) -> None:
         """Write the source to the directory ``path`` (``model.json`` + ``arrays.<token>.npz``,
         format ``"hiddenstate-source"``; no pickle), atomically (see
-        :func:`hiddenstate.io.write_bundle`)."""
+        :func:`hiddenstate._bundle.write_bundle`)."""
         self._check_is_fitted()
         meta = self._meta()
         meta["meta_sha256"] = self._meta_digest(meta)

@@ -15,6 +15,7 @@ from test_programs_engine import GRAMMAR
 
 import hiddenstate as hs
 from hiddenstate.errors import (
+    InsufficientMemoryError,
     InvalidInputError,
     ModelFileError,
     ProgramError,
@@ -489,7 +490,7 @@ def test_hand_set_probabilities_are_validated_where_used():
     model.probs_ = {"inti": np.array([0.5, 0.5])}
     with pytest.raises(InvalidInputError, match="'inti' is not a switch"):
         model.score([prog.predicates["hmm"]([0, 1])])
-    with pytest.raises(InvalidInputError, match="GiB"):
+    with pytest.raises(InsufficientMemoryError, match="k: keeping the 1000000000 best .* GiB"):
         ProgramModel(prog).kbest(prog.predicates["hmm"]([0, 1]), 10**9)
     with pytest.raises(InvalidInputError, match="no sampler"):
         ProgramModel(Program("bare")).sample(1)

@@ -157,7 +157,7 @@ def test_sampling_a_grammar_that_never_terminates_is_an_error_not_a_hang():
     """, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("InvalidInputError theta_: ")
-    assert "spectral radius 2 >= 1" in proc.stdout and "S 2" in proc.stdout
+    assert "spectral radius 2 >= 1; expected nonterminal children of S 2)" in proc.stdout
 
 
 @pytest.mark.parametrize("p,radius", [(0.5, "1"), (0.7, "1.4")])
@@ -452,6 +452,11 @@ def test_trees_that_are_empty_or_not_trees_are_refused(tmp_path):
         to_cnf(Tree.fromstring("(S (A a) (B b) (C c))"), markov=-1)
     with pytest.raises(InvalidInputError, match="terminals"):
         normalise(Tree.fromstring("(S (A a))"), terminals="lemmas")
+    good = [Tree.fromstring("(S (NP (NN a)) (VP (VB b)))")]
+    for kw, match in (({"unknown_word": 5}, "unknown_word"), ({"min_count": 0}, "min_count"),
+                      ({"markov": 1.5}, "markov"), ({"terminals": "lemmas"}, "terminals")):
+        with pytest.raises(InvalidInputError, match=match):
+            hs.PCFG.from_treebank(good, **kw)
 
 
 def test_a_word_beside_other_children_is_an_error_not_dropped():
@@ -628,3 +633,16 @@ def test_any_bracketed_text_reads_and_round_trips_or_raises_a_hiddenstate_error(
             assert all(p.leaves() == t.leaves() for p, t in zip(parses, gold, strict=True))
     except HiddenStateError:
         return
+
+
+def test_the_new_sections_of_docs_pcfg_print_what_they_say(capsys):
+    import re
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "pcfg.md").read_text("utf-8")
+    for heading in ("## Writing rules, and what is refused",
+                    "## Long sentences, deep trees and sampling"):
+        body = doc.split(heading, 1)[1].split("\n## ", 1)[0]
+        (code,) = re.findall(r"```python\n(.*?)```", body, re.S)
+        exec(compile(code, "docs/pcfg.md", "exec"), {})
+        (shown,) = re.findall(r"\nprints\n\n```\n(.*?)```", body, re.S)
+        assert capsys.readouterr().out == shown

@@ -506,5 +506,5 @@ def test_the_examples_in_docs_programs_print_what_they_say(capsys):
     for code in re.findall(r"```python\n(.*?)```", body, re.S):
         exec(compile(code, "docs/programs.md", "exec"), namespace)
     shown = re.findall(r"\nprints\n\n```\n(.*?)```", body, re.S)
-    assert len(shown) == 2
+    assert len(shown) == 3
     assert capsys.readouterr().out == "".join(shown)

@@ -249,6 +249,9 @@ class PCFG(BaseEstimator):
         ``markov``). Words seen fewer than ``min_count`` times become ``unknown_word``
         (``min_count=1``: none; the model still maps words it never saw to ``unknown_word``
         only if the grammar has it)."""
+        if not isinstance(unknown_word, str) or not unknown_word:
+            raise InvalidInputError(
+                f"unknown_word: expected a non-empty word (string), got {unknown_word!r:.60}")
         cnf = cls.prepare_trees(trees, terminals, markov)
         min_count = check_positive_int(min_count, "min_count")
         has_unk = False
@@ -735,7 +738,8 @@ def _check_terminates(g: Grammar, theta: np.ndarray) -> None:
     shown = ", ".join(f"{g.nonterminals[keep[i]]} {rows[i]:.3g}" for i in top if rows[i] >= 1)
     raise InvalidInputError(
         f"theta_: the grammar's derivations are infinitely long on average (the matrix of "
-        f"expected nonterminal children per nonterminal{rho}; children per node: {shown}), "
+        f"expected nonterminal children per nonterminal{rho}; expected nonterminal children "
+        f"of {shown}), "
         "so sampling would not end; lower the probabilities of the recursive rules with "
         "set_probs, or fit the grammar to sentences")
 

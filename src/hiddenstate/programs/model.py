@@ -29,7 +29,7 @@ from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
 from .graph import Explanation
 from .problem import LEARNED, ProgramProblem, check_possible
-from .program import Goal, Msw, Program
+from .program import Goal, Msw, Program, as_goals
 from .tabling import explain
 
 INITS = ("random", "declared", "uniform")
@@ -167,15 +167,7 @@ class ProgramModel(BaseEstimator):
                 f"goal: expected one goal of program {self.program.name!r}, got "
                 f"{goals!r:.80}" + ("; call this method once per goal"
                                     if isinstance(goals, (list, tuple)) else ""))
-        if isinstance(goals, Goal):
-            goals = [goals]
-        try:
-            goals = list(goals)
-        except TypeError as exc:
-            raise InvalidInputError(
-                f"{name}: expected a list of goals, got {type(goals).__name__}") from exc
-        if not goals:
-            raise InvalidInputError(f"{name}: empty; pass at least one observed goal")
+        goals = as_goals(goals, name)
         for g in goals:
             if type(g) is not Goal or g[0].program is not self.program:
                 raise InvalidInputError(

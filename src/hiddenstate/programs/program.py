@@ -86,6 +86,21 @@ class Goal(tuple):
         return f"{self[0].name}({', '.join(map(repr, self.args))})"
 
 
+def as_goals(goals, name: str = "goals") -> list:
+    """``goals`` (one :class:`Goal` or an iterable of them) as a non-empty list; each item
+    is checked where it is used. Errors name ``name``."""
+    if type(goals) is Goal:
+        return [goals]
+    try:
+        goals = list(goals)
+    except TypeError as exc:
+        raise InvalidInputError(
+            f"{name}: expected a list of goals, got {type(goals).__name__}") from exc
+    if not goals:
+        raise InvalidInputError(f"{name}: empty; pass at least one goal")
+    return goals
+
+
 class Msw(tuple):
     """A switch outcome ``msw(switch, outcome)`` in an alternative."""
 

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import HiddenStateError, InvalidInputError, ProgramError, ZeroProbabilityError
 from ..kernels import explanation_graph as kg
 from .graph import ExplanationGraph
-from .program import Goal, Msw, Program
+from .program import Goal, Msw, Program, as_goals
 
 
 def _bad_item(goal, item) -> ProgramError:
@@ -37,15 +37,7 @@ def explain(program: Program, goals: list[Goal]) -> ExplanationGraph:
     if not isinstance(program, Program):
         raise InvalidInputError(
             f"program: expected a hiddenstate.programs.Program, got {type(program).__name__}")
-    if isinstance(goals, Goal):
-        goals = [goals]
-    try:
-        goals = list(goals)
-    except TypeError as exc:
-        raise InvalidInputError(
-            f"goals: expected a list of goals, got {type(goals).__name__}") from exc
-    if not goals:
-        raise InvalidInputError("goals: empty; pass at least one goal to explain")
+    goals = as_goals(goals)
     table = program.switches
     params = table._params
     gid: dict = {}

@@ -18,6 +18,7 @@ the probability of one explanation, so it is exact for any program (Sato & Kubot
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -427,8 +428,9 @@ class ProgramModel(BaseEstimator):
         rng = make_rng(self.random_state if random_state is None else random_state)
         self._theta()  # every hand-set probability checked, not only those a run draws
         table = program.switches
-        cum_cache: dict = {}
+        cache: dict = {}  # switch name -> (cumulative probabilities, total, outcomes)
         left = [0]
+        uniform = rng.random
 
         def draw(switch):
             left[0] -= 1
@@ -438,12 +440,13 @@ class ProgramModel(BaseEstimator):
                     f"{max_draws} outcomes; a sampler whose runs never end (check its base "
                     "cases and the probabilities of its recursive choices) or a large run: "
                     "raise max_draws")
-            sid = table.instance_id(switch)
-            cum = cum_cache.get(sid)
-            if cum is None:
-                cum = cum_cache[sid] = np.cumsum(self._switch_probs(sid))
-            i = int(np.searchsorted(cum, rng.random() * cum[-1], side="right"))
-            return table.specs[sid].outcomes[min(i, len(cum) - 1)]
+            try:
+                cum, total, outcomes = cache[switch]
+            except (KeyError, TypeError):  # first draw (or an unhashable name: refused)
+                sid = table.instance_id(switch)
+                cum = np.cumsum(self._switch_probs(sid)).tolist()
+                cum, total, outcomes = cache[switch] = (cum, cum[-1], table.specs[sid].outcomes)
+            return outcomes[min(bisect_right(cum, uniform() * total), len(cum) - 1)]
 
         out = []
         for _ in range(n):

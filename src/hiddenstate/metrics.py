@@ -604,6 +604,16 @@ def tree_scores(gold, predicted) -> TreeScores:
         raise InvalidInputError("gold: empty; pass at least one tree")
     from collections import Counter
 
+    from .grammar import Tree
+
+    for name, trees in (("gold", gold), ("predicted", predicted)):
+        bad = next((t for t in trees if not (isinstance(t, Tree)
+                                             or (t is None and name == "predicted"))), 0)
+        if bad != 0:
+            raise InvalidInputError(
+                f"{name}: expected a hiddenstate.grammar.Tree per sentence"
+                + (" (or None)" if name == "predicted" else "") + f", got {bad!r:.60}")
+
     lt = bt = cb = 0
     matched = n_gold = n_pred = 0
     for s, (g, p) in enumerate(zip(gold, predicted, strict=True)):

@@ -193,6 +193,10 @@ def test_hand_set_labels_and_categories_are_checked():
             ref.score_samples(X, labels)
     with pytest.raises(InvalidInputError, match="callback: expected a function"):
         hs.NaiveBayesHidden().fit(X, y, callback="print")
+    for kwargs, match in [({"tol": 10**400}, "tol: expected a finite number"),
+                          ({"prior": 10**400}, "prior: expected a Dirichlet")]:
+        with pytest.raises(InvalidInputError, match=match):  # was: OverflowError
+            hs.NaiveBayesHidden(**kwargs).fit(X, y)
 
 
 def test_unseen_values_are_counted_once():

@@ -344,6 +344,9 @@ def test_hostile_hyper_parameters_are_named():
              ({"tol": float("nan")}, "tol: expected a number"),
              ({"n_samples": 0}, "n_samples: expected an integer >= 1"),
              ({"learn": "stochastic-em", "learning_rate": -1.0}, "learning_rate"),
+             ({"learn": "stochastic-em", "learning_rate": 10**400},
+              "learning_rate: expected a finite number"),  # was: OverflowError
+             ({"learn": "map", "prior": 10**400}, "prior: expected a Dirichlet"),
              ({"learn": "stochastic-em", "balance": float("inf")}, "balance"),
              ({"random_state": "seed"}, "random_state"),
              ({"n_states": {"a\n": 2}, "edges": [("a\n", "x0")]}, "variable name")]

@@ -20,7 +20,13 @@ from collections.abc import Callable, Hashable
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from .._validation import check_memory, check_positive_int, check_stochastic, make_rng
+from .._validation import (
+    check_memory,
+    check_number,
+    check_positive_int,
+    check_stochastic,
+    make_rng,
+)
 from ..errors import InvalidInputError, NotFittedError, ZeroProbabilityError
 from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
@@ -219,10 +225,7 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         check_positive_int(self.k_best, "k_best")
         if self.learn not in MODES:
             raise InvalidInputError(f"learn: {self.learn!r} is not one of {MODES}")
-        tol = self.tol
-        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.number)) \
-                or not np.isfinite(tol) or tol < 0:
-            raise InvalidInputError(f"tol: expected a finite number >= 0, got {tol!r}")
+        check_number(self.tol, "tol", minimum=0)
         markers = self.missing_values
         if isinstance(markers, str) or not isinstance(markers, (list, tuple)) \
                 or not all(isinstance(m, str) for m in markers):
@@ -237,9 +240,11 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
             raise InvalidInputError(
                 "prior: not used by learn='em' (maximum likelihood); use 'map', 'vb' or "
                 "'vt', or drop the prior")
-        if isinstance(p, bool) or not isinstance(p, (int, float, np.number)) \
-                or not np.isfinite(p) or p <= 0:
-            raise InvalidInputError(f"prior: expected a Dirichlet concentration > 0, got {p!r}")
+        try:
+            p = check_number(p, "prior", minimum=0, strict=True)
+        except InvalidInputError:
+            raise InvalidInputError(
+                f"prior: expected a Dirichlet concentration > 0, got {p!r:.60}") from None
         if self.learn != "vb" and p < 1:
             raise InvalidInputError(
                 f"prior: the MAP estimate needs a concentration >= 1 (pseudo-counts "

@@ -20,6 +20,7 @@ from sklearn.base import BaseEstimator
 from .._validation import (
     check_choice,
     check_memory,
+    check_number,
     check_positive_int,
     check_stochastic,
     make_rng,
@@ -233,27 +234,20 @@ class TreeNet(BaseEstimator):
         check_positive_int(self.n_samples, "n_samples")
         check_choice(self.learn, "learn", LEARN_MODES)
         check_choice(self.correction, "correction", CORRECTIONS)
-        for name in ("tol", "learning_rate", "balance"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
-                    or np.isnan(value):
-                raise InvalidInputError(f"{name}: expected a number, got {value!r}")
-        if not (np.isfinite(self.learning_rate) and self.learning_rate > 0):
-            raise InvalidInputError(
-                f"learning_rate: expected a finite number > 0, got {self.learning_rate!r}")
-        if not (np.isfinite(self.balance) and self.balance >= 0):
-            raise InvalidInputError(
-                f"balance: expected a finite number >= 0, got {self.balance!r}")
+        check_number(self.tol, "tol", finite=False)
+        check_number(self.learning_rate, "learning_rate", minimum=0, strict=True)
+        check_number(self.balance, "balance", minimum=0)
         if self.prior is not None:
             if self.learn in ("em", "stochastic-em"):
                 raise InvalidInputError(
                     f"prior: not used by learn={self.learn!r}; use 'map', 'vb' or 'vt', or "
                     "drop the prior")
-            p = self.prior
-            if isinstance(p, bool) or not isinstance(p, (int, float, np.number)) \
-                    or not np.isfinite(p) or p <= 0:
+            try:
+                p = check_number(self.prior, "prior", minimum=0, strict=True)
+            except InvalidInputError:
                 raise InvalidInputError(
-                    f"prior: expected a Dirichlet concentration > 0, got {p!r}")
+                    f"prior: expected a Dirichlet concentration > 0, got {self.prior!r:.60}"
+                ) from None
             if self.learn in ("map", "vt") and p < 1:
                 raise InvalidInputError(
                     f"prior: the MAP estimate needs a concentration >= 1, got {p!r}; use "

@@ -27,7 +27,7 @@ from hiddenstate.errors import (
     ZeroProbabilityError,
 )
 from hiddenstate.treenet.checks import check_products
-from hiddenstate.treenet.examples import multiplexer
+from hiddenstate.models.examples import multiplexer
 
 
 # -- a variable with many children ---------------------------------------------------------------

@@ -255,7 +255,7 @@ def _as_model(model, name: str):
         hmm.startprob_, hmm.transmat_, hmm.emissionprob_ = startprob, transmat, emissionprob
         return hmm
     if isinstance(model, HMM):
-        model._check_is_fitted()
+        model.check_is_fitted()
         return model
     if not (hasattr(model, "sample") and hasattr(model, "score_sequences")):
         raise InvalidInputError(

@@ -26,8 +26,8 @@ from hiddenstate.errors import (
     NumericalError,
     ZeroProbabilityError,
 )
-from hiddenstate.treenet.checks import check_products
 from hiddenstate.models.examples import multiplexer
+from hiddenstate.treenet.checks import check_products
 
 
 # -- a variable with many children ---------------------------------------------------------------

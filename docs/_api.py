@@ -148,7 +148,8 @@ def copy_repo_pages(app=None) -> None:
 
 def repo_links(app, docname, source) -> None:
     """Point links to repository files outside ``docs/`` at their copies in
-    ``docs/repo/`` (``copy_repo_pages``); other repository files become download links."""
+    ``docs/repo/`` (``copy_repo_pages``), and links to gallery scripts
+    (``examples/plot_*.py``) at their gallery pages."""
     page = HERE / docname
     root = HERE.parent
 
@@ -163,6 +164,9 @@ def repo_links(app, docname, source) -> None:
         if docname.startswith("repo/"):  # a copied page: its links are relative to root/rel
             target = (root / Path(docname).parent.relative_to("repo") / m.group(1)).resolve()
             rel = target.relative_to(root)
+        if rel.parts[0] == "examples" and rel.suffix == ".py":  # a gallery script: its page
+            link = Path(*[".."] * (len(Path(docname).parts) - 1), "auto_examples", rel.stem)
+            return f"]({link.as_posix()}{m.group(2) or ''})"
         copy = HERE / "repo" / rel
         if copy.exists():
             link = Path(*[".."] * (len(Path(docname).parts) - 1), "repo", rel)

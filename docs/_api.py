@@ -177,9 +177,9 @@ def repo_links(app, docname, source) -> None:
 
 
 def optional_toctree_entries(app, docname, source) -> None:
-    """``@optional NAME`` lines of a toctree: ``NAME`` if ``docs/NAME.md`` exists, else
+    """``@optional NAME`` lines of the guides' toctree: ``NAME`` if ``docs/NAME.md`` exists, else
     nothing (pages another change adds appear once they are there)."""
-    if docname != "index":
+    if docname != "guides":
         return
     source[0] = re.sub(
         r"^@optional (\S+)$",

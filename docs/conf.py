@@ -30,7 +30,6 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.mathjax",
-    "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
 ]
@@ -71,7 +70,9 @@ sphinx_gallery_conf = {
 # --- HTML ------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"hiddenstate {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_favicon = "_static/favicon.svg"
+html_context = {"default_mode": "light"}
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,

@@ -4,8 +4,8 @@ Regime switching on the Nile's annual flow
 
 The annual flow of the Nile at Aswan, 1871-1970 (10^8 m^3; Cobb 1978, public domain,
 bundled as ``src/hiddenstate/data/nile.csv``: see that folder's README). The flow drops
-around 1898, the classic change-point of this series (the first Aswan dam was begun in
-1898-1899). A 2-state Gaussian HMM finds the two regimes without being told where the
+around 1898, the classic change-point of this series (construction of the first Aswan
+dam began in 1898). A 2-state Gaussian HMM finds the two regimes without being told where the
 change is, and its posterior says how sure it is of each year.
 """
 

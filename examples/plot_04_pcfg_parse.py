@@ -40,7 +40,7 @@ def draw(ax, tree, title):
     def place(node, depth):
         if not isinstance(node, Tree):
             leaves.append(node)
-            return len(leaves) - 1.0, depth
+            return len(leaves) - 1.0, 6.7  # the stem reaches down to the word row
         kids = [place(c, depth + 1) for c in node.children]
         x = float(np.mean([k[0] for k in kids]))
         for kx, kd in kids:

@@ -30,7 +30,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from urllib.parse import unquote, urldefrag, urljoin, urlparse
+from urllib.parse import unquote, urldefrag, urlparse
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -148,12 +148,16 @@ def check(root: Path, shots: Path | None, max_pages: int | None) -> list[str]:
         for query in SEARCHES:
             driver.get(f"{base}search.html?q={query}")
             try:
-                WebDriverWait(driver, 30).until(
-                    lambda d: d.find_elements(By.CSS_SELECTOR, "#search-results li"))
+                WebDriverWait(driver, 60).until(  # Sphinx's search says when it is done
+                    lambda d: "found" in d.execute_script(
+                        "const s = document.querySelector('#search-results .search-summary');"
+                        " return s ? s.textContent : '';"))
                 hits = len(driver.find_elements(By.CSS_SELECTOR, "#search-results li"))
+                if not hits:
+                    raise RuntimeError("no results")
                 print(f"search {query!r}: {hits} results")
             except Exception:  # noqa: BLE001 - a timeout is the failure being checked
-                problems.append(f"search {query!r}: no results within 30 s")
+                problems.append(f"search {query!r}: no results within 60 s")
     finally:
         driver.quit()
         server.shutdown()

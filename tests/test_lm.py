@@ -247,17 +247,17 @@ def test_exchange_clustering_finds_best_partition_brute_force():
 
 
 def _objective(m: BlockedHMMLM, ids) -> float:
-    """log p(X) + log Dirichlet(1 + em_prior) prior: what MAP-EM must not decrease."""
+    """log p(X) + log Dirichlet(prior) prior: what MAP-EM must not decrease."""
     with torch.no_grad():
         ls, lt, le = m.net_(m.constraints_.all_states())
-    a = m.em_prior
+    a = m.prior - 1
     return m.score(ids) + a * float(ls.sum() + lt.sum() + le.sum())
 
 
 def test_em_objective_never_decreases():
     rng = np.random.default_rng(7)
     ids = _stream(rng, 12, 6)
-    m = BlockedHMMLM(states_per_cluster=3, learn="em", em_prior=0.1, dtype="float64",
+    m = BlockedHMMLM(states_per_cluster=3, learn="em", prior=1 + 0.1, dtype="float64",
                      batch_size=1, bptt=len(ids), progress=False)
     m.initialize(_vocab(12), np.arange(12) % 3)
     vals = [_objective(m, ids)]
@@ -367,11 +367,11 @@ def test_cli_train_eval_sample_round_trip(tmp_path, capsys):
     assert main(["lm", "train", "--train", str(tmp_path / "tr.txt"), "--valid",
                  str(tmp_path / "va.txt"), "--paths", str(tmp_path / "paths"),
                  "--states-per-cluster", "4", "--learn", "em", "--dropout", "2",
-                 "--dropout-masks", "3", "--em-prior", "0.05", "--em-patience", "1",
+                 "--dropout-masks", "3", "--prior", "1.05", "--em-patience", "1",
                  "--epochs", "3", "--out", str(tmp_path / "m3"), "--no-progress"]) == 0
     em = load_model(tmp_path / "m3")
-    assert (em.learn, em.state_dropout, em.dropout_masks, em.em_prior, em.em_patience) == \
-        ("em", 2, 3, 0.05, 1)
+    assert (em.learn, em.state_dropout, em.dropout_masks, em.prior, em.em_patience) == \
+        ("em", 2, 3, 1.05, 1)
     assert len(em.history_) == 3 and all(h["valid_ppl"] > 1 for h in em.history_)
     assert main(["lm", "train", "--train", str(tmp_path / "tr.txt"), "--paths",
                  str(tmp_path / "paths"), "--states-per-cluster", "4", "--learn", "em",

@@ -4,6 +4,7 @@ transcription of the reference recipe (Chiu & Rush 2020, hmm-lm), same machine, 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py [--sizes 10 12] [--steps 3]
     PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py --em [10 12 14] [--steps 3]
     PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py --neural-m-step [10 12 14]
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py --launches [8 10 12] [--steps 5]
 
 Each measurement runs in its own process (so peak RSS, ``ru_maxrss``, is its own) with one
 torch thread, on PTB train (Brown clusters lm-128 plus one ``<eos>`` cluster, so
@@ -42,6 +43,16 @@ per cluster, padded); ``per-word`` the same step with the emission logits per wo
 gather of each word's k state vectors and a batched dot product: what random constraint
 sets use). Ratio: per-word seconds over per-cluster seconds.
 
+Operations per training step (``--launches``; torch with one thread, gradient step with
+state dropout k/2, batch 64 x 32, scalar and neural): ``general`` is the recursion of
+:class:`hiddenstate.lm.forward.BlockedForward` (any constraint set: one gathered block, a
+``bmm`` and a dozen small operations per token step, its gradient scattered entry by
+entry), ``partition`` the fast path of :mod:`hiddenstate.lm.scan` that a Brown model runs
+(blocks gathered for the whole window, a few operations per step, whole blocks added with
+one ``index_add_``). ``ops`` counts the top-level ATen operations of one step that are not
+views (on a GPU each is at least one kernel launch), from ``torch.profiler``; ms per step
+is the mean over ``--steps`` steps. Ratio: general ops (or ms) over that line's.
+
 Ratios are tokens/s of hiddenstate over the other. No GPU was available for this task;
 the same code runs with ``device="cuda"``.
 """
@@ -57,7 +68,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "data"
+DATA = next((p / "shared" / "data" for p in (REPO.parent, REPO.parent.parent)
+             if (p / "shared" / "data").is_dir()), REPO.parent / "shared" / "data")
 
 
 def _setup(k: int):
@@ -209,8 +221,61 @@ def measure_m_step(kind: str, k: int, steps: int) -> dict:
     return {"K": m.n_states_, "step_s": (time.perf_counter() - t0) / steps}
 
 
+#: ATen operations that only make views (no kernel on a GPU)
+_VIEWS = {"aten::view", "aten::reshape", "aten::select", "aten::slice", "aten::expand",
+          "aten::as_strided", "aten::unsqueeze", "aten::squeeze", "aten::transpose",
+          "aten::permute", "aten::t", "aten::alias", "aten::detach", "aten::_unsafe_view",
+          "aten::unbind", "aten::split", "aten::narrow", "aten::expand_as", "aten::view_as",
+          "aten::lift_fresh", "aten::_reshape_alias", "aten::numpy_T", "aten::detach_",
+          "aten::resolve_conj", "aten::resolve_neg", "aten::result_type", "aten::is_nonzero",
+          "aten::item", "aten::_local_scalar_dense", "aten::empty", "aten::empty_like",
+          "aten::empty_strided", "aten::set_", "aten::to", "aten::_to_copy"}
+
+
+def count_ops(prof) -> int:
+    """Top-level ATen operations that are not views, in a ``torch.profiler`` trace."""
+    def nested(e):
+        q = e.cpu_parent
+        while q is not None:
+            if q.name.startswith("aten::"):
+                return True
+            q = q.cpu_parent
+        return False
+    return sum(1 for e in prof.events() if e.name.startswith("aten::")
+               and e.name not in _VIEWS and not nested(e))
+
+
+def measure_launches(kind: str, k: int, steps: int) -> dict:
+    """Operations and milliseconds per gradient step (module docstring); ``kind`` is
+    ``<general|partition>-<scalar|neural>``."""
+    torch, c, wc = _setup(k)
+    from torch.profiler import ProfilerActivity, profile
+
+    from hiddenstate.lm import BlockedHMMLM
+    from hiddenstate.lm.data import sentence_streams
+    impl, param = kind.split("-")
+    m = BlockedHMMLM(states_per_cluster=k, state_dropout=k // 2, batch_size=64,
+                     parameterization=param, progress=False)
+    m.initialize(c["vocabulary"], wc)
+    if impl == "general":
+        m._wc = None  # the recursion of BlockedForward, as before the partition path
+    m._state = m._new_state()
+    tokens, mask = sentence_streams(c["train"], m.eos_id_, m.batch_size)
+    m._step(tokens, mask, 0, len(c["train"]))
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        m._step(tokens, mask, 32, len(c["train"]))
+    t0 = time.perf_counter()
+    for i in range(2, steps + 2):
+        m._step(tokens, mask, 32 * i, len(c["train"]))
+    dt = (time.perf_counter() - t0) / steps
+    return {"K": m.n_states_, "ops": count_ops(prof), "step_s": dt,
+            "tok_s": m.batch_size * 32 / dt}
+
+
 def child(kind: str, k: int, steps: int, n_tokens: int = 0) -> None:
-    if kind.startswith("m-"):
+    if kind.startswith(("general-", "partition-")):
+        out = measure_launches(kind, k, steps)
+    elif kind.startswith("m-"):
         out = measure_m_step(kind, k, steps)
     elif kind.startswith("em-"):
         out = measure_em(kind, k, steps, n_tokens)
@@ -244,6 +309,9 @@ def main() -> None:
     ap.add_argument("--em-tokens", type=int, default=200_000)
     ap.add_argument("--neural-m-step", type=int, nargs="*", default=None,
                     help="instead: neural batch-EM M-step rows at these 2^n (10 12 14)")
+    ap.add_argument("--launches", type=int, nargs="*", default=None,
+                    help="instead: operations and ms per gradient step, general against "
+                         "partition recursion, at these 2^n (default 8 10 12)")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -253,6 +321,9 @@ def main() -> None:
         sys.exit(f"{DATA} is absent: the benchmark needs shared/data (PTB, Brown clusters)")
     sys.path.insert(0, str(REPO / "benchmarks"))
     from _common import cpu_name
+    if args.launches is not None:
+        launch_rows(args.launches or [8, 10, 12], args.steps, args.timeout, cpu_name())
+        return
     if args.neural_m_step is not None:
         m_step_rows(args.neural_m_step or [10, 12, 14], args.steps, args.timeout, cpu_name())
         return
@@ -285,6 +356,26 @@ def em_rows(sizes: list[int], steps: int, timeout: float, n_tokens: int, cpu: st
         rows = {name: run(name, k, steps, timeout, n_tokens)
                 for name in ("em-numba", "em-torch", "em-dropout")}
         print_rows(n, rows, "em-numba", 10, 2, 11)
+
+
+def launch_rows(sizes: list[int], steps: int, timeout: float, cpu: str) -> None:
+    print(f"CPU: {cpu}; gradient step, dropout k/2, batch 64 x 32, 1 torch thread.")
+    print(f"{'2^n':>4} {'K':>6} {'param':>7} {'impl':>10} {'ops':>6} {'ms/step':>8} "
+          f"{'tok/s':>8} {'ops ratio':>9} {'ms ratio':>8}")
+    for n in sizes:
+        k = 2 ** n // 128
+        for param in ("scalar", "neural"):
+            rows = {impl: run(f"{impl}-{param}", k, steps, timeout)
+                    for impl in ("general", "partition")}
+            ref = rows["general"]
+            for impl, r in rows.items():
+                if "error" in r:
+                    print(f"{n:>4} {'':>6} {param:>7} {impl:>10} {r['error']}")
+                    continue
+                print(f"{n:>4} {r['K']:>6} {param:>7} {impl:>10} {r['ops']:>6} "
+                      f"{r['step_s'] * 1e3:>8.1f} {r['tok_s']:>8.0f} "
+                      f"{ref.get('ops', float('nan')) / r['ops']:>9.2f} "
+                      f"{ref.get('step_s', float('nan')) / r['step_s']:>8.2f}", flush=True)
 
 
 def m_step_rows(sizes: list[int], steps: int, timeout: float, cpu: str) -> None:

@@ -134,10 +134,11 @@ class NeuralParams(nn.Module):
         if self._slot is None:  # overlapping random sets: per word
             phi = torch.einsum("wjh,wh->wj", h[d.word_states], self.word_emb)
         else:  # a partition: one matrix product per cluster, the clusters padded
-            C = self._padded.shape[0]
-            per = torch.bmm(self.word_emb[self._padded],
-                            h.view(C, -1, h.shape[1]).transpose(1, 2))
-            phi = per.reshape(-1, per.shape[2])[self._slot]
+            C, M = self._padded.shape
+            words = self.word_emb.index_select(0, self._padded.view(-1)).view(C, M, -1)
+            per = torch.bmm(words, h.view(C, -1, h.shape[1]).transpose(1, 2))
+            # index_select: its backward is one index_add, not the generic index backward
+            phi = per.reshape(-1, per.shape[2]).index_select(0, self._slot)
         phi = phi + self.word_bias[:, None]
         return log_start, log_trans, _normalise_emissions(phi, d)
 

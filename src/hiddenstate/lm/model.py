@@ -293,10 +293,12 @@ class BlockedHMMLM(BaseEstimator):
             warnings.warn(f"learn={self.learn!r} is deprecated; use learn="
                           f"{_OLD_LEARN[self.learn]!r}", FutureWarning, stacklevel=4)
         choices = {"constraint": ("brown", "random", "dense"),
-                   "parameterization": ("scalar", "neural"), "learn": _LEARN + tuple(_OLD_LEARN),
+                   "parameterization": ("scalar", "neural"), "learn": _LEARN,
                    "dtype": tuple(_DTYPES)}
         for name, allowed in choices.items():
-            if not isinstance(getattr(self, name), str) or getattr(self, name) not in allowed:
+            v = getattr(self, name)
+            v = self._learn if name == "learn" and v in _OLD_LEARN else v
+            if not isinstance(v, str) or v not in allowed:
                 raise InvalidInputError(
                     f"{name}: expected one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         check_device(self.device)

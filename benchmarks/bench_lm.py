@@ -26,10 +26,10 @@ Batch EM, E-step tokens/s (``--em``; numba with its 2 threads, torch with one, t
 faster setting for torch on this shared machine): ``em-numba`` is the exact
 E-step that ``BlockedHMMLM(learn="em")`` runs on CPU (:mod:`hiddenstate.lm.exact`: the
 probabilities from the logits, then the numba forward-backward over whole sentences of the
-first ``--em-tokens`` tokens of PTB train, counts reduced); ``em-torch`` the batched torch
-E-step of :mod:`hiddenstate.lm.forward` that the same model runs on a GPU (per batch of
-64 x 32: the log-probabilities, the gathered scan, the counts by the explicit backward),
-``--steps`` batches after a warm-up; ``em-dropout`` the numba E-step with state dropout
+first ``--em-tokens`` tokens of PTB train, counts reduced); ``em-torch`` the exact
+two-pass torch E-step that the same model runs on a GPU (:func:`hiddenstate.lm.scan.
+stream_counts`: 64 streams read 32 tokens at a time, the backward pass carried across
+windows, the counts of the same tokens); ``em-dropout`` the numba E-step with state dropout
 (3k/4 of k kept, the setting docs/lm.md recommends; 32 masks over the shuffled sentences:
 :func:`hiddenstate.lm.exact.dropout_counts`, what ``BlockedHMMLM(learn="em",
 state_dropout=3 * k // 4)`` runs on CPU).
@@ -193,9 +193,13 @@ def measure_em(kind: str, k: int, steps: int, n_tokens: int) -> dict:
         exact_counts(SentenceLayout.from_ids(ids, m.eos_id_), ws, *m._probabilities())
         dt = time.perf_counter() - t0
         return {"K": m.n_states_, "tok_s": len(ids) / dt, "step_s": dt}
-    m._state = m._new_state()
-    m._state["acc"] = m._zero_counts()  # the torch path's running counts
-    return time_torch_steps(m, c["train"], steps)
+    # em-torch: the exact two-pass torch E-step a GPU runs (lm/scan.py), here on CPU
+    ids = c["train"][:n_tokens]
+    m._device_counts(SentenceLayout.from_ids(ids[:200], m.eos_id_), None, {})
+    t0 = time.perf_counter()
+    m._device_counts(SentenceLayout.from_ids(ids, m.eos_id_), None, {})
+    dt = time.perf_counter() - t0
+    return {"K": m.n_states_, "tok_s": len(ids) / dt, "step_s": dt}
 
 
 def measure_m_step(kind: str, k: int, steps: int) -> dict:

@@ -113,30 +113,39 @@ def time_torch_steps(m, train, steps: int) -> dict:
 
 def measure_reference(k: int, steps: int) -> dict:
     """The gather-and-scan recipe, transcribed from the paper (see the module docstring)."""
-    torch, c, wc = _setup(k)
+    _, c, wc = _setup(k)
+    return reference_step_rate(c, wc, k, steps)
+
+
+def reference_step_rate(c, wc, k: int, steps: int, B: int = 64, T: int = 32,
+                        device: str = "cpu", sync=lambda: None) -> dict:
+    """Tokens/s of the reference recipe in plain PyTorch on ``device`` (full K x K and
+    K x V logits, dropped states masked, log-softmax over all K, the blocks of every token
+    pair gathered, a log-space scan, autograd), ``steps`` steps of ``B`` x ``T`` after a
+    warm-up; also what ``benchmarks/gpu_lm.py`` runs on a GPU."""
+    import torch
+
     from hiddenstate.lm.data import sentence_streams
     V = len(c["vocabulary"])
     eos = c["vocabulary"].id_of("<eos>")
     C = int(wc.max()) + 1
     K = C * k
-    B, T, keep = 64, 32, k // 2
-    g = torch.Generator().manual_seed(0)
-    start = torch.nn.Parameter(torch.randn(K, generator=g))
-    trans = torch.nn.Parameter(torch.randn(K, K, generator=g))
-    emit = torch.nn.Parameter(torch.randn(K, V, generator=g))
-    state_cluster = torch.arange(K) // k
-    emit_mask = state_cluster[:, None] != torch.as_tensor(wc)[None, :]  # (K, V)
-    word_states = torch.as_tensor(wc)[:, None] * k + torch.arange(k)[None, :]  # (V, k)
+    keep = k // 2
+    g = torch.Generator(device=device).manual_seed(0)
+    start = torch.nn.Parameter(torch.randn(K, generator=g, device=device))
+    trans = torch.nn.Parameter(torch.randn(K, K, generator=g, device=device))
+    emit = torch.nn.Parameter(torch.randn(K, V, generator=g, device=device))
+    wct = torch.as_tensor(wc, device=device)
+    emit_mask = (torch.arange(K, device=device) // k)[:, None] != wct[None, :]  # (K, V)
+    word_states = wct[:, None] * k + torch.arange(k, device=device)[None, :]  # (V, k)
     opt = torch.optim.AdamW([start, trans, emit], lr=0.01)
     tokens, _ = sentence_streams(c["train"], eos, B)
-    tokens = torch.as_tensor(tokens)
-    carry = None
+    tokens = torch.as_tensor(tokens, device=device)
 
     def step(t0):
-        nonlocal carry
         x = tokens[:, t0:t0 + T]
-        keep_cols = torch.rand(C, k, generator=g).argsort(1)[:, :keep]
-        drop = torch.ones(C, k, dtype=torch.bool)
+        keep_cols = torch.rand(C, k, generator=g, device=device).argsort(1)[:, :keep]
+        drop = torch.ones(C, k, dtype=torch.bool, device=device)
         drop.scatter_(1, keep_cols, False)
         drop = drop.reshape(-1)
         lt = torch.log_softmax(trans.masked_fill(drop[None, :], -float("inf")), dim=1)
@@ -147,7 +156,7 @@ def measure_reference(k: int, steps: int) -> dict:
         blocks = lt[s[:, :-1, :, None], s[:, 1:, None, :]]  # (B, T-1, k, k)
         reset = x[:, :-1] == eos
         blocks = torch.where(reset[:, :, None, None], ls[s[:, 1:]][:, :, None, :], blocks)
-        a = ls[s[:, 0]] + e[:, 0] if carry is None else carry + e[:, 0]
+        a = ls[s[:, 0]] + e[:, 0]
         for t in range(1, x.shape[1]):
             a = torch.logsumexp(a[:, :, None] + blocks[:, t - 1], dim=1) + e[:, t]
         loss = -torch.logsumexp(a, dim=1).sum() / x.numel()
@@ -155,15 +164,15 @@ def measure_reference(k: int, steps: int) -> dict:
         loss.backward()
         torch.nn.utils.clip_grad_norm_([start, trans, emit], 5.0)
         opt.step()
-        carry = None  # (the carried state is a detail; not timed differently)
-        return float(loss)
 
     step(0)
+    sync()
     t0 = time.perf_counter()
     for i in range(1, steps + 1):
-        step(32 * i)
+        step(T * i)
+    sync()
     dt = (time.perf_counter() - t0) / steps
-    return {"K": K, "tok_s": B * T / dt, "step_s": dt}
+    return {"K": K, "batch": B, "tok_s": B * T / dt, "step_s": dt}
 
 
 def measure_em(kind: str, k: int, steps: int, n_tokens: int) -> dict:

@@ -49,12 +49,8 @@ DATA = next((p for p in (ROOT / "gpu_data", ROOT.parent / "shared" / "data",
 OUT = Path(os.environ.get("OUT") or Path(tempfile.gettempdir()) / "gpu_out")
 OUT.mkdir(parents=True, exist_ok=True)
 
-import torch  # noqa: E402
-
-if not torch.cuda.is_available():  # --smoke on a CPU: Triton's interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-
 import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 from hiddenstate.lm import (  # noqa: E402
     BlockedHMMLM,
@@ -149,7 +145,7 @@ def correctness(c, wc, smoke):
                                     cpu.net_.state_dict().items()})
             lm_model.SCAN_BACKEND = backend
             got = m._token_log_normalisers(np.asarray(ids)).sum() if backend == "torch" \
-                else _score_by_gradient_path(m, ids)
+                else m._score_torch(np.asarray(ids))
             rel = abs(got - exact) / abs(exact)
             out[f"{backend}-{dt}"] = {"rel_diff": rel, "pass": rel < tol}
             log(f"score {backend} {dt}: rel diff {rel:.2e} ({'ok' if rel < tol else 'FAIL'})")
@@ -197,21 +193,6 @@ def _reordered(m, layout):
     return layout.reordered(order), keeps
 
 
-def _score_by_gradient_path(m, ids) -> float:
-    """log p(ids) through the training recursion (the backend of ``SCAN_BACKEND``)."""
-    tokens, valid = sentence_streams(np.asarray(ids), m.eos_id_, 64)
-    d = m.constraints_.all_states(m.device)
-    total, carry = 0.0, None
-    with torch.no_grad():
-        ls, lt, le = m.net_(d)
-        for t0 in range(0, tokens.shape[1], m.bptt):
-            w = m._window(tokens, valid, t0, d, carry)
-            ll, alpha = m._log_likelihood(ls, lt, le, w, d)
-            total += float(ll.sum())
-            carry = m._carry_out(w, d, alpha)
-    return total
-
-
 # ---------------------------------------------------------------------------- phase 2
 def time_steps(m, train, steps) -> dict:
     m._state = m._new_state()
@@ -228,56 +209,11 @@ def time_steps(m, train, steps) -> dict:
             "step_ms": dt * 1e3}
 
 
-def reference_rate(c, wc, k, steps, B, T=32) -> dict:
-    """Plain-torch transcription of the reference recipe (full K x K and K x V logits,
-    masked log-softmax, gathered blocks, log-space scan, autograd) on DEV."""
-    V = len(c["vocabulary"])
-    eos = c["vocabulary"].id_of("<eos>")
-    C = int(wc.max()) + 1
-    K = C * k
-    keep = k // 2
-    g = torch.Generator(device=DEV).manual_seed(0)
-    start = torch.nn.Parameter(torch.randn(K, generator=g, device=DEV))
-    trans = torch.nn.Parameter(torch.randn(K, K, generator=g, device=DEV))
-    emit = torch.nn.Parameter(torch.randn(K, V, generator=g, device=DEV))
-    wct = torch.as_tensor(wc, device=DEV)
-    emit_mask = (torch.arange(K, device=DEV) // k)[:, None] != wct[None, :]
-    word_states = wct[:, None] * k + torch.arange(k, device=DEV)[None, :]
-    opt = torch.optim.AdamW([start, trans, emit], lr=0.01)
-    tokens, _ = sentence_streams(c["train"], eos, B)
-    tokens = torch.as_tensor(tokens, device=DEV)
-
-    def step(t0):
-        x = tokens[:, t0:t0 + T]
-        keep_cols = torch.rand(C, k, generator=g, device=DEV).argsort(1)[:, :keep]
-        drop = torch.ones(C, k, dtype=torch.bool, device=DEV)
-        drop.scatter_(1, keep_cols, False)
-        drop = drop.reshape(-1)
-        lt = torch.log_softmax(trans.masked_fill(drop[None, :], -float("inf")), dim=1)
-        ls = torch.log_softmax(start.masked_fill(drop, -float("inf")), dim=0)
-        le = torch.log_softmax(emit.masked_fill(emit_mask, -float("inf")), dim=1)
-        s = word_states[x]
-        e = le[s, x[:, :, None]].masked_fill(drop[s], -float("inf"))
-        blocks = lt[s[:, :-1, :, None], s[:, 1:, None, :]]
-        reset = x[:, :-1] == eos
-        blocks = torch.where(reset[:, :, None, None], ls[s[:, 1:]][:, :, None, :], blocks)
-        a = ls[s[:, 0]] + e[:, 0]
-        for t in range(1, x.shape[1]):
-            a = torch.logsumexp(a[:, :, None] + blocks[:, t - 1], dim=1) + e[:, t]
-        loss = -torch.logsumexp(a, dim=1).sum() / x.numel()
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_([start, trans, emit], 5.0)
-        opt.step()
-
-    step(0)
-    sync()
-    t0 = time.perf_counter()
-    for i in range(1, steps + 1):
-        step(T * i)
-    sync()
-    dt = (time.perf_counter() - t0) / steps
-    return {"K": K, "batch": B, "tok_s": B * T / dt, "step_ms": dt * 1e3}
+def reference_rate(c, wc, k, steps, B) -> dict:
+    """bench_lm's plain-torch transcription of the reference recipe, on DEV."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_lm import reference_step_rate
+    return reference_step_rate(c, wc, k, steps, B=B, device=DEV, sync=sync)
 
 
 @phase("2-throughput")

@@ -12,6 +12,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from lm_common import stream, vocab  # noqa: E402
+
 from hiddenstate import inference  # noqa: E402
 from hiddenstate.errors import InvalidInputError  # noqa: E402
 from hiddenstate.lm import (  # noqa: E402
@@ -33,15 +35,8 @@ from hiddenstate.textio import Vocabulary  # noqa: E402
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def _vocab(n_words: int) -> Vocabulary:
-    return Vocabulary(["<unk>", EOS] + [f"w{i}" for i in range(n_words - 2)])
-
-
-def _stream(rng, n_words: int, n_sent: int, max_len: int = 7) -> np.ndarray:
-    out = []
-    for _ in range(n_sent):
-        out += list(rng.integers(2, n_words, size=rng.integers(1, max_len))) + [1]
-    return np.array(out, dtype=np.int64)
+_vocab = vocab
+_stream = stream
 
 
 def _tiny_model(rng, n_words=20, n_clusters=8, k=8, **kw) -> tuple[BlockedHMMLM, np.ndarray]:

@@ -1,42 +1,33 @@
 """The device paths of hiddenstate.lm, run on this CPU: the partition recursion of
-lm/scan.py and the fused Triton kernels of lm/triton_scan.py (under TRITON_INTERPRET=1)
+lm/scan.py and the fused Triton kernels of lm/triton_scan.py (in Triton's interpreter)
 against the general recursion (lm/forward.py) and the numba kernels. Skipped without torch;
 the Triton tests also without triton."""
 
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
-if not torch.cuda.is_available():  # the kernels run in Triton's interpreter on a CPU
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+from lm_common import stream, vocab  # noqa: E402
 
 from hiddenstate.lm import (  # noqa: E402
-    EOS,
     BlockedHMMLM,
     triton_scan,  # noqa: E402
 )
 from hiddenstate.lm import model as lm_model  # noqa: E402
 from hiddenstate.lm.forward import BlockedForward  # noqa: E402
 from hiddenstate.lm.scan import PartitionForward  # noqa: E402
-from hiddenstate.textio import Vocabulary  # noqa: E402
 
 needs_triton = pytest.mark.skipif(not triton_scan.AVAILABLE, reason="triton is not installed")
 
 
-def _vocab(n_words: int) -> Vocabulary:
-    return Vocabulary(["<unk>", EOS] + [f"w{i}" for i in range(n_words - 2)])
+_vocab = vocab
 
 
 def _stream(rng, n_words: int, n_sent: int, max_len: int = 9) -> np.ndarray:
-    out = []
-    for _ in range(n_sent):
-        out += list(rng.integers(2, n_words, size=rng.integers(1, max_len))) + [1]
-    return np.array(out, dtype=np.int64)
+    return stream(rng, n_words, n_sent, max_len)
 
 
 def _window(seed: int, C: int, k: int, B: int, T: int, dtype=torch.float64):

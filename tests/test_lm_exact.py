@@ -10,10 +10,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from lm_common import stream, vocab  # noqa: E402
+
 from hiddenstate import inference  # noqa: E402
 from hiddenstate.errors import InsufficientMemoryError  # noqa: E402
 from hiddenstate.lm import (  # noqa: E402
-    EOS,
     BlockedHMMLM,
     ConstraintSet,
     blocked_log_likelihood,
@@ -27,21 +28,16 @@ from hiddenstate.lm.exact import (  # noqa: E402
     n_accumulators,
 )
 from hiddenstate.lm.model import expected_log_likelihood  # noqa: E402
-from hiddenstate.textio import Vocabulary  # noqa: E402
 
 #: the neural parameterisation trained by batch EM (a generalised M-step)
 NEURAL_EM = dict(parameterization="neural", hidden_size=8, em_m_steps=3)
 
 
-def _vocab(n_words: int) -> Vocabulary:
-    return Vocabulary(["<unk>", EOS] + [f"w{i}" for i in range(n_words - 2)])
+_vocab = vocab
 
 
 def _stream(rng, n_words: int, n_sent: int, max_len: int = 9) -> np.ndarray:
-    out = []
-    for _ in range(n_sent):
-        out += list(rng.integers(2, n_words, size=rng.integers(1, max_len))) + [1]
-    return np.array(out, dtype=np.int64)
+    return stream(rng, n_words, n_sent, max_len)
 
 
 def _model(rng, constraint="brown", n_words=20, **kw) -> BlockedHMMLM:

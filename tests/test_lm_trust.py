@@ -13,6 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from lm_common import stream, vocab  # noqa: E402
 from sklearn.base import clone  # noqa: E402
 
 from hiddenstate.errors import (  # noqa: E402
@@ -24,7 +25,6 @@ from hiddenstate.errors import (  # noqa: E402
 )
 from hiddenstate.io import read_bundle, write_bundle  # noqa: E402
 from hiddenstate.lm import (  # noqa: E402
-    EOS,
     BlockedHMMLM,
     load_checkpoint,
     load_model,
@@ -35,16 +35,8 @@ from hiddenstate.lm.exact import SentenceLayout  # noqa: E402
 from hiddenstate.lm.model import LM_FORMAT  # noqa: E402
 from hiddenstate.textio import Vocabulary  # noqa: E402
 
-
-def _vocab(n_words: int) -> Vocabulary:
-    return Vocabulary(["<unk>", EOS] + [f"w{i}" for i in range(n_words - 2)])
-
-
-def _stream(rng, n_words: int, n_sent: int, max_len: int = 7) -> np.ndarray:
-    out = []
-    for _ in range(n_sent):
-        out += list(rng.integers(2, n_words, size=rng.integers(1, max_len))) + [1]
-    return np.array(out, dtype=np.int64)
+_vocab = vocab
+_stream = stream
 
 
 def _fitted(**kw) -> tuple[BlockedHMMLM, np.ndarray]:
@@ -198,9 +190,9 @@ def test_bad_word_clusters_and_vocabularies_are_refused():
                np.array([0, -1, 0, 0, 0, 0])):
         with pytest.raises(InvalidInputError, match="word_cluster"):
             BlockedHMMLM(states_per_cluster=2).initialize(v, wc)
-    for vocab in (["<eos>", "a"], Vocabulary(["<unk>", "a"]), None):
+    for bad in (["<eos>", "a"], Vocabulary(["<unk>", "a"]), None):
         with pytest.raises(InvalidInputError, match="vocabulary"):
-            BlockedHMMLM(states_per_cluster=2).fit(np.array([1]), vocabulary=vocab,
+            BlockedHMMLM(states_per_cluster=2).fit(np.array([1]), vocabulary=bad,
                                                    word_cluster=np.zeros(2, np.int64))
 
 

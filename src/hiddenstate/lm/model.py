@@ -161,10 +161,15 @@ def check_device(device) -> torch.device:
     return dev
 
 
-def _free_memory(device: torch.device) -> int:
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    return exact.available_memory()
+def _check_free(device, need: int, what: str, fix: str) -> None:
+    """Raise :class:`~hiddenstate.errors.InsufficientMemoryError` (``what`` with ``{gb}``
+    filled in, then ``fix``) when ``need`` bytes exceed the free memory of ``device``."""
+    dev = torch.device(device)
+    free = int(torch.cuda.mem_get_info(dev)[0]) if dev.type == "cuda" \
+        else exact.available_memory()
+    if need > free:
+        raise InsufficientMemoryError(
+            f"{what.format(gb=need / 1e9)}, but {free / 1e9:.1f} GB is free on {dev}; {fix}")
 
 
 @dataclass
@@ -421,15 +426,11 @@ class BlockedHMMLM(BaseEstimator):
             params = K * K + K + V * k
         else:
             params = (2 * K + V + 4) * int(self.hidden_size)
-        need = 4 * params * item + 4 * Kp * Kp * item
-        dev = torch.device(self.device)
-        free = _free_memory(dev)
-        if need > free:
-            raise InsufficientMemoryError(
-                f"states_per_cluster: a model of K = {K} states ({self.parameterization}, "
-                f"{self.dtype}) needs about {need / 1e9:.1f} GB for its parameters, their "
-                f"gradients and optimiser moments and one step's K' x K' transitions, but "
-                f"{free / 1e9:.1f} GB is free on {dev}; use fewer states or state_dropout")
+        _check_free(self.device, 4 * params * item + 4 * Kp * Kp * item,
+                    f"states_per_cluster: a model of K = {K} states ({self.parameterization}, "
+                    f"{self.dtype}) needs about {{gb:.1f}} GB for its parameters, their "
+                    "gradients and optimiser moments and one step's K' x K' transitions",
+                    "use fewer states or state_dropout")
 
     def initialize(self, vocabulary: Vocabulary, word_cluster=None) -> BlockedHMMLM:
         """Build the constraint set and draw the initial parameters (``fit`` calls it)."""
@@ -613,10 +614,9 @@ class BlockedHMMLM(BaseEstimator):
         return out[valid]
 
     def _score_torch(self, ids: np.ndarray) -> float:
-        """``log p(ids)`` by the batched torch recursion (any device, any constraint set:
-        what a GPU runs; the tests hold it against the numba kernels)."""
-        if self._wc is not None:
-            return float(self._token_log_normalisers(ids).sum())
+        """``log p(ids)`` by the training recursion (:meth:`_log_likelihood`: any device,
+        any constraint set, the backend of ``SCAN_BACKEND``); the tests and the device
+        check hold it against the numba kernels."""
         tokens, valid = sentence_streams(ids, self.eos_id_, max(1, self._batch * 4))
         d = self.constraints_.all_states(self.device)
         total = 0.0
@@ -734,14 +734,11 @@ class BlockedHMMLM(BaseEstimator):
     def _check_batch_memory(self) -> None:
         """Refuse a batch whose gathered ``k' x k'`` blocks do not fit the device."""
         kp = self.constraints_.k if self.state_dropout is None else int(self.state_dropout)
-        need = 4 * self._batch * int(self.bptt) * kp * kp * self._torch_dtype.itemsize
-        dev = torch.device(self.device)
-        free = _free_memory(dev)
-        if need > free:
-            raise InsufficientMemoryError(
-                f"batch_size: {self._batch} streams x {self.bptt} tokens gather "
-                f"{kp} x {kp} blocks per token, about {need / 1e9:.1f} GB, but "
-                f"{free / 1e9:.1f} GB is free on {dev}; pass a smaller batch_size or bptt")
+        _check_free(self.device,
+                    4 * self._batch * int(self.bptt) * kp * kp * self._torch_dtype.itemsize,
+                    f"batch_size: {self._batch} streams x {self.bptt} tokens gather {kp} x "
+                    f"{kp} blocks per token, about {{gb:.1f}} GB",
+                    "pass a smaller batch_size or bptt")
 
     def _fit_em(self, ids, valid_ids, max_steps, checkpoint) -> BlockedHMMLM:
         """Batch EM with an exact E-step: one iteration per epoch (see the module

@@ -9,9 +9,10 @@ emission posteriors and adds the edge marginals :math:`\xi_t` of every step stra
 the gradient of the transition (or start) log-probabilities with atomic adds: the gather,
 the scan and the scatter of the gathered blocks are one launch per direction and window,
 whatever ``T``. Same inputs, outputs and numerics as :class:`~.scan.PartitionForward`
-(tested against it and the numba kernels under ``TRITON_INTERPRET=1``, which runs the
-kernels on a CPU); atomic adds make the summation order, and so the last bits of the
-gradient, vary between runs on a GPU.
+(tested against it on a CPU, where the kernels run in Triton's interpreter: this module
+sets ``TRITON_INTERPRET=1`` when torch sees no GPU and triton is not imported yet); atomic adds
+make the summation order, and so the last bits of the gradient, vary between runs on a
+GPU.
 
 Needs the ``triton`` package (PyTorch's CUDA builds ship it; ``pip install
 'hiddenstate[gpu]'``); :data:`AVAILABLE` says whether it imported. Blocks of up to
@@ -21,7 +22,15 @@ larger ones use the torch path.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import torch
+
+if "triton" not in sys.modules and not torch.cuda.is_available():
+    # no GPU: the kernels can only run in Triton's interpreter (the tests), which has to be
+    # chosen before triton is imported
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 try:  # optional: the torch path of .scan runs everywhere
     import triton

@@ -59,10 +59,13 @@ def _corpus(name: str):
     return c, wc
 
 
-def _write(name: str, res: dict) -> None:
-    RUN_DIR.mkdir(parents=True, exist_ok=True)
+def _write(name: str, res: dict, smoke: bool = False) -> None:
+    """The results as JSON in ``RUN_DIR`` (a smoke run's in the temporary folder)."""
+    import tempfile
+    folder = Path(tempfile.gettempdir()) if smoke else RUN_DIR
+    folder.mkdir(parents=True, exist_ok=True)
     text = json.dumps(res, indent=1)
-    (RUN_DIR / f"{name}.json").write_text(text)
+    (folder / f"{name}.json").write_text(text)
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], f"{name}.json").write_text(text)
 
@@ -117,7 +120,7 @@ def run(name: str, budget: float, smoke: bool) -> None:
            "batch_size": m._batch, "train_seconds": train_s, "curve": curve,
            "valid_ppl": valid, "test_ppl": test, "eval_seconds": time.perf_counter() - t1,
            "smoke": smoke}
-    _write(name + ("-smoke" if smoke else ""), res)
+    _write(name + ("-smoke" if smoke else ""), res, smoke)
     print(f"{name}: K = {res['K']}, valid {valid:.1f}, test {test:.1f} after "
           f"{train_s:.0f} s of training")
 

@@ -63,7 +63,12 @@ from hiddenstate.lm.data import sentence_streams  # noqa: E402
 from hiddenstate.lm.exact import SentenceLayout  # noqa: E402
 from hiddenstate.lm.scan import partition_log_likelihood  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_lm import count_ops  # noqa: E402
+
 R: dict = {"phases": {}}
+#: --smoke: tiny networks and windows, so the script runs in about a minute on a CPU
+SMOKE = {}
 T_START = time.perf_counter()
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -126,7 +131,7 @@ def corpus():
 def model(c, wc, k, backend="torch", device=None, **kw) -> BlockedHMMLM:
     lm_model.SCAN_BACKEND = backend
     m = BlockedHMMLM(states_per_cluster=k, device=device or DEV, progress=False,
-                     random_state=0, **kw)
+                     random_state=0, **{**SMOKE, **kw})
     m.initialize(c["vocabulary"], wc)
     return m
 
@@ -211,9 +216,9 @@ def time_steps(m, train, steps) -> dict:
 
 def reference_rate(c, wc, k, steps, B) -> dict:
     """bench_lm's plain-torch transcription of the reference recipe, on DEV."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_lm import reference_step_rate
-    return reference_step_rate(c, wc, k, steps, B=B, device=DEV, sync=sync)
+    return reference_step_rate(c, wc, k, steps, B=B, T=SMOKE.get("bptt", 32), device=DEV,
+                               sync=sync)
 
 
 @phase("2-throughput")
@@ -274,7 +279,7 @@ def profile(c, wc, smoke):
         ev = prof.key_averages()
         kern = [e for e in ev if getattr(e, "device_time_total", 0) > 0
                 and e.device_type.name == "CUDA"] if DEV == "cuda" else []
-        launches = sum(e.count for e in kern)
+        launches = sum(e.count for e in kern) if DEV == "cuda" else count_ops(prof)
         dev_ms = sum(e.device_time_total for e in kern) / 1e3
         top = sorted(kern, key=lambda e: -e.device_time_total)[:5]
         out[backend] = {"kernels": launches, "host_ms": host * 1e3, "device_ms": dev_ms,
@@ -341,6 +346,7 @@ def main() -> None:
     c, wc = corpus()
     if a.smoke:
         c = {**c, "train": c["train"][:30000]}
+        SMOKE.update(hidden_size=16, bptt=8)
     if "1" not in skip:
         correctness(c, wc, a.smoke)
     if "2" not in skip:

@@ -157,3 +157,20 @@ def test_triton_self_check_accepts_working_kernels_and_refuses_broken_ones(monke
     monkeypatch.setattr(triton_scan, "triton_log_likelihood", broken)
     with pytest.warns(RuntimeWarning, match="torch recursion runs instead"):
         assert not lm_model._triton_self_check(torch.device("cpu"), torch.float64)
+
+
+def test_kept_log_softmax_equals_gather_then_log_softmax():
+    """The fused gather + softmax of the kept states (scalar transitions under state
+    dropout) has the value and gradient of two index_selects and a log_softmax."""
+    from hiddenstate.lm.params import KeptLogSoftmax
+    g = torch.Generator().manual_seed(7)
+    logits = torch.randn(12, 12, generator=g, dtype=torch.float64, requires_grad=True)
+    kept = torch.tensor([0, 2, 3, 7, 8, 11])
+    w = torch.randn(6, 6, generator=g, dtype=torch.float64)
+    a = KeptLogSoftmax.apply(logits, kept)
+    (ga,) = torch.autograd.grad((a * w).sum(), logits)
+    b = torch.log_softmax(logits.index_select(0, kept).index_select(1, kept), dim=1)
+    (gb,) = torch.autograd.grad((b * w).sum(), logits)
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), atol=1e-14)
+    np.testing.assert_allclose(ga.numpy(), gb.numpy(), atol=1e-14)
+    assert torch.autograd.gradcheck(lambda x: KeptLogSoftmax.apply(x, kept), (logits,))

@@ -140,7 +140,7 @@ def model(c, wc, k, backend="torch", device=None, **kw) -> BlockedHMMLM:
 @phase("1-correctness")
 def correctness(c, wc, smoke):
     out = {}
-    ids = c["valid"][: 400 if smoke else 20000]
+    ids = c["valid"][: 120 if smoke else 20000]
     cpu = model(c, wc, 8, dtype="float64", device="cpu")
     exact = cpu.score(ids)  # numba, whole sentences
     for backend in ("torch", "triton"):

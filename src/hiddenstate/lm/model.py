@@ -802,13 +802,15 @@ class BlockedHMMLM(BaseEstimator):
                                                  self.eos_id_, int(self.bptt), starts=starts)
                 del ls, lt, le
                 total += ll
-                trans = blocks_to_matrix(blocks, cs.n_clusters)
-                del blocks
-                if keeps is None:
+                C = cs.n_clusters
+                if keeps is None:  # add the blocks in place, no second K x K array
                     acc["start"] += s
-                    acc["trans"] += trans
+                    acc["trans"].view(C, k, C, k).add_(
+                        blocks.view(C, C, k, k).permute(0, 2, 1, 3))
                     acc["emit"] += e
                 else:
+                    trans = blocks_to_matrix(blocks, C)
+                    del blocks
                     kept = d.kept
                     acc["start"].index_add_(0, kept, s)
                     idx = (kept[:, None], kept[None, :])

@@ -41,7 +41,7 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 
 __all__ = ["AVAILABLE", "MAX_BLOCK", "TritonPartitionForward", "triton_log_likelihood"]
 
-#: whether the kernels can run (``triton`` imported)
+#: whether the kernels can run here (``triton`` imported; without a GPU, interpreted)
 AVAILABLE = triton is not None
 #: the largest number of (kept) states per cluster the kernels take
 MAX_BLOCK = 128
@@ -126,6 +126,12 @@ if AVAILABLE:
             tl.atomic_add(gls_ptr + cols, tl.sum(xi, axis=0), mask=i < to_start)
             beta = tl.where(ok, tl.sum(P * wb[None, :], axis=1), beta)
         tl.store(beta_ptr + b * k + i, beta, mask=mi)
+
+
+    # without a GPU the kernels run only if Triton interprets them (triton imported after
+    # TRITON_INTERPRET was set, above)
+    AVAILABLE = torch.cuda.is_available() or type(_forward_kernel).__name__ == \
+        "InterpretedFunction"
 
 
 def _launch_args(k: int) -> tuple[int, int]:

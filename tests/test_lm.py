@@ -296,7 +296,7 @@ def test_neural_parameterisation_matches_dense_forward():
 
 
 @pytest.mark.parametrize("kw,name", [
-    ({"learn": "stepwise_em", "parameterization": "neural"}, "learn"),
+    ({"learn": "stepwise-em", "parameterization": "neural"}, "learn"),
     ({"learn": "em", "em_m_steps": 0}, "em_m_steps"),
     ({"state_dropout": 9, "states_per_cluster": 4}, "state_dropout"),
     ({"constraint": "random", "n_states": 8, "state_dropout": 2}, "state_dropout"),

@@ -54,7 +54,7 @@ RUNS = {
                                 **_1)),
     "neural-2^10-dropout": ("ptb", dict(states_per_cluster=8, state_dropout=4,
                                         parameterization="neural", **_1)),
-    "stepwise-em-2^10": ("ptb", dict(states_per_cluster=8, learn="stepwise_em", **_1)),
+    "stepwise-em-2^10": ("ptb", dict(states_per_cluster=8, learn="stepwise-em", **_1)),
     "em-2^10": ("ptb", dict(states_per_cluster=8, learn="em", **_B)),
     "dense-2^7": ("ptb", dict(constraint="dense", n_states=128, states_per_cluster=128, **_B)),
     "brown-2^10-dropout-wt2": ("wikitext-2", dict(states_per_cluster=8, state_dropout=4,

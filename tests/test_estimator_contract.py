@@ -645,6 +645,30 @@ def test_the_same_bad_input_raises_invalid_input_everywhere(case, kind):
         fit(fresh, Data(bad.args, bad.kwargs, case.data(fresh).fit_kwargs))
 
 
+@pytest.mark.parametrize("case", cases("errors"))
+def test_a_damaged_file_raises_model_file_error(case, tmp_path):
+    model = fitted(case)
+    model.save(tmp_path / "m")
+    (tmp_path / "m" / "model.json").write_text('{"format": "hiddenstate", "class": ',
+                                               encoding="utf-8")
+    with pytest.raises(hs.errors.ModelFileError):
+        hs.load(tmp_path / "m")
+
+
+@pytest.mark.parametrize("case", cases("errors"))
+def test_a_draw_too_large_for_memory_is_refused_before_allocating(case):
+    if case.name in SAMPLE_MEMORY_XFAIL:  # not run: it would draw until memory runs out
+        pytest.xfail(SAMPLE_MEMORY_XFAIL[case.name])
+    model = fitted(case)
+    with pytest.raises(hs.errors.InsufficientMemoryError, match="n_samples"):
+        model.sample(10**12, random_state=0, **case.sample_kwargs)
+
+
+SAMPLE_MEMORY_XFAIL = {
+    name: f"policy: {name}.sample checks no memory (sample(10**12) draws until memory runs "
+          "out); the memory checks are policy's" for name in ("PCFG", "ProgramModel")}
+
+
 def _zero_calls():
     out = []
     for c in CASES:

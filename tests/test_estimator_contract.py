@@ -439,10 +439,6 @@ def same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
-def params_equal(a: dict, b: dict) -> bool:
-    return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-
-
 def contract_modes() -> set[str]:
     """The ``learn=`` spellings the contract page lists."""
     row = next(line for line in CONTRACT.read_text(encoding="utf-8").splitlines()

@@ -177,7 +177,7 @@ def test_kernels_equal_the_program_on_the_explanation_graph_engine():
     sentence = prog.predicates["sentence"]
     goals = [sentence(tuple(w)) for w in SENTENCES]
     pm = ProgramModel(prog, init="declared")
-    np.testing.assert_allclose(pm.log_prob(goals), m.score_samples(SENTENCES), atol=1e-10,
+    np.testing.assert_allclose(pm.score_samples(goals), m.score_samples(SENTENCES), atol=1e-10,
                                rtol=0)
     counts = pm.expected_counts(goals)
     mine = m.expected_counts(SENTENCES)

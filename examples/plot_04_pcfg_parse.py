@@ -75,7 +75,8 @@ print("P(VP over 'eats fish' | sentence) =",
 # the best parse of each sentence and learns a grammar biased towards it.
 data = [w for w, _ in g.sample(200, random_state=0)]
 for mode in ("em", "map", "vt"):
-    m = hs.PCFG(rules=rules, start="S", learn=mode, prior=2.0, n_init=3,
+    prior = None if mode == "em" else 2.0  # maximum likelihood takes no prior
+    m = hs.PCFG(rules=rules, start="S", learn=mode, prior=prior, n_init=3,
                 random_state=0).fit(data)
     print(f"{mode}: P(VP -> V NP) = {m.probs_['VP'][0]:.3f}, "
           f"P(NP -> NP PP) = {m.probs_['NP'][0]:.3f}")

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, markdown_table  # noqa: E402
 
 import hiddenstate as hs  # noqa: E402
+from hiddenstate.models.examples import multiplexer  # noqa: E402
 from hiddenstate.treenet import passes  # noqa: E402
-from hiddenstate.treenet.examples import multiplexer  # noqa: E402
 
 SAMPLES = (10, 100, 1000)
 DAGS = {

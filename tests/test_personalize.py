@@ -55,6 +55,8 @@ def run(texts, tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     result = personalize(ref, tgt, out, words=N_WORDS, eval_words=N_EVAL, vocab_size=3000,
                          seed=0)
+    assert result.index is None and not (out / "index.html").exists()  # the pipeline alone
+    assert cli.write_personalize_report(result) == out / "index.html" == result.index
     return result, out
 
 
@@ -244,11 +246,25 @@ def test_cli_writes_everything_and_reloads(texts, tmp_path, capsys):
     assert s2["vocabulary"]["built_from"] == "the loaded source"
 
 
+def test_the_pipeline_writes_no_report_and_old_report_arguments_say_so(texts, tmp_path):
+    """``report`` / ``n_report_words`` moved to the report writer: ``report=True`` is an
+    error saying what to call; ``report=False`` and ``n_report_words`` warn (one release)."""
+    ref, tgt = texts
+    with pytest.raises(hiddenstate.errors.InvalidInputError,
+                       match="^report: .*write_personalize_report"):
+        personalize(ref, tgt, tmp_path / "x", report=True)
+    for kw in ({"report": False}, {"n_report_words": 10}):
+        with pytest.warns(FutureWarning, match="deprecated and ignored"), \
+                pytest.raises(hiddenstate.errors.InvalidInputError, match="^--target"):
+            personalize(ref, None, tmp_path / "x", **kw)
+    assert not (tmp_path / "x").exists()
+
+
 def test_progress_bars_per_stage(texts, tmp_path, capsys):
     ref, tgt = texts
     calls = []
     personalize(ref, tgt, tmp_path / "a", words=500, eval_words=100, vocab_size=1000,
-                report=False, progress=lambda *a: calls.append(a))
+                progress=lambda *a: calls.append(a))
     for stage in ("props", "hmm"):
         done = [c[1] for c in calls if c[0] == stage]
         assert done[0] == 0 and done[-1] == 500 and done == sorted(done) and len(done) > 10
@@ -314,7 +330,7 @@ def test_lstm_source_runs_through_the_pipeline(texts, tmp_path):
     small = tmp_path / "ref.txt"
     small.write_text("\n".join(ref.read_text().split("\n\n")[:20]) + "\n")
     result = personalize(small, tgt, tmp_path / "o", words=300, eval_words=100,
-                         source="lstm", vocab_size=500, report=False,
+                         source="lstm", vocab_size=500,
                          source_options={"epochs": 1, "hidden_dim": 16, "embedding_dim": 16})
     s = result.summary
     assert s["source"]["kind"] == "lstm"

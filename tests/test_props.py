@@ -15,8 +15,8 @@ from test_online_em import direct_online_em
 
 from hiddenstate import PROPS
 from hiddenstate.errors import InvalidInputError
-from hiddenstate.io import arrays_path
 from hiddenstate.learn.online.online_em import PRIOR_MASS
+from hiddenstate.persist import arrays_path
 from hiddenstate.sources import CallableSource, DensitySource, Source
 
 W = 4
@@ -93,7 +93,7 @@ def test_inference_against_enumeration(Kp):
     y = rng.integers(0, W, lengths.sum())
     log_e = full_log_e(m, fns, y, lengths)
     ref = dataset_posteriors(m.startprob_, m.transmat_, log_e, lengths)
-    assert np.allclose(m.score_sequences(y, lengths), ref["loglik"], rtol=1e-12, atol=0)
+    assert np.allclose(m.score_samples(y, lengths), ref["loglik"], rtol=1e-12, atol=0)
     assert np.allclose(m.predict_proba(y, lengths), ref["gamma"], rtol=0, atol=1e-12)
     logp, path = m.decode(y, lengths)
     assert np.array_equal(path, ref["viterbi_path"])
@@ -470,7 +470,7 @@ def test_gaussian_perturbation_states_against_enumeration():
                      for k in range(2)], axis=1)
     log_e = np.column_stack([src, pert])
     ref = dataset_posteriors(m.startprob_, m.transmat_, log_e, lengths)
-    assert np.allclose(m.score_sequences(y, lengths), ref["loglik"], rtol=1e-12)
+    assert np.allclose(m.score_samples(y, lengths), ref["loglik"], rtol=1e-12)
     assert np.allclose(m.predict_proba(y, lengths), ref["gamma"], atol=1e-12)
     assert np.array_equal(m.decode(y, lengths)[1], ref["viterbi_path"])
     assert np.allclose(m.token_scores(y, lengths).source_log_prob[:, 0], src, rtol=1e-14)
@@ -490,7 +490,8 @@ def test_gaussian_online_em_matches_the_direct_transcription():
     m.means_ = theta["emission"]["means"].copy()
     m.partial_fit(y[:300], [250, 50])
     m.partial_fit(y[300:], [300], continues=True)
-    fam = m._fitted_family().inner  # the perturbation states' family, with its priors
+    # the perturbation states' family, with its priors
+    fam = m.emission_family(m.n_features_).inner
     assert isinstance(fam, GaussianEmissions) and fam.n_states == 2
     ref = direct_online_em(theta, y, lengths, emission="dense", family=fam, warmup=10,
                            alpha_t=np.full((3, 3), 1 + PRIOR_MASS / 3),

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hiddenstate.errors import InvalidInputError, ModelFileError, NotFittedError
-from hiddenstate.io import arrays_path
+from hiddenstate.persist import arrays_path
 from hiddenstate.sources import KneserNeySource, Source, sequence_log_probs
 from hiddenstate.sources.kneser_ney import estimate_discount
 from hiddenstate.textio import Vocabulary

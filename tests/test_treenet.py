@@ -9,12 +9,13 @@ import json
 
 import numpy as np
 import pytest
+import tamper
 from scipy.stats import chisquare
 
 import hiddenstate as hs
 from hiddenstate.errors import InvalidInputError, ModelFileError, NotFittedError
+from hiddenstate.models.examples import multiplexer
 from hiddenstate.treenet import funk, passes
-from hiddenstate.treenet.examples import multiplexer
 
 TREE = {
     "n_states": {"a": 3, "b": 2, "c": 3, "d": 2},
@@ -338,6 +339,9 @@ def test_save_load_round_trip_and_tampering(tmp_path):
     meta = json.loads((tmp_path / "dag" / "model.json").read_text())
     meta["params"]["edges"].append(["c", "a"])  # a cycle
     (tmp_path / "dag" / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelFileError, match="model.json was modified"):
+        hs.load(tmp_path / "dag")
+    tamper.write(tmp_path / "dag", meta, manifest=False)  # resealed: the content check
     with pytest.raises(ModelFileError, match="cycle"):
         hs.load(tmp_path / "dag")
     net.weights_["a->c"] = -net.weights_["a->c"]

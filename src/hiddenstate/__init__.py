@@ -1,10 +1,10 @@
 """hiddenstate: hidden Markov models and other discrete latent-variable models."""
 
+from ._version import __version__
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
-from .io import load
 from .models import HMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
-
-__version__ = "0.1.0"
+from .persist import load
+from .programs import ProgramModel
 
 __all__ = [
     "HMM",
@@ -12,6 +12,7 @@ __all__ = [
     "PCFG",
     "PLCG",
     "PROPS",
+    "ProgramModel",
     "TreeNet",
     "HiddenStateError",
     "InvalidInputError",

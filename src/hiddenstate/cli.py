@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fit hidden Markov models to text, CSV or .npy data, then score, decode "
                     "and sample.",
     )
-    from . import __version__
+    from ._version import __version__
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -316,7 +316,7 @@ def save_model_dir(model, path: str | Path, input_format: str,
         raise InvalidInputError(
             "vocabulary: a text model needs the Vocabulary that encoded its training text, "
             "and a csv/npy model has none; pass vocabulary= exactly when input_format='text'")
-    model._check_is_fitted()
+    model.check_is_fitted()
     if vocabulary is not None:
         if not isinstance(vocabulary, textio.Vocabulary):
             raise InvalidInputError(
@@ -352,7 +352,8 @@ def load_model_dir(path: str | Path):
     features) and with ``vocabulary.json`` (its size and checksum); anything missing or
     inconsistent is a :class:`~hiddenstate.errors.ModelFileError` naming the file and the fix.
     """
-    from .io import load
+    from .models import HMM
+    from .persist import load
 
     d = Path(path)
     if not d.is_dir():
@@ -378,6 +379,10 @@ def load_model_dir(path: str | Path):
             f"{meta_path}: version {version!r} is not supported (this hiddenstate reads 1 and "
             f"{_META_VERSION}); upgrade hiddenstate or {refit}")
     model = load(d)
+    if not isinstance(model, HMM):
+        raise ModelFileError(
+            f"{d / 'model.json'}: holds a {type(model).__name__}, and the command line reads "
+            "the HMMs that `hiddenstate fit` writes; " + refit)
     fmt, vocab_name = meta.get("input_format"), meta.get("vocabulary")
     if fmt not in textio.FORMATS:
         raise ModelFileError(
@@ -460,7 +465,7 @@ def _require_positive(args, model, vocabulary, X, lengths, command: str) -> None
     """Refuse data of probability zero (``decode``, ``report``): it has no most likely
     states and no posteriors."""
     with _about_file(args.input):
-        per_seq = model.score_sequences(X, lengths)
+        per_seq = model.score_samples(X, lengths)
     msg = _zero_probability(model, vocabulary, X, lengths, per_seq)
     if msg is not None:
         raise ZeroProbabilityError(
@@ -587,7 +592,7 @@ def cmd_score(args, out) -> int:
     model, meta, vocabulary = load_model_dir(args.model)
     X, lengths = _read_for_model(args, meta, vocabulary)
     with _about_file(args.input):  # wrong number of features, symbols out of range, ...
-        per_seq = [float(v) for v in model.score_sequences(X, lengths)]
+        per_seq = [float(v) for v in model.score_samples(X, lengths)]
         total = float(sum(per_seq))
     n_obs = int(lengths.sum())
     result = {"total": total, "n_sequences": len(lengths), "n_observations": n_obs,
@@ -709,12 +714,35 @@ def stage_progress(show: bool):
     return progress, close
 
 
+def require_report_plots() -> None:
+    """Fail before any work when the report of ``personalize`` cannot be drawn."""
+    from .report import require_matplotlib
+
+    try:
+        require_matplotlib()
+    except HiddenStateError as exc:
+        raise HiddenStateError(
+            "report: matplotlib is not installed; pip install 'hiddenstate[plot]' "
+            "(or pass --no-report)") from exc
+
+
+def write_personalize_report(result, n_words: int = 400) -> Path:
+    """Write the HTML report of a personalisation ``result`` into its output directory,
+    record its path in ``result.index`` and return it (``personalize`` and the demo)."""
+    from .report.personalize import write_personalize_report as write
+
+    result.index = write(result, result.out, n_words=n_words)
+    return result.index
+
+
 def cmd_personalize(args, out) -> int:
     from .personalize import format_summary_table, personalize
 
     if args.load_source is not None and args.reference is not None:
         _warn("personalize", "--reference is not used with --load-source (the saved source "
               "and its vocabulary are reused); drop one of them")
+    if args.report:
+        require_report_plots()
     show = sys.stderr.isatty() if args.progress is None else args.progress
     progress, close = stage_progress(show)
     try:
@@ -723,10 +751,12 @@ def cmd_personalize(args, out) -> int:
             eval_words=args.eval_words, source=args.source, order=args.order,
             load_source_dir=args.load_source, vocab_size=args.vocab_size,
             perturbation_states=args.perturbation_states, hmm_states=args.hmm_states,
-            seed=args.seed, lowercase=args.lowercase, progress=progress, report=args.report,
+            seed=args.seed, lowercase=args.lowercase, progress=progress,
             encoding=args.encoding, missing_token=args.missing_token)
     finally:
         close()
+    if args.report:
+        write_personalize_report(result)
     s = result.summary
     voc = s["vocabulary"]
     d = Path(args.out)

@@ -99,8 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     progress, close = cli.stage_progress(show)
     start = time.perf_counter()
     try:
+        cli.require_report_plots()
         result = personalize(ref, target, args.out, words=args.words, seed=args.seed,
                              progress=progress)
+        cli.write_personalize_report(result)
     except HiddenStateError as exc:
         print(f"demo: error: {exc}", file=sys.stderr)
         return 2

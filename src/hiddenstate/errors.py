@@ -33,6 +33,11 @@ class ProgramError(HiddenStateError, ValueError):
     than alternatives of switch outcomes and goals."""
 
 
+class MissingDependencyError(HiddenStateError, ImportError):
+    """An optional dependency (torch, matplotlib, Dask) is not installed; the message says
+    which extra to install."""
+
+
 class InsufficientMemoryError(HiddenStateError, MemoryError):
     """An operation would need more memory than is available (checked before allocating)."""
 

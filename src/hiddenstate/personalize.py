@@ -20,12 +20,13 @@ The pipeline behind ``hiddenstate personalize`` (and ``make demo``), as plain fu
    kept as the learning curve;
 6. :func:`evaluate` scores the evaluation words with both models frozen
    (``score_tokens``) and with the black box alone;
-7. :func:`personalize` runs all of it and writes ``out/summary.json``, ``out/index.html``
-   (:func:`hiddenstate.report.personalize.write_personalize_report`), the models
-   (``out/props``, ``out/hmm``, ``out/source``; :func:`hiddenstate.load` and
-   :func:`hiddenstate.sources.load_source` read them back), the vocabulary and the two
-   token streams as text (``personalisation.txt``, ``evaluation.txt``; one sequence per
-   line, after lower-casing).
+7. :func:`personalize` runs all of it, writes ``out/summary.json``, the models
+   (``out/props``, ``out/hmm``, ``out/source``; :func:`hiddenstate.load` reads them back),
+   the vocabulary and the two token streams as text (``personalisation.txt``,
+   ``evaluation.txt``; one sequence per line, after lower-casing), and returns a
+   :class:`PersonalizeResult`. The HTML report is written from that result by
+   :func:`hiddenstate.report.personalize.write_personalize_report` (the command line and
+   ``make demo`` call it; the pipeline sits below the report layer and does not).
 
 Predictive numbers: for each model and each stretch of words, the mean predictive probability
 :math:`\frac1n\sum_t p(y_t \mid y_{<t})` and the perplexity
@@ -39,8 +40,8 @@ over the observed words only.
 
 ``progress(stage, done, total, value)`` (optional) is called as the work advances: stage
 ``"source"`` (LSTM epochs; ``value`` the training loss), ``"props"`` and ``"hmm"`` (words
-seen; ``value`` the running mean prequential log-probability), ``"evaluate"`` and
-``"report"``; ``done == 0`` (``value`` NaN) announces that a stage starts.
+seen; ``value`` the running mean prequential log-probability) and ``"evaluate"``;
+``done == 0`` (``value`` NaN) announces that a stage starts.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ import importlib.util
 import json
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +62,7 @@ from .errors import HiddenStateError, InvalidInputError, ModelFileError
 from .models import HMM, PROPS
 from .models.props import perturbation_log_odds
 from .sources import MISSING, KneserNeySource, Source, load_source, sequence_log_probs
+from .textio import top_symbols
 
 __all__ = ["EVAL_WORDS_CAP", "SUMMARY_FORMAT", "Evaluation", "PersonalizeResult", "Stream",
            "build_vocabulary", "evaluate", "format_summary_table", "personalize",
@@ -300,7 +303,7 @@ class PersonalizeResult:
     evaluation: Stream
     curves: dict[str, np.ndarray]  # prequential log-probs on the personalisation stream
     scores: Evaluation
-    index: Path | None = None
+    index: Path | None = None  # index.html, once a report writer has set it
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -314,9 +317,9 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
                 eval_words: int | None = None, source: str = "ngram", order: int = 3,
                 load_source_dir=None, vocab_size: int = 10000, perturbation_states: int = 2,
                 hmm_states: int = 3, seed: int = 0, lowercase: bool = True,
-                progress: Progress | None = None, report: bool = True,
+                progress: Progress | None = None, report: bool | None = None,
                 source_options: dict | None = None, chunk: int | None = None,
-                n_report_words: int = 400, encoding: str = "utf-8",
+                n_report_words: int | None = None, encoding: str = "utf-8",
                 missing_token: str | None = None) -> PersonalizeResult:
     """Run the whole pipeline (see the module docstring) and write its files to ``out``.
 
@@ -325,7 +328,14 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
     ``encoding`` is both texts' (UTF-8 by default); ``missing_token`` marks missing words in
     the target (see the module docstring; lower-cased with the text). Errors name the
     command-line option to fix (``--words``, ``--target``, ...).
+
+    The HTML report is not written here: pass the result to
+    :func:`hiddenstate.report.personalize.write_personalize_report`. ``report`` and
+    ``n_report_words`` are deprecated (removed after 0.2): ``report=False`` and
+    ``n_report_words`` are ignored with a ``FutureWarning``, ``report=True`` is an
+    :class:`~hiddenstate.errors.InvalidInputError` that says what to call instead.
     """
+    _check_report_args(report, n_report_words)
     times: dict[str, float] = {}
     t0 = time.perf_counter()
     if source not in SOURCES:
@@ -333,8 +343,7 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
     for value, option, minimum in ((words, "--words", 1), (order, "--order", 1),
                                    (vocab_size, "--vocab-size", 2),
                                    (perturbation_states, "--perturbation-states", 1),
-                                   (hmm_states, "--hmm-states", 1),
-                                   (n_report_words, "n_report_words", 0)):
+                                   (hmm_states, "--hmm-states", 1)):
         _check_int(value, option, minimum)
     if eval_words is not None:
         _check_int(eval_words, "--eval-words", 1)
@@ -357,15 +366,6 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
             "--load-source DIR to reuse a saved source)")
     if source == "lstm" and load_source_dir is None:
         require_torch()
-    if report:
-        from .report import require_matplotlib
-
-        try:
-            require_matplotlib()
-        except HiddenStateError as exc:
-            raise HiddenStateError(
-                "report: matplotlib is not installed; pip install 'hiddenstate[plot]' "
-                "(or pass --no-report)") from exc
 
     textio.check_encoding(encoding)
     target_seqs = read_tokens(target, lowercase, "--target", encoding)
@@ -438,19 +438,26 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
     result = PersonalizeResult(summary, out, vocabulary, src, props, hmm, pers, evs,
                                {"props": props_curve, "hmm": hmm_curve,
                                 "black_box": source_curve}, scores, seconds=times)
-    if report:
-        from .report.personalize import write_personalize_report
-
-        t = time.perf_counter()
-        result.index = write_personalize_report(result, out, n_words=n_report_words)
-        times["report"] = time.perf_counter() - t
-        if progress is not None:
-            progress("report", 1, 1, float("nan"))
     times["total"] = time.perf_counter() - t0
     summary["seconds"] = {k: round(v, 3) for k, v in times.items()}
     (out / "summary.json").write_text(
         json.dumps(_finite(summary), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return result
+
+
+def _check_report_args(report, n_report_words) -> None:
+    """The deprecated ``report`` / ``n_report_words`` arguments (see :func:`personalize`)."""
+    if report:
+        raise InvalidInputError(
+            "report: personalize() no longer writes the HTML report (the pipeline returns "
+            "its result); drop report=True and call hiddenstate.report.personalize."
+            "write_personalize_report(result, result.out) (the command line and the demo do)")
+    for value, name in ((report, "report"), (n_report_words, "n_report_words")):
+        if value is not None:
+            warnings.warn(
+                f"{name}: deprecated and ignored (personalize() writes no report); drop it, "
+                "and pass n_words= to hiddenstate.report.personalize.write_personalize_report",
+                FutureWarning, stacklevel=3)
 
 
 def _load_source(path) -> Source:
@@ -484,8 +491,6 @@ def _finite(obj):
 
 def _summary(*, reference, target, load_source_dir, source_kind, src, vocabulary, ref_words,
              ref_X, pers, evs, props, hmm, scores, curves, settings) -> dict:
-    from .report import top_symbols
-
     Ks = props.n_sources
     pert_top = top_symbols(props.emissionprob_, vocabulary, 10)
     odds = scores.membership_log_odds

@@ -40,8 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._bundle import read_json
 from .errors import InvalidInputError, ModelFileError
-from .io import read_json
 
 __all__ = [
     "UNK",
@@ -58,6 +58,7 @@ __all__ = [
     "read_data",
     "split_sequences",
     "FORMATS",
+    "top_symbols",
 ]
 
 UNK = "<unk>"
@@ -262,6 +263,21 @@ class Vocabulary:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def top_symbols(emissionprob, vocabulary=None, n: int = 10) -> list[list[tuple[str, float]]]:
+    """The ``n`` most probable symbols of every row of ``emissionprob`` (a state's emission
+    distribution) as ``(symbol, probability)`` lists, most probable first; symbols are
+    decoded by ``vocabulary`` (else their ids as strings). Used by the reports and the
+    personalisation summary."""
+    B = np.asarray(emissionprob, dtype=float)
+    out = []
+    for row in B:
+        order = np.argsort(-row, kind="stable")[:n]
+        names = (vocabulary.decode(order) if vocabulary is not None
+                 else [str(int(i)) for i in order])
+        out.append([(w, float(row[i])) for w, i in zip(names, order, strict=True)])
+    return out
 
 
 def infer_format(path: str | os.PathLike, default: str | None = None) -> str:

@@ -1,7 +1,8 @@
 """Context-free grammars in Chomsky normal form and the bracketed trees they are read from
 (see ``docs/pcfg.md``).
 
-- :class:`Grammar`: rules, start symbols, the flat kernel arrays, the program form.
+- :class:`Grammar`: rules, start symbols, the flat kernel arrays (the same grammar as a
+  program: :func:`hiddenstate.programs.grammar_program`).
 - :mod:`.trees`: :class:`Tree`, :func:`read_trees`, treebank normalisation, unary-chain
   collapsing and binarisation (and their inverses).
 """

@@ -1,14 +1,21 @@
 """Programs used by the docs, the tests and the benchmark.
 
 - :func:`hmm_program`: a categorical HMM (the model of :class:`hiddenstate.HMM`).
-- :func:`pcfg_program`: a PCFG in Chomsky normal form (the inside-outside algorithm).
+- :func:`pcfg_program`: a PCFG in Chomsky normal form (the inside-outside algorithm); a
+  :class:`~hiddenstate.grammar.Grammar` with its start switch is
+  :func:`~hiddenstate.programs.grammar.grammar_program`.
 - :func:`path_program`: the probabilistic graph of Sato & Kubota's figure 5 (from the
   ProbLog tutorial): six nodes, eight undirected edges, each an on/off switch; the
   explanations of ``path(x, y)`` are the simple paths from x to y, which are not exclusive.
+- :func:`builtin_program`: one of these, rebuilt from a saved model's switches (how
+  :func:`hiddenstate.load` restores a saved ``ProgramModel`` without ``program=``).
 """
 
 from __future__ import annotations
 
+from ..errors import HiddenStateError
+from ..grammar.cnf import START, Grammar
+from .grammar import add_span_goal, grammar_program
 from .program import Program, msw
 
 #: (node, node): probability that the edge is present (ProbLog tutorial, PRISM paper fig. 5)
@@ -68,23 +75,13 @@ def pcfg_program(rules: dict, start: str = "S", prior=1.0) -> Program:
     nothing are pruned from the graph.
     """
     prog = Program("pcfg")
-    lexical, binary = {}, {}
     for lhs, rhss in rules.items():
         prog.switch(lhs, rhss, prior=prior)
-        lexical[lhs] = {r[0]: msw(lhs, r) for r in rhss if len(r) == 1}
-        binary[lhs] = [(msw(lhs, r), r[0], r[1]) for r in rhss if len(r) == 2]
+    span = add_span_goal(prog, rules)
 
     @prog.goal
     def sentence(words):
         return [[span(start, 0, len(words), words)]]
-
-    @prog.goal
-    def span(lhs, i, j, words):
-        if j == i + 1:
-            rule = lexical[lhs].get(words[i])
-            return [[rule]] if rule is not None else []
-        return [[rule, span(b, i, k, words), span(c, k, j, words)]
-                for rule, b, c in binary[lhs] for k in range(i + 1, j)]
 
     return prog
 
@@ -119,3 +116,56 @@ def path_program(edges: dict | None = None, prior=1.0) -> Program:
                 for z in neighbours[x] if z not in visited]
 
     return prog
+
+
+def _start_symbol(rules: dict) -> str | None:
+    """The one nonterminal that no right-hand side uses (the start of a
+    :func:`pcfg_program`), or None when there is not exactly one."""
+    used = {x for rhss in rules.values() for r in rhss if len(r) == 2 for x in r}
+    roots = [lhs for lhs in rules if lhs not in used]
+    return roots[0] if len(roots) == 1 else None
+
+
+def builtin_program(name, switches: list[tuple]) -> Program | None:
+    """The built-in example program called ``name`` whose switches are exactly
+    ``switches`` (``(switch name, outcomes)`` pairs, as a saved ``ProgramModel`` lists them),
+    rebuilt with its default ``prior`` (1.0); None if no example program matches.
+
+    - ``"hmm"``: :func:`hmm_program`, its sizes from the ``"init"`` and ``("out", 0)``
+      switches;
+    - ``"path"``: :func:`path_program` over the saved edges (declared probabilities from
+      :data:`PATH_EDGES`, 0.5 for another edge);
+    - ``"pcfg"``: with a :data:`~hiddenstate.grammar.START` switch,
+      :func:`~hiddenstate.programs.grammar.grammar_program` of the saved rules and start
+      symbols; without, :func:`pcfg_program` whose start is the one nonterminal no rule
+      uses (None when there is not exactly one).
+
+    A program whose switches or outcomes differ in any way from the saved ones is no match
+    (the saved probabilities would not mean the same)."""
+    table = dict(switches)
+    if len(table) != len(switches) or not isinstance(name, str):
+        return None
+    try:
+        prog = _rebuild(name, table)
+    except (HiddenStateError, TypeError, ValueError, KeyError, IndexError):
+        return None  # saved switches this example cannot have
+    if prog is None:
+        return None
+    t = prog.switches
+    mine = {n: list(t.outcomes(n)) for n in t.names}
+    return prog if mine == {n: list(v) for n, v in table.items()} else None
+
+
+def _rebuild(name: str, table: dict) -> Program | None:
+    if name == "hmm":
+        return hmm_program(len(table["init"]), len(table[("out", 0)]))
+    if name == "path":
+        edges = [n[1:] for n in table if isinstance(n, tuple) and n[:1] == ("edge",)]
+        return path_program({e: PATH_EDGES.get(e, 0.5) for e in edges})
+    if name == "pcfg":
+        rules = {lhs: [tuple(r) for r in rhss] for lhs, rhss in table.items() if lhs != START}
+        if START in table:
+            return grammar_program(Grammar.from_rules(rules, list(table[START])))
+        start = _start_symbol(rules)
+        return None if start is None else pcfg_program(rules, start)
+    return None

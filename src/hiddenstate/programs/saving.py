@@ -3,20 +3,24 @@
 A program is Python code, so it is not saved: what is saved is the model's hyper-parameters
 and its switch probabilities keyed by switch name and outcome (``model.json`` lists every
 switch with its outcomes, ``arrays.npz`` holds the probabilities in that order; VB
-posteriors likewise), through :func:`hiddenstate.io.write_bundle` (JSON + npz, SHA-256
-manifest, no pickle). :func:`load` reads them back *into a program*: the same program, or
-any program that declares those switches with those outcomes (in any order). Switch names
-and outcomes must be JSON values: strings, numbers, booleans, None and tuples of these
-(saved as lists and read back as tuples).
+posteriors likewise), through :func:`hiddenstate._bundle.write_bundle` (JSON + npz, SHA-256
+manifest, no pickle). :func:`restore` reads them back *into a program*: the same program,
+or any program that declares those switches with those outcomes (in any order); without
+one, a built-in example program of the saved name is rebuilt from the saved switches
+(:func:`~hiddenstate.programs.examples.builtin_program`). Switch names and outcomes must be
+JSON values: strings, numbers, booleans, None and tuples of these (saved as lists and read
+back as tuples). :func:`hiddenstate.load` calls :func:`restore`; this module imports no
+estimator (the class is passed in).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import HiddenStateError, ModelFileError
-from ..io import from_json, read_bundle, reading, to_json, write_bundle
-from ..learn import ConvergenceMonitor
+from .._bundle import from_json, read_bundle, reading, to_json, write_bundle
+from ..errors import HiddenStateError, InvalidInputError, ModelFileError
+from ..learn.monitor import ConvergenceMonitor
+from .examples import builtin_program
 
 FORMAT = "hiddenstate-program-params"
 
@@ -107,16 +111,30 @@ def _read_entries(entries, flat: np.ndarray, program, what: str, check: bool) ->
     return out
 
 
-def load(path, program):
-    """Load a model saved by :meth:`ProgramModel.save` into ``program``."""
-    from .model import ProgramModel
-
+def restore(path, cls, program=None):
+    """The model of class ``cls`` (:class:`~hiddenstate.programs.ProgramModel`) saved by
+    :func:`save` in ``path``, its switches loaded into ``program``. Without ``program``, the
+    built-in example program of the saved name is rebuilt from the saved switches (see
+    :func:`~hiddenstate.programs.examples.builtin_program`); for any other program
+    :class:`~hiddenstate.errors.InvalidInputError` names ``program`` and the fix."""
     meta, arrays = read_bundle(path, FORMAT, "program model")
+    if meta.get("class") != "ProgramModel":
+        raise ModelFileError(f"{path}: unknown class {meta.get('class')!r}")
+    if program is None:
+        name = meta.get("program")
+        with reading(path):
+            switches = [(_from_json_name(e[0]), [_from_json_name(v) for v in e[1]])
+                        for e in meta["switches"]]
+        program = builtin_program(name, switches)
+        if program is None:
+            raise InvalidInputError(
+                f"program: {path} holds the switch probabilities of the program "
+                f"{str(name)[:80]!r}, which is not one of the built-in example programs (a "
+                "program is code, so it is not saved); pass the program it was saved from: "
+                "hiddenstate.load(path, program=my_program)")
     with reading(path):
-        if meta.get("class") != "ProgramModel":
-            raise ModelFileError(f"{path}: unknown class {meta.get('class')!r}")
         params = {k: from_json(v) for k, v in dict(meta["params"]).items()}
-        model = ProgramModel(program, **params)
+        model = cls(program, **params)
         model._check_hyper()
         probs = _read_entries(meta["switches"], arrays["probs"], program, str(path), True)
         posterior = _read_entries(meta["posterior_switches"], arrays["posterior"], program,

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import HiddenStateError
 from ..learn import OBJECTIVES
+from ..textio import top_symbols
 
 __all__ = ["write_report", "require_matplotlib", "top_symbols"]
 
@@ -42,18 +43,6 @@ def require_matplotlib() -> None:
 
 def _esc(value) -> str:
     return html.escape(str(value), quote=True)
-
-
-def top_symbols(emissionprob, vocabulary=None, n: int = 10) -> list[list[tuple[str, float]]]:
-    """The ``n`` most probable symbols of every state as ``(symbol, probability)`` lists."""
-    B = np.asarray(emissionprob, dtype=float)
-    out = []
-    for row in B:
-        order = np.argsort(-row, kind="stable")[:n]
-        names = (vocabulary.decode(order) if vocabulary is not None
-                 else [str(int(i)) for i in order])
-        out.append([(w, float(row[i])) for w, i in zip(names, order, strict=True)])
-    return out
 
 
 def _img(path: Path, alt: str) -> str:
@@ -127,7 +116,8 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
         lengths = (np.array([len(X)], dtype=np.int64) if lengths is None
                    else np.asarray(lengths, dtype=np.int64))
         # raises ZeroProbabilityError naming the first sequence the model cannot produce
-        loglik, post = model.score_samples(X, lengths)
+        post = model.predict_proba(X, lengths)
+        loglik = model.score(X, lengths)
         occupancy = post.mean(axis=0)
         n_obs, n_seq = int(lengths.sum()), len(lengths)
 
@@ -273,7 +263,7 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
                      f"<p>The first {m} sequences, each word tagged with its Viterbi state.</p>"
                      + "".join(lines) + "</section>")
 
-    from .. import __version__
+    from .._version import __version__
 
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     doc = (

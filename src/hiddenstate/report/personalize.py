@@ -321,7 +321,7 @@ def write_personalize_report(result, out_dir, n_words: int = 400,
         + _word_panel(words, unk, starts, odds, odds_titles, lim_odds)
         + "</section>")
 
-    from .. import __version__
+    from .._version import __version__
 
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     intro = (f"PROPS personalised the black box ({_esc(s['source']['description'])}) to the "

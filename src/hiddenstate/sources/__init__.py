@@ -5,8 +5,8 @@ LSTM language model (loaded on first use)."""
 import sys
 from pathlib import Path
 
+from .._bundle import peek
 from ..errors import ModelFileError
-from ..io import read_json
 from .base import (
     MISSING,
     CallableSource,
@@ -46,17 +46,18 @@ def is_savable(src) -> bool:
 
 def load_source(path) -> Source:
     """Load a source saved with its ``save(path)`` (the class comes from a fixed list, the
-    file is JSON + npz: loading runs no code from it)."""
-    meta_path = Path(path) / "model.json"
-    if not meta_path.is_file():
-        raise ModelFileError(f"path: {path} is not a saved source (expected model.json inside "
-                             "it)")
-    meta = read_json(meta_path, "source")
-    name = meta.get("class") if isinstance(meta, dict) else None
+    file is JSON + npz: loading runs no code from it).
+
+    :func:`hiddenstate.load` reads a saved source too; this function differs in accepting
+    *only* a source (a saved model is a :class:`~hiddenstate.errors.ModelFileError`), which
+    is what PROPS needs for its sub-bundles and ``hiddenstate personalize --load-source``
+    for its argument."""
+    _, name = peek(path, "source")  # the class's own load checks the format
     if name == "KneserNeySource":
         return KneserNeySource.load(path)
     if name == "LSTMSource":
         from .lstm import LSTMSource
 
         return LSTMSource.load(path)
-    raise ModelFileError(f"{meta_path}: unknown source class {str(name)[:80]!r}")
+    raise ModelFileError(f"{Path(path) / 'model.json'}: unknown source class "
+                         f"{str(name)[:80]!r}")

@@ -84,17 +84,17 @@ import os
 
 import numpy as np
 
+from .._bundle import from_json, read_bundle, reading, to_json, write_bundle
 from .._validation import check_lengths, check_positive_int, check_symbols
 from ..errors import InvalidInputError, ModelFileError, NotFittedError
 from ..families.categorical import MAX_INFERRED_SYMBOLS
-from ..io import from_json, read_bundle, reading, to_json, write_bundle
 from ..textio import Vocabulary
 from .base import MISSING, Source, check_symbol, resolve_alphabet
 
 __all__ = ["DISCOUNT_MAX", "DISCOUNT_MIN", "KneserNeySource", "SOURCE_FORMAT",
            "estimate_discount"]
 
-#: ``format`` of a saved source directory (see :func:`hiddenstate.io.write_bundle`)
+#: ``format`` of a saved source directory (see :func:`hiddenstate._bundle.write_bundle`)
 SOURCE_FORMAT = "hiddenstate-source"
 #: bounds of an estimated discount (see the module docstring)
 DISCOUNT_MIN = 0.05
@@ -476,15 +476,16 @@ class KneserNeySource(Source):
 
     @staticmethod
     def _meta_digest(meta: dict) -> str:
+        """The checksum of ``model.json`` that format version 2 files carry (version 3
+        files are sealed by :mod:`hiddenstate._bundle` itself)."""
         return hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the source to the directory ``path`` (``model.json`` + ``arrays.<token>.npz``,
         format ``"hiddenstate-source"``; no pickle), atomically (see
-        :func:`hiddenstate.io.write_bundle`)."""
+        :func:`hiddenstate._bundle.write_bundle`)."""
         self._check_is_fitted()
         meta = self._meta()
-        meta["meta_sha256"] = self._meta_digest(meta)
         arrays = {"discounts": self.discounts_}
         for m, lev in enumerate(self._levels, start=1):
             arrays[f"ctx{m}"] = lev["ctx"]
@@ -501,7 +502,7 @@ class KneserNeySource(Source):
         if meta.get("class") != cls.__name__:
             raise ModelFileError(f"{where}: holds a {meta.get('class')!r}, not a {cls.__name__}")
         mine = {k: meta.get(k) for k in ("class", "params", "n_symbols", "vocabulary")}
-        if meta.get("meta_sha256") != cls._meta_digest(mine):
+        if meta["version"] < 3 and meta.get("meta_sha256") != cls._meta_digest(mine):
             raise ModelFileError(
                 f"{where}: model.json does not match its checksum; the file was modified or "
                 "corrupted (refit and save again)")

@@ -55,15 +55,15 @@ from typing import Any
 
 import numpy as np
 
+from .._bundle import from_json, read_bundle, reading, to_json, write_bundle
 from .._validation import check_lengths, check_positive_int, check_symbols
 from ..errors import (
-    HiddenStateError,
     InvalidInputError,
+    MissingDependencyError,
     ModelFileError,
     NotFittedError,
     NumericalError,
 )
-from ..io import from_json, read_bundle, reading, to_json, write_bundle
 from ..textio import Vocabulary
 from .base import MISSING, Source, check_symbol, resolve_alphabet
 
@@ -73,10 +73,6 @@ __all__ = ["LSTMSource", "MissingDependencyError", "SOURCE_FORMAT"]
 SOURCE_FORMAT = "hiddenstate-source"
 
 _INSTALL = "install the torch extra: pip install 'hiddenstate[torch]'"
-
-
-class MissingDependencyError(HiddenStateError, ImportError):
-    """An optional dependency (here torch) is not installed."""
 
 
 def _torch():
@@ -758,7 +754,7 @@ class LSTMSource(Source):
         """Write the source to the directory ``path``: ``model.json`` (format
         ``"hiddenstate-source"``, hyper-parameters, vocabulary, loss history) and
         ``arrays.<token>.npz`` (the network's tensors as float64, exact for float32), atomically
-        (see :func:`hiddenstate.io.write_bundle`)."""
+        (see :func:`hiddenstate._bundle.write_bundle`)."""
         self._require_fitted()
         meta = {
             "class": "LSTMSource",

@@ -1,16 +1,22 @@
-"""Funk's worked example: the 2-bit multiplexer of eq. 9-15 (see ``docs/treenet.md``)."""
+"""Worked examples built as estimators: Funk's 2-bit multiplexer (eq. 9-15, see
+``docs/treenet.md``) as a :class:`~hiddenstate.TreeNet`.
+
+(Until 0.1 this was ``hiddenstate.treenet.examples``; it moved here because an example
+that builds an estimator belongs to the estimators' layer, above ``treenet/``: see
+``docs/architecture.md``.)
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .treenet import TreeNet
 
-def multiplexer():
+
+def multiplexer() -> TreeNet:
     """A (4 states) split into two bits B, C and multiplexed back into D (eq. 9-12), so that
     D = A; D's evidence is passed as ``likelihoods={"D": ...}`` (eq. 13, 15) with one dummy
     observed leaf ``x`` (one symbol) below D."""
-    from ..models import TreeNet
-
     net = TreeNet(n_states={"A": 4, "B": 2, "C": 2, "D": 4},
                   edges=[("A", "B"), ("A", "C"), ("B", "D"), ("C", "D"), ("D", "x")],
                   observed={"x": 1})

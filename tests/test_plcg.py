@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sklearn.base import clone
-from test_pcfg import RULES, START_SYMBOLS
+from test_pcfg import RULES, START_SYMBOLS, check_best_parses
 from test_pcfg import SENTENCES as PCFG_SENTENCES
 
 import hiddenstate as hs
@@ -128,17 +128,8 @@ def test_probabilities_and_expected_counts_equal_enumeration():
 
 def test_viterbi_and_k_best_equal_enumeration():
     m = random_model(2)
-    trees, logp = m.parse(SENTENCES, cnf=True, return_logprob=True)
-    for s, words in enumerate(SENTENCES):
-        ders = sorted(lc_derivations(m, words), key=lambda d: -d[0])
-        assert logp[s] == pytest.approx(ders[0][0], abs=1e-10)
-        assert trees[s] == ders[0][2]
-        k = 7
-        best = m.parse_k_best(words, k, cnf=True)
-        assert len(best) == min(k, len(ders))
-        np.testing.assert_allclose([b[0] for b in best], [d[0] for d in ders[:k]],
-                                   atol=1e-10, rtol=0)
-        assert [b[1] for b in best] == [d[2] for d in ders[:len(best)]]
+    check_best_parses(m, SENTENCES, lambda words: [
+        (lp, t) for lp, _, t in sorted(lc_derivations(m, words), key=lambda d: -d[0])])
 
 
 def test_derivation_and_build_invert_each_other():

@@ -79,7 +79,8 @@ class PLCG(BaseEstimator):
     init : ``"random"`` (each switch drawn from a symmetric Dirichlet of concentration
         ``init_concentration``), ``"uniform"`` or ``"current"`` (``theta_``).
     prior : Dirichlet concentration of every switch for ``"map"``, ``"vb"``, ``"vt"``,
-        ``"kvt"`` (``"em"`` ignores it); PRISM's pseudo-count is ``prior - 1``.
+        ``"kvt"`` (PRISM's pseudo-count is ``prior - 1``); ``None``: the mode's default, 1.0,
+        and the same rules as :class:`~hiddenstate.PCFG` (``"em"`` takes no prior).
     k_best : derivations per sentence for ``learn="kvt"``.
     random_state, verbose : seed (int, Generator or None); print the objective per
         iteration.

@@ -152,10 +152,31 @@ def class_members(cls) -> list[str]:
     return out
 
 
+def alias_of(modname: str, name: str) -> str | None:
+    """The full name under which an earlier public module of the reference already
+    documents the class or function ``modname.name``, when ``modname`` is not where it is
+    defined (``hiddenstate.programs.ProgramModel`` is ``hiddenstate.ProgramModel``): its page
+    points there instead of documenting the object twice."""
+    obj = getattr(importlib.import_module(modname), name)
+    if not (inspect.isclass(obj) or inspect.isfunction(obj)) or obj.__module__ == modname:
+        return None
+    for earlier, _ in PUBLIC_MODULES:
+        if earlier == modname:
+            return None
+        mod = importlib.import_module(earlier)
+        if any(getattr(mod, n) is obj for n in public_names(earlier)):
+            return f"{earlier}.{next(n for n in public_names(earlier) if getattr(mod, n) is obj)}"
+    return None
+
+
 def _stub(fullname: str, obj) -> str:
     modname, name = fullname.rsplit(".", 1)
     head = [_title(fullname), f".. currentmodule:: {modname}\n"]
-    if inspect.isclass(obj):
+    alias = alias_of(modname, name)
+    if alias:
+        role = "class" if inspect.isclass(obj) else "func"
+        head.append(f"``{fullname}`` is :{role}:`{alias}`, documented there.\n")
+    elif inspect.isclass(obj):
         members = ", ".join(class_members(obj) + _documented_attributes(obj))
         head.append(f".. autoclass:: {name}\n   :members: {members}\n   :show-inheritance:\n"
                     if members else f".. autoclass:: {name}\n   :show-inheritance:\n")
@@ -290,7 +311,7 @@ def documented_names(modname: str) -> list[tuple[str, object]]:
     out = []
     for name in public_names(modname):
         obj = getattr(mod, name)
-        if not (inspect.isclass(obj) or callable(obj)):
+        if not (inspect.isclass(obj) or callable(obj)) or alias_of(modname, name):
             continue
         out.append((f"{modname}.{name}", obj))
         if inspect.isclass(obj):

@@ -56,7 +56,7 @@ numpydoc_class_members_toctree = False
 # `python docs/_api.py --numpydoc-report [MODULE ...]` lists what fails, module by module.
 numpydoc_validation_checks = set(_api.NUMPYDOC_CHECKS)
 _DONE = "|".join(re.escape(m) for m in _api.NUMPYDOC_DONE)
-numpydoc_validation_exclude = [rf"^(?!(?:{_DONE})\.)"]
+numpydoc_validation_exclude = {rf"^(?!(?:{_DONE})\.)"}
 numpydoc_xref_param_type = False
 
 # --- Gallery ---------------------------------------------------------------------------

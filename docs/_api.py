@@ -134,8 +134,11 @@ def class_members(cls) -> list[str]:
     own: an emission family's ``log_likelihood``) is documented on that base's page."""
     paged = _paged_classes()
     mro = cls.__mro__
-    sources = [c for c in mro if c is cls or (
-        c.__module__.startswith("hiddenstate") and c not in paged)]
+    ours = [c for c in mro if c.__module__.startswith("hiddenstate")]
+    first_paged = next((i for i, c in enumerate(ours) if c is not cls and c in paged),
+                       len(ours))
+    sources = [cls] + [c for c in ours[1:first_paged]]  # cls and its private bases
+    elsewhere = ours[first_paged:]  # shown on the page of a paged base
     out: list[str] = []
     for source in sources:
         for name, member in vars(source).items():
@@ -145,8 +148,7 @@ def class_members(cls) -> list[str]:
                     member, (property, classmethod, staticmethod, functools.cached_property))):
                 continue
             if not _own_doc(member) and any(
-                    c in paged and name in vars(c) and _own_doc(vars(c)[name])
-                    for c in mro[mro.index(source) + 1:]):
+                    name in vars(c) and _own_doc(vars(c)[name]) for c in elsewhere):
                 continue  # documented on the page of the base class it implements
             out.append(name)
     return out

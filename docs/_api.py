@@ -41,6 +41,7 @@ PUBLIC_MODULES = [
     ("hiddenstate.compat.hmmlearn", "drop-in hmmlearn 0.3.3 classes"),
     ("hiddenstate.personalize", "the PROPS personalisation pipeline"),
     ("hiddenstate.errors", "the exceptions raised at the public boundary"),
+    ("hiddenstate.progress", "progress bars for fits"),
     ("hiddenstate.cli", "the command line"),
 ]
 
@@ -58,6 +59,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.treenet",
     "hiddenstate.compat.hmmlearn",
     "hiddenstate.errors",
+    "hiddenstate.progress",
 )
 
 # numpydoc.validate's checks those modules meet: all of them ("all"), except

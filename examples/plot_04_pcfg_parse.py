@@ -74,7 +74,8 @@ print("P(VP over 'eats fish' | sentence) =",
 # to the generating 0.7 (VP -> V NP) and 0.2 (NP -> NP PP); Viterbi training counts only
 # the best parse of each sentence and learns a grammar biased towards it.
 data = [w for w, _ in g.sample(200, random_state=0)]
-for mode, prior in (("em", None), ("map", 2.0), ("vt", 2.0)):  # EM has no prior
+for mode in ("em", "map", "vt"):
+    prior = None if mode == "em" else 2.0  # maximum likelihood takes no prior
     m = hs.PCFG(rules=rules, start="S", learn=mode, prior=prior, n_init=3,
                 random_state=0).fit(data)
     print(f"{mode}: P(VP -> V NP) = {m.probs_['VP'][0]:.3f}, "

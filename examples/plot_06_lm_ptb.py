@@ -58,7 +58,7 @@ clusters = brown_clusters(train[train != eos], 32, n_words=len(vocab))
 clusters[eos] = clusters.max() + 1  # <eos> gets a cluster of its own
 print(f"{len(vocab)} words, {len(train)} training tokens, {len(valid)} validation tokens")
 
-model = BlockedHMMLM(states_per_cluster=16, learn="em", em_prior=1e-2, state_dropout=12,
+model = BlockedHMMLM(states_per_cluster=16, learn="em", prior=1.01, state_dropout=12,
                      em_patience=2, n_epochs=12, progress=False, random_state=0)
 model.fit(train, valid, vocabulary=vocab, word_cluster=clusters)
 print(f"K = {model.n_states_} states; validation perplexity {model.perplexity(valid):.1f} "

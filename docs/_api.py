@@ -47,7 +47,9 @@ PUBLIC_MODULES = [
 
 
 # the modules whose docstrings are numpydoc: validated by `make docs` (docs/conf.py) and by
-# tests/test_docs.py, which also runs their examples. Add a module once its sweep is done.
+# tests/test_docs.py, which also runs their examples. Add a module once its sweep is done;
+# a public name of a module (``hiddenstate.HMM``) stands for itself and its members while
+# the module's other names are still to do.
 NUMPYDOC_DONE = (
     "hiddenstate.learn.online",
     "hiddenstate.families",
@@ -307,13 +309,27 @@ def optional_toctree_entries(app, docname, source) -> None:
 
 # --- numpydoc report -------------------------------------------------------------------
 
-def documented_names(modname: str) -> list[tuple[str, object]]:
-    """``(full name, object)`` of every public name of a module that the reference shows
-    (classes and functions; constants are not validated) and of their methods and
-    properties (:func:`class_members`)."""
+def split_target(target: str) -> tuple[str, list[str]]:
+    """``(module, public names)`` of an entry of :data:`NUMPYDOC_DONE`: a public module
+    (all its public names) or one public name of a module (``hiddenstate.HMM``: that
+    class and its members, while other names of the module are still to do)."""
+    if target in dict(PUBLIC_MODULES):
+        return target, public_names(target)
+    modname, name = target.rsplit(".", 1)
+    if name not in public_names(modname):
+        raise ValueError(f"{target} is neither a public module nor a public name of one")
+    return modname, [name]
+
+
+def documented_names(target: str) -> list[tuple[str, object]]:
+    """``(full name, object)`` of every public name of a module (or of the one public name
+    ``target``, see :func:`split_target`) that the reference shows (classes and functions;
+    constants are not validated) and of their methods and properties
+    (:func:`class_members`)."""
+    modname, names = split_target(target)
     mod = importlib.import_module(modname)
     out = []
-    for name in public_names(modname):
+    for name in names:
         obj = getattr(mod, name)
         if not (inspect.isclass(obj) or callable(obj)) or alias_of(modname, name):
             continue
@@ -331,9 +347,10 @@ def data_names(modules) -> list[str]:
     docstring of ``str`` for ``UNK``), so ``docs/conf.py`` leaves them out of the
     validation; their ``#:`` comments are plain text."""
     out = []
-    for modname in modules:
+    for target in modules:
+        modname, names = split_target(target)
         mod = importlib.import_module(modname)
-        for name in public_names(modname):
+        for name in names:
             obj = getattr(mod, name)
             if inspect.isclass(obj):
                 out += [f"{modname}.{name}.{a}" for a in _documented_attributes(obj)]
@@ -350,8 +367,9 @@ def numpydoc_report(modules=None) -> list[tuple[str, list[str]]]:
 
     checks = get_validation_checks(NUMPYDOC_CHECKS)
     report = []
-    for modname in modules or [m for m, _ in PUBLIC_MODULES]:
-        for full, _ in documented_names(modname):
+    for target in modules or [m for m, _ in PUBLIC_MODULES]:
+        modname = split_target(target)[0]
+        for full, _ in documented_names(target):
             try:
                 result = validate(full)
             except Exception as exc:  # noqa: BLE001 - an object numpydoc cannot read

@@ -57,8 +57,10 @@ numpydoc_class_members_toctree = False
 numpydoc_validation_checks = set(_api.NUMPYDOC_CHECKS)
 # Data (constants, class attributes with a ``#:`` comment) are left out too: numpydoc reads
 # their docstring from the type of their value (_api.data_names).
-_DONE = "|".join(re.escape(m) for m in _api.NUMPYDOC_DONE)
-numpydoc_validation_exclude = {rf"^(?!(?:{_DONE})\.)"} | {
+# a finished module: the names below it; a finished public name: itself and its members
+_DONE = "|".join(rf"{re.escape(m)}\." if m in dict(_api.PUBLIC_MODULES)
+                 else rf"{re.escape(m)}(?:\.|$)" for m in _api.NUMPYDOC_DONE)
+numpydoc_validation_exclude = {rf"^(?!(?:{_DONE}))"} | {
     rf"^{re.escape(name)}$" for name in _api.data_names(_api.NUMPYDOC_DONE)}
 numpydoc_xref_param_type = False
 

@@ -437,14 +437,58 @@ class _HmmlearnHMM(HMM):
         return self.emission_family(self.n_features).log_likelihood(self.emission_params(), X)
 
     def score_samples(self, X, lengths=None):
-        """hmmlearn's meaning: ``(log p(X), state posteriors (n_samples, n_components))``
-        (:class:`hiddenstate.HMM` names these ``score`` and ``predict_proba``; its
-        ``score_samples`` is the log-likelihood of each sequence)."""
+        r"""Compute the log-likelihood and the state posteriors, as hmmlearn's ``score_samples``.
+
+        hmmlearn's meaning: ``(log p(X), state posteriors)``. :class:`hiddenstate.HMM`
+        names these ``score`` and ``predict_proba``; its ``score_samples`` is the
+        log-likelihood of each sequence.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The observations, the sequences one after the other.
+        lengths : array-like of int or None, default=None
+            The length of each sequence; None: one sequence.
+
+        Returns
+        -------
+        log_prob : float
+            :math:`\log p(X)`, summed over the sequences.
+        posteriors : ndarray of shape (n_samples, n_components)
+            :math:`p(z_t = k \mid X)` for every sample.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or parameters set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data are invalid.
+        """
         logprob, posteriors = self._posteriors(X, lengths)
         return float(logprob.sum()), posteriors
 
     def score(self, X, lengths=None) -> float:
-        """log p(X) (forward pass only)."""
+        r"""Compute the log-likelihood of the data (forward pass only).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The observations, the sequences one after the other.
+        lengths : array-like of int or None, default=None
+            The length of each sequence; None: one sequence.
+
+        Returns
+        -------
+        float
+            :math:`\log p(X)`, summed over the sequences.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or parameters set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data are invalid.
+        """
         return float(HMM.score_samples(self, X, lengths).sum())
 
     def decode(self, X, lengths=None, algorithm=None):

@@ -62,6 +62,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.compat.hmmlearn",
     "hiddenstate.errors",
     "hiddenstate.progress",
+    "hiddenstate.HMM",
 )
 
 # numpydoc.validate's checks those modules meet: all of them ("all"), except

@@ -63,6 +63,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.errors",
     "hiddenstate.progress",
     "hiddenstate.HMM",
+    "hiddenstate.load",
 )
 
 # numpydoc.validate's checks those modules meet: all of them ("all"), except

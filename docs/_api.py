@@ -64,6 +64,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.progress",
     "hiddenstate.HMM",
     "hiddenstate.load",
+    "hiddenstate.TreeNet",
 )
 
 # numpydoc.validate's checks those modules meet: all of them ("all"), except

@@ -65,6 +65,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.HMM",
     "hiddenstate.load",
     "hiddenstate.TreeNet",
+    "hiddenstate.PROPS",
 )
 
 # numpydoc.validate's checks those modules meet: all of them ("all"), except

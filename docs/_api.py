@@ -66,6 +66,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.load",
     "hiddenstate.TreeNet",
     "hiddenstate.PROPS",
+    "hiddenstate.lm",
 )
 
 # numpydoc.validate's checks those modules meet: all of them ("all"), except
@@ -317,9 +318,12 @@ def split_target(target: str) -> tuple[str, list[str]]:
     """``(module, public names)`` of an entry of :data:`NUMPYDOC_DONE`: a public module
     (all its public names) or one public name of a module (``hiddenstate.HMM``: that
     class and its members, while other names of the module are still to do)."""
-    if target in dict(PUBLIC_MODULES):
+    if target in dict(PUBLIC_MODULES) or "." not in target:
         return target, public_names(target)
     modname, name = target.rsplit(".", 1)
+    obj = getattr(importlib.import_module(modname), name, None)
+    if obj is None or inspect.ismodule(obj):  # a module (or a submodule not imported yet)
+        return target, public_names(target)
     if name not in public_names(modname):
         raise ValueError(f"{target} is neither a public module nor a public name of one")
     return modname, [name]

@@ -67,6 +67,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.TreeNet",
     "hiddenstate.PROPS",
     "hiddenstate.lm",
+    "hiddenstate.personalize",
 )
 
 # numpydoc.validate's checks those modules meet: all of them ("all"), except

@@ -68,6 +68,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.PROPS",
     "hiddenstate.lm",
     "hiddenstate.personalize",
+    "hiddenstate.io",
 )
 
 # numpydoc.validate's checks those modules meet: all of them ("all"), except

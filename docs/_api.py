@@ -69,6 +69,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.lm",
     "hiddenstate.personalize",
     "hiddenstate.io",
+    "hiddenstate.inference",
 )
 
 # numpydoc.validate's checks those modules meet: all of them ("all"), except

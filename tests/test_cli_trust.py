@@ -243,7 +243,7 @@ def test_other_encodings_are_named_not_garbled(tmp_path, model_dir, capsys):
     rc, _, err = run(["fit", latin, "--out", tmp_path / "f"], capsys)
     assert rc == 2 and "--encoding" in one_error_line(err, "fit")
     rc, _, err = run(["fit", latin, "--out", tmp_path / "f", "--encoding", "latin-1",
-                      "--n-iter", 2], capsys)
+                      "--n-iter", 2, "--min-count", 1], capsys)
     assert rc == 0, err
     assert "café" in hs_vocab(tmp_path / "f").tokens
 
@@ -324,11 +324,11 @@ def test_wrong_formats_are_refused_both_ways(tmp_path, model_dir, capsys):
 
 
 def test_unknown_words_without_a_policy(tmp_path, corpus, capsys):
-    """No --min-count/--max-vocab: no training word is <unk>, so an unknown word has
-    probability zero. score prints -inf (the right log-likelihood) and says so; decode and
-    report refuse with one line naming the sequence and the fix."""
+    """--min-count 1: no training word is <unk>, so an unknown word has probability zero.
+    score prints -inf (the right log-likelihood) and says so; decode and report refuse with
+    one line naming the sequence and the fix."""
     rc, _, err = run(["fit", corpus, "--n-states", 2, "--out", tmp_path / "m",
-                      "--random-state", 0, "--n-iter", 5], capsys)
+                      "--random-state", 0, "--n-iter", 5, "--min-count", 1], capsys)
     assert rc == 0 and "no training token maps to <unk>" in err
     new = tmp_path / "new.txt"
     new.write_text("the cat sat .\n" + NEW[0] + "\n", encoding="utf-8")
@@ -392,7 +392,7 @@ def test_directory_saved_by_model_save_needs_cli_json(tmp_path, corpus, capsys):
                  ["report", corpus, "--out", tmp_path / "r"]):
         rc, out, err = run([*argv, "-m", tmp_path / "m"], capsys)
         line = one_error_line(err, argv[0])
-        assert rc == 2 and out == "" and f"{tmp_path / 'm' / 'cli.json'}: missing" in line
+        assert rc == 2 and out == "" and f"{tmp_path / 'm'}: cli.json is missing" in line
         assert "save_model_dir" in line
     # the fix the message names works, and gives the library's numbers
     cli.save_model_dir(model, tmp_path / "m", "text", vocab)

@@ -114,7 +114,8 @@ def test_score_maps_unknown_words_to_unk(text_model, tmp_path, capsys):
 
 
 def test_zero_probability_is_reported_not_hidden(tmp_path, capsys):
-    # Without --min-count/--max-vocab no training word is <unk>: unseen words get p = 0.
+    # Every word seen 4 times (>= the default --min-count): no training word is <unk>, so
+    # unseen words get p = 0.
     train = tmp_path / "train.txt"
     train.write_text("a b a b\nb a b a\n")
     rc, _, err = run(["fit", train, "--n-states", 2, "--out", tmp_path / "m",

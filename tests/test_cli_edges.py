@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +40,7 @@ TRAIN = [
     "the mat and the log .",
     "a zebra sat .",
 ]
-# "café" and "zürich" are new words; "met", "saw" and "zebra" were seen once
+# "café" and "zürich" are new words; "met", "saw" and "zebra" were seen once, "and" twice
 NEW = ["the café sat on the mat .", "a dog met zürich ."]
 
 
@@ -187,7 +188,7 @@ def _folder(kind: str, tmp_path: Path, corpus: Path, capsys) -> Path:
     if kind == "empty":
         d.mkdir()
     elif kind == "saved-hmm":  # written by model.save alone
-        X, lengths, vocab = textio.read_text(corpus, min_count=2)
+        X, lengths, vocab = textio.read_text(corpus, min_count=cli.DEFAULT_MIN_COUNT)
         hs.HMM(n_states=2, n_features=len(vocab), n_iter=3, random_state=0).fit(
             X, lengths).save(d)
     elif kind == "tampered-cli-json":
@@ -388,7 +389,7 @@ def test_words_unseen_in_training_get_a_finite_score_by_default(tmp_path, corpus
     rc, _, err = run(["fit", corpus, "--n-states", 3, "--n-iter", 20, "--random-state", 1,
                       "--out", m], capsys)
     assert rc == 0 and err == ""
-    vocab = Vocabulary.build([s.split() for s in TRAIN], min_count=2)
+    vocab = Vocabulary.build([s.split() for s in TRAIN], min_count=cli.DEFAULT_MIN_COUNT)
     assert Vocabulary.load(m / "vocabulary.json") == vocab
     X, lengths = textio.encode_sequences([s.split() for s in NEW], vocab)
     assert np.sum(X == vocab.unk_id) == 3  # café, zürich and "met" (seen once)
@@ -403,19 +404,21 @@ def test_words_unseen_in_training_get_a_finite_score_by_default(tmp_path, corpus
 
 
 def test_the_unknown_word_advice_works(tmp_path, corpus, new_text, capsys):
-    # --min-count 1: no <unk>, -inf; the advice (--min-count 2) gives a finite score
+    # --min-count 1: no <unk>, -inf; the advice (the default --min-count) gives a finite score
     m = tmp_path / "m"
     base = ["fit", corpus, "--n-states", 2, "--n-iter", 10, "--random-state", 0, "--out", m]
+    advice = f"refit with --min-count {cli.DEFAULT_MIN_COUNT}"
     rc, _, err = run([*base, "--min-count", 1], capsys)
-    assert rc == 0 and "refit with --min-count 2" in err
+    assert rc == 0 and advice in err
     rc, out, err = run(["score", new_text, "-m", m], capsys)
-    assert scores(out) == [-math.inf, -math.inf] and "refit with --min-count 2" in err
-    assert run([*base, "--min-count", 2, "--overwrite"], capsys)[0] == 0
+    assert scores(out) == [-math.inf, -math.inf] and advice in err
+    assert run([*base, *advice.split()[2:], "--overwrite"], capsys)[0] == 0
     rc, out, _ = run(["score", new_text, "-m", m], capsys)
     assert all(map(math.isfinite, scores(out)))
-    # no word seen once: the default reserves nothing; the advice names --max-vocab
-    twice = tmp_path / "twice.txt"
-    twice.write_text("\n".join(TRAIN * 2) + "\n", encoding="utf-8")
+    # every word seen often enough: the default reserves nothing; the advice: --max-vocab
+    often = TRAIN * cli.DEFAULT_MIN_COUNT
+    twice = tmp_path / "often.txt"
+    twice.write_text("\n".join(often) + "\n", encoding="utf-8")
     base[1] = twice
     rc, _, err = run([*base, "--overwrite"], capsys)
     fix = re.search(r"refit with (--max-vocab (\d+))", err)
@@ -424,9 +427,9 @@ def test_the_unknown_word_advice_works(tmp_path, corpus, new_text, capsys):
     assert scores(out) == [-math.inf, -math.inf] and fix.group(1) in err
     rc, _, err = run([*base, "--overwrite", *fix.group(1).split()], capsys)
     assert rc == 0 and err == ""
-    vocab = Vocabulary.build([s.split() for s in TRAIN * 2], max_size=int(fix.group(2)),
-                             min_count=2)
-    Xt, Lt = textio.encode_sequences([s.split() for s in TRAIN * 2], vocab)
+    vocab = Vocabulary.build([s.split() for s in often], max_size=int(fix.group(2)),
+                             min_count=cli.DEFAULT_MIN_COUNT)
+    Xt, Lt = textio.encode_sequences([s.split() for s in often], vocab)
     ref = hs.HMM(n_states=2, n_features=len(vocab), n_iter=10, random_state=0).fit(Xt, Lt)
     X, lengths = textio.encode_sequences([s.split() for s in NEW], vocab)
     rc, out, _ = run(["score", new_text, "-m", m], capsys)
@@ -526,8 +529,11 @@ def hostile(tmp_path_factory):
     doc["params"]["n_states"] = 7
     (d / "tampered-json" / "model.json").write_text(json.dumps(doc))
     npz = next((d / "tampered-npz").glob("arrays.*.npz"))
+    with zipfile.ZipFile(npz) as zf:  # the last byte of the emission matrix's data
+        info = zf.getinfo("emissionprob_.npy")
+    end = info.header_offset + 30 + len(info.filename) + len(info.extra) + info.file_size
     raw = bytearray(npz.read_bytes())
-    raw[len(raw) // 2] ^= 0xFF  # inside an array's data
+    raw[end - 1] ^= 0xFF
     npz.write_bytes(bytes(raw))
     return d
 

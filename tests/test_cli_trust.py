@@ -335,7 +335,7 @@ def test_unknown_words_without_a_policy(tmp_path, corpus, capsys):
     rc, out, err = run(["score", new, "-m", tmp_path / "m"], capsys)
     assert rc == 0 and scores(out)[1] == -math.inf and math.isfinite(scores(out)[0])
     assert "warning: 1 sequence(s) have probability zero: 1" in err
-    assert "--min-count 2" in err
+    assert f"--min-count {cli.DEFAULT_MIN_COUNT}" in err
     for command in ("decode", "report"):
         argv = [command, new, "-m", tmp_path / "m"]
         for extra in ([], ["--algorithm", "map"]) if command == "decode" else (
@@ -343,7 +343,7 @@ def test_unknown_words_without_a_policy(tmp_path, corpus, capsys):
             rc, out, err = run(argv + extra, capsys)
             line = one_error_line(err, command)
             assert rc == 2 and out == "" and "new.txt: 1 sequence(s) have probability zero: 1" \
-                in line and "--min-count 2" in line
+                in line and f"--min-count {cli.DEFAULT_MIN_COUNT}" in line
     assert not (tmp_path / "r").exists()
 
 

@@ -130,9 +130,9 @@ def main() -> None:
 
     # -- pieces of the cost model ------------------------------------------------------------
     m = model(1)
-    family = m._family(W)
-    Xv, seqs = m._validate(X, lengths, W)
-    problem = m._problem(family, Xv, seqs)
+    family = m.emission_family(W)
+    Xv, seqs = m.validate_data(X, lengths, W)
+    problem = m.problem(family, Xv, seqs)
     views = {"startprob": m.startprob_.copy(), "transmat": m.transmat_.copy(),
              "emission": {"emissionprob": m.emissionprob_.copy()}}
     problem.expected_counts(views)

@@ -10,7 +10,7 @@ step (``topology="banded"``), state k emitting N(k, 1.5^2); ``--n-seq`` sequence
 ``--length`` steps of a random walk on the levels. Both paths start from the same
 parameters (``init_params="st"``: the chain's start, means and variances set by hand) and
 run ``--n-iter`` EM iterations with ``tol=-inf``; the dense path is the same model with
-``hiddenstate.models.hmm.SPARSE_DENSITY = 0`` (structured, so zeros stay zero, but run by
+``hiddenstate.models.hmm.chain.SPARSE_DENSITY = 0`` (structured, so zeros stay zero, but run by
 the dense kernels). Timings are the best of ``--repeats`` runs after a warm-up; the final
 log-likelihoods are printed to show that both paths compute the same model.
 """
@@ -26,7 +26,7 @@ from _common import best_time, cpu_name
 
 import hiddenstate as hs
 from hiddenstate.errors import DegenerateStateWarning
-from hiddenstate.models import hmm as hmm_module
+from hiddenstate.models.hmm import chain as hmm_chain
 
 BANDWIDTH = 3
 
@@ -52,13 +52,13 @@ def model(K: int, n_iter: int) -> hs.HMM:
 
 def run(K: int, X, lengths, n_iter: int, sparse: bool, repeats: int):
     """(seconds per EM iteration, seconds per score, final log-likelihood)."""
-    saved = hmm_module.SPARSE_DENSITY
-    hmm_module.SPARSE_DENSITY = saved if sparse else 0.0
+    saved = hmm_chain.SPARSE_DENSITY
+    hmm_chain.SPARSE_DENSITY = saved if sparse else 0.0
     try:
         t_fit, m = best_time(lambda: model(K, n_iter).fit(X, lengths), repeats)
         t_score, ll = best_time(lambda: m.score(X, lengths), repeats)
     finally:
-        hmm_module.SPARSE_DENSITY = saved
+        hmm_chain.SPARSE_DENSITY = saved
     return t_fit / n_iter, t_score, ll
 
 

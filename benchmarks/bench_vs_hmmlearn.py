@@ -234,7 +234,7 @@ def em_case(hs_make, hl_make, X, lengths, repeats, dynamax_built=None, hl_warm_u
     for impl in ("scaling", "log"):
         res[impl] = em_times(lambda impl=impl: hl_make(impl), X, lengths,
                              repeats if hl_warm_up else 1, warm_up=hl_warm_up)
-    if dynamax_built is not None:
+    if dynamax_built:  # None, or False when dynamax is not importable
         n_iter = hs_make().n_iter
         *res["dynamax"], = dynamax_ref.em(dynamax_built(), X, lengths, n_iter, repeats)
         res["dynamax compile"] = res["dynamax"].pop(2)

@@ -306,7 +306,7 @@ def _brute_autocorrelation(X, lengths, lag, symbols):
 
 
 def test_autocorrelation_pools_pairs_within_sequences_only():
-    from hiddenstate.models.hmm import _autocorrelation
+    from hiddenstate.models.hmm.init import _autocorrelation
 
     rng = np.random.default_rng(3)
     lengths = [5, 1, 7, 2]

@@ -15,6 +15,7 @@ from test_programs_engine import GRAMMAR
 
 import hiddenstate as hs
 from hiddenstate.errors import (
+    InsufficientMemoryError,
     InvalidInputError,
     ModelFileError,
     ProgramError,
@@ -489,7 +490,7 @@ def test_hand_set_probabilities_are_validated_where_used():
     model.probs_ = {"inti": np.array([0.5, 0.5])}
     with pytest.raises(InvalidInputError, match="'inti' is not a switch"):
         model.score([prog.predicates["hmm"]([0, 1])])
-    with pytest.raises(InvalidInputError, match="GiB"):
+    with pytest.raises(InsufficientMemoryError, match="k: keeping the 1000000000 best .* GiB"):
         ProgramModel(prog).kbest(prog.predicates["hmm"]([0, 1]), 10**9)
     with pytest.raises(InvalidInputError, match="no sampler"):
         ProgramModel(Program("bare")).sample(1)
@@ -505,5 +506,5 @@ def test_the_examples_in_docs_programs_print_what_they_say(capsys):
     for code in re.findall(r"```python\n(.*?)```", body, re.S):
         exec(compile(code, "docs/programs.md", "exec"), namespace)
     shown = re.findall(r"\nprints\n\n```\n(.*?)```", body, re.S)
-    assert len(shown) == 2
+    assert len(shown) == 3
     assert capsys.readouterr().out == "".join(shown)

@@ -490,7 +490,8 @@ def test_gaussian_online_em_matches_the_direct_transcription():
     m.means_ = theta["emission"]["means"].copy()
     m.partial_fit(y[:300], [250, 50])
     m.partial_fit(y[300:], [300], continues=True)
-    fam = m._fitted_family().inner  # the perturbation states' family, with its priors
+    # the perturbation states' family, with its priors
+    fam = m.emission_family(m.n_features_).inner
     assert isinstance(fam, GaussianEmissions) and fam.n_states == 2
     ref = direct_online_em(theta, y, lengths, emission="dense", family=fam, warmup=10,
                            alpha_t=np.full((3, 3), 1 + PRIOR_MASS / 3),

@@ -285,7 +285,7 @@ def test_gaussian_online_em_with_missing_rows_matches_the_direct_transcription()
     theta = {"startprob": m.startprob_.copy(), "transmat": m.transmat_.copy(),
              "emission": {"means": m.means_.copy(), "covars": m._covars_.copy()}}
     m.fit(X, lengths)
-    fam = m._fitted_family().inner
+    fam = m.emission_family(m.n_features_).inner
     ref = direct_online_em(theta, X, lengths, emission="dense", family=fam, warmup=10,
                            alpha_t=np.full((3, 3), 1 + PRIOR_MASS / 3),
                            source_ll=_ar1_hole_table(X, lengths)[:, None])

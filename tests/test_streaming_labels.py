@@ -458,7 +458,7 @@ def test_fit_with_labels_equals_the_learner_with_labels(learn):
 
     m = model().fit(X, lengths, states=labels)
     fam = MultiCategoricalEmissions(K, ALPHABETS)
-    learner = m._learner()
+    learner = m.make_learner()
     want = learner.params(learner.update(learner.start(theta, fam), X, lengths, fam,
                                          states=labels), fam)
     # (to rounding: the model renormalises the rows it is given)
@@ -508,8 +508,8 @@ def test_bad_labels_name_the_argument(learn):
     with pytest.raises(InvalidInputError, match="^states: .*0 .. 2"):
         m.partial_fit(X2, LENGTHS, states=LABELS - 2)
     with pytest.raises(InvalidInputError, match="^states: "):  # the learner itself, too
-        m._learner().update(m.learner_state_, X2, LENGTHS, m._fitted_family(),
-                            states=LABELS[:3])
+        m.make_learner().update(m.learner_state_, X2, LENGTHS,
+                                m.emission_family(m.n_features_), states=LABELS[:3])
 
 
 @pytest.mark.parametrize("learn", list(OPTIONS))

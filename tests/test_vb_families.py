@@ -447,8 +447,8 @@ def run_ours(ct, X, lengths, priors, q0, n_iter):
     model = hiddenstate.HMM(K, emission="gaussian", covariance_type=ct, learn="vb",
                             startprob_prior=priors["startprob"],
                             transmat_prior=priors["transmat"], **priors["emission"])
-    family = model._family(D)
-    problem = model._problem(family, X, Sequences.from_lengths(np.asarray(lengths)))
+    family = model.emission_family(D)
+    problem = model.problem(family, X, Sequences.from_lengths(np.asarray(lengths)))
     problem.blocks = {name: _StartAt(b, q0[name]) for name, b in problem.blocks.items()}
     theta = {"startprob": np.full(K, 1 / K), "transmat": np.full((K, K), 1 / K),
              "emission": family.vb_mean(q0["emission"])}
@@ -578,8 +578,8 @@ def test_categorical_against_hmmlearn_variational():
                             startprob_prior=priors["startprob"],
                             transmat_prior=priors["transmat"],
                             emissionprob_prior=priors["emissionprob"])
-    family = model._family(W)
-    problem = model._problem(family, X, Sequences.from_lengths(np.asarray(lengths)))
+    family = model.emission_family(W)
+    problem = model.problem(family, X, Sequences.from_lengths(np.asarray(lengths)))
     problem.blocks = {name: _StartAt(b, q0[name]) for name, b in problem.blocks.items()}
     theta = {"startprob": np.full(K, 1 / K), "transmat": np.full((K, K), 1 / K),
              "emission": family.vb_mean(q0["emission"])}

@@ -305,7 +305,10 @@ def check_number(value, name: str, minimum: float | None = None, strict: bool = 
     ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
         value, (bool, np.bool_))
     if ok:
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # a Python int beyond the float range
+            value = float("inf") if value > 0 else float("-inf")
         ok = not np.isnan(value) and (not finite or np.isfinite(value))
     if ok and minimum is not None:
         ok = value > minimum if strict else value >= minimum

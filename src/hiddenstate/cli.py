@@ -407,7 +407,7 @@ def save_model_dir(model, path: str | Path, input_format: str,
         raise InvalidInputError(
             "vocabulary: a text model needs the Vocabulary that encoded its training text, "
             "and a csv/npy model has none; pass vocabulary= exactly when input_format='text'")
-    model._check_is_fitted()
+    model.check_is_fitted()
     if vocabulary is not None:
         if not isinstance(vocabulary, textio.Vocabulary):
             raise InvalidInputError(

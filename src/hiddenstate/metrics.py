@@ -255,7 +255,7 @@ def _as_model(model, name: str):
         hmm.startprob_, hmm.transmat_, hmm.emissionprob_ = startprob, transmat, emissionprob
         return hmm
     if isinstance(model, HMM):
-        model._check_is_fitted()
+        model.check_is_fitted()
         return model
     if not (hasattr(model, "sample") and hasattr(model, "score_sequences")):
         raise InvalidInputError(
@@ -603,6 +603,16 @@ def tree_scores(gold, predicted) -> TreeScores:
     if not gold:
         raise InvalidInputError("gold: empty; pass at least one tree")
     from collections import Counter
+
+    from .grammar import Tree
+
+    for name, trees in (("gold", gold), ("predicted", predicted)):
+        bad = next((t for t in trees if not (isinstance(t, Tree)
+                                             or (t is None and name == "predicted"))), 0)
+        if bad != 0:
+            raise InvalidInputError(
+                f"{name}: expected a hiddenstate.grammar.Tree per sentence"
+                + (" (or None)" if name == "predicted" else "") + f", got {bad!r:.60}")
 
     lt = bt = cb = 0
     matched = n_gold = n_pred = 0

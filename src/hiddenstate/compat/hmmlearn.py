@@ -50,12 +50,14 @@ from .._validation import (
     check_stochastic,
 )
 from ..errors import InvalidInputError
-from ..families import COVARIANCE_TYPES
+from ..families import COVARIANCE_TYPES, FAMILIES
 from ..families.categorical import MAX_INFERRED_SYMBOLS
 from ..families.gaussian import full_covars
+from ..families.poisson import check_samplable_rates
 from ..inference import Sequences
 from ..learn import fit as fit_mode
-from ..models.hmm import HMM, _check_poisson_rates, _prior_array
+from ..models.hmm import HMM
+from ..models.hmm.priors import prior_array, spherical_prior
 
 __all__ = [
     "CategoricalHMM",
@@ -164,8 +166,6 @@ class _HmmlearnHMM(HMM):
 
     #: hmmlearn letters of this class's parameters (``params`` / ``init_params``)
     _letters = "st"
-    #: emission-parameter attribute names by letter (hmmlearn's, with ``covars_``)
-    _emission_attrs: dict[str, str] = {}
     #: hmmlearn's parameters are plain writable arrays, validated at every call (``_check``)
     _read_only_params = False
     n_init = 1  # hmmlearn has no restarts
@@ -185,13 +185,20 @@ class _HmmlearnHMM(HMM):
     def n_features_(self, value) -> None:
         self.n_features = value
 
-    def _startprob_prior(self):
-        return _as_prior(self.startprob_prior, "startprob_prior")
+    def prior(self, name: str):
+        """hmmlearn's priors act through the M-step whatever the mode: as set."""
+        return _as_prior(getattr(self, name), name)
 
-    def _transmat_prior(self):
-        return _as_prior(self.transmat_prior, "transmat_prior")
+    def emission_family(self, n_features, X=None, n_states=None):
+        """The family with this class's hmmlearn priors (:meth:`_family_kwargs`; hmmlearn
+        fills in no prior from the data, so ``X`` is not read)."""
+        K = self.n_components if n_states is None else n_states
+        kwargs = self._family_kwargs()
+        if self.emission == "gaussian" and self.covariance_type == "spherical":
+            kwargs["covars_prior"] = spherical_prior(kwargs["covars_prior"], K)
+        return FAMILIES[self.emission](K, n_features, **kwargs)
 
-    def _check_hyper(self) -> None:
+    def check_hyperparameters(self) -> None:
         check_positive_int(self.n_components, "n_components")
         check_positive_int(self.n_iter, "n_iter", minimum=0)
         check_number(self.tol, "tol", finite=False)
@@ -221,11 +228,11 @@ class _HmmlearnHMM(HMM):
         be finite numbers whose shape fits the parameter they are added to."""
         for name, (shape, combine) in self._prior_shapes(n_emission_states,
                                                          n_features).items():
-            _prior_array(name, getattr(self, name), shape, combine)
+            prior_array(name, getattr(self, name), shape, combine)
 
     # -- hmmlearn's initialisation ---------------------------------------------------------
     def _validate_X(self, X) -> np.ndarray:
-        return self._validate(X, None, None)[0]
+        return self.validate_data(X, None, None)[0]
 
     def _needs_init(self, code: str, name: str) -> bool:
         if code in self.init_params:
@@ -292,38 +299,32 @@ class _HmmlearnHMM(HMM):
     def _check_emissions(self) -> None:
         raise NotImplementedError
 
-    def _check_is_fitted(self) -> None:
+    def check_is_fitted(self) -> None:
         if not hasattr(self, "startprob_"):
             raise NotFittedError(
                 f"This {type(self).__name__} instance is not fitted yet: call fit, or set "
                 "its parameters (startprob_, transmat_, ...) first")
         self._check()
 
-    def _get_emission_params(self) -> dict:
-        return {key: self._attr(attr) for attr, key in self._emission_items()}
-
-    def _emission_items(self):
-        family_keys = self._emission_keys()
-        return [(self._emission_attrs[letter], key) for letter, key in family_keys.items()]
-
     # -- fitting ---------------------------------------------------------------------------
     def fit(self, X, lengths=None):
         """Estimate the parameters by EM (hmmlearn's ``fit``: ``_init``, ``_check``, then
         at most ``n_iter`` iterations until ``monitor_.converged``)."""
-        self._check_hyper()
+        self.check_hyperparameters()
         X = self._validate_X(X)
         if lengths is None:
             lengths = np.asarray([len(X)])
         seqs = Sequences.from_lengths(check_lengths(lengths, len(X)))
         self._check_and_set_n_features(X)
-        self._check_fit_memory(X, seqs, self._family(self.n_features))  # before _init draws
+        # before _init draws
+        self.check_fit_memory(X, seqs, self.emission_family(self.n_features))
         self._init(X, lengths)
         self._check()
         self._check_priors(int(self.n_features), self.n_components)
-        X = self._validate(X, None, self.n_features)[0]  # X agrees with the set parameters
-        family = self._family(self.n_features)
+        X = self.validate_data(X, None, self.n_features)[0]  # X agrees with the parameters
+        family = self.emission_family(self.n_features)
         theta = {"startprob": self.startprob_, "transmat": self.transmat_,
-                 "emission": family.check_params(self._get_emission_params())}
+                 "emission": family.check_params(self.emission_params())}
         monitor = getattr(self, "monitor_", None)
         if monitor is None:
             monitor = self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
@@ -331,18 +332,18 @@ class _HmmlearnHMM(HMM):
             monitor.tol, monitor.n_iter, monitor.verbose = self.tol, self.n_iter, self.verbose
         monitor._reset()
         # hmmlearn records log p(X) while its M-step uses the priors: the "em" objective
-        # with the priors of this class's blocks (see _family_kwargs / _*_prior)
-        theta = fit_mode(self._problem(family, X, seqs), "em", theta,
+        # with the priors of this class's blocks (see _family_kwargs / prior)
+        theta = fit_mode(self.problem(family, X, seqs), "em", theta,
                          _StopRule(monitor, int(self.n_iter)), self.params).params
-        self._set_params_(theta["startprob"], theta["transmat"], theta["emission"])
+        self.assign_params(theta["startprob"], theta["transmat"], theta["emission"])
         return self
 
     # -- inference -------------------------------------------------------------------------
     def _compute_log_likelihood(self, X) -> np.ndarray:
         """``(n_samples, n_components)`` emission log-likelihoods log p(x_t | z_t)."""
         self._check()
-        X = self._validate(X, None, self.n_features)[0]
-        return self._family(self.n_features).log_likelihood(self._get_emission_params(), X)
+        X = self.validate_data(X, None, self.n_features)[0]
+        return self.emission_family(self.n_features).log_likelihood(self.emission_params(), X)
 
     def decode(self, X, lengths=None, algorithm=None):
         """Most likely states. ``"viterbi"`` returns (log p(X, z*), z*). ``"map"`` returns
@@ -375,7 +376,7 @@ class _HmmlearnHMM(HMM):
     def sample(self, n_samples=1, random_state=None, currstate=None):
         """Draw ``n_samples`` observations and their states, exactly as hmmlearn does
         (same ``random_state`` -> same draws). ``currstate`` fixes the first state."""
-        self._check_is_fitted()
+        self.check_is_fitted()
         if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) \
                 or n_samples < 1:
             raise InvalidInputError(f"n_samples: expected an integer >= 1, got {n_samples!r}")
@@ -413,7 +414,7 @@ class _HmmlearnHMM(HMM):
         prior hyper-parameters are not carried over)."""
         from ..learn import ConvergenceMonitor as NativeMonitor
 
-        self._check_is_fitted()
+        self.check_is_fitted()
         kwargs = {}
         if self.emission in ("gaussian", "gmm"):
             kwargs = {"covariance_type": self.covariance_type, "min_covar": self.min_covar}
@@ -432,9 +433,9 @@ class _HmmlearnHMM(HMM):
         out.monitor_ = NativeMonitor(out.tol, out.n_iter, False, history,
                                      bool(getattr(monitor, "converged", False)))
         out.n_features_ = int(self.n_features)
-        out._set_params_(self.startprob_.copy(), self.transmat_.copy(),
-                         {k: np.array(v, dtype=np.float64)
-                          for k, v in self._get_emission_params().items()})
+        out.assign_params(self.startprob_.copy(), self.transmat_.copy(),
+                          {k: np.array(v, dtype=np.float64)
+                           for k, v in self.emission_params().items()})
         return out
 
     def save(self, path) -> None:
@@ -470,7 +471,6 @@ class CategoricalHMM(_EmissionRows, _HmmlearnHMM):
 
     emission = "categorical"
     _letters = "ste"
-    _emission_attrs = {"e": "emissionprob_"}
 
     def __init__(self, n_components=1, startprob_prior=1.0, transmat_prior=1.0, *,
                  emissionprob_prior=1.0, n_features=None, algorithm="viterbi",
@@ -494,21 +494,21 @@ class CategoricalHMM(_EmissionRows, _HmmlearnHMM):
     def _family_kwargs(self) -> dict:
         return {"emissionprob_prior": _as_prior(self.emissionprob_prior, "emissionprob_prior")}
 
-    def _check_hyper(self) -> None:
-        super()._check_hyper()
+    def check_hyperparameters(self) -> None:
+        super().check_hyperparameters()
         if self.n_features is not None:
             check_positive_int(self.n_features, "n_features")
 
     def _prior_shapes(self, K, D):
         return {**super()._prior_shapes(K, D), "emissionprob_prior": ((K, D), ())}
 
-    def _validate(self, X, lengths, n_features, stream=False, continues=False):
+    def validate_data(self, X, lengths, n_features, stream=False, continues=False):
         arr = np.asarray(X)
         if arr.dtype == object or not np.issubdtype(arr.dtype, np.integer):
             raise InvalidInputError(
                 f"X: symbols should be integers, got dtype {arr.dtype}; encode them as ints "
                 "(e.g. sklearn.preprocessing.LabelEncoder) with shape (n_samples, 1)")
-        return super()._validate(arr, lengths, n_features, stream, continues)
+        return super().validate_data(arr, lengths, n_features, stream, continues)
 
     def _check_and_set_n_features(self, X) -> None:
         arr = np.asarray(X)
@@ -558,7 +558,6 @@ class GaussianHMM(_HmmlearnHMM):
 
     emission = "gaussian"
     _letters = "stmc"
-    _emission_attrs = {"m": "means_", "c": "_covars_"}
 
     def __init__(self, n_components=1, covariance_type="diag", min_covar=1e-3,
                  startprob_prior=1.0, transmat_prior=1.0, means_prior=0, means_weight=0,
@@ -584,8 +583,8 @@ class GaussianHMM(_HmmlearnHMM):
         self.implementation = implementation
         self.monitor_ = ConvergenceMonitor(tol, n_iter, verbose)
 
-    def _check_hyper(self) -> None:
-        super()._check_hyper()
+    def check_hyperparameters(self) -> None:
+        super().check_hyperparameters()
         check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
         check_number(self.min_covar, "min_covar", minimum=0.0)
 
@@ -665,7 +664,7 @@ class GaussianHMM(_HmmlearnHMM):
         if self.covariance_type not in COVARIANCE_TYPES:
             raise InvalidInputError(
                 f"covariance_type: {self.covariance_type!r} is not one of {COVARIANCE_TYPES}")
-        checked = self._family(self.n_features).check_params(
+        checked = self.emission_family(self.n_features).check_params(
             {"means": means, "covars": self._attr("_covars_")})
         self.means_ = checked["means"]
         self._covars_ = checked["covars"]
@@ -692,7 +691,6 @@ class PoissonHMM(_HmmlearnHMM):
 
     emission = "poisson"
     _letters = "stl"
-    _emission_attrs = {"l": "lambdas_"}
 
     def __init__(self, n_components=1, startprob_prior=1.0, transmat_prior=1.0,
                  lambdas_prior=0.0, lambdas_weight=0.0, algorithm="viterbi",
@@ -748,11 +746,11 @@ class PoissonHMM(_HmmlearnHMM):
                 f"lambdas_: expected shape (n_components, n_features) = "
                 f"{(self.n_components, n_features)}, got {lam.shape}")
         self.n_features = n_features
-        self.lambdas_ = self._family(n_features).check_params({"lambdas": lam})["lambdas"]
+        self.lambdas_ = self.emission_family(n_features).check_params({"lambdas": lam})["lambdas"]
 
     def _sampler(self):
         lambdas = self.lambdas_
-        _check_poisson_rates(lambdas)
+        check_samplable_rates(lambdas)
 
         def draw(state, random_state):
             return random_state.poisson(lambdas[state])
@@ -782,7 +780,6 @@ class GMMHMM(_HmmlearnHMM):
 
     emission = "gmm"
     _letters = "stmcw"
-    _emission_attrs = {"m": "means_", "c": "_covars_", "w": "weights_"}
 
     def __init__(self, n_components=1, n_mix=1, min_covar=1e-3, startprob_prior=1.0,
                  transmat_prior=1.0, weights_prior=1.0, means_prior=0.0, means_weight=0.0,
@@ -810,8 +807,8 @@ class GMMHMM(_HmmlearnHMM):
         self.implementation = implementation
         self.monitor_ = ConvergenceMonitor(tol, n_iter, verbose)
 
-    def _check_hyper(self) -> None:
-        super()._check_hyper()
+    def check_hyperparameters(self) -> None:
+        super().check_hyperparameters()
         check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
         check_positive_int(self.n_mix, "n_mix")
         check_number(self.min_covar, "min_covar", minimum=0.0)
@@ -869,10 +866,10 @@ class GMMHMM(_HmmlearnHMM):
 
     def _check_priors(self, n_features: int, n_emission_states: int) -> None:
         K = n_emission_states
-        _prior_array("startprob_prior", self.startprob_prior, (K,))
-        _prior_array("transmat_prior", self.transmat_prior, (K, K))
-        _prior_array("weights_prior", self.weights_prior, (K, self.n_mix))
-        self._family(n_features).check_point_priors("em")
+        prior_array("startprob_prior", self.startprob_prior, (K,))
+        prior_array("transmat_prior", self.transmat_prior, (K, K))
+        prior_array("weights_prior", self.weights_prior, (K, self.n_mix))
+        self.emission_family(n_features).check_point_priors("em")
 
     @property
     def covars_(self) -> np.ndarray:
@@ -949,7 +946,7 @@ class GMMHMM(_HmmlearnHMM):
                 f"means_: expected shape (n_components, n_mix, n_features) with "
                 f"n_components={self.n_components}, n_mix={self.n_mix}, got {means.shape}")
         self.n_features = means.shape[2]
-        checked = self._family(self.n_features).check_params(
+        checked = self.emission_family(self.n_features).check_params(
             {"weights": np.atleast_2d(np.asarray(self._attr("weights_"), dtype=np.float64)),
              "means": means, "covars": self._attr("_covars_")})
         self.weights_ = _check_dist(checked["weights"], (self.n_components, self.n_mix),
@@ -983,7 +980,6 @@ class MultinomialHMM(_EmissionRows, _HmmlearnHMM):
 
     emission = "multinomial"
     _letters = "ste"
-    _emission_attrs = {"e": "emissionprob_"}
 
     def __init__(self, n_components=1, n_trials=None, startprob_prior=1.0, transmat_prior=1.0,
                  algorithm="viterbi", random_state=None, n_iter=10, tol=1e-2, verbose=False,

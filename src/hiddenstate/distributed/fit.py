@@ -72,7 +72,7 @@ def _is_delayed(source) -> bool:
 
 def _read(source, model, n_features: int | None, name: str):
     """The validated ``(X, Sequences)`` of one source (a loader, or the computed list of a
-    bag partition), as ``HMM.fit`` validates its input."""
+    bag partition), as ``HMM.fit`` validates its input (``model.validate_data``)."""
     if isinstance(source, list):  # a bag partition: its elements are sequences
         if not source:
             raise InvalidInputError(f"data: {name} is empty; repartition the bag")
@@ -80,15 +80,14 @@ def _read(source, model, n_features: int | None, name: str):
         raw = np.concatenate(seqs), np.array([len(s) for s in seqs], dtype=np.int64)
     else:
         raw = named(name, source.load)
-    return named(name, model._validate, raw[0], raw[1], n_features)
+    return named(name, model.validate_data, raw[0], raw[1], n_features)
 
 
 def _summary(source, model, n_features: int | None, name: str):
     """Rows, the number of features the data imply, column sums (for VB's data-mean
     priors) of one source (read, then dropped)."""
     X, _ = _read(source, model, n_features, name)
-    inferred = n_features if n_features is not None else named(
-        name, model._infer_n_features, X)
+    inferred = named(name, model.resolve_n_features, X)
     return len(X), inferred, np.asarray(X, dtype=np.float64).reshape(len(X), -1).sum(axis=0)
 
 
@@ -103,7 +102,7 @@ class _HMMPart:
 
     def __call__(self, source, name: str):
         X, seqs = _read(source, self.model, self.n_features, name)
-        return self.model._problem(self.family, X, seqs)
+        return self.model.problem(self.family, X, seqs)
 
 
 def _data_of(problem):
@@ -146,7 +145,7 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
     ``HMM.fit``.
     """
     distributed = _client_module()
-    model._check_hyper()
+    model.check_hyperparameters()
     if model.learn not in MODES:
         raise InvalidInputError(
             f"learn: the distributed fit runs the batch modes {MODES}; the streaming learner "
@@ -172,7 +171,7 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
 
 def _fit(model, parts: Partitions, client, init_rows: int, callback):
     names = list(parts.names)
-    n_features = model._known_n_features()
+    n_features = model.resolve_n_features()
     with warnings.catch_warnings():
         # in-memory arrays travel inside their tasks on purpose: the scheduler keeps them,
         # so a partition lost with its worker is rebuilt (scattered data would be lost)
@@ -189,7 +188,7 @@ def _fit(model, parts: Partitions, client, init_rows: int, callback):
     for s in summary[1:]:
         column_sum = column_sum + s[2]
     # a one-row stand-in whose mean is the data's: all that the family reads from X
-    family = model._family(n_features, (column_sum / rows.sum())[None, :])
+    family = model.emission_family(n_features, (column_sum / rows.sum())[None, :])
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
         problem = DaskProblem.build(client, sources, names,
@@ -201,5 +200,5 @@ def _fit(model, parts: Partitions, client, init_rows: int, callback):
                                 for p in problem.problems[:n_init_parts]])
         X0 = np.concatenate([x for x, _ in sample])
         seqs0 = Sequences.from_lengths(np.concatenate([ln for _, ln in sample]))
-    return model._fit_batch(problem, family, n_features, X0, seqs0,
-                            make_rng(model.random_state), callback)
+    return model.fit_problem(problem, family, n_features, X0, seqs0,
+                             make_rng(model.random_state), callback)

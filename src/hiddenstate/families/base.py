@@ -60,10 +60,15 @@ class EmissionFamily(ABC):
     def statistics(self, X: np.ndarray, post: np.ndarray) -> dict:
         """Sufficient statistics from the E-step's posteriors (per row or per table row)."""
 
+    @abstractmethod
     def merge_statistics(self, a: dict, b: dict) -> dict:
-        """Statistics of two disjoint data sets combined (sums, for statistics that are
-        plain sums over observations; see :func:`hiddenstate.learn.merge_statistics`)."""
-        return {key: a[key] + b[key] for key in a}
+        """The statistics of two disjoint sets of observations combined: what
+        :meth:`statistics` returns for their union, to rounding (the reduce step of an
+        E-step run over partitions; see :func:`hiddenstate.learn.merge_statistics`). Every
+        family writes its own: a plain sum is right only for statistics that are sums over
+        observations with the same keys in every part (not for statistics taken about a
+        per-part reference point, nor for keys present only where entries are missing)."""
+
     def statistics_at(self, params: dict, X: np.ndarray, post: np.ndarray) -> dict:
         """:meth:`statistics` for a family whose statistics also depend on the parameters
         of the E-step (a mixture's component responsibilities); the others ignore
@@ -128,6 +133,116 @@ class EmissionFamily(ABC):
     def n_free_parameters(self) -> int:
         """Number of free parameters (for AIC/BIC)."""
         raise NotImplementedError
+
+    # -- what the HMM estimator asks of a family (defaults for an ordinary family) ------------
+    #: the emission table has one row per symbol (:meth:`EmissionTable.from_symbols
+    #: <hiddenstate.inference.EmissionTable.from_symbols>`), not one per observation
+    table_by_symbol: bool = False
+
+    @property
+    def parameter_columns(self) -> int:
+        """Columns of the emission parameter per state as stored (the memory checks count
+        ``n_states x parameter_columns`` numbers)."""
+        return self.n_features
+
+    def table_build_copies(self) -> int:
+        """``(N, K)`` arrays alive at once while :meth:`table` builds a dense table
+        (measured; the memory checks count them)."""
+        return 4
+
+    def learned_part(self) -> tuple[EmissionFamily, int]:
+        """``(family, n_fixed)``: the family of the states whose emissions are learned and
+        the number of fixed states before them (the source states of
+        :class:`~.blackbox.BlackBoxEmissions`); ``(self, 0)`` for an ordinary family."""
+        return self, 0
+
+    def split(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(log f (N, n_fixed), observations of the learned states)`` of the rows ``X``:
+        the fixed states' log-likelihood columns that travel with the data and what the
+        learned family reads; ``((N, 0), X)`` for an ordinary family."""
+        return np.empty((len(X), 0)), X
+
+    def autocorrelation_data(self, X: np.ndarray) -> tuple[np.ndarray, bool]:
+        """The observations whose autocorrelation measures how persistent the hidden chain
+        is (:func:`hiddenstate.models.hmm.init.persistence`), and whether they are symbols
+        (compared by equality) rather than numbers (standardised per column)."""
+        return X, False
+
+    def labelled_start(self, params: dict, X: np.ndarray, states: np.ndarray,
+                       init_params: str) -> dict:
+        r"""Initial parameters moved to labelled steps (``X``: their observations,
+        ``states``: their labels, all >= 0): for each state, the mean of its labelled
+        observations with the initial value as one more pseudo-observation,
+        :math:`(\sum_{t: s_t = k} v_t + p_k)/(n_k + 1)` (see :func:`labelled_mean`), for
+        the parameters whose letter is in ``init_params`` and that are such a mean
+        (categorical rows, Gaussian means, Poisson rates); the others, and families without
+        such a parameter, are kept. Without it a few labels cannot pull EM out of the local
+        optimum a random start falls into."""
+        return params
+
+    # -- what online EM asks of a family of numbers ------------------------------------------
+    def statistic_vector(self) -> tuple[str, int | None] | None:
+        """How online EM (:mod:`hiddenstate.learn.online.online_em`) accumulates this
+        family's statistics, one vector per state: ``(kind, n_mix)`` with ``kind``
+        ``"counts"`` (1, x), ``"diag"`` (1, x - a, (x - a)**2) or ``"full"``
+        (1, x - a, vec((x - a)(x - a)^T)) about a reference point a, and ``n_mix`` the
+        number of mixture components, each with its own vector (None: no mixture). None
+        when online EM has no such form for the family (symbols take the lazy path, see
+        :attr:`alphabets`)."""
+        return None
+
+    def streaming_mstep_family(self, params: dict, emissionprob_prior) -> EmissionFamily:
+        """The family whose :meth:`mstep` online EM runs on its running statistics: this
+        one (its own conjugate prior), or for categorical emission rows a copy whose
+        Dirichlet prior is the learner's ``emissionprob_prior(params["emissionprob"])``
+        (alpha > 1: a category not seen before the first M-step stays possible)."""
+        return self
+
+    # -- families of symbols: what the streaming learners ask ---------------------------------
+    #: the alphabet of each categorical feature of a family of symbols, whose emission rows
+    #: the streaming learners update per symbol; None for a family of other observations
+    alphabets: tuple[int, ...] | None = None
+    #: the emission rows of a family of symbols have a leading axis of features
+    #: ``(F, K, W)`` (several features), which the learners' per-feature state keeps too
+    feature_axis: bool = False
+
+    def _not_symbols(self):
+        raise InvalidInputError(
+            f"emission: {type(self).__name__} does not emit symbols; the per-symbol "
+            "streaming learners take categorical emissions")
+
+    def feature_rows(self, emissionprob: np.ndarray) -> list[np.ndarray]:
+        """Each feature's emission rows ``(K, W_f)`` (a family of symbols)."""
+        self._not_symbols()
+
+    def from_feature_rows(self, rows: list[np.ndarray]) -> np.ndarray:
+        """The emission parameter (a new array) from each feature's rows: the inverse of
+        :meth:`feature_rows`."""
+        self._not_symbols()
+
+    def validate_symbols(self, X) -> np.ndarray:
+        """The symbols of ``X`` checked against :attr:`alphabets` (``-1``: missing), as
+        int64 in the layout :meth:`log_likelihood` reads."""
+        self._not_symbols()
+
+    def stream_symbols(self, X: np.ndarray) -> np.ndarray:
+        """``(N, F)`` int64: each row's symbol of every feature as a column of the
+        features' alphabets laid side by side (feature ``f`` starts at
+        ``sum(alphabets[:f])``), ``-1`` where missing: what online EM's lazy categorical
+        kernel reads. Symbols outside the alphabets raise :class:`InvalidInputError`."""
+        self._not_symbols()
+
+
+def labelled_mean(p0: np.ndarray, V: np.ndarray, states: np.ndarray) -> np.ndarray:
+    r""":math:`(\sum_{t: s_t = k} v_t + p_k)/(n_k + 1)` per state ``k`` and column, over the
+    rows of ``V`` (one per labelled step, ``states`` their labels; a NaN entry counts for
+    nothing): the initial value ``p0`` (K, C) moved toward the mean of the labelled values
+    (:meth:`EmissionFamily.labelled_start`)."""
+    seen = ~np.isnan(V)
+    S, n = np.zeros(p0.shape), np.zeros(p0.shape)
+    np.add.at(S, states, np.where(seen, V, 0.0))
+    np.add.at(n, states, seen.astype(np.float64))
+    return (S + p0) / (n + 1.0)
 
 
 def fill_missing(X: np.ndarray) -> np.ndarray:

@@ -94,6 +94,22 @@ class BlackBoxEmissions(EmissionFamily):
     def merge_statistics(self, a, b):
         return self.inner.merge_statistics(a, b)
 
+    def learned_part(self):
+        """The inner family, after the ``n_sources`` source states."""
+        return self.inner, self.n_sources
+
+    def autocorrelation_data(self, X):
+        """The inner family's, of the inner observations (the source columns left out)."""
+        return self.inner.autocorrelation_data(self.split(X)[1])
+
+    def table_build_copies(self):
+        """The inner family's, plus the source columns' log-likelihood and its shifted
+        copy."""
+        return 2 + self.inner.table_build_copies()
+
+    def statistic_vector(self):
+        return self.inner.statistic_vector()
+
     def mstep(self, params, stats, which):
         new, dead = self.inner.mstep(params, stats, which)
         return new, [self.n_sources + k for k in dead]

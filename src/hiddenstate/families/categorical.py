@@ -8,7 +8,7 @@ import numpy as np
 from .._validation import check_stochastic, check_symbols
 from ..errors import InvalidInputError
 from ..inference import EmissionTable
-from .base import EmissionFamily
+from .base import EmissionFamily, labelled_mean
 from .dirichlet import DirichletEmissionRows, DirichletRows
 
 #: an alphabet inferred from the data may not exceed this; pass n_features to go beyond
@@ -53,6 +53,46 @@ class CategoricalEmissions(DirichletEmissionRows, EmissionFamily):
         # the kernel already summed posteriors by symbol: post is (W, K), or (W + 1, K)
         # with the missing symbols' row last (see EmissionTable.from_symbols), left out
         return {"counts": post[:self.n_features].T}
+
+    # -- a family of symbols --------------------------------------------------------------
+    table_by_symbol = True
+
+    @property
+    def alphabets(self) -> tuple[int, ...]:
+        return (self.n_features,)
+
+    def autocorrelation_data(self, X):
+        """The symbols themselves (their persistence is that of one-hot indicators)."""
+        return X, True
+
+    def labelled_start(self, params, X, states, init_params):
+        """The rows moved to the one-hot labelled symbols (a missing one counts for
+        nothing), when ``"e"`` is initialised."""
+        if "e" not in init_params:
+            return params
+        V = np.where(X[:, None] < 0, np.nan, X[:, None] == np.arange(self.n_features))
+        return {**params, "emissionprob": labelled_mean(params["emissionprob"], V, states)}
+
+    def feature_rows(self, emissionprob):
+        return [emissionprob]
+
+    def from_feature_rows(self, rows):
+        return np.array(rows[0], dtype=np.float64)
+
+    def validate_symbols(self, X):
+        return check_symbols(X, self.n_features, allow_missing=True)
+
+    def stream_symbols(self, X):
+        y = np.asarray(X)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        W = self.n_features
+        if y.ndim != 1 or (len(y) and (y.min() < -1 or y.max() >= W)):
+            raise InvalidInputError(
+                f"X: expected symbols 0 .. {W - 1} (-1: missing; one column), got shape "
+                f"{np.shape(X)} with "
+                f"values {y.min() if len(y) else ''} .. {y.max() if len(y) else ''}")
+        return np.ascontiguousarray(y[:, None], dtype=np.int64)
 
     def impute(self, params, X, post):
         r"""Missing symbols (``-1``) replaced by the most probable symbol under the

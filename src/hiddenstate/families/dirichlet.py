@@ -56,6 +56,10 @@ class DirichletRows:
     def _alpha(self, like: np.ndarray) -> np.ndarray:
         return np.broadcast_to(np.asarray(self.prior, dtype=np.float64), like.shape)
 
+    def merge_statistics(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Counts of two disjoint data sets combined: their sum."""
+        return a + b
+
     # -- point estimates ------------------------------------------------------------------------
     def mstep(self, theta, counts, which):
         if self.letter not in which:
@@ -182,6 +186,10 @@ class DirichletEmissionRows:
     (``"counts"``) and multinomial (``"obs"``) families."""
 
     counts_key = "counts"
+
+    def merge_statistics(self, a, b):
+        """Posterior-weighted counts (and masses) of two disjoint data sets: their sums."""
+        return {key: a[key] + b[key] for key in a}
 
     def mstep(self, params, stats, which):
         B, dead = self.rows.mstep(params["emissionprob"], stats[self.counts_key], which)

@@ -87,7 +87,14 @@ from .._validation import broadcast_param, check_real_X
 from ..errors import InvalidInputError, NumericalError
 from ..inference import EmissionTable, all_occupied
 from ..kernels import gaussian_diag_loglik
-from .base import DEAD_MASS, EmissionFamily, fill_missing, kmeans, reference_point
+from .base import (
+    DEAD_MASS,
+    EmissionFamily,
+    fill_missing,
+    kmeans,
+    labelled_mean,
+    reference_point,
+)
 
 COVARIANCE_TYPES = ("spherical", "diag", "full", "tied")
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -368,6 +375,23 @@ class GaussianEmissions(EmissionFamily):
                 b["obs*obs.T"] + cross + cross.transpose(0, 2, 1)
                 + n_b[:, None, None] * np.einsum("ki,kj->kij", d, d))
         return out
+    def statistic_vector(self):
+        """Online EM accumulates (1, x - a, (x - a)**2) (diagonal, spherical) or
+        (1, x - a, vec((x - a)(x - a)^T)) (full, tied) about a per-state point a."""
+        return ("diag" if self.covariance_type in ("diag", "spherical") else "full"), None
+
+    def table_build_copies(self):
+        """One for diagonal/spherical covariances (the kernel scales in place), two for
+        full/tied."""
+        return 1 if self.covariance_type in ("diag", "spherical") else 2
+
+    def labelled_start(self, params, X, states, init_params):
+        """The means moved to the labelled rows (a missing entry counts for nothing), when
+        ``"m"`` is initialised; the covariances keep their data-wide start."""
+        if "m" not in init_params:
+            return params
+        return {**params, "means": labelled_mean(params["means"], X, states)}
+
     def _missing_statistics(self, X, post, params, miss):
         """:meth:`statistics` of data with missing entries: those of the complete rows
         (about their reference points), plus the conditional expectations of the rows with

@@ -183,6 +183,19 @@ class GMMEmissions(EmissionFamily):
         weighted = (np.asarray(post)[:, :, None] * resp).reshape(len(X), -1)
         return self._flat.statistics(X, weighted, self._flat_params(params))
 
+    def merge_statistics(self, a, b):
+        """The K*M components' Gaussian statistics merged as the Gaussian family merges
+        them (each part's sums are taken about its own reference points)."""
+        return self._flat.merge_statistics(a, b)
+
+    def statistic_vector(self):
+        """One Gaussian vector per component (full for a tied mixture)."""
+        return self._flat.statistic_vector()[0], self.n_mix
+
+    def table_build_copies(self):
+        """The ``(N, K, M)`` component tables, then their sum."""
+        return 3 * self.n_mix + 1
+
     def impute(self, params, X, post):
         r"""Missing entries replaced by the posterior predictive mean
         :math:`\sum_{k,c} \gamma_{tk} r_{tkc} E[x_{t,m} \mid x_{t,o}, z_t = k, c]`

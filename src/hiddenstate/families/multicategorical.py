@@ -20,7 +20,7 @@ import numpy as np
 
 from .._validation import check_symbols
 from ..errors import InvalidInputError
-from .base import EmissionFamily
+from .base import EmissionFamily, labelled_mean
 from .categorical import MAX_INFERRED_SYMBOLS
 from .dirichlet import DirichletRows
 
@@ -102,6 +102,10 @@ class MultiCategoricalEmissions(EmissionFamily):
             np.add.at(counts[f], X[seen, f], post[seen])
         return {"counts": counts.transpose(0, 2, 1)}
 
+    def merge_statistics(self, a, b):
+        """Counts of two disjoint data sets: their sum."""
+        return {"counts": a["counts"] + b["counts"]}
+
     def mstep(self, params, stats, which):
         B, dead = self.rows.mstep(self._flat(params["emissionprob"]), self._flat(stats["counts"]),
                                   which)
@@ -153,6 +157,53 @@ class MultiCategoricalEmissions(EmissionFamily):
             raise InvalidInputError(
                 f"emissionprob_: row [{f}, {k}] sums to {sums[f, k]:.6g}, not 1")
         return {"emissionprob": B}
+
+    # -- a family of symbols ----------------------------------------------------------------
+    feature_axis = True
+
+    @property
+    def parameter_columns(self) -> int:
+        """F rows of the largest alphabet per state."""
+        return self.n_columns * self.n_features
+
+    def labelled_start(self, params, X, states, init_params):
+        """Each feature's rows moved to its one-hot labelled symbols (a missing one counts
+        for nothing), when ``"e"`` is initialised."""
+        if "e" not in init_params:
+            return params
+        B = params["emissionprob"].copy()
+        for f, W in enumerate(self.alphabets):
+            V = np.where(X[:, f:f + 1] < 0, np.nan, X[:, f:f + 1] == np.arange(W))
+            B[f, :, :W] = labelled_mean(B[f, :, :W], V, states)
+        return {**params, "emissionprob": B}
+
+    def feature_rows(self, emissionprob):
+        return [emissionprob[f, :, :W] for f, W in enumerate(self.alphabets)]
+
+    def from_feature_rows(self, rows):
+        out = np.zeros((self.n_columns, self.n_states, self.n_features))
+        for f, (W, r) in enumerate(zip(self.alphabets, rows, strict=True)):
+            out[f, :, :W] = r
+        return out
+
+    def validate_symbols(self, X):
+        """``(N, F)`` symbols (one feature: an ``(N, 1)`` column)."""
+        if self.n_columns > 1:
+            return check_feature_symbols(X, self.alphabets)
+        return check_symbols(X, self.n_features, allow_missing=True)[:, None]
+
+    def stream_symbols(self, X):
+        y = np.asarray(X)
+        alphabets = self.alphabets
+        high = np.array(alphabets) - 1
+        if y.ndim != 2 or y.shape[1] != len(alphabets) or y.dtype.kind not in "iu" or (
+                len(y) and (y.min() < -1 or np.any(y.max(axis=0) > high))):
+            raise InvalidInputError(
+                f"X: expected integer symbols of {len(alphabets)} features, shape (n, "
+                f"{len(alphabets)}), column f in -1 .. W_f - 1 (alphabets {alphabets}; "
+                f"-1: missing), got shape {y.shape}")
+        offsets = np.concatenate(([0], np.cumsum(alphabets)[:-1])).astype(np.int64)
+        return np.ascontiguousarray(np.where(y >= 0, y + offsets, -1), dtype=np.int64)
 
     def impute(self, params, X, post):
         """Each missing entry (``-1``) replaced by its feature's most probable symbol under

@@ -92,6 +92,16 @@ class MultinomialEmissions(DirichletEmissionRows, EmissionFamily):
         Poisson family's layout, which the online EM learner accumulates)."""
         return {"post": post.sum(axis=0), "obs": post.T @ X}
 
+    def statistic_vector(self):
+        """Online EM accumulates (1, x), the Poisson family's vector."""
+        return "counts", None
+
+    def streaming_mstep_family(self, params, emissionprob_prior):
+        """Multinomial rows are categorical rows: online EM estimates them under its own
+        Dirichlet prior ``emissionprob_prior(params["emissionprob"])``."""
+        return MultinomialEmissions(self.n_states, self.n_features, None,
+                                    emissionprob_prior(params["emissionprob"]))
+
     def initialize(self, X, rng):
         """k-means (:func:`~.base.kmeans`) on the rows' proportions: each state starts at
         the pooled proportions of one cluster, mixed 99:1 with the overall proportions so

@@ -34,7 +34,7 @@ from scipy.special import digamma, gammaln
 
 from .._validation import broadcast_param, check_counts
 from ..errors import InvalidInputError
-from .base import DEAD_MASS, EmissionFamily, fill_missing, kmeans
+from .base import DEAD_MASS, EmissionFamily, fill_missing, kmeans, labelled_mean
 
 
 class PoissonEmissions(EmissionFamily):
@@ -85,6 +85,25 @@ class PoissonEmissions(EmissionFamily):
             return {"post": post.sum(axis=0), "obs": post.T @ X}
         return {"post": post.sum(axis=0), "obs": post.T @ np.where(miss, 0.0, X),
                 "seen": post.T @ (~miss).astype(np.float64)}
+
+    def merge_statistics(self, a, b):
+        """Sums, key by key; where only one part had missing counts, the other part's
+        ``seen`` is its ``post`` for every feature (all its counts observed)."""
+        out = {"post": a["post"] + b["post"], "obs": a["obs"] + b["obs"]}
+        if "seen" in a or "seen" in b:
+            out["seen"] = _seen(a) + _seen(b)
+        return out
+
+    def statistic_vector(self):
+        """Online EM accumulates (1, x) per state."""
+        return "counts", None
+
+    def labelled_start(self, params, X, states, init_params):
+        """The rates moved to the labelled counts (a missing count counts for nothing),
+        when ``"l"`` is initialised."""
+        if "l" not in init_params:
+            return params
+        return {**params, "lambdas": labelled_mean(params["lambdas"], X, states)}
 
     def impute(self, params, X, post):
         r"""Missing counts replaced by the posterior predictive mean
@@ -206,7 +225,28 @@ class PoissonEmissions(EmissionFamily):
         return {"lambdas": lam}
 
     def sample(self, params, states, rng):
+        check_samplable_rates(params["lambdas"])
         return rng.poisson(params["lambdas"][states]).astype(np.float64)
 
     def n_free_parameters(self):
         return self.n_states * self.n_features
+
+
+#: the largest rate numpy's Poisson sampler accepts (a bit below 2**63)
+MAX_SAMPLABLE_RATE = 9.2e18
+
+
+def check_samplable_rates(lambdas: np.ndarray) -> None:
+    """NumPy draws Poisson counts for rates up to about 9.2e18 (int64): a larger rate is an
+    :class:`InvalidInputError` naming ``lambdas_``."""
+    if lambdas.size and lambdas.max() > MAX_SAMPLABLE_RATE:
+        raise InvalidInputError(
+            f"lambdas_: a rate of {lambdas.max():g} is too large to draw counts from (the "
+            f"largest is {MAX_SAMPLABLE_RATE:g})")
+
+
+def _seen(stats: dict) -> np.ndarray:
+    """The statistic ``seen`` ``(K, D)``, also of data without missing counts."""
+    if "seen" in stats:
+        return stats["seen"]
+    return np.repeat(stats["post"][:, None], stats["obs"].shape[1], axis=1)

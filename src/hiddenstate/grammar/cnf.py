@@ -26,18 +26,80 @@ from .trees import Tree
 START = "<start>"
 
 
-def _rhs(rhs, where: str) -> tuple[str, ...]:
+#: the key of an explicitly lexical right-hand side: ``{"word": "X"}`` is the word ``X``
+WORD = "word"
+
+
+def _rhs(rhs, where: str) -> tuple[tuple[str, ...], bool]:
+    """A right-hand side as a tuple of one word or two nonterminal names, and whether it
+    was written ``{"word": w}`` (a word even if a nonterminal has the same name). A string
+    is refused, not read as a one-word rule: ``"NP VP"`` is the commonest way to mistype
+    ``("NP", "VP")``."""
     if isinstance(rhs, str):
-        rhs = (rhs,)
-    try:
-        rhs = tuple(rhs)
-    except TypeError as exc:
-        raise InvalidInputError(f"{where}: right-hand side {rhs!r} is not a tuple") from exc
+        parts = rhs.split()
+        shown = ", ".join(repr(x) for x in parts) + ("," if len(parts) == 1 else "")
+        raise InvalidInputError(
+            f"{where}: right-hand side {rhs!r} is a string; write it as a tuple: "
+            f"({shown}) (a word: ('dogs',); two nonterminals: ('NP', 'VP'))")
+    if isinstance(rhs, dict):
+        word = rhs.get(WORD)
+        if set(rhs) != {WORD} or not isinstance(word, str) or not word:
+            raise InvalidInputError(
+                f"{where}: right-hand side {rhs!r:.60} is a dict; the only dict form is "
+                f"{{{WORD!r}: 'w'}}, the word w")
+        return (word,), True
+    if not isinstance(rhs, (tuple, list)):
+        raise InvalidInputError(
+            f"{where}: right-hand side {rhs!r:.60} is not a tuple; use (word,) for a "
+            "lexical rule or (B, C) for a binary rule")
+    rhs = tuple(rhs)
     if len(rhs) not in (1, 2) or not all(isinstance(x, str) and x for x in rhs):
         raise InvalidInputError(
-            f"{where}: right-hand side {rhs!r} is not in Chomsky normal form; use (word,) "
+            f"{where}: right-hand side {rhs!r:.80} is not in Chomsky normal form; use (word,) "
             "for a lexical rule or (B, C) with two nonterminal names for a binary rule")
-    return rhs
+    return rhs, False
+
+
+def _pairs(rules) -> list[tuple]:
+    """``rules`` (pairs or a dict) as a list of ``(lhs, rhs)`` pairs, rhs unchecked."""
+    if isinstance(rules, dict):
+        pairs = []
+        for lhs, rhss in rules.items():
+            if isinstance(rhss, str) or (isinstance(rhss, tuple) and rhss
+                                         and all(isinstance(x, str) for x in rhss)):
+                raise InvalidInputError(
+                    f"rules[{lhs!r}]: expected a list of right-hand sides, got {rhss!r:.60}; "
+                    f"write {{{lhs!r}: [('NP', 'VP'), ('dogs',)]}}: a list of tuples")
+            if not isinstance(rhss, (list, tuple)):
+                raise InvalidInputError(
+                    f"rules[{lhs!r}]: expected a list of right-hand sides (tuples), got "
+                    f"{rhss!r:.60}")
+            pairs.extend((lhs, r) for r in rhss)
+        return pairs
+    if isinstance(rules, (str, bytes)) or not hasattr(rules, "__iter__"):
+        raise InvalidInputError(
+            "rules: expected pairs (lhs, rhs) or a dict lhs -> [rhs, ...], e.g. "
+            "{'S': [('NP', 'VP')], 'NP': [('dogs',)]}")
+    out = []
+    for p in rules:
+        if not isinstance(p, (tuple, list)) or len(p) != 2:
+            raise InvalidInputError(
+                f"rules: {p!r:.80} is not a pair (lhs name, rhs tuple), e.g. "
+                "('S', ('NP', 'VP'))")
+        out.append(tuple(p))
+    return out
+
+
+def _unary(lhs: str, child: str, by_lhs: dict) -> InvalidInputError:
+    """The error for ``lhs -> (child,)`` with ``child`` a nonterminal (see
+    :meth:`Grammar.from_rules` for why unary rules are refused, not supported)."""
+    example = " | ".join(" ".join(r) for r in by_lhs[child][:3])
+    return InvalidInputError(
+        f"rules: {lhs} -> {child} is a unary rule ({child!r} is a nonterminal), which "
+        f"Chomsky normal form does not have; give {lhs} the rules of {child} instead "
+        f"({lhs} -> {example}{' | ...' if len(by_lhs[child]) > 3 else ''}), or merge the "
+        f"chain into one nonterminal as PCFG.from_treebank does ('{lhs}+{child}'); if "
+        f"{child!r} is meant as a word, write the right-hand side as {{'word': {child!r}}}")
 
 
 @dataclass
@@ -56,24 +118,40 @@ class Grammar:
     # -- construction ---------------------------------------------------------------------------
     @classmethod
     def from_rules(cls, rules, start) -> Grammar:
-        """``rules``: pairs ``(lhs, rhs)`` (or a dict ``lhs -> [rhs, ...]``); ``start``: a
-        nonterminal or a list of them."""
-        if isinstance(rules, dict):
-            rules = [(lhs, r) for lhs, rhss in rules.items() for r in rhss]
-        try:
-            pairs = [tuple(p) for p in rules]
-        except TypeError as exc:
-            raise InvalidInputError(
-                "rules: expected pairs (lhs, rhs), e.g. [('S', ('NP', 'VP')), "
-                "('NP', ('dogs',))]") from exc
+        """``rules``: pairs ``(lhs, rhs)`` (or a dict ``lhs -> [rhs, ...]``), each ``rhs`` a
+        tuple ``(word,)`` or ``(B, C)``; ``start``: a nonterminal or a list of them.
+
+        Two common mistakes are refused rather than misread: a right-hand side written as a
+        string (``"NP VP"``, which would otherwise become one word) and a one-symbol
+        right-hand side that names a nonterminal (``("A",)``: a unary rule ``S -> A``,
+        which would otherwise become the *word* "A" and give every sentence probability
+        zero). Unary rules are refused, not supported, because every pass assumes that a
+        node either splits its span in two or emits one word: with ``A -> B`` two
+        nonterminals share a span, a cycle ``A -> B -> A`` turns each chart cell's inside
+        probability into a fixed point (a linear solve per cell) and its Viterbi score into
+        a shortest-path problem, the k-best and sampling passes would need the same, and the
+        program form's goal ``span(A, i, j)`` would depend on itself, which tabling refuses.
+        Folding the chains into the other rules instead would silently change the
+        parameters the user sets and learns. The error says how to rewrite the rule (or to
+        collapse the chain into one nonterminal ``A+B``, as treebank grammars do).
+
+        A word that shares its name with a nonterminal (the word "X" and the treebank
+        label ``X``; in a tag grammar the preterminal ``NN`` emits the word ``NN``) is
+        written ``{"word": "X"}``: ``("NNP", {"word": "X"})``. :meth:`rule_list` writes
+        such rules that way, so a grammar read from trees saves and loads."""
+        pairs = _pairs(rules)
         if not pairs:
             raise InvalidInputError("rules: empty; a grammar needs at least one rule")
         by_lhs: dict[str, list] = {}
+        lexical: set = set()  # rules written {"word": w}
         for p in pairs:
-            if len(p) != 2 or not isinstance(p[0], str) or not p[0]:
+            if not isinstance(p[0], str) or not p[0]:
                 raise InvalidInputError(
-                    f"rules: {p!r} is not a pair (lhs name, rhs tuple)")
-            lhs, rhs = p[0], _rhs(p[1], f"rules: rule of {p[0]!r}")
+                    f"rules: {p!r:.80} is not a pair (lhs name, rhs tuple); the left-hand "
+                    "side is a non-empty string")
+            lhs, (rhs, marked) = p[0], _rhs(p[1], f"rules: rule of {p[0]!r}")
+            if marked:
+                lexical.add((lhs, rhs))
             if lhs == START:
                 raise InvalidInputError(f"rules: {START!r} is reserved for the start switch")
             lst = by_lhs.setdefault(lhs, [])
@@ -84,6 +162,8 @@ class Grammar:
         nt_set = set(nts)
         for lhs, lst in by_lhs.items():
             for rhs in lst:
+                if len(rhs) == 1 and rhs[0] in nt_set and (lhs, rhs) not in lexical:
+                    raise _unary(lhs, rhs[0], by_lhs)
                 if len(rhs) == 2:
                     missing = [x for x in rhs if x not in nt_set]
                     if missing:
@@ -97,6 +177,9 @@ class Grammar:
         except TypeError as exc:
             raise InvalidInputError(f"start: expected a nonterminal or a list, got {start!r}") \
                 from exc
+        if not all(isinstance(x, str) for x in start):
+            raise InvalidInputError(
+                f"start: expected nonterminal names (strings), got {start!r:.80}")
         if not start or len(set(start)) != len(start):
             raise InvalidInputError(f"start: expected distinct nonterminals, got {start!r}")
         bad = [s for s in start if s not in nt_set]
@@ -121,6 +204,10 @@ class Grammar:
             while stack:
                 node = stack.pop()
                 kids = node.children
+                if not node.label:
+                    raise InvalidInputError(
+                        f"trees: a node without a label spans {' '.join(node.leaves()[:6])!r}; "
+                        "label it or remove its brackets")
                 if len(kids) == 1 and isinstance(kids[0], str):
                     rhs = (kids[0],)
                 elif len(kids) == 2 and all(isinstance(k, Tree) for k in kids):
@@ -134,7 +221,8 @@ class Grammar:
                 counts[node.label, rhs] += 1
         if not order:
             raise InvalidInputError("trees: empty; pass at least one tree")
-        g = cls.from_rules({lhs: list(r) for lhs, r in order.items()}, list(roots))
+        g = cls.from_rules({lhs: [{WORD: x[0]} if len(x) == 1 else x for x in r]
+                            for lhs, r in order.items()}, list(roots))
         out = {START: np.array([roots[s] for s in g.start], dtype=np.float64)}
         for lhs, lst in g.rules.items():
             out[lhs] = np.array([counts[lhs, r] for r in lst], dtype=np.float64)
@@ -201,24 +289,27 @@ class Grammar:
                 self.lx_ptr, self.lx_lhs, self.lx_param, self.root_nt, self.root_param)
 
     def rule_list(self) -> list[list]:
-        """The rules as JSON-friendly ``[lhs, [rhs...]]`` pairs (how a model saves them)."""
-        return [[lhs, list(rhs)] for lhs in self.nonterminals for rhs in self.rules[lhs]]
+        """The rules as JSON-friendly ``[lhs, [rhs...]]`` pairs (how a model saves them); a
+        word with the name of a nonterminal as ``[lhs, {"word": w}]``."""
+        nts = self.nt_index
+        return [[lhs, {WORD: rhs[0]} if len(rhs) == 1 and rhs[0] in nts else list(rhs)]
+                for lhs in self.nonterminals for rhs in self.rules[lhs]]
 
     def tree(self, derivation: np.ndarray, words: list[str]) -> Tree:
         """The CNF tree of a kernel derivation (rows ``label, i, j, param``, pre-order,
-        the start-switch row first)."""
-        rows = derivation[1:]
-        pos = 0
-
-        def build():
-            nonlocal pos
-            a, i, j, _ = rows[pos]
-            pos += 1
-            label = self.nonterminals[int(a)]
-            if j == i + 1:
-                return Tree(label, [words[int(i)]])
-            left = build()
-            right = build()
-            return Tree(label, [left, right])
-
-        return build()
+        the start-switch row first); built without recursion (a parse of any depth)."""
+        root = None
+        open_nodes: list[Tree] = []  # binary nodes still waiting for a child
+        names = self.nonterminals
+        for a, i, j, _ in derivation[1:].tolist():
+            node = Tree(names[a], [words[i]] if j == i + 1 else [])
+            if open_nodes:
+                parent = open_nodes[-1]
+                parent.children.append(node)
+                if len(parent.children) == 2:
+                    open_nodes.pop()
+            else:
+                root = node
+            if j != i + 1:
+                open_nodes.append(node)
+        return root

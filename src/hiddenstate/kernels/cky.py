@@ -202,8 +202,8 @@ def _viterbi_one(logtheta, N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, l
     (columns label, i, j, param) and returns its log-probability (``-inf``: none)."""
     n = w.shape[0]
     vit = np.full((n, n + 1, N), -np.inf)
-    back_rule = np.full((n, n + 1, N), -1, dtype=np.int64)
-    back_split = np.zeros((n, n + 1, N), dtype=np.int64)
+    back_rule = np.full((n, n + 1, N), -1, dtype=np.int32)  # rule and split ids < 2**31
+    back_split = np.zeros((n, n + 1, N), dtype=np.int32)
     for i in range(n):
         word = w[i]
         for r in range(lx_ptr[word], lx_ptr[word + 1]):

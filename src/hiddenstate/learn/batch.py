@@ -50,6 +50,7 @@ OBJECTIVES = {
 
 
 class Block(Protocol):
+    def merge_statistics(self, a, b): ...
     def mstep(self, params, stats, which: str) -> tuple[Any, list]: ...
     def log_prior(self, params) -> float: ...
     def vb_init(self, params, n_virtual: float): ...
@@ -83,25 +84,13 @@ class Problem(Protocol):
         """Max-product: (objective of the k best paths, statistics per block, the paths)."""
 
 
-def add_statistics(a, b):
-    """Element-wise sum of two statistics of the same layout (arrays, or dicts of them)."""
-    if isinstance(a, dict):
-        return {key: add_statistics(a[key], b[key]) for key in a}
-    return a + b
-
-
 def merge_statistics(blocks: dict, a: dict, b: dict) -> dict:
     """The statistics per block of two disjoint sets of sequences, combined: the reduce
-    step of an E-step run over partitions of the data. A block whose statistics are taken
-    about a data-dependent point (Gaussian emissions) merges them itself
-    (``block.merge_statistics``); the others are sums. ``merge(a, b)`` of partitions in a
-    fixed order gives the same numbers for any placement of the work."""
-    out = {}
-    for name, block in blocks.items():
-        merge = getattr(block, "merge_statistics", None)
-        out[name] = merge(a[name], b[name]) if merge is not None else add_statistics(
-            a[name], b[name])
-    return out
+    step of an E-step run over partitions of the data. Every block merges its own
+    (``block.merge_statistics``: sums of counts, Gaussian sums moved between reference
+    points, ...). ``merge(a, b)`` of partitions in a fixed order gives the same numbers for
+    any placement of the work."""
+    return {name: block.merge_statistics(a[name], b[name]) for name, block in blocks.items()}
 
 
 @dataclass

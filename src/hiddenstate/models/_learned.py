@@ -10,7 +10,7 @@ of slipping past the validation. To change a parameter, assign a new array::
 
 Methods that use the parameters call :func:`checked`, which runs the model's
 ``_check_learned`` only when a parameter was assigned, or a hyper-parameter that shapes the
-parameters changed (the model's ``_validation_key``), since the last successful check: a
+parameters changed (the model's ``validation_key``), since the last successful check: a
 model scored a million times is validated once. The stored arrays stay writable and private
 (the kernels receive them, never a read-only view, which numba would compile separately).
 
@@ -88,9 +88,9 @@ def invalidate(obj) -> None:
 
 
 def checked(obj) -> None:
-    """Validate ``obj``'s learned parameters unless they, and its ``_validation_key()``,
+    """Validate ``obj``'s learned parameters unless they, and its ``validation_key()``,
     are unchanged since the last successful validation."""
-    key = obj._validation_key()
+    key = obj.validation_key()
     if obj.__dict__.get(_CHECKED) != key:
         obj._check_learned()
         obj.__dict__[_CHECKED] = key

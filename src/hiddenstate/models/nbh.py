@@ -20,8 +20,14 @@ from collections.abc import Callable, Hashable
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from .._validation import check_positive_int, check_stochastic, make_rng
-from ..errors import InvalidInputError, NotFittedError
+from .._validation import (
+    check_memory,
+    check_number,
+    check_positive_int,
+    check_stochastic,
+    make_rng,
+)
+from ..errors import InvalidInputError, NotFittedError, ZeroProbabilityError
 from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
 from .nbh_problem import NBHProblem, log_joint, logsumexp_rows, one_hot
@@ -35,8 +41,18 @@ class UnknownCategoryWarning(UserWarning):
     missing: its attribute is summed out)."""
 
 
+class ContinuousAttributeWarning(UserWarning):
+    """A training attribute of strings that all read as numbers, some with a fractional
+    part ("5.1", "3.5"): probably a continuous attribute read as text, whose every distinct
+    value becomes its own category."""
+
+
+#: pandas' missing-value scalars (recognised by type name; pandas is not a dependency)
+_NA_TYPES = ("NAType", "NaTType")
+
+
 def _is_missing(value, markers) -> bool:
-    if value is None:
+    if value is None or type(value).__name__ in _NA_TYPES:
         return True
     if isinstance(value, (float, np.floating)):
         return bool(np.isnan(value))
@@ -70,6 +86,60 @@ def _as_table(X, name: str = "X") -> np.ndarray:
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise InvalidInputError(f"{name}: empty table of shape {arr.shape}")
     return arr
+
+
+def _real(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+
+
+def _as_number(value: str) -> float | None:
+    """The finite number a string spells, or None."""
+    try:
+        x = float(value)
+    except ValueError:
+        return None
+    return x if np.isfinite(x) else None
+
+
+def _check_categorical(values: set, j: int, markers) -> bool:
+    r"""Refuse an attribute that is not categorical: a number that is infinite or complex,
+    or a column of numbers some of which have a fractional part (continuous data, whose
+    every distinct value would become its own category). Returns whether the column is
+    strings that all read as numbers, some fractional (warned about by the caller).
+
+    The rule was chosen on the ten UCI sets of ``/work/shared/data/uci``: as read there
+    (categorical columns as text, continuous ones as floats) and with every column that
+    parses as numbers read as numbers, it fires on every continuous column of iris and
+    glass and on no categorical column of any set. Counting distinct values was rejected:
+    identifier columns (zoo's animal names, glass's sample ids) are categorical with one
+    value per row, while iris's continuous columns have only 15-29% distinct values, and
+    dermatology's integer ages (60 values in 366 rows) are a legitimate, if fine,
+    categorical coding."""
+    present = [v for v in values if not _is_missing(v, markers)]
+    for v in present:
+        if isinstance(v, (complex, np.complexfloating)):
+            raise InvalidInputError(
+                f"X: attribute {j} has the complex value {v!r}; attributes are strings or "
+                "real numbers")
+        if isinstance(v, (float, np.floating)) and not np.isfinite(v):
+            raise InvalidInputError(
+                f"X: attribute {j} has the value {v!r}; NaN or None marks a missing value, "
+                "infinities are not categories")
+    if present and all(_real(v) for v in present):
+        fractional = [v for v in present if isinstance(v, (float, np.floating))
+                      and v != round(v)]
+        if fractional:
+            raise InvalidInputError(
+                f"X: attribute {j} holds continuous numbers ({len(present)} distinct values, "
+                f"e.g. {_plain(fractional[0])!r}), and NaiveBayesHidden would treat each "
+                "distinct value as its own category; discretise it first (e.g. "
+                "sklearn.preprocessing.KBinsDiscretizer(encode='ordinal')), or pass "
+                "category codes as integers or strings")
+    if not present or not all(isinstance(v, (str, np.str_)) for v in present):
+        return False
+    numbers = [_as_number(v) for v in present]
+    return all(x is not None for x in numbers) and any(x != round(x) for x in numbers)
 
 
 def _distinct(column: np.ndarray, j: int) -> set:
@@ -122,8 +192,11 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         :math:`\theta^{(j)}`.
     monitor_ : the objective of the mode per iteration (``learn.batch.OBJECTIVES``).
 
-    Missing values (``None``, NaN or a string in ``missing_values``) are summed out exactly,
-    in training and prediction. A value at predict time that training never showed is
+    Attributes are categorical: a column of numbers some of which are fractional
+    (continuous data) is refused with an error naming the fix (discretise it, e.g. with
+    ``sklearn.preprocessing.KBinsDiscretizer``); see ``docs/nbh.md`` for the rule and why.
+    Missing values (``None``, NaN, pandas' NA or a string in ``missing_values``) are summed
+    out exactly, in training and prediction. A value at predict time that training never showed is
     treated as missing, with an :class:`UnknownCategoryWarning`. A test sample that every
     class gives probability zero (possible with ``learn="em"``, whose estimates can be
     zero) gets the class prior as its posterior, with a warning.
@@ -152,10 +225,7 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         check_positive_int(self.k_best, "k_best")
         if self.learn not in MODES:
             raise InvalidInputError(f"learn: {self.learn!r} is not one of {MODES}")
-        tol = self.tol
-        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.number)) \
-                or not np.isfinite(tol) or tol < 0:
-            raise InvalidInputError(f"tol: expected a finite number >= 0, got {tol!r}")
+        check_number(self.tol, "tol", minimum=0)
         markers = self.missing_values
         if isinstance(markers, str) or not isinstance(markers, (list, tuple)) \
                 or not all(isinstance(m, str) for m in markers):
@@ -170,9 +240,11 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
             raise InvalidInputError(
                 "prior: not used by learn='em' (maximum likelihood); use 'map', 'vb' or "
                 "'vt', or drop the prior")
-        if isinstance(p, bool) or not isinstance(p, (int, float, np.number)) \
-                or not np.isfinite(p) or p <= 0:
-            raise InvalidInputError(f"prior: expected a Dirichlet concentration > 0, got {p!r}")
+        try:
+            p = check_number(p, "prior", minimum=0, strict=True)
+        except InvalidInputError:
+            raise InvalidInputError(
+                f"prior: expected a Dirichlet concentration > 0, got {p!r:.60}") from None
         if self.learn != "vb" and p < 1:
             raise InvalidInputError(
                 f"prior: the MAP estimate needs a concentration >= 1 (pseudo-counts "
@@ -180,42 +252,57 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         return float(p)
 
     # -- data -----------------------------------------------------------------------------------
-    def _encode(self, X, fitting: bool) -> np.ndarray:
-        """Attribute value indices ``(n, d)``, ``-1`` for missing (and, at predict time, for
-        values training never saw)."""
+    def _encode(self, X, categories: list | None = None) -> tuple[np.ndarray, list]:
+        """Attribute value indices ``(n, d)``, ``-1`` for missing (and for values not in
+        ``categories``), and the categories: those given (predicting) or, with
+        ``categories=None`` (fitting), the values of ``X``, checked to be categorical."""
         arr = _as_table(X)
         markers = tuple(self.missing_values)
         distinct = [_distinct(arr[:, j], j) for j in range(arr.shape[1])]
-        if fitting:
-            self.categories_ = [
+        if categories is None:
+            texts = [j for j, values in enumerate(distinct)
+                     if _check_categorical(values, j, markers)]
+            if texts:
+                warnings.warn(
+                    f"X: attribute(s) {texts} are strings that all read as numbers, some "
+                    "fractional (e.g. a continuous attribute read as text); each distinct "
+                    "value is its own category. Convert them to numbers and discretise them "
+                    "(sklearn.preprocessing.KBinsDiscretizer), or ignore this warning if they "
+                    "are labels", ContinuousAttributeWarning, stacklevel=3)
+            categories = [
                 np.asarray(_sorted({_plain(v) for v in values if not _is_missing(v, markers)}),
                            dtype=object) for values in distinct]
-            self.n_features_in_ = arr.shape[1]
-        elif arr.shape[1] != len(self.categories_):
+            empty = [j for j, c in enumerate(categories) if not len(c)]
+            if empty:
+                raise InvalidInputError(
+                    f"X: attribute {empty[0]} has no value in any training row (all missing); "
+                    "drop that column")
+        elif arr.shape[1] != len(categories):
             raise InvalidInputError(
                 f"X: has {arr.shape[1]} attributes, but the model was fitted on "
-                f"{len(self.categories_)}")
+                f"{len(categories)}")
         codes = np.empty(arr.shape, dtype=np.int64)
-        unknown = []  # (attribute, value, rows)
-        for j, (cats, values) in enumerate(zip(self.categories_, distinct, strict=True)):
-            index = {v: i for i, v in enumerate(cats.tolist())}
+        unseen, first = 0, None
+        for j, (cats, values) in enumerate(zip(categories, distinct, strict=True)):
+            index = {v: i for i, v in enumerate(np.asarray(cats, dtype=object).tolist())}
             # one lookup per distinct value; the column is then mapped through a dict (a
             # NaN object is found again by identity)
             lookup = {v: -1 if _is_missing(v, markers) else index.get(_plain(v), -2)
                       for v in values}
             codes[:, j] = np.fromiter(map(lookup.__getitem__, arr[:, j]), dtype=np.int64,
                                       count=len(arr))
-            for v, code in lookup.items():
-                if code == -2:
-                    unknown.append((j, v, int(np.sum(codes[:, j] == -2))))
-            codes[codes[:, j] == -2, j] = -1
-        if unknown:
-            j, v, _ = unknown[0]
+            new = codes[:, j] == -2
+            if new.any():
+                unseen += int(new.sum())
+                if first is None:
+                    first = (j, arr[np.flatnonzero(new)[0], j])
+                codes[new, j] = -1
+        if unseen:
+            j, v = first
             warnings.warn(
-                f"X: {sum(u[2] for u in unknown)} value(s) never seen in training (first: "
-                f"{v!r} in attribute {j}) are treated as missing", UnknownCategoryWarning,
-                stacklevel=3)
-        return codes
+                f"X: {unseen} value(s) never seen in training (first: {v!r} in attribute "
+                f"{j}) are treated as missing", UnknownCategoryWarning, stacklevel=3)
+        return codes, categories
 
     def _n_values(self) -> list[int]:
         return [len(c) for c in self.categories_]
@@ -228,10 +315,43 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
                 raise NotFittedError(
                     f"This {type(self).__name__} has no parameters yet; call fit first")
 
+    def _check_labels(self) -> None:
+        """``classes_`` and ``categories_`` (learned or hand-set): distinct labels, one
+        array of distinct, present values per attribute."""
+        classes = self.classes_
+        if not isinstance(classes, np.ndarray) or classes.ndim != 1 or not len(classes):
+            raise InvalidInputError(
+                "classes_: expected a non-empty 1-D array of class labels (np.unique(y))")
+        try:
+            if len(set(classes.tolist())) != len(classes):
+                raise InvalidInputError("classes_: labels repeat; each class once")
+        except TypeError:
+            raise InvalidInputError("classes_: labels must be hashable") from None
+        cats = self.categories_
+        if not isinstance(cats, (list, tuple)) or not cats:
+            raise InvalidInputError(
+                "categories_: expected a list with one array of values per attribute")
+        for j, c in enumerate(cats):
+            values = np.asarray(c, dtype=object)
+            if values.ndim != 1 or not len(values):
+                raise InvalidInputError(
+                    f"categories_[{j}]: expected a non-empty 1-D array of values")
+            try:
+                plain = {_plain(v) for v in values.tolist()}
+            except TypeError:
+                raise InvalidInputError(f"categories_[{j}]: values must be hashable") from None
+            if len(plain) != len(values):
+                raise InvalidInputError(f"categories_[{j}]: values repeat; each value once")
+            if any(_is_missing(v, tuple(self.missing_values)) for v in plain):
+                raise InvalidInputError(
+                    f"categories_[{j}]: holds a missing-value marker (None, NaN or one of "
+                    "missing_values); missing values are not categories")
+
     def _params(self) -> dict:
         """The learned (or hand-set) parameters, checked against the classes, clusters and
         categories, as the problem's blocks."""
         self._check_is_fitted()
+        self._check_labels()
         C, K = len(self.classes_), self.n_clusters
         params = {"class": check_stochastic(self.class_prior_, (C,), "class_prior_"),
                   "cluster": check_stochastic(self.cluster_prior_, (C, K), "cluster_prior_")}
@@ -249,6 +369,20 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         self.cluster_prior_ = params["cluster"]
         self.feature_prob_ = [params[f"attr:{j}"] for j in range(len(self.categories_))]
 
+    def _check_memory(self, n: int, d: int, what: str, n_classes: int = 1,
+                      n_values: list[int] | None = None) -> None:
+        """Refuse, before allocating, a call whose arrays would not fit: the codes and the
+        sparse one-hot attributes (two copies while fitting: ``X``) and, once the classes
+        and values are known, the ``(n, C, K)`` log-joints, the cluster weights and the
+        parameters with their statistics (``n_clusters``)."""
+        CK = max(n_classes, 1) * self.n_clusters
+        width = 0 if n_values is None else sum(n_values)
+        joint = 8.0 * n * (3 * CK + 3 * self.n_clusters)  # charged to the larger factor
+        check_memory({"X": 8.0 * n * 6 * d + (joint if n >= CK else 0.0),
+                      "n_clusters": 32.0 * CK * width + (joint if n < CK else 0.0)}, what, {
+            "X": "pass fewer rows per call",
+            "n_clusters": "use fewer clusters (n_clusters)"})
+
     def _initial(self, problem: NBHProblem, prior: float,
                  rng: np.random.Generator) -> dict:
         """Random soft clusters (each sample's cluster weights ~ Dirichlet(1)) turned into
@@ -264,26 +398,37 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, callback: Callable[[int, float], None] | None = None):
         """Learn the parameters with the mode chosen by ``learn`` (``n_init`` restarts).
 
-        ``X`` ``(n_samples, n_attributes)``: any hashable values (strings or numbers;
-        continuous attributes should be binned first), missing ones as ``None``, NaN or a
+        ``X`` ``(n_samples, n_attributes)``: categorical values (strings or numbers;
+        continuous attributes must be binned first), missing ones as ``None``, NaN or a
         string in ``missing_values``; ``y`` the class labels. ``callback(iteration,
         objective)`` is called after every iteration.
         """
         prior = self._check_hyper()
-        codes = self._encode(X, fitting=True)
-        y_arr = np.asarray(y)
-        if y_arr.ndim != 1 or len(y_arr) != len(codes):
+        if callback is not None and not callable(callback):
             raise InvalidInputError(
-                f"y: expected {len(codes)} class labels (one per row of X), got shape "
+                f"callback: expected a function callback(iteration, objective), got "
+                f"{type(callback).__name__}")
+        arr = _as_table(X)
+        self._check_memory(*arr.shape, "fit")
+        try:
+            y_arr = np.asarray(y)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"y: cannot be read as class labels ({exc})") from None
+        if y_arr.ndim != 1 or len(y_arr) != len(arr):
+            raise InvalidInputError(
+                f"y: expected {len(arr)} class labels (one per row of X), got shape "
                 f"{y_arr.shape}")
         if any(_is_missing(v, ()) for v in y_arr.tolist()):
             raise InvalidInputError("y: class labels must not be missing (None or NaN)")
         try:
-            self.classes_, y_idx = np.unique(y_arr, return_inverse=True)
+            classes, y_idx = np.unique(y_arr, return_inverse=True)
         except TypeError as exc:
             raise InvalidInputError(f"y: labels cannot be sorted ({exc}); use one type") from exc
-        problem = NBHProblem(codes, y_idx.ravel(), len(self.classes_), self.n_clusters,
-                             self._n_values(), prior)
+        codes, categories = self._encode(arr)
+        n_values = [len(c) for c in categories]
+        self._check_memory(*arr.shape, "fit", len(classes), n_values)
+        problem = NBHProblem(codes, y_idx.ravel(), len(classes), self.n_clusters, n_values,
+                             prior)
         rng = make_rng(self.random_state)
         best = None
         for _ in range(self.n_init):
@@ -292,8 +437,9 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
                               "cha", self.k_best, callback)
             if best is None or result.monitor.history[-1] > best.monitor.history[-1]:
                 best = result
+        self.classes_, self.categories_ = classes, categories
+        self.n_features_in_ = self.n_features_ = len(categories)
         self.monitor_ = best.monitor
-        self.n_features_ = self.n_features_in_
         self._set_params(best.params)
         return self
 
@@ -302,7 +448,9 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         """log p(c, h, a) ``(n, C, K)`` of new data."""
         self._check_hyper()
         params = self._params()
-        codes = self._encode(X, fitting=False)
+        arr = _as_table(X)
+        self._check_memory(*arr.shape, "prediction", len(self.classes_), self._n_values())
+        codes, _ = self._encode(arr, self.categories_)
         return log_joint(params, one_hot(codes, self._n_values()), self._n_values())
 
     def predict_log_proba(self, X) -> np.ndarray:
@@ -332,27 +480,41 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
 
     def predict_cluster_proba(self, X, y=None) -> np.ndarray:
         """p(h | c, a) ``(n, n_clusters)`` at the given classes ``y`` (default: the
-        predicted ones)."""
+        predicted ones). A sample of probability zero at its class (possible with
+        ``learn='em'``) has no cluster posterior:
+        :class:`~hiddenstate.errors.ZeroProbabilityError` naming it."""
         lj = self._log_joint(X)
         c = self._class_index(y, len(lj)) if y is not None else \
             np.argmax(logsumexp_rows(lj), axis=1)
         at = lj[np.arange(len(lj)), c]
-        norm = logsumexp_rows(at)[:, None]
-        with np.errstate(invalid="ignore"):
-            return np.where(np.isfinite(norm), np.exp(at - norm), np.nan)
+        norm = logsumexp_rows(at)
+        dead = np.flatnonzero(~np.isfinite(norm))
+        if len(dead):
+            which = f"sample {dead[0]}" + (f" (and {len(dead) - 1} more)" if len(dead) > 1
+                                           else "")
+            raise ZeroProbabilityError(
+                f"X: {which} has probability zero at class {_plain(self.classes_[c[dead[0]]])!r}"
+                " (a value never seen with it under learn='em'), so it has no cluster "
+                "posterior; use learn='map' (pseudo-counts) to avoid zeros")
+        return np.exp(at - norm[:, None])
 
     def _class_index(self, y, n: int) -> np.ndarray:
-        y_arr = np.asarray(y)
+        try:
+            y_arr = np.asarray(y)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"y: cannot be read as class labels ({exc})") from None
         if y_arr.shape != (n,):
             raise InvalidInputError(f"y: expected {n} class labels, got shape {y_arr.shape}")
-        idx = np.searchsorted(self.classes_, y_arr)
-        idx = np.minimum(idx, len(self.classes_) - 1)
-        bad = np.flatnonzero(self.classes_[idx] != y_arr)
-        if len(bad):
-            raise InvalidInputError(
-                f"y: label {_plain(y_arr[bad[0]])!r} is not one of the classes "
-                f"{self.classes_.tolist()}")
-        return idx
+        index = {c: i for i, c in enumerate(_plain(c) for c in self.classes_.tolist())}
+        out = np.empty(n, dtype=np.int64)
+        for i, label in enumerate(y_arr.tolist()):
+            try:
+                out[i] = index[_plain(label)]
+            except (KeyError, TypeError):
+                raise InvalidInputError(
+                    f"y: label {_plain(label)!r} is not one of the classes "
+                    f"{self.classes_.tolist()}") from None
+        return out
 
     def score_samples(self, X, y=None) -> np.ndarray:
         """log-evidence of each sample: log p(a) (``y`` None) or log p(c, a) at the given

@@ -14,26 +14,29 @@ leaves its factor equal to one. Classes are observed in training; the cluster is
 variable: sum-product over :math:`h` gives expected counts (EM, MAP, VB), max-product the
 Viterbi cluster of each sample (VT) or its k best clusters (k-best VT).
 
-Attributes are stored one-hot, ``(n, sum_j V_j)``, so the log-joint of every (class,
-cluster) is one matrix product and a missing attribute (an all-zero block of its row)
-contributes nothing.
+Attributes are stored one-hot, ``(n, sum_j V_j)``, as a sparse matrix (one entry per
+present attribute, so memory grows with the rows and attributes, not with the number of
+distinct values), and the log-joint of every (class, cluster) is one sparse-dense product;
+a missing attribute (an empty block of its row) contributes nothing.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from ..errors import ZeroProbabilityError
 from ..families import DirichletRows
 
 
-def one_hot(codes: np.ndarray, n_values: list[int]) -> np.ndarray:
-    """``(n, sum V_j)`` indicator of each attribute's value; ``-1`` (missing) gives zeros."""
+def one_hot(codes: np.ndarray, n_values: list[int]) -> sparse.csr_matrix:
+    """``(n, sum V_j)`` sparse indicator of each attribute's value; ``-1`` (missing) gives
+    no entry."""
     offsets = np.concatenate([[0], np.cumsum(n_values)]).astype(np.int64)
-    out = np.zeros((len(codes), int(offsets[-1])))
     rows, cols = np.nonzero(codes >= 0)
-    out[rows, offsets[cols] + codes[rows, cols]] = 1.0
-    return out
+    return sparse.csr_matrix(
+        (np.ones(len(rows)), (rows, offsets[cols] + codes[rows, cols])),
+        shape=(len(codes), int(offsets[-1])))
 
 
 def logsumexp_rows(a: np.ndarray) -> np.ndarray:
@@ -45,7 +48,7 @@ def logsumexp_rows(a: np.ndarray) -> np.ndarray:
         return safe + np.log(np.exp(a - safe[..., None]).sum(axis=-1))
 
 
-def log_joint(params: dict, onehot: np.ndarray, n_values: list[int]) -> np.ndarray:
+def log_joint(params: dict, onehot: sparse.csr_matrix, n_values: list[int]) -> np.ndarray:
     r""":math:`\log p(c, h, a_i)` of every sample, class and cluster: ``(n, C, K)``.
 
     A value of probability zero gives ``-inf`` (exactly: the zero entries are counted by a
@@ -110,7 +113,7 @@ class NBHProblem:
         per_value = np.empty((self.C, self.K, self.onehot.shape[1]))
         cluster = np.empty((self.C, self.K))
         for c, rows in enumerate(self.by_class):
-            per_value[c] = resp[rows].T @ self.onehot_by_class[c]
+            per_value[c] = (self.onehot_by_class[c].T @ resp[rows]).T
             cluster[c] = resp[rows].sum(axis=0)
         out = {"class": self.class_counts.copy(), "cluster": cluster}
         start = 0

@@ -23,7 +23,15 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validation import check_number, check_positive_int, check_stochastic, make_rng
+from .._validation import (
+    as_float_array,
+    check_memory,
+    check_number,
+    check_positive_int,
+    check_random_state,
+    check_stochastic,
+    make_rng,
+)
 from ..errors import InvalidInputError, ZeroProbabilityError
 from ..grammar import START, Grammar, Tree, from_cnf, normalise, read_trees, to_cnf
 from ..kernels import cky
@@ -33,7 +41,13 @@ from ..programs.problem import FlatSwitches, SwitchRows
 
 INITS = ("random", "uniform", "current")
 _LEARNED = "r"
-_KBEST_BYTES = 2 * 2**30
+#: the Dirichlet concentration each mode uses when ``prior=None`` (1: flat, i.e. the
+#: maximum-likelihood M-step; "em" always uses 1)
+_DEFAULT_PRIORS = {"em": 1.0, "map": 1.0, "vb": 1.0, "vt": 1.0, "kvt": 1.0}
+#: bytes per chart cell (span, nonterminal) of each pass, for the memory check
+_CELL_BYTES = {"inside-outside": 16, "viterbi": 16, "k-best": 40, "inside": 8}
+_CHART_FIX = ("parse shorter sentences (split the long ones) or use a grammar with fewer "
+              "nonterminals")
 
 
 class _PCFGProblem(FlatSwitches):
@@ -86,7 +100,7 @@ class _PCFGProblem(FlatSwitches):
         sig = []
         for s in range(len(self.offsets) - 1):
             w = self.words[self.offsets[s]:self.offsets[s + 1]]
-            score, out, found = _kbest(self.g, logtheta, w, k)
+            score, out, found = _kbest(self.g, logtheta, w, k, "k_best")
             _check_possible(score[:1], s)
             top = score[:found]
             weights = np.exp(top - top[0])
@@ -96,6 +110,26 @@ class _PCFGProblem(FlatSwitches):
             total += float(top[0] + np.log(mass))
             sig.append(out[:found].ravel())
         return total, self._stats(counts), np.concatenate(sig)
+
+
+def _check_switches(g: Grammar, theta: np.ndarray, name: str) -> np.ndarray:
+    """``theta`` (flat, of the right shape) if every switch is a probability vector, else an
+    error naming the rule or the switch (one vectorised pass, however many switches)."""
+    bad = np.flatnonzero(~np.isfinite(theta) | (theta < 0))
+    if len(bad):
+        p = int(bad[0])
+        raise InvalidInputError(
+            f"{name}: the probability of {g.param_lhs[p]} -> {' '.join(g.param_rhs[p])} is "
+            f"{theta[p]}; probabilities are finite and >= 0 (set them with set_probs)")
+    switches = g.switches()
+    sums = np.add.reduceat(theta, np.array([lo for _, lo, _ in switches]))
+    off = np.flatnonzero(np.abs(sums - 1.0) > 1e-8)
+    if len(off):
+        sw = switches[int(off[0])][0]
+        raise InvalidInputError(
+            f"{name}: the rules of {sw!r} sum to {sums[off[0]]:.6g}, not 1; normalise them "
+            f"(set_probs({sw!r}, p / p.sum()))")
+    return theta
 
 
 def _check_possible(loglik: np.ndarray, offset: int = 0) -> None:
@@ -114,13 +148,26 @@ def _viterbi(g: Grammar, logtheta, words, offsets) -> tuple[np.ndarray, np.ndarr
     return score, out
 
 
-def _kbest(g: Grammar, logtheta, w, k: int):
+def _check_charts(g: Grammar, offsets: np.ndarray, kind: str, argument: str = "sentences",
+                  k: int = 1, extra: float = 0.0) -> None:
+    """:class:`~hiddenstate.errors.InsufficientMemoryError` before a pass whose chart of
+    the longest sentence (``n (n + 1) N`` cells of ``_CELL_BYTES[kind]`` bytes, times ``k``
+    for k-best) plus ``extra`` bytes would not fit in the available memory."""
+    lengths = np.diff(offsets)
+    s = int(np.argmax(lengths))
+    n, N = int(lengths[s]), len(g.nonterminals)
+    need = float(n) * (n + 1) * N * _CELL_BYTES[kind] * k + extra
+    fix = {"k": "use a smaller k or a shorter sentence",
+           "k_best": "use a smaller k_best or shorter sentences",
+           "n_samples": "draw fewer samples per call"}.get(argument, _CHART_FIX)
+    check_memory({argument: need},
+                 f"the {kind} chart of sentence {s} ({n} words, {N} nonterminals"
+                 + (f", k={k}" if k > 1 else "") + ")", {argument: fix})
+
+
+def _kbest(g: Grammar, logtheta, w, k: int, argument: str = "k"):
     n = len(w)
-    need = n * (n + 1) * len(g.nonterminals) * k * 40
-    if need > _KBEST_BYTES:
-        raise InvalidInputError(
-            f"k: the {k} best parses of a {n}-word sentence with {len(g.nonterminals)} "
-            f"nonterminals need {need / 2**30:.1f} GiB; use a smaller k")
+    _check_charts(g, np.array([0, n]), "k-best", argument, k)
     score = np.empty(k)
     out = np.zeros((k, 2 * n, 4), dtype=np.int64)
     found = cky.kbest_parses(logtheta, *g.kernel_args(), w, k, score, out)
@@ -149,7 +196,10 @@ class PCFG(BaseEstimator):
         starts), ``"uniform"`` or ``"current"`` (``theta_``: hand-set, read from trees or
         left by a previous fit).
     prior : Dirichlet concentration of every switch for ``"map"``, ``"vb"``, ``"vt"``,
-        ``"kvt"`` (``"em"`` ignores it). PRISM's pseudo-count is ``prior - 1``.
+        ``"kvt"`` (PRISM's pseudo-count is ``prior - 1``); ``None``: the mode's default,
+        1.0 (flat). ``"map"``, ``"vt"`` and ``"kvt"`` need ``prior >= 1`` (below 1 the
+        posterior density is unbounded at the edge of the simplex: no mode), ``"vb"``
+        ``prior > 0``; ``"em"`` (maximum likelihood) takes no prior (None or 1.0).
     k_best : parses per sentence for ``learn="kvt"``.
     unknown_word : the terminal that stands for words the grammar does not know (None:
         such a word is an error).
@@ -168,7 +218,8 @@ class PCFG(BaseEstimator):
     """
 
     def __init__(self, rules=None, start="S", learn: str = "em", n_iter: int = 100,
-                 tol: float = 1e-4, n_init: int = 1, init: str = "random", prior: float = 1.0,
+                 tol: float = 1e-4, n_init: int = 1, init: str = "random",
+                 prior: float | None = None,
                  k_best: int = 5, unknown_word: str | None = None,
                  init_concentration: float = 1.0, random_state=None, verbose: bool = False):
         self.rules = rules
@@ -198,6 +249,9 @@ class PCFG(BaseEstimator):
         ``markov``). Words seen fewer than ``min_count`` times become ``unknown_word``
         (``min_count=1``: none; the model still maps words it never saw to ``unknown_word``
         only if the grammar has it)."""
+        if not isinstance(unknown_word, str) or not unknown_word:
+            raise InvalidInputError(
+                f"unknown_word: expected a non-empty word (string), got {unknown_word!r:.60}")
         cnf = cls.prepare_trees(trees, terminals, markov)
         min_count = check_positive_int(min_count, "min_count")
         has_unk = False
@@ -260,19 +314,41 @@ class PCFG(BaseEstimator):
         check_positive_int(self.n_init, "n_init")
         check_positive_int(self.k_best, "k_best")
         check_number(self.tol, "tol", finite=False)
-        check_number(self.prior, "prior", 0.0, strict=True)
+        self._prior()
         check_number(self.init_concentration, "init_concentration", 0.0, strict=True)
+        check_random_state(self.random_state)
         if self.init not in INITS:
             raise InvalidInputError(f"init: {self.init!r} is not one of {INITS}")
         if self.init != "random" and self.n_init != 1:
             raise InvalidInputError(
                 f"n_init: restarts need random starting points; use init='random' or "
                 f"n_init=1 with init={self.init!r}")
+        if self.unknown_word is not None and not isinstance(self.unknown_word, str):
+            raise InvalidInputError(
+                f"unknown_word: expected a word (string) or None, got {self.unknown_word!r:.60}")
         if self.unknown_word is not None and self.unknown_word not in g.word_index:
             raise InvalidInputError(
                 f"unknown_word: {self.unknown_word!r} is not a terminal of the grammar; add "
                 "lexical rules for it or set unknown_word=None")
         return g
+
+    def _prior(self) -> float:
+        """The Dirichlet concentration in force for ``learn`` (validated; see ``prior``)."""
+        if self.prior is None:
+            return _DEFAULT_PRIORS[self.learn]
+        alpha = check_number(self.prior, "prior", 0.0, strict=True)
+        if self.learn == "em":
+            if alpha != 1.0:
+                raise InvalidInputError(
+                    "prior: priors are not used by learn='em' (maximum likelihood); use "
+                    "learn='map', 'vb', 'vt' or 'kvt', or drop the prior")
+        elif self.learn != "vb" and alpha < 1.0:
+            raise InvalidInputError(
+                f"prior: learn={self.learn!r} needs a Dirichlet concentration >= 1 (got "
+                f"{alpha:g}): below 1 the posterior density is unbounded at the edge of the "
+                "simplex and has no mode. Use >= 1, or learn='vb' for a sparse prior "
+                "(0 < prior < 1)")
+        return alpha
 
     # -- parameters -----------------------------------------------------------------------------
     def _theta(self, g: Grammar) -> np.ndarray:
@@ -280,14 +356,12 @@ class PCFG(BaseEstimator):
         theta = self.__dict__.get("theta_")
         if theta is None:
             return np.concatenate([np.full(m, 1.0 / m) for _, _, m in g.switches()])
-        theta = np.asarray(theta, dtype=np.float64)
+        theta = as_float_array(theta, "theta_")
         if theta.shape != (g.n_params,):
             raise InvalidInputError(
                 f"theta_: expected shape ({g.n_params},) (one entry per rule plus the start "
                 f"switch), got {theta.shape}; set probabilities with set_probs")
-        for name, lo, m in g.switches():
-            check_stochastic(theta[lo:lo + m], (m,), f"theta_ (rules of {name!r})")
-        return theta
+        return _check_switches(g, theta, "theta_")
 
     @property
     def probs_(self) -> dict:
@@ -302,9 +376,10 @@ class PCFG(BaseEstimator):
         by hand; validated and used at once."""
         g = self.grammar()
         spans = {name: (lo, m) for name, lo, m in g.switches()}
-        if lhs not in spans:
+        if not isinstance(lhs, str) or lhs not in spans:
             raise InvalidInputError(
-                f"lhs: {lhs!r} is not a nonterminal with rules (or {START!r})")
+                f"lhs: {lhs!r:.60} is not a nonterminal with rules (or {START!r}); the "
+                f"nonterminals are {g.nonterminals[:8]}{' ...' if len(g.nonterminals) > 8 else ''}")
         lo, m = spans[lhs]
         theta = self._theta(g).copy()
         theta[lo:lo + m] = check_stochastic(probs, (m,), f"probs of {lhs!r}")
@@ -337,6 +412,10 @@ class PCFG(BaseEstimator):
                 sent = sent.split()
             elif isinstance(sent, Tree):
                 sent = sent.leaves()
+            elif isinstance(sent, (set, frozenset, dict)):
+                raise InvalidInputError(
+                    f"{name}: sentence {s} is a {type(sent).__name__}, which has no word "
+                    "order; pass a list of words")
             try:
                 sent = list(sent)
             except TypeError as exc:
@@ -385,11 +464,15 @@ class PCFG(BaseEstimator):
         by ``learn``; ``callback(iteration, objective)`` after every iteration."""
         g = self._check_hyper()
         words, offsets, _ = self._encode(g, sentences)
+        if self.learn == "kvt":
+            _check_charts(g, offsets, "k-best", "k_best", self.k_best)
+        else:
+            _check_charts(g, offsets, "viterbi" if self.learn == "vt" else "inside-outside")
         theta = self._theta(g)
         # a sentence no parse derives (whatever the probabilities) is an input error
         _check_possible(self._inside_outside(g, (theta > 0) + 0.5 * (theta == 0), words,
                                              offsets, False)[0])
-        prior = 1.0 if self.learn == "em" else float(self.prior)
+        prior = self._prior()
         problem = _PCFGProblem(self, g, words, offsets, theta, prior)
         rng = make_rng(self.random_state)
         best = None
@@ -419,6 +502,7 @@ class PCFG(BaseEstimator):
         probability)."""
         g = self._check_hyper()
         words, offsets, _ = self._encode(g, sentences)
+        _check_charts(g, offsets, "inside")
         return self._inside_outside(g, self._theta(g), words, offsets, False)[0]
 
     def score(self, sentences) -> float:
@@ -430,6 +514,7 @@ class PCFG(BaseEstimator):
         count}`` (``("<start>", (A,))`` for the root)."""
         g = self._check_hyper()
         words, offsets, _ = self._encode(g, sentences)
+        _check_charts(g, offsets, "inside-outside")
         loglik, counts = self._inside_outside(g, self._theta(g), words, offsets, True)
         _check_possible(loglik)
         return {(g.param_lhs[p], g.param_rhs[p]): float(counts[p]) for p in range(g.n_params)}
@@ -450,6 +535,7 @@ class PCFG(BaseEstimator):
             raise InvalidInputError(f"errors: expected 'raise' or 'none', got {errors!r}")
         g = self._check_hyper()
         words, offsets, tokens = self._encode(g, sentences)
+        _check_charts(g, offsets, "viterbi")
         score, out = _viterbi(g, self._logtheta(g), words, offsets)
         if errors == "raise":
             _check_possible(score)
@@ -479,6 +565,9 @@ class PCFG(BaseEstimator):
         (nonterminals in ``grammar().nonterminals`` order; CNF labels)."""
         g = self._check_hyper()
         words, offsets, _ = self._encode(g, sentences)
+        lengths = np.diff(offsets).astype(np.float64)
+        _check_charts(g, offsets, "inside-outside",
+                      extra=float(np.sum(lengths * (lengths + 1))) * len(g.nonterminals) * 8)
         logtheta = self._logtheta(g)
         out = []
         for s in range(len(offsets) - 1):
@@ -493,7 +582,9 @@ class PCFG(BaseEstimator):
         """Parses of one sentence drawn from their posterior given it."""
         n_samples = check_positive_int(n_samples, "n_samples")
         g = self._check_hyper()
-        words, _, tokens = self._encode(g, [sentence], "sentence")
+        words, offsets, tokens = self._encode(g, [sentence], "sentence")
+        _check_charts(g, offsets, "inside", "n_samples" if n_samples > 1 else "sentence",
+                      extra=n_samples * 2.0 * len(words) * 5 * 8)
         rng = make_rng(random_state)
         out = np.zeros((n_samples, 2 * len(words), 4), dtype=np.int64)
         logp = cky.sample_parses(self._logtheta(g), *g.kernel_args(), words,
@@ -504,16 +595,22 @@ class PCFG(BaseEstimator):
 
     def sample(self, n_samples: int = 1, random_state=None, max_words: int = 1000,
                cnf: bool = False) -> list[tuple[list[str], Tree]]:
-        """Sentences generated top-down from the grammar, with their parse trees. A
-        derivation longer than ``max_words`` words is drawn again (a grammar whose
-        derivations do not terminate with probability one raises after 100 tries)."""
+        """Sentences generated top-down from the grammar, with their parse trees.
+
+        A derivation is abandoned and drawn again as soon as it is sure to exceed
+        ``max_words`` words (every open nonterminal will still yield at least one word), so
+        each try costs at most about ``2 max_words`` rule draws; after 100 tries in a row
+        the call raises an :class:`~hiddenstate.errors.InvalidInputError` naming
+        ``max_words``. Before drawing, a grammar whose derivations are infinitely long on
+        average is refused (see :func:`_expected_nodes`): sampling it would not end, or
+        would only return the rare short derivations."""
         n_samples = check_positive_int(n_samples, "n_samples")
         max_words = check_positive_int(max_words, "max_words")
         g = self._check_hyper()
         theta = self._theta(g)
+        _check_terminates(g, theta)
         rng = make_rng(random_state)
-        spans = {name: (lo, m) for name, lo, m in g.switches()}
-        cdf = {name: np.cumsum(theta[lo:lo + m]) for name, (lo, m) in spans.items()}
+        cdf = {name: np.cumsum(theta[lo:lo + m]) for name, lo, m in g.switches()}
 
         def draw(name):
             c = cdf[name]
@@ -529,11 +626,11 @@ class PCFG(BaseEstimator):
                 if len(rhs) == 1:
                     node.children = [rhs[0]]
                     n_words += 1
-                    if n_words > max_words:
-                        return None
                 else:
                     node.children = [Tree(rhs[0], []), Tree(rhs[1], [])]
                     stack.extend(reversed(node.children))
+                if n_words + len(stack) > max_words:  # each open node adds >= 1 word
+                    return None
             return root
 
         out = []
@@ -545,7 +642,7 @@ class PCFG(BaseEstimator):
             else:
                 raise InvalidInputError(
                     f"max_words: 100 derivations in a row were longer than {max_words} words;"
-                    " the grammar may not terminate with probability one")
+                    " raise max_words, or lower the probabilities of the recursive rules")
             out.append((t.leaves(), t if cnf else from_cnf(t)))
         return out
 
@@ -580,6 +677,73 @@ class PCFG(BaseEstimator):
         save(self, path)
 
 
+def _expected_nodes(g: Grammar, theta: np.ndarray):
+    r"""``(x, M, keep)``: the expected number of nonterminal nodes of a derivation from each
+    nonterminal reachable from the start symbols (``inf`` everywhere when it is infinite),
+    the expected-children matrix among them (sparse) and their indices.
+
+    A PCFG derives top-down as a multi-type branching process (Harris 1963; Booth &
+    Thompson 1973): :math:`M_{AB} = \sum_{A \to \beta} \theta_{A\to\beta}\,
+    \#_B(\beta)` is the expected number of children labelled :math:`B` of a node labelled
+    :math:`A`, and the expected sizes :math:`x = \sum_k M^k \mathbf{1}` are finite if and
+    only if the spectral radius :math:`\rho(M) < 1`, in which case :math:`(I - M) x =
+    \mathbf{1}`. For a non-negative :math:`M`, :math:`I - M` is a non-singular M-matrix
+    (:math:`\rho < 1`) exactly when that system has a solution :math:`x \ge 0`, so one
+    sparse solve decides it, whatever the number of nonterminals. At :math:`\rho = 1`
+    (critical: ``S -> S S | a`` with probabilities 1/2) derivations end with probability
+    one but their expected size is infinite; above 1 some never end. Maximum-likelihood
+    estimates, from trees or by EM, always have :math:`\rho < 1` (Chi 1999)."""
+    import warnings
+
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import spsolve
+
+    N = len(g.nonterminals)
+    left = np.repeat(np.arange(N), np.diff(g.bl_ptr))
+    live = theta[g.b_param] > 0
+    rows = np.tile(g.b_lhs[live], 2)
+    cols = np.concatenate((left[live], g.b_right[live]))
+    w = np.tile(theta[g.b_param][live], 2)
+    M = sp.csr_matrix((w, (rows, cols)), shape=(N, N))  # duplicates add up
+    roots = g.root_nt[theta[g.root_param] > 0]
+    seen = np.zeros(N, dtype=bool)
+    seen[roots] = True
+    frontier = roots
+    while len(frontier):
+        nxt = np.unique(M[frontier].indices)
+        frontier = nxt[~seen[nxt]]
+        seen[frontier] = True
+    keep = np.flatnonzero(seen)
+    M = M[keep][:, keep].tocsc()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a singular system is a verdict, not a problem
+        x = np.atleast_1d(spsolve(sp.identity(len(keep), format="csc") - M,
+                                  np.ones(len(keep))))
+    if not np.all(np.isfinite(x)) or np.any(x < 1.0 - 1e-9 * np.abs(x).max()):
+        x = np.full(len(keep), np.inf)
+    return x, M, keep
+
+
+def _check_terminates(g: Grammar, theta: np.ndarray) -> None:
+    """InvalidInputError when the expected derivation size is infinite (see
+    :func:`_expected_nodes`), naming the spectral radius and the most prolific
+    nonterminals."""
+    x, M, keep = _expected_nodes(g, theta)
+    if np.all(np.isfinite(x)):
+        return
+    rho = (f" has spectral radius {np.abs(np.linalg.eigvals(M.toarray())).max():.4g} >= 1"
+           if len(keep) <= 2000 else " has spectral radius >= 1")
+    rows = np.asarray(M.sum(axis=1)).ravel()
+    top = np.argsort(-rows, kind="stable")[:3]
+    shown = ", ".join(f"{g.nonterminals[keep[i]]} {rows[i]:.3g}" for i in top if rows[i] >= 1)
+    raise InvalidInputError(
+        f"theta_: the grammar's derivations are infinitely long on average (the matrix of "
+        f"expected nonterminal children per nonterminal{rho}; expected nonterminal children "
+        f"of {shown}), "
+        "so sampling would not end; lower the probabilities of the recursive rules with "
+        "set_probs, or fit the grammar to sentences")
+
+
 def _normalised(g: Grammar, counts: dict) -> np.ndarray:
     theta = np.empty(g.n_params)
     for name, lo, m in g.switches():
@@ -589,10 +753,12 @@ def _normalised(g: Grammar, counts: dict) -> np.ndarray:
 
 
 def _replace_leaves(tree: Tree, rare: set, unk: str) -> None:
-    for i, c in enumerate(tree.children):
-        if isinstance(c, str):
-            if c in rare:
-                tree.children[i] = unk
-        else:
-            _replace_leaves(c, rare, unk)
-
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for i, c in enumerate(node.children):
+            if isinstance(c, str):
+                if c in rare:
+                    node.children[i] = unk
+            else:
+                stack.append(c)

@@ -39,7 +39,7 @@ from ..families import FAMILIES
 from ..families.blackbox import BlackBoxEmissions
 from ..inference import Sequences
 from ..learn import MODES
-from ..learn.online import ONLINE_MODES, StateRecord, make_learner
+from ..learn.online import ONLINE_MODES, make_learner
 from ..sources import (
     MISSING,
     DensitySource,
@@ -51,7 +51,7 @@ from ..sources import (
     require_missing_support,
     sequence_log_probs,
 )
-from .hmm import _ALL_LETTERS, HMM, _check_possible
+from .hmm import ALL_LETTERS, HMM, check_possible
 
 __all__ = ["PROPS", "TokenScores", "perturbation_log_odds"]
 
@@ -116,7 +116,7 @@ class PROPS(HMM):
                  emission: str = "categorical", n_features: int | None = None,
                  learn: str = "online-em", learn_startprob: bool = False, n_iter: int = 100,
                  tol: float = 1e-4, n_init: int = 1, k_best: int = 1,
-                 init_params: str = _ALL_LETTERS, params: str = _ALL_LETTERS, random_state=None,
+                 init_params: str = ALL_LETTERS, params: str = ALL_LETTERS, random_state=None,
                  verbose: bool = False, covariance_type: str = "diag",
                  min_covar: float = 1e-3, startprob_prior=None, transmat_prior=None,
                  emissionprob_prior=None, means_prior=None, means_weight=None,
@@ -159,7 +159,9 @@ class PROPS(HMM):
         """K = K_s + K_p."""
         return len(self.sources) + self.n_perturbation_states
 
-    def _check_hyper(self) -> None:
+    def check_hyperparameters(self) -> None:
+        """The sources, the perturbation states' family and PROPS's learning modes, then
+        the HMM's hyper-parameters."""
         if isinstance(self.sources, (str, bytes)) or not isinstance(self.sources, Sequence) \
                 or not self.sources:
             raise InvalidInputError(
@@ -200,7 +202,7 @@ class PROPS(HMM):
             raise InvalidInputError(
                 f"learn_startprob: expected True or False, got {self.learn_startprob!r}")
         check_positive_int(self.n_states, "n_perturbation_states + len(sources)")
-        super()._check_hyper()
+        super().check_hyperparameters()
 
     def _sources(self) -> list[Source]:
         """The sources as :class:`Source` objects: plain objects that follow the protocol
@@ -209,40 +211,42 @@ class PROPS(HMM):
         return [as_source(src, dense, f"sources: entry {i}", f"emission={self.emission!r}")
                 for i, src in enumerate(self.sources)]
 
-    def _validation_key(self) -> tuple:
+    def validation_key(self) -> tuple:
         """The sources (by identity) and HMM's key; the sources are checked at every call
         (cheap next to computing their predictions)."""
-        self._check_hyper()
+        self.check_hyperparameters()
         return (tuple(id(src) for src in self.sources), self.n_perturbation_states,
-                *super()._validation_key())
+                *super().validation_key())
 
-    def _inferred_n_features(self) -> int:
-        return self._known_n_features()
-
-    def _family(self, n_features: int, X: np.ndarray | None = None,
-                n_states: int | None = None):
+    def emission_family(self, n_features: int, X: np.ndarray | None = None,
+                        n_states: int | None = None):
+        """The source states' columns before the perturbation states' family (HMM's, of
+        ``n_perturbation_states`` states, on the inner observations)."""
         Xi = None if X is None else X[:, self.n_sources:]
-        inner = super()._family(n_features, Xi, self.n_perturbation_states)
+        inner = super().emission_family(n_features, Xi, self.n_perturbation_states)
         return BlackBoxEmissions(self.n_sources, inner)
 
-    def _known_n_features(self) -> int:
+    def resolve_n_features(self, X: np.ndarray | None = None) -> int:
+        """The sources' ``n_symbols`` (or ``n_features``), whatever the data."""
         src = self._sources()[0]
         return int(src.n_features if isinstance(src, DensitySource) else src.n_symbols)
 
-    def _which(self) -> str:
+    def learned_letters(self) -> str:
+        """``params``, without ``"s"`` unless ``learn_startprob``."""
         return self.params if self.learn_startprob else self.params.replace("s", "")
 
-    def _learner(self):
+    def make_learner(self):
         options = {"learn_startprob": bool(self.learn_startprob), **(self.learner_options or {})}
         return make_learner(self.learn, options)
 
     # -- data: symbols -> [log f_1 .. log f_Ks, y] ------------------------------------------------
-    def _validate(self, X, lengths, n_features, stream: bool = False, continues: bool = False):
+    def validate_data(self, X, lengths, n_features, stream: bool = False,
+                      continues: bool = False):
         """``[log f_1 .. log f_Ks, y]`` rows of ``X`` and their layout. A missing observation
         (symbol ``-1`` or masked; a row of NaN) has no emission term: its source columns are
         0 (and so is the inner family's), and every source gets the marker in its history
         (it must declare ``supports_missing``)."""
-        W = self._known_n_features()
+        W = self.resolve_n_features()
         dense = self.emission != "categorical"
         missing = None
         if not dense:
@@ -250,7 +254,7 @@ class PROPS(HMM):
             if y.min() < 0:
                 missing = y == MISSING
         else:
-            y = FAMILIES[self.emission](1, W, **self._family_kwargs()).validate_X(X, W)
+            y = super().emission_family(W, n_states=1).validate_X(X, W)
             nan = np.isnan(y)
             if nan.any():
                 missing = nan.all(axis=1)
@@ -282,7 +286,7 @@ class PROPS(HMM):
         log_f, ends = self._source_columns(y, seqs, resume, keep_end=stream)
         if missing is not None:  # no emission term, whatever a source returned there
             log_f[missing] = 0.0
-        if stream:  # kept until _stream stores them with the learner's state
+        if stream:  # kept until extra_learner_state stores them with the learner's state
             self._source_ends = ends
         return BlackBoxEmissions.join(log_f, y), seqs
 
@@ -310,17 +314,15 @@ class PROPS(HMM):
             ends.append(end if keep_end else None)
         return log_f, ends
 
-    def _stream(self, X, seqs, family, rng, n_features, continues: bool, states=None):
-        super()._stream(X, seqs, family, rng, n_features, continues, states)
-        for k, end in enumerate(self._source_ends):
-            for key, value in end.items():
-                self.learner_state_[f"{_SOURCE_STATE}{k}.{key}"] = np.asarray(value)
-        del self._source_ends
-        self._checked_state = StateRecord(self.learner_state_)
-        return self
+    def extra_learner_state(self) -> dict:
+        """Each source's position at the end of the stream (``source.<k>.*``, from the last
+        :meth:`validate_data` of streamed data), to continue it later."""
+        ends = self.__dict__.pop("_source_ends")
+        return {f"{_SOURCE_STATE}{k}.{key}": np.asarray(value)
+                for k, end in enumerate(ends) for key, value in end.items()}
 
-    def _check_learner_state(self, state) -> None:
-        """The learner's state (see :meth:`HMM._check_learner_state`) and the sources'
+    def check_learner_state(self, state) -> None:
+        """The learner's state (see :meth:`HMM.check_learner_state`) and the sources'
         positions in the stream (``source.<k>.*``: none, or a valid position of every
         source)."""
         if isinstance(state, dict):
@@ -340,7 +342,7 @@ class PROPS(HMM):
                         f"learner_state_.{sorted(positions)[0]}: not the position of one of the "
                         f"{self.n_sources} sources; the state was modified or corrupted")
                 state = {k: v for k, v in state.items() if not k.startswith(_SOURCE_STATE)}
-        super()._check_learner_state(state)
+        super().check_learner_state(state)
 
     # -- outputs --------------------------------------------------------------------------------
     def membership_log_odds(self, X, lengths=None) -> np.ndarray:
@@ -352,18 +354,18 @@ class PROPS(HMM):
         """Every per-token output at once (the model is not changed)."""
         from .. import inference
 
-        startprob, transmat, emis = self._params()
-        Xa, seqs = self._validate(X, lengths, self.n_features_)
-        family = self._fitted_family()
+        startprob, transmat, emis = self.checked_params()
+        Xa, seqs = self.validate_data(X, lengths, self.n_features_)
+        family = self.emission_family(self.n_features_)
         K, N = self.n_states, len(Xa)
         outputs = inference.memory_estimate("filter", K, seqs, N, False)["X"] + \
             inference.memory_estimate("forward_backward", K, seqs, N, False)["X"]
-        self._check_memory("viterbi", Xa, seqs, family, fixed={"X": outputs},
+        self.check_memory("viterbi", Xa, seqs, family, fixed={"X": outputs},
                            what=f"token_scores of {N} observations with {K} states")
         table = family.table(emis, Xa)
         filtered, log_prob = inference.filter_states(startprob, transmat, table, seqs)
         fb = inference.forward_backward(startprob, transmat, table, seqs)
-        _check_possible(fb.loglik, fitting=False)
+        check_possible(fb.loglik, fitting=False)
         post = fb.post
         _, states = inference.viterbi(startprob, transmat, table, seqs)
         return TokenScores(log_prob, Xa[:, :self.n_sources].copy(), filtered, post, states,
@@ -385,13 +387,13 @@ class PROPS(HMM):
         ``-1`` or masked (symbols) or rows of NaN; observed entries are returned unchanged."""
         from .. import inference
 
-        startprob, transmat, emis = self._params()
-        Xa, seqs = self._validate(X, lengths, self.n_features_)
-        family = self._fitted_family()
-        self._check_memory("forward_backward", Xa, seqs, family,
+        startprob, transmat, emis = self.checked_params()
+        Xa, seqs = self.validate_data(X, lengths, self.n_features_)
+        family = self.emission_family(self.n_features_)
+        self.check_memory("forward_backward", Xa, seqs, family,
                            what=f"impute of {len(Xa)} observations with {self.n_states} states")
         fb = inference.forward_backward(startprob, transmat, family.table(emis, Xa), seqs)
-        _check_possible(fb.loglik, fitting=False)
+        check_possible(fb.loglik, fitting=False)
         Ks, dense = self.n_sources, self.emission != "categorical"
         _, Xi = family.split(Xa)
         rows = np.flatnonzero(np.isnan(Xi).all(axis=1) if dense else Xi < 0)
@@ -434,7 +436,7 @@ class PROPS(HMM):
         from its state's distribution (a source's predictive distribution given every
         observation so far, whichever state emitted it; a :class:`DensitySource`'s
         predictive distributions need a ``sample(rng)`` method)."""
-        startprob, transmat, params = self._params()
+        startprob, transmat, params = self.checked_params()
         n = check_positive_int(n_samples, "n_samples")
         rng = make_rng(self.random_state if random_state is None else random_state)
         from .. import inference
@@ -444,7 +446,7 @@ class PROPS(HMM):
                      f"PROPS.sample(n_samples={n})")
         states = inference.sample_chain(startprob, transmat, n, rng)
         Ks = self.n_sources
-        inner = self._fitted_family().inner
+        inner = self.emission_family(self.n_features_).inner
         sources = self._sources()
         preds = [src.reset() for src in sources]
         X = np.empty((n, self.n_features_ if dense else 1))
@@ -464,10 +466,10 @@ class PROPS(HMM):
     def n_parameters(self) -> int:
         """Free parameters: transitions, the initial distribution if learned, the
         perturbation emissions (the sources are fixed)."""
-        self._check_is_fitted()
+        self.check_is_fitted()
         K = self.n_states
         start = K - 1 if self.learn_startprob else 0
-        return start + K * (K - 1) + self._fitted_family().n_free_parameters()
+        return start + K * (K - 1) + self.emission_family(self.n_features_).n_free_parameters()
 
     # -- persistence ----------------------------------------------------------------------------
     def saved_params(self, parts: dict) -> dict:

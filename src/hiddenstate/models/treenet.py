@@ -17,20 +17,36 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validation import check_positive_int, check_stochastic, make_rng
-from ..errors import InvalidInputError, NotFittedError, ZeroProbabilityError
+from .._validation import (
+    check_choice,
+    check_memory,
+    check_number,
+    check_positive_int,
+    check_stochastic,
+    make_rng,
+)
+from ..errors import InvalidInputError, NotFittedError
 from ..families import DirichletRows
 from ..learn import ConvergenceMonitor
 from ..learn import fit as fit_mode
 from ..treenet import funk, passes
+from ..treenet.checks import (
+    CHUNK,
+    check_consistent,
+    check_patterns,
+    check_possible,
+    check_products,
+    check_rows,
+    check_step,
+    check_stream,
+    check_work,
+)
 from ..treenet.structure import Structure, build
 
 #: batch learning modes available for trees (through :mod:`hiddenstate.learn.batch`)
 TREE_MODES = ("em", "map", "vb", "vt")
 LEARN_MODES = (*TREE_MODES, "stochastic-em")
 CORRECTIONS = ("none", "reject", "importance")
-#: patterns per chunk of the exact passes (bounds memory on large data)
-CHUNK = 8192
 
 
 class _TreeProblem:
@@ -70,7 +86,7 @@ class _TreeProblem:
         for sl, m, ev in _chunks(self.evidence, self.n):
             upw = passes.upward(s, rows, ev, m)
             ll = passes.log_evidence(s, prior, upw)
-            _check_possible(ll, sl.start)
+            check_possible(ll, index=np.arange(sl.start, sl.stop))
             total += float(ll.sum())
             post = passes.marginals(s, rows, prior, upw)
             for e, c in enumerate(passes.edge_counts(s, rows, upw, post)):
@@ -88,7 +104,7 @@ class _TreeProblem:
         paths = []
         for sl, m, ev in _chunks(self.evidence, self.n):
             value, z = passes.max_product(s, rows, prior, ev, m)
-            _check_possible(value, sl.start)
+            check_possible(value, index=np.arange(sl.start, sl.stop))
             total += float(value.sum())
             for e, (p, c) in enumerate(s.edges):
                 known = z[:, c] >= 0  # a missing observed symbol adds no count
@@ -104,14 +120,6 @@ def _chunks(evidence: list, n: int):
     for start in range(0, n, CHUNK):
         sl = slice(start, min(n, start + CHUNK))
         yield sl, sl.stop - start, [None if ev is None else ev[sl] for ev in evidence]
-
-
-def _check_possible(loglik: np.ndarray, offset: int = 0) -> None:
-    bad = np.flatnonzero(~np.isfinite(loglik))
-    if len(bad):
-        raise ZeroProbabilityError(
-            f"X: pattern {offset + bad[0]} has probability zero under the current parameters "
-            "(an observed symbol no state can emit); check the data or the hand-set weights")
 
 
 class TreeNet(BaseEstimator):
@@ -157,6 +165,31 @@ class TreeNet(BaseEstimator):
     inconsistent_ : stochastic EM: the fraction of the last epoch's samples that were
         inconsistent with the evidence (0 in a tree).
     n_features_ : number of observed columns.
+
+    Notes
+    -----
+    **Eq. 8 needs a positive denominator.** A child with several parents draws from
+    :math:`P(D_k \mid B_i, C_j) = P(D_k|B_i)P(D_k|C_j) / \sum_m P(D_m|B_i)P(D_m|C_j)`,
+    which is 0/0 when the parents' rows share no child state. Such factors are refused
+    wherever parameters are used (``score``, ``predict_proba``, ``decode``, ``sample``,
+    ``sample_posterior``, ``fit`` with ``warm_start``, ``save``) with an error naming the
+    arrows and the parent states. Defining the case instead was rejected: a uniform (or any
+    other) fallback row is a distribution Funk's model does not contain, and declaring the
+    combination impossible makes the joint sum to less than one, so ``sample`` would need
+    rejection and ``score`` a global normaliser that no pass computes. Stochastic EM's
+    multiplicative updates keep positive factors positive, so learned parameters never
+    trip the check.
+
+    **Answers that do not exist raise.** A pattern of probability zero (an observed symbol
+    or soft evidence that no state allows) has log-evidence -inf in ``score_samples`` and
+    no posterior, state or sample: ``predict_proba``, ``decode``, ``sample_posterior`` and
+    learning raise :class:`~hiddenstate.errors.ZeroProbabilityError` naming it, as
+    :class:`~hiddenstate.HMM` does. This is exact in a DAG too: the optimistic upward pass
+    keeps every state of every consistent joint assignment positive, so it gives -inf
+    only to impossible patterns. A DAG pattern of positive probability none of whose
+    ``n_samples`` downward samples is consistent with its evidence has no estimate: an
+    :class:`~hiddenstate.errors.InvalidInputError` naming ``n_samples`` (or
+    ``max_tries``) and how many patterns.
     """
 
     def __init__(self, n_states: dict | None = None, edges=(), observed: dict | None = None,
@@ -199,39 +232,30 @@ class TreeNet(BaseEstimator):
         check_positive_int(self.n_iter, "n_iter")
         check_positive_int(self.batch_size, "batch_size")
         check_positive_int(self.n_samples, "n_samples")
-        if self.learn not in LEARN_MODES:
-            raise InvalidInputError(f"learn: {self.learn!r} is not one of {LEARN_MODES}")
-        for name in ("tol", "learning_rate", "balance"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
-                    or np.isnan(value):
-                raise InvalidInputError(f"{name}: expected a number, got {value!r}")
-        if not (np.isfinite(self.learning_rate) and self.learning_rate > 0):
-            raise InvalidInputError(
-                f"learning_rate: expected a finite number > 0, got {self.learning_rate!r}")
-        if not (np.isfinite(self.balance) and self.balance >= 0):
-            raise InvalidInputError(
-                f"balance: expected a finite number >= 0, got {self.balance!r}")
+        check_choice(self.learn, "learn", LEARN_MODES)
+        check_choice(self.correction, "correction", CORRECTIONS)
+        check_number(self.tol, "tol", finite=False)
+        check_number(self.learning_rate, "learning_rate", minimum=0, strict=True)
+        check_number(self.balance, "balance", minimum=0)
         if self.prior is not None:
             if self.learn in ("em", "stochastic-em"):
                 raise InvalidInputError(
                     f"prior: not used by learn={self.learn!r}; use 'map', 'vb' or 'vt', or "
                     "drop the prior")
-            p = self.prior
-            if isinstance(p, bool) or not isinstance(p, (int, float, np.number)) \
-                    or not np.isfinite(p) or p <= 0:
+            try:
+                p = check_number(self.prior, "prior", minimum=0, strict=True)
+            except InvalidInputError:
                 raise InvalidInputError(
-                    f"prior: expected a Dirichlet concentration > 0, got {p!r}")
+                    f"prior: expected a Dirichlet concentration > 0, got {self.prior!r:.60}"
+                ) from None
             if self.learn in ("map", "vt") and p < 1:
                 raise InvalidInputError(
                     f"prior: the MAP estimate needs a concentration >= 1, got {p!r}; use "
                     "learn='vb' for sparse priors")
-        if not isinstance(self.soft_normalization, (bool, np.bool_)):
-            raise InvalidInputError(
-                f"soft_normalization: expected True or False, got {self.soft_normalization!r}")
-        if self.correction not in CORRECTIONS:
-            raise InvalidInputError(
-                f"correction: {self.correction!r} is not one of {CORRECTIONS}")
+        for name in ("soft_normalization", "warm_start", "verbose"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise InvalidInputError(
+                    f"{name}: expected True or False, got {getattr(self, name)!r:.40}")
         return s
 
     def _rng(self, random_state=None) -> np.random.Generator:
@@ -253,11 +277,11 @@ class TreeNet(BaseEstimator):
                 "weights_, priors_: expected dicts {'parent->child': matrix} and "
                 "{root: vector}")
         want = {s.edge_name(e) for e in range(len(s.edges))}
-        extra = sorted(set(self.weights_) - want)
+        extra = sorted(set(self.weights_) - want, key=repr)
         if extra:
             raise InvalidInputError(f"weights_: {extra[0]!r} is not an arrow of edges")
         roots = {s.names[r] for r in s.roots}
-        extra = sorted(set(self.priors_) - roots)
+        extra = sorted(set(self.priors_) - roots, key=repr)
         if extra:
             raise InvalidInputError(f"priors_: {extra[0]!r} is not a root variable")
         weights = []
@@ -269,8 +293,8 @@ class TreeNet(BaseEstimator):
             if len(s.parents[c]) == 1:
                 w = check_stochastic(self.weights_[name], shape, f"weights_[{name!r}]")
             else:
-                w = _check_rows(self.weights_[name], shape, f"weights_[{name!r}]",
-                                "every parent state must allow some child state")
+                w = check_rows(self.weights_[name], shape, f"weights_[{name!r}]",
+                               "every parent state must allow some child state")
             weights.append(w)
         prior = {}
         for r in s.roots:
@@ -278,6 +302,7 @@ class TreeNet(BaseEstimator):
                 raise InvalidInputError(f"priors_: missing the prior of root {s.names[r]!r}")
             prior[r] = check_stochastic(self.priors_[s.names[r]], (s.sizes[r],),
                                         f"priors_[{s.names[r]!r}]")
+        check_products(s, weights)
         return weights, prior
 
     def _set_params(self, s: Structure, weights: list, prior: dict) -> None:
@@ -307,9 +332,12 @@ class TreeNet(BaseEstimator):
         return weights, prior
 
     # -- data -----------------------------------------------------------------------------------
-    def _evidence(self, s: Structure, X, likelihoods) -> tuple[list, int]:
+    def _evidence(self, s: Structure, X, likelihoods, what: str = "this call",
+                  per_pattern: float = 0.0, samples: int = 0) -> tuple[list, int]:
         """Per-variable likelihood arrays: one-hot rows for observed symbols (ones for a
-        missing one, ``-1``), the user's ``likelihoods`` for hidden variables."""
+        missing one, ``-1``), the user's ``likelihoods`` for hidden variables. The memory
+        the call ``what`` needs (see :func:`~hiddenstate.treenet.checks.check_work`) is
+        checked before anything is allocated."""
         n = None
         evidence: list = [None] * s.n_vars
         n_obs = len(s.observed)
@@ -318,9 +346,10 @@ class TreeNet(BaseEstimator):
                 raise InvalidInputError(
                     f"X: the network has {n_obs} observed variables; pass their symbols")
         else:
-            X = _check_patterns(X, [s.sizes[v] for v in s.observed],
-                                [s.names[v] for v in s.observed])
+            X = check_patterns(X, [s.sizes[v] for v in s.observed],
+                               [s.names[v] for v in s.observed])
             n = len(X)
+            check_work(s, n, what, per_pattern, samples)
             for col, v in enumerate(s.observed):
                 x = X[:, col]
                 ev = np.zeros((n, s.sizes[v]))
@@ -340,8 +369,10 @@ class TreeNet(BaseEstimator):
                         f"likelihoods: {name!r} is not a hidden variable (observed ones take "
                         "symbols in X)")
                 v = index[name]
-                arr = _check_rows(lik, (n, s.sizes[v]), f"likelihoods[{name!r}]",
-                                  "no state explains that evidence")
+                arr = check_rows(lik, (n, s.sizes[v]), f"likelihoods[{name!r}]",
+                                 "no state explains that evidence")
+                if n is None:
+                    check_work(s, len(arr), what, per_pattern, samples)
                 n = len(arr)
                 evidence[v] = arr
         if n is None:
@@ -356,15 +387,22 @@ class TreeNet(BaseEstimator):
         ``X`` ``(n_patterns, n_observed)``: integer symbols, ``-1`` for a missing one;
         ``likelihoods``: optional soft evidence on hidden variables. ``callback(iteration,
         objective)`` is called after every iteration or epoch (pass
-        :class:`hiddenstate.progress.FitProgress` for a progress bar).
+        :class:`hiddenstate.progress.FitProgress` for a progress bar). A pattern of
+        probability zero under the initial parameters (possible with hand-set zeros and
+        ``warm_start``, or impossible soft evidence) is a
+        :class:`~hiddenstate.errors.ZeroProbabilityError` naming it.
         """
         s = self._check_hyper()
+        if callback is not None and not callable(callback):
+            raise InvalidInputError(
+                f"callback: expected a function callback(iteration, objective), got "
+                f"{type(callback).__name__}")
         if self.learn in TREE_MODES and not s.is_tree:
             v = next(v for v in range(s.n_vars) if len(s.parents[v]) > 1)
             raise InvalidInputError(
                 f"learn: {self.learn!r} is exact only for trees, but {s.names[v]!r} has "
                 f"{len(s.parents[v])} parents; use learn='stochastic-em' for a DAG")
-        evidence, n = self._evidence(s, X, likelihoods)
+        evidence, n = self._evidence(s, X, likelihoods, "fit")
         rng = self._rng()
         weights, prior = self._initial(s, rng)
         self.n_features_ = len(s.observed)
@@ -395,37 +433,42 @@ class TreeNet(BaseEstimator):
             callback(iteration, float(value))
 
     def _epoch(self, s: Structure, evidence: list, n: int, rng) -> float:
-        """One pass of stochastic EM over the patterns in a random order."""
+        """One pass of stochastic EM over the patterns in a random order. The estimator
+        changes only when the whole pass succeeded."""
         weights, prior = self._params(s)
-        usage = [None] * s.n_vars
-        for v in s.hidden:
-            usage[v] = np.asarray(self.usage_[s.names[v]], dtype=np.float64)
+        usage = check_stream(s, getattr(self, "usage_", None), self.n_batches_)
+        batches = int(self.n_batches_)
         order = rng.permutation(n)
         total, bad = 0.0, 0
         for start in range(0, n, self.batch_size):
             idx = order[start:start + self.batch_size]
             ev = [None if e is None else e[idx] for e in evidence]
-            weights, prior, usage, log_w = funk.step(
+            weights, prior, usage, log_w, log_ev = funk.step(
                 s, weights, prior, ev, len(idx), rng, self.learning_rate,
                 bool(self.soft_normalization), float(self.balance), usage)
+            check_possible(log_ev, index=idx)
+            batches += 1
+            check_step(s, weights, prior, self.learning_rate, batches)
             ok = np.isfinite(log_w)
             total += float(np.sum(log_w[ok]))
             bad += int(len(ok) - ok.sum())
-            self.n_batches_ += 1
         self.inconsistent_ = bad / n
+        self.n_batches_ = batches
         self._set_params(s, weights, prior)
         self.usage_ = {s.names[v]: usage[v] for v in s.hidden}
         return total
 
     def partial_fit(self, X, likelihoods: dict | None = None):
         """One pass of stochastic EM over ``X`` in mini-batches, continuing from the current
-        parameters (the first call initialises them). ``learn='stochastic-em'`` only."""
+        parameters (the first call initialises them). ``learn='stochastic-em'`` only. A
+        call that fails (bad data, a pattern of probability zero) leaves the model as it
+        was."""
         s = self._check_hyper()
         if self.learn != "stochastic-em":
             raise InvalidInputError(
                 f"learn: partial_fit needs learn='stochastic-em', not {self.learn!r}; use fit "
                 "for batch learning")
-        evidence, n = self._evidence(s, X, likelihoods)
+        evidence, n = self._evidence(s, X, likelihoods, "partial_fit")
         if not hasattr(self, "n_batches_"):
             rng = self._rng()
             weights, prior = self._initial(s, rng)
@@ -434,55 +477,67 @@ class TreeNet(BaseEstimator):
             self.n_batches_ = 0
             self.n_features_ = len(s.observed)
             self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
+        check_stream(s, getattr(self, "usage_", None), self.n_batches_)
         # a stream's randomness depends only on the seed and the batches already seen, so a
         # saved and reloaded model continues it exactly
         seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else None
-        rng = np.random.default_rng(None if seed is None else [int(seed), self.n_batches_])
+        rng = np.random.default_rng(None if seed is None else [int(seed), int(self.n_batches_)])
         value = self._epoch(s, evidence, n, rng)
         self._record(len(self.monitor_.history) + 1, value, None)
         return self
 
     # -- inference ------------------------------------------------------------------------------
-    def _prepare(self, X, likelihoods):
+    def _prepare(self, X, likelihoods, what: str, per_pattern: float = 0.0,
+                 samples: int = 0):
         s = self._check_hyper()
         weights, prior = self._params(s)
-        evidence, n = self._evidence(s, X, likelihoods)
+        evidence, n = self._evidence(s, X, likelihoods, what, per_pattern, samples)
         return s, weights, passes.normalise_rows(weights), prior, evidence, n
 
     def _draws(self, s, rows, prior, evidence, n, rng, k: int):
         """``k`` downward samples of every pattern: ``(z (k, n, n_vars), log p(z, X) (k, n),
-        log weights (k, n))``. One upward pass per chunk of patterns; the samples of a chunk
-        are drawn together, ``k`` copies of each pattern stacked."""
+        log weights (k, n), the upward pass's log-evidence (n,))`` (the last is -inf
+        exactly for the patterns of probability zero, in a DAG too). One upward pass per
+        chunk of patterns; the samples of a chunk are drawn together, ``k`` copies of each
+        pattern stacked."""
         z = np.empty((k, n, s.n_vars), dtype=np.int64)
-        log_p, log_w = np.empty((k, n)), np.empty((k, n))
+        log_p, log_w, log_ev = np.empty((k, n)), np.empty((k, n)), np.empty(n)
         per = max(1, CHUNK // k)
         for start in range(0, n, per):
             sl = slice(start, min(n, start + per))
             m = sl.stop - start
             ev = [None if e is None else e[sl] for e in evidence]
-            up = passes.upward(s, rows, ev, m).up
+            upw = passes.upward(s, rows, ev, m)
+            log_ev[sl] = passes.log_evidence(s, prior, upw)
             tile = [None if e is None else np.tile(e, (k, 1)) for e in ev]
-            d = passes.sample_down(s, rows, prior, [np.tile(u, (k, 1)) for u in up], tile,
+            d = passes.sample_down(s, rows, prior, [np.tile(u, (k, 1)) for u in upw.up], tile,
                                    k * m, rng)
             z[:, sl] = d.z.reshape(k, m, s.n_vars)
             log_p[:, sl] = d.log_p.reshape(k, m)
             log_w[:, sl] = d.log_weight.reshape(k, m)
-        return z, log_p, log_w
+        return z, log_p, log_w, log_ev
 
     def score_samples(self, X, likelihoods: dict | None = None,
                       random_state=None) -> np.ndarray:
-        """log P(X) of each pattern: exact for a tree; for a DAG the importance-sampling
-        estimate :math:`\\log \\frac1S \\sum_s p(z_s, X)/q(z_s)` with ``n_samples`` downward
-        samples (consistent; a lower bound in expectation)."""
-        s, _, rows, prior, evidence, n = self._prepare(X, likelihoods)
+        """log P(X) of each pattern (-inf for a pattern of probability zero): exact for a
+        tree; for a DAG the importance-sampling estimate
+        :math:`\\log \\frac1S \\sum_s p(z_s, X)/q(z_s)` with ``n_samples`` downward samples
+        (consistent; a lower bound in expectation). A DAG pattern of positive probability
+        none of whose samples is consistent with its evidence has no estimate: an
+        :class:`~hiddenstate.errors.InvalidInputError` naming ``n_samples``."""
+        s = self._check_hyper()
+        k = 0 if s.is_tree else self.n_samples
+        s, _, rows, prior, evidence, n = self._prepare(X, likelihoods, "score_samples", 8.0, k)
         if s.is_tree:
             out = np.empty(n)
             for sl, m, ev in _chunks(evidence, n):
                 out[sl] = passes.log_evidence(s, prior, passes.upward(s, rows, ev, m))
             return out
-        _, _, log_w = self._draws(s, rows, prior, evidence, n, self._rng(random_state),
-                                  self.n_samples)
+        _, _, log_w, log_ev = self._draws(s, rows, prior, evidence, n,
+                                          self._rng(random_state), k)
         top = log_w.max(axis=0)
+        possible = np.isfinite(log_ev)
+        check_consistent(np.isfinite(top) | ~possible, k, "estimate of log P(X)")
         safe = np.where(np.isfinite(top), top, 0.0)
         with np.errstate(divide="ignore"):
             return safe + np.log(np.mean(np.exp(log_w - safe), axis=0))
@@ -495,18 +550,29 @@ class TreeNet(BaseEstimator):
                       random_state=None) -> dict:
         """Posterior marginals ``{hidden variable: (n_patterns, n_states)}``: exact for a
         tree (eq. 3); for a DAG, averages of ``n_samples`` downward samples under
-        ``correction``."""
-        s, _, rows, prior, evidence, n = self._prepare(X, likelihoods)
+        ``correction``. A pattern of probability zero has no posterior
+        (:class:`~hiddenstate.errors.ZeroProbabilityError`); nor does a DAG pattern none of
+        whose samples is consistent with the evidence under ``correction='importance'`` or
+        ``'reject'`` (:class:`~hiddenstate.errors.InvalidInputError` naming ``n_samples``)."""
+        s = self._check_hyper()
+        k = 0 if s.is_tree else self.n_samples
+        width = 8.0 * sum(s.sizes[v] for v in s.hidden)
+        s, _, rows, prior, evidence, n = self._prepare(X, likelihoods, "predict_proba",
+                                                       width, k)
         if s.is_tree:
             out = {s.names[v]: np.empty((n, s.sizes[v])) for v in s.hidden}
+            ll = np.empty(n)
             for sl, m, ev in _chunks(evidence, n):
                 upw = passes.upward(s, rows, ev, m)
+                ll[sl] = passes.log_evidence(s, prior, upw)
                 post = passes.marginals(s, rows, prior, upw)
                 for v in s.hidden:
                     out[s.names[v]][sl] = post[v]
+            check_possible(ll, "posterior")
             return out
-        z, _, log_w = self._draws(s, rows, prior, evidence, n, self._rng(random_state),
-                                  self.n_samples)
+        z, _, log_w, log_ev = self._draws(s, rows, prior, evidence, n,
+                                          self._rng(random_state), k)
+        check_possible(log_ev, "posterior")
         if self.correction == "importance":
             top = log_w.max(axis=0)
             w = np.exp(log_w - np.where(np.isfinite(top), top, 0.0))
@@ -515,13 +581,14 @@ class TreeNet(BaseEstimator):
         else:
             w = np.ones_like(log_w)
         total = w.sum(axis=0)
+        check_consistent(total > 0, k, f"posterior under correction={self.correction!r}")
         out = {}
         rows_n = np.arange(n)
         for v in s.hidden:
             acc = np.zeros((n, s.sizes[v]))
             for zs, ws in zip(z, w, strict=True):
                 np.add.at(acc, (rows_n, zs[:, v]), ws)
-            out[s.names[v]] = acc / np.where(total > 0, total, 1.0)[:, None]
+            out[s.names[v]] = acc / total[:, None]
         return out
 
     def sample_posterior(self, X, likelihoods: dict | None = None, correction: str = "none",
@@ -529,44 +596,66 @@ class TreeNet(BaseEstimator):
                          return_log_weights: bool = False):
         """One posterior sample of the hidden variables per pattern ``(n, n_hidden)``, in
         the order of ``n_states`` (downward sampling, eq. 5/7; exact for a tree). For a DAG,
-        ``correction="reject"`` redraws the samples inconsistent with the evidence (up to
-        ``max_tries`` rounds) and ``"importance"`` picks one of ``n_samples`` proposals with
-        probability proportional to its importance weight (sampling-importance-resampling).
-        With ``return_log_weights`` also returns log p(z, X)/q(z) of each returned sample
-        (-inf: still inconsistent)."""
-        if correction not in CORRECTIONS:
-            raise InvalidInputError(f"correction: {correction!r} is not one of {CORRECTIONS}")
+        ``correction="none"`` returns the downward samples as drawn (some may be
+        inconsistent with the evidence: log weight -inf), ``"reject"`` redraws the
+        inconsistent ones (up to ``max_tries`` rounds; patterns still without a consistent
+        sample are an :class:`~hiddenstate.errors.InvalidInputError` naming ``max_tries``)
+        and ``"importance"`` picks one of ``n_samples`` proposals with probability
+        proportional to its importance weight (sampling-importance-resampling; an error
+        naming ``n_samples`` if none is consistent). With ``return_log_weights`` also
+        returns log p(z, X)/q(z) of each returned sample. A pattern of probability zero has
+        no posterior sample: :class:`~hiddenstate.errors.ZeroProbabilityError`."""
+        check_choice(correction, "correction", CORRECTIONS)
         check_positive_int(max_tries, "max_tries")
-        s, _, rows, prior, evidence, n = self._prepare(X, likelihoods)
+        s = self._check_hyper()
+        k = self.n_samples if correction == "importance" else 1
+        s, _, rows, prior, evidence, n = self._prepare(X, likelihoods, "sample_posterior",
+                                                       8.0 * s.n_vars + 8, k)
         rng = self._rng(random_state)
-        upw = passes.upward(s, rows, evidence, n)
-        draw = passes.sample_down(s, rows, prior, upw.up, evidence, n, rng)
-        z, log_w = draw.z, draw.log_weight
-        if correction == "reject":
-            for _ in range(max_tries - 1):
-                bad = np.flatnonzero(~np.isfinite(log_w))
-                if not len(bad):
-                    break
-                ev = [None if e is None else e[bad] for e in evidence]
-                up = [u[bad] for u in upw.up]
-                again = passes.sample_down(s, rows, prior, up, ev, len(bad), rng)
-                z[bad], log_w[bad] = again.z, again.log_weight
-        elif correction == "importance":
-            zs, _, lw = self._draws(s, rows, prior, evidence, n, rng, self.n_samples)
+        if correction == "importance":
+            zs, _, lw, log_ev = self._draws(s, rows, prior, evidence, n, rng, k)
+            check_possible(log_ev, "posterior sample")
             top = lw.max(axis=0)
-            w = np.exp(lw - np.where(np.isfinite(top), top, 0.0))
-            w[:, ~np.isfinite(top)] = 1.0
-            pick = passes.categorical(w.T, rng)
+            check_consistent(np.isfinite(top), k, "posterior sample")
+            pick = passes.categorical(np.exp(lw - top).T, rng)
             z = zs[pick, np.arange(n)]
             log_w = lw[pick, np.arange(n)]
+        else:
+            z = np.empty((n, s.n_vars), dtype=np.int64)
+            log_w, log_ev = np.empty(n), np.empty(n)
+            for sl, m, ev in _chunks(evidence, n):
+                upw = passes.upward(s, rows, ev, m)
+                log_ev[sl] = passes.log_evidence(s, prior, upw)
+                draw = passes.sample_down(s, rows, prior, upw.up, ev, m, rng)
+                zc, lwc = draw.z, draw.log_weight
+                if correction == "reject":
+                    for _ in range(max_tries - 1):
+                        bad = np.flatnonzero(~np.isfinite(lwc) & np.isfinite(log_ev[sl]))
+                        if not len(bad):
+                            break
+                        again = passes.sample_down(
+                            s, rows, prior, [u[bad] for u in upw.up],
+                            [None if e is None else e[bad] for e in ev], len(bad), rng)
+                        zc[bad], lwc[bad] = again.z, again.log_weight
+                z[sl], log_w[sl] = zc, lwc
+            check_possible(log_ev, "posterior sample")
+            if correction == "reject":
+                check_consistent(np.isfinite(log_w), max_tries, "posterior sample",
+                                 "max_tries")
         states = z[:, list(s.hidden)]
         return (states, log_w) if return_log_weights else states
 
     def decode(self, X, likelihoods: dict | None = None, random_state=None):
         """Most probable joint state of the hidden variables: ``(log p(X, z*) (n,),
         z* (n, n_hidden))``. Exact max-product for a tree; for a DAG the best of
-        ``n_samples`` posterior samples (a lower bound on the maximum)."""
-        s, _, rows, prior, evidence, n = self._prepare(X, likelihoods)
+        ``n_samples`` posterior samples (a lower bound on the maximum; an
+        :class:`~hiddenstate.errors.InvalidInputError` naming ``n_samples`` where none is
+        consistent with the evidence). A pattern of probability zero has no most probable
+        state: :class:`~hiddenstate.errors.ZeroProbabilityError`."""
+        s = self._check_hyper()
+        k = 0 if s.is_tree else self.n_samples
+        s, _, rows, prior, evidence, n = self._prepare(X, likelihoods, "decode",
+                                                       8.0 * s.n_vars + 8, k)
         if s.is_tree:
             values, zs = [], []
             for _, m, ev in _chunks(evidence, n):
@@ -574,11 +663,14 @@ class TreeNet(BaseEstimator):
                 values.append(value)
                 zs.append(z)
             value, z = np.concatenate(values), np.concatenate(zs)
+            check_possible(value, "most probable state")
         else:
-            zs, lp, _ = self._draws(s, rows, prior, evidence, n, self._rng(random_state),
-                                    self.n_samples)
+            zs, lp, _, log_ev = self._draws(s, rows, prior, evidence, n,
+                                            self._rng(random_state), k)
+            check_possible(log_ev, "most probable state")
             best = lp.argmax(axis=0)
             value = lp[best, np.arange(n)]
+            check_consistent(np.isfinite(value), k, "most probable state")
             z = zs[best, np.arange(n)]
         return value, z[:, list(s.hidden)]
 
@@ -587,6 +679,8 @@ class TreeNet(BaseEstimator):
         n = check_positive_int(n_samples, "n_samples")
         s = self._check_hyper()
         weights, prior = self._params(s)
+        check_memory({"n_samples": 8.0 * n * (3 * s.n_vars + 3 + 2 * max(s.sizes))},
+                     "sample", {"n_samples": "draw fewer patterns per call"})
         rows = passes.normalise_rows(weights)
         draw = passes.sample_down(s, rows, prior, None, [None] * s.n_vars, n,
                                   self._rng(random_state))
@@ -628,15 +722,8 @@ class TreeNet(BaseEstimator):
         """Validate loaded parameters against the (validated) structure."""
         s = self._check_hyper()
         self._params(s)
-        usage = getattr(self, "usage_", None)
-        if usage is not None:
-            want = {s.names[v]: s.sizes[v] for v in s.hidden}
-            if set(usage) != set(want):
-                raise InvalidInputError("usage_: does not list every hidden variable")
-            for name, u in usage.items():
-                check_stochastic(u, (want[name],), f"usage_[{name!r}]")
-                if np.any(np.asarray(u) <= 0):
-                    raise InvalidInputError(f"usage_[{name!r}]: entries must be positive")
+        if hasattr(self, "usage_"):
+            check_stream(s, self.usage_, getattr(self, "n_batches_", 0))
 
     def save(self, path) -> None:
         """Save to a directory ``path`` (``model.json`` with the structure + ``arrays.npz``;
@@ -651,55 +738,3 @@ class TreeNet(BaseEstimator):
             self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
         save(self, path)
 
-
-def _check_rows(value, shape: tuple, name: str, why: str) -> np.ndarray:
-    """A finite, non-negative matrix of ``shape`` (``None``: any number of rows, at least
-    one) without an all-zero row (``why`` says what such a row would mean)."""
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{name}: cannot be read as numbers ({exc})") from exc
-    if arr.ndim != 2 or any(w is not None and g != w for g, w in zip(arr.shape, shape,
-                                                                      strict=True)):
-        want = "(" + ", ".join("n_patterns" if w is None else str(w) for w in shape) + ")"
-        raise InvalidInputError(f"{name}: expected shape {want}, got {arr.shape}")
-    if arr.shape[0] == 0:
-        raise InvalidInputError(f"{name}: no rows")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise InvalidInputError(f"{name}: entries must be finite and non-negative")
-    dead = np.flatnonzero(arr.sum(axis=1) <= 0)
-    if len(dead):
-        raise InvalidInputError(f"{name}: row {dead[0]} is all zero ({why})")
-    return np.ascontiguousarray(arr)
-
-
-def _check_patterns(X, sizes: list[int], names: list[str]) -> np.ndarray:
-    """``(n, n_observed)`` integer symbols, -1 for missing."""
-    arr = np.asarray(X)
-    if arr.dtype == object or arr.dtype.kind in "USb":
-        raise InvalidInputError(
-            f"X: symbols must be integers, got dtype {arr.dtype}; map tokens to integer ids "
-            "(see hiddenstate.textio.Vocabulary)")
-    if arr.ndim == 1 and len(sizes) == 1:
-        arr = arr[:, None]
-    if arr.ndim != 2 or arr.shape[1] != len(sizes):
-        raise InvalidInputError(
-            f"X: expected shape (n_patterns, {len(sizes)}) (one column per observed variable "
-            f"{names}), got {arr.shape}")
-    if arr.shape[0] == 0:
-        raise InvalidInputError("X: no patterns; pass at least one row")
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise InvalidInputError(
-                "X: symbols must be whole numbers (use -1, not NaN, for a missing symbol)")
-    elif arr.dtype.kind not in "iu":
-        raise InvalidInputError(f"X: symbols must be integers, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64)
-    for col, (size, name) in enumerate(zip(sizes, names, strict=True)):
-        x = arr[:, col]
-        if x.min() < -1 or x.max() >= size:
-            bad = int(x[(x < -1) | (x >= size)][0])
-            raise InvalidInputError(
-                f"X: column {col} ({name!r}) has symbol {bad}; its symbols are 0..{size - 1} "
-                "(-1 marks a missing one)")
-    return arr

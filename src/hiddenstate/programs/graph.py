@@ -13,11 +13,9 @@ from functools import cached_property
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from .._validation import check_memory
 from ..kernels import explanation_graph as kg
 from .program import Goal, Msw
-
-_KBEST_BYTES = 4 * 2**30  # the k-best tables may take at most this much memory
 
 
 @dataclass(frozen=True)
@@ -127,14 +125,13 @@ class ExplanationGraph:
         kg.viterbi_counts(self.item_ptr, self.items, best, uses, counts, chosen)
         return counts, chosen
 
-    def kbest(self, logtheta: np.ndarray, k: int):
+    def kbest(self, logtheta: np.ndarray, k: int, name: str = "k"):
         """``(score (N, k), alt (N, k), rank (N, k, width))`` of the k best explanations of
-        every node (see :func:`hiddenstate.kernels.explanation_graph.kbest`)."""
-        need = self.n_nodes * k * (self.width + 2) * 8
-        if need > _KBEST_BYTES:
-            raise InvalidInputError(
-                f"k: the {k} best explanations of every goal of this graph need "
-                f"{need / 2**30:.1f} GiB ({self.n_nodes} goals); use a smaller k")
+        every node (see :func:`hiddenstate.kernels.explanation_graph.kbest`); the tables
+        are checked against the available memory first (the error names ``name``)."""
+        check_memory({name: float(self.n_nodes) * k * (self.width + 2) * 8},
+                     f"keeping the {k} best explanations of each of {self.n_nodes} goals",
+                     {name: f"use a smaller {name}"})
         score = np.empty((self.n_nodes, k))
         alt = np.empty((self.n_nodes, k), dtype=np.int64)
         rank = np.full((self.n_nodes, k, self.width), -1, dtype=np.int64)

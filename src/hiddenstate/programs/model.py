@@ -18,31 +18,42 @@ the probability of one explanation, so it is exact for any program (Sato & Kubot
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validation import check_positive_int, make_rng
-from ..errors import InvalidInputError
+from .._validation import check_memory, check_positive_int, check_random_state, make_rng
+from ..errors import HiddenStateError, InvalidInputError, ProgramError
 from ..learn import MODES, ConvergenceMonitor
 from ..learn import fit as fit_mode
 from .graph import Explanation
 from .problem import LEARNED, ProgramProblem, check_possible
-from .program import Goal, Msw, Program
+from .program import Goal, Msw, Program, as_goals
 from .saving import save as save_model
 from .tabling import explain
 
 INITS = ("random", "declared", "uniform")
 
 
+#: the most stages an annealing schedule may have (each runs EM to convergence)
+MAX_STAGES = 1000
+
+
 def geometric_schedule(beta0: float = 0.1, rate: float = 1.5) -> list[float]:
     """PRISM's DAEM schedule: beta0, beta0 * rate, ... up to 1 (``itemp_init``,
-    ``itemp_rate``)."""
-    if not (isinstance(beta0, (int, float)) and 0 < beta0 <= 1):
+    ``itemp_rate``); at most :data:`MAX_STAGES` stages."""
+    if isinstance(beta0, bool) or not (isinstance(beta0, (int, float)) and 0 < beta0 <= 1):
         raise InvalidInputError(f"beta0: expected a number in (0, 1], got {beta0!r}")
-    if not (isinstance(rate, (int, float)) and rate > 1):
+    if isinstance(rate, bool) or not (isinstance(rate, (int, float)) and rate > 1):
         raise InvalidInputError(f"rate: expected a number > 1, got {rate!r}")
+    stages = 1 + np.ceil(-np.log(beta0) / np.log(rate))
+    if not stages <= MAX_STAGES:
+        raise InvalidInputError(
+            f"rate: going from beta0={beta0!r} to 1 by a factor {rate!r} takes {stages:.3g} "
+            f"stages, more than {MAX_STAGES} (each runs EM to convergence); use a larger "
+            "rate or beta0")
     out = [float(beta0)]
     while out[-1] < 1.0:
         out.append(min(1.0, out[-1] * rate))
@@ -101,11 +112,15 @@ class ProgramModel(BaseEstimator):
         self.verbose = verbose
 
     # -- checks --------------------------------------------------------------------------------
-    def _check_hyper(self) -> None:
+    def _check_program(self) -> Program:
         if not isinstance(self.program, Program):
             raise InvalidInputError(
                 f"program: expected a hiddenstate.programs.Program, got "
                 f"{type(self.program).__name__}")
+        return self.program
+
+    def _check_hyper(self) -> None:
+        self._check_program()
         if self.learn not in MODES:
             raise InvalidInputError(f"learn: {self.learn!r} is not one of {MODES}")
         check_positive_int(self.n_iter, "n_iter")
@@ -114,6 +129,7 @@ class ProgramModel(BaseEstimator):
         if isinstance(self.tol, bool) or not isinstance(self.tol, (int, float)) \
                 or np.isnan(self.tol):
             raise InvalidInputError(f"tol: expected a number, got {self.tol!r}")
+        check_random_state(self.random_state)
         if self.init not in INITS:
             raise InvalidInputError(f"init: {self.init!r} is not one of {INITS}")
         if self.init != "random" and self.n_init != 1:
@@ -135,6 +151,10 @@ class ProgramModel(BaseEstimator):
             raise InvalidInputError(
                 f"anneal: expected a sequence of inverse temperatures, got {self.anneal!r}") \
                 from exc
+        if len(betas) > MAX_STAGES:
+            raise InvalidInputError(
+                f"anneal: {len(betas)} stages, more than {MAX_STAGES} (each runs EM to "
+                "convergence); use fewer inverse temperatures")
         if not betas or any(not (0 < b <= 1) for b in betas) \
                 or any(b1 <= b0 for b0, b1 in zip(betas, betas[1:], strict=False)):
             raise InvalidInputError(
@@ -143,21 +163,39 @@ class ProgramModel(BaseEstimator):
         return betas if betas[-1] == 1.0 else betas + [1.0]
 
     def _check_goals(self, goals, name: str = "goals") -> list[Goal]:
-        if isinstance(goals, Goal):
-            goals = [goals]
-        try:
-            goals = list(goals)
-        except TypeError as exc:
+        self._check_program()
+        if name == "goal" and type(goals) is not Goal:
             raise InvalidInputError(
-                f"{name}: expected a list of goals, got {type(goals).__name__}") from exc
-        if not goals:
-            raise InvalidInputError(f"{name}: empty; pass at least one observed goal")
+                f"goal: expected one goal of program {self.program.name!r}, got "
+                f"{goals!r:.80}" + ("; call this method once per goal"
+                                    if isinstance(goals, (list, tuple)) else ""))
+        goals = as_goals(goals, name)
         for g in goals:
             if type(g) is not Goal or g[0].program is not self.program:
                 raise InvalidInputError(
-                    f"{name}: {g!r} is not a goal of this model's program "
+                    f"{name}: {g!r:.80} is not a goal of this model's program "
                     f"{self.program.name!r}; build goals by calling its @goal functions")
         return goals
+
+    def _check_priors(self, problem: ProgramProblem) -> None:
+        """The declared Dirichlet concentrations of the switches this fit learns: >= 1 for
+        the point estimates ``"map"``, ``"vt"``, ``"kvt"`` (below 1 the posterior density
+        is unbounded at the edge of the simplex: no mode), as ``hs.HMM`` requires."""
+        if self.learn not in ("map", "vt", "kvt"):
+            return
+        table = self.program.switches
+        for name, sids in problem.sids.items():
+            if problem.letters[name] != LEARNED:
+                continue
+            for sid in sids:
+                alpha = table.specs[sid].prior
+                if np.any(alpha < 1):
+                    raise InvalidInputError(
+                        f"prior: switch {table.names[sid]!r} declares Dirichlet "
+                        f"concentrations {alpha.tolist()} and learn={self.learn!r} needs them "
+                        ">= 1: below 1 the posterior density is unbounded at the edge of the "
+                        "simplex and has no mode. Declare prior >= 1, or use learn='vb' for a "
+                        "sparse prior")
 
     # -- parameters ----------------------------------------------------------------------------
     def _theta(self) -> np.ndarray:
@@ -169,11 +207,15 @@ class ProgramModel(BaseEstimator):
             raise InvalidInputError(
                 "probs_: expected a dict switch name -> probabilities; set it with "
                 "set_probs or fit")
-        unknown = [name for name in probs if name not in table.ids]
-        if unknown:
-            raise InvalidInputError(
-                f"probs_: {unknown[0]!r} is not a switch of program {self.program.name!r}; "
-                "set probabilities of declared switches only (set_probs checks the name)")
+        for name in probs:
+            if name not in table.ids:
+                try:
+                    table.instance_id(name)  # a switch of an open family not used yet
+                except HiddenStateError:
+                    raise InvalidInputError(
+                        f"probs_: {name!r} is not a switch of program {self.program.name!r}; "
+                        "set probabilities of declared switches only (set_probs checks the "
+                        "name)") from None
         theta = np.empty(table.n_params)
         for sid in range(len(table.names)):
             theta[table.offsets[sid]:table.offsets[sid + 1]] = self._switch_probs(sid, probs)
@@ -189,7 +231,7 @@ class ProgramModel(BaseEstimator):
 
     def set_probs(self, switch, probs) -> None:
         """Set the probabilities of one switch by hand (validated; used at once)."""
-        table = self.program.switches
+        table = self._check_program().switches
         sid = table.instance_id(switch)
         if not hasattr(self, "probs_"):
             self.probs_ = {}
@@ -234,6 +276,7 @@ class ProgramModel(BaseEstimator):
         graph = self._graph(goals)
         theta = self._theta()
         problem = ProgramProblem(graph, self.program.switches, theta, self.learn == "em")
+        self._check_priors(problem)
         rng = make_rng(self.random_state)
         schedule = self._schedule()
         best = None
@@ -311,7 +354,7 @@ class ProgramModel(BaseEstimator):
         """log outside probability of every goal in the explanation graph of ``goal``:
         :math:`\\log \\sum` over the explanations of ``goal`` with one marked occurrence of
         the sub-goal of the probability of everything outside that occurrence."""
-        graph, ins, uses, _ = self._expected([goal])
+        graph, ins, uses, _ = self._expected(self._check_goals(goal, "goal"))
         logz = ins[graph.roots[0]]
         with np.errstate(divide="ignore"):
             out = np.log(uses) + logz - ins
@@ -354,6 +397,7 @@ class ProgramModel(BaseEstimator):
 
         n = check_positive_int(n_samples, "n_samples")
         goals = self._check_goals(goal, "goal")
+        check_memory({"n_samples": 48.0 * n}, f"drawing {n} explanations")
         graph = self._graph(goals[:1])
         logtheta = self._log_theta()[:graph.n_params]
         ins, cond = graph.inside(logtheta)
@@ -363,30 +407,63 @@ class ProgramModel(BaseEstimator):
         param_msw = self._param_msw()
         return [graph.explanation(steps, param_msw, logtheta) for steps in draws]
 
-    def sample(self, n_samples: int = 1, *args, random_state=None) -> list:
+    def sample(self, n_samples: int = 1, *args, random_state=None,
+               max_draws: int = 1_000_000) -> list:
         """Run the program's sampler ``n_samples`` times (sampling execution): each run
         calls ``sampler(draw, *args)``, ``draw(switch)`` drawing an outcome with the current
-        probabilities. Returns the runs' results (typically observed goals)."""
+        probabilities. Returns the runs' results (typically observed goals).
+
+        A run that draws more than ``max_draws`` outcomes stops with a
+        :class:`~hiddenstate.errors.ProgramError` naming ``max_draws`` (a sampler that
+        never terminates, e.g. a recursive grammar whose derivations are infinite on
+        average); any other exception of the sampler becomes a ProgramError naming it."""
 
         n = check_positive_int(n_samples, "n_samples")
-        fn = self.program.sampler_fn
+        max_draws = check_positive_int(max_draws, "max_draws")
+        program = self._check_program()
+        fn = program.sampler_fn
         if fn is None:
             raise InvalidInputError(
-                f"program {self.program.name!r} has no sampler; register one with "
+                f"program {program.name!r} has no sampler; register one with "
                 "@program.sampler")
         rng = make_rng(self.random_state if random_state is None else random_state)
-        table = self.program.switches
-        cum_cache: dict = {}
+        self._theta()  # every hand-set probability checked, not only those a run draws
+        table = program.switches
+        cache: dict = {}  # switch name -> (cumulative probabilities, total, outcomes)
+        left = [0]
+        uniform = rng.random
 
         def draw(switch):
-            sid = table.instance_id(switch)
-            cum = cum_cache.get(sid)
-            if cum is None:
-                cum = cum_cache[sid] = np.cumsum(self._switch_probs(sid))
-            i = int(np.searchsorted(cum, rng.random() * cum[-1], side="right"))
-            return table.specs[sid].outcomes[min(i, len(cum) - 1)]
+            left[0] -= 1
+            if left[0] < 0:
+                raise ProgramError(
+                    f"max_draws: one run of the sampler {fn.__name__!r} drew more than "
+                    f"{max_draws} outcomes; a sampler whose runs never end (check its base "
+                    "cases and the probabilities of its recursive choices) or a large run: "
+                    "raise max_draws")
+            try:
+                cum, total, outcomes = cache[switch]
+            except (KeyError, TypeError):  # first draw (or an unhashable name: refused)
+                sid = table.instance_id(switch)
+                cum = np.cumsum(self._switch_probs(sid)).tolist()
+                cum, total, outcomes = cache[switch] = (cum, cum[-1], table.specs[sid].outcomes)
+            return outcomes[min(bisect_right(cum, uniform() * total), len(cum) - 1)]
 
-        return [fn(draw, *args) for _ in range(n)]
+        out = []
+        for _ in range(n):
+            left[0] = max_draws
+            try:
+                out.append(fn(draw, *args))
+            except HiddenStateError:
+                raise
+            except RecursionError as exc:
+                raise ProgramError(
+                    f"the sampler {fn.__name__!r} recursed deeper than Python allows ({exc}); "
+                    "its runs may never end (check its base cases), or write it with a loop"
+                ) from exc
+            except Exception as exc:
+                raise ProgramError(f"the sampler {fn.__name__!r} raised {exc!r}") from exc
+        return out
 
     # -- persistence ---------------------------------------------------------------------------
     def save(self, path) -> None:

@@ -128,7 +128,7 @@ class ProgramProblem(FlatSwitches):
             check_possible(self.graph, vit[g.roots])
             counts, chosen = g.viterbi_counts(best)
             return float(vit[g.roots].sum()), self._stats(counts), chosen
-        score, alt, rank = g.kbest(logtheta, k)
+        score, alt, rank = g.kbest(logtheta, k, "k_best")
         top = score[g.roots]
         check_possible(self.graph, top[:, 0])
         with np.errstate(invalid="ignore"):

@@ -8,7 +8,7 @@ the tabled search (:mod:`.tabling`) explains once however many alternatives ment
     prog = Program()
     prog.switch("init", [0, 1])
     tr = prog.switch_family("tr", [0, 1], keys=[0, 1])
-    out = prog.switch_family("out", "ab", keys=[0, 1])
+    out = prog.switch_family("out", ["a", "b"], keys=[0, 1])
 
     @prog.goal
     def hmm(xs):                        # the observed goal
@@ -86,6 +86,21 @@ class Goal(tuple):
         return f"{self[0].name}({', '.join(map(repr, self.args))})"
 
 
+def as_goals(goals, name: str = "goals") -> list:
+    """``goals`` (one :class:`Goal` or an iterable of them) as a non-empty list; each item
+    is checked where it is used. Errors name ``name``."""
+    if type(goals) is Goal:
+        return [goals]
+    try:
+        goals = list(goals)
+    except TypeError as exc:
+        raise InvalidInputError(
+            f"{name}: expected a list of goals, got {type(goals).__name__}") from exc
+    if not goals:
+        raise InvalidInputError(f"{name}: empty; pass at least one goal")
+    return goals
+
+
 class Msw(tuple):
     """A switch outcome ``msw(switch, outcome)`` in an alternative."""
 
@@ -142,16 +157,22 @@ class Program:
     max_depth : the same for a chain of nested sub-goals deeper than this.
     max_alternatives : the same for the total number of alternatives (a goal function that
         yields alternatives forever).
+    max_items : the same for the total number of switch outcomes and sub-goals in all
+        alternatives (an alternative given as a generator that never ends).
+
+    Every loop of the search is bounded by one of these, and the error names it.
     """
 
     def __init__(self, name: str = "program", max_goals: int = 2_000_000,
-                 max_depth: int = 200_000, max_alternatives: int = 50_000_000):
+                 max_depth: int = 200_000, max_alternatives: int = 50_000_000,
+                 max_items: int = 200_000_000):
         from .._validation import check_positive_int
 
         self.name = name
         self.max_goals = check_positive_int(max_goals, "max_goals")
         self.max_depth = check_positive_int(max_depth, "max_depth")
         self.max_alternatives = check_positive_int(max_alternatives, "max_alternatives")
+        self.max_items = check_positive_int(max_items, "max_items")
         self.switches = SwitchTable()
         self.predicates: dict[str, Predicate] = {}
         self.sampler_fn: Callable | None = None

@@ -47,6 +47,11 @@ class _Spec:
             raise InvalidInputError(
                 f"{where}: outcomes must be a list of values, got {outcomes!r}")
         outs = tuple(_plain(_check_hashable(v, f"{where}: outcome")) for v in outcomes)
+        unequal = [v for v in outs if v != v]  # NaN: no msw could ever name it
+        if unequal:
+            raise InvalidInputError(
+                f"{where}: outcome {unequal[0]!r} is not equal to itself, so msw(...) could "
+                "never name it; use another value (e.g. the string 'nan')")
         if not outs:
             raise InvalidInputError(f"{where}: outcomes is empty; a switch needs at least one")
         if len(set(outs)) != len(outs):
@@ -104,16 +109,20 @@ class SwitchTable:
         return self.offsets[-1]
 
     def _add(self, name, spec: _Spec, probs) -> None:
+        """Register one instance (its probabilities checked first: a refused declaration
+        leaves nothing behind)."""
+        if probs is not None:
+            probs = spec.check_probs(probs, f"probs of switch {name!r}")
+        elif spec.fixed:
+            raise InvalidInputError(
+                f"switch {name!r}: fixed=True needs probs; give its probabilities or drop "
+                "fixed to learn them")
         self.ids[name] = len(self.names)
         self.names.append(name)
         self.specs.append(spec)
         self.offsets.append(self.offsets[-1] + len(spec.outcomes))
         if probs is not None:
-            self.declared[name] = spec.check_probs(probs, f"probs of switch {name!r}")
-        elif spec.fixed:
-            raise InvalidInputError(
-                f"switch {name!r}: fixed=True needs probs; give its probabilities or drop "
-                "fixed to learn them")
+            self.declared[name] = probs
 
     def _check_new_name(self, name) -> None:
         if name in self.ids or name in self.families:
@@ -142,6 +151,10 @@ class SwitchTable:
             if keys is None:
                 keys = list(probs)
         if keys is not None:
+            if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
+                raise InvalidInputError(
+                    f"switch_family {name!r}: keys must be a list of keys (or None for an "
+                    f"open family), got {keys!r:.60}")
             keys = [_key(k, name) for k in keys]
             if len(set(keys)) != len(keys):
                 raise InvalidInputError(f"switch_family {name!r}: keys contain a repeated value")
@@ -153,8 +166,17 @@ class SwitchTable:
                         "keys; add it to keys or drop it")
         family = SwitchFamily(name, None if keys is None else frozenset(keys))
         self.families[name] = (spec, family, probs)
-        for key in keys or ():
-            self._instance(name, key)
+        n_before = len(self.names)
+        try:
+            for key in keys or ():
+                self._instance(name, key)
+        except InvalidInputError:  # undo the declaration: nothing half-declared
+            del self.families[name]
+            for inst in self.names[n_before:]:
+                del self.ids[inst]
+                self.declared.pop(inst, None)
+            del self.names[n_before:], self.specs[n_before:], self.offsets[n_before + 1:]
+            raise
         return family
 
     def _instance(self, family_name: str, key):
@@ -174,6 +196,7 @@ class SwitchTable:
 
     def instance_id(self, name) -> int:
         """The instance id of switch ``name``, creating it for an open family."""
+        _check_hashable(name, "switch")
         sid = self.ids.get(name)
         if sid is not None:
             return sid

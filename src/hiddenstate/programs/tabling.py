@@ -16,13 +16,14 @@ alternatives that use them, are pruned; an observed goal without explanation is 
 from __future__ import annotations
 
 from array import array
+from itertools import islice
 
 import numpy as np
 
-from ..errors import HiddenStateError, ProgramError, ZeroProbabilityError
+from ..errors import HiddenStateError, InvalidInputError, ProgramError, ZeroProbabilityError
 from ..kernels import explanation_graph as kg
 from .graph import ExplanationGraph
-from .program import Goal, Msw, Program
+from .program import Goal, Msw, Program, as_goals
 
 
 def _bad_item(goal, item) -> ProgramError:
@@ -33,6 +34,10 @@ def _bad_item(goal, item) -> ProgramError:
 
 def explain(program: Program, goals: list[Goal]) -> ExplanationGraph:
     """Tabled search for all explanations of ``goals``, compiled (see module docstring)."""
+    if not isinstance(program, Program):
+        raise InvalidInputError(
+            f"program: expected a hiddenstate.programs.Program, got {type(program).__name__}")
+    goals = as_goals(goals)
     table = program.switches
     params = table._params
     gid: dict = {}
@@ -44,12 +49,12 @@ def explain(program: Program, goals: list[Goal]) -> ExplanationGraph:
     item_ptr = array("q", [0])
     items = array("q")                       # ~param (< 0) or goal id (>= 0, until compiled)
     max_goals, max_depth = program.max_goals, program.max_depth
-    max_alts = program.max_alternatives
+    max_alts, max_items = program.max_alternatives, program.max_items
 
     def new_goal(g) -> int:
         if type(g) is not Goal or g[0].program is not program:
             raise ProgramError(
-                f"{g!r} is not a goal of program {program.name!r}; build goals by calling "
+                f"{g!r:.80} is not a goal of program {program.name!r}; build goals by calling "
                 "the functions decorated with @program.goal")
         i = len(goal_list)
         if i >= max_goals:
@@ -96,23 +101,34 @@ def explain(program: Program, goals: list[Goal]) -> ExplanationGraph:
                     f"goal {goal!r}: an alternative is {alt!r}; a goal's function returns a "
                     "list of alternatives, each a list of msw(...) atoms and goals (wrap a "
                     "single alternative in a list: [[...]])")
-            for item in alt:
-                t = type(item)
-                if t is Msw:
-                    p = params.get(item)
-                    push(~p if p is not None else msw_index(goal, item))
-                elif t is Goal:
-                    c = gid.get(item)
-                    if c is None:
-                        c = new_goal(item)
-                        todo.append(c)
-                    elif state[c] == 1:
-                        raise _cycle(goal_list, stack_goals, c)
-                    elif state[c] == 0:
-                        todo.append(c)
-                    push(c)
-                else:
-                    raise _bad_item(goal, item)
+            if type(alt) is not list and type(alt) is not tuple:  # may never end: bounded
+                alt = list(islice(alt, max_items - len(items) + 1))
+            if len(items) + len(alt) > max_items:
+                raise ProgramError(
+                    f"the tabled search needs more than max_items={max_items} switch outcomes "
+                    f"and sub-goals in its alternatives (at {goal!r}); an alternative that "
+                    "never ends (a generator) never finishes. Fix the program, or raise "
+                    "Program(max_items=...) for a large model")
+            try:
+                for item in alt:
+                    t = type(item)
+                    if t is Msw:
+                        p = params.get(item)
+                        push(~p if p is not None else msw_index(goal, item))
+                    elif t is Goal:
+                        c = gid.get(item)
+                        if c is None:
+                            c = new_goal(item)
+                            todo.append(c)
+                        elif state[c] == 1:
+                            raise _cycle(goal_list, stack_goals, c)
+                        elif state[c] == 0:
+                            todo.append(c)
+                        push(c)
+                    else:
+                        raise _bad_item(goal, item)
+            except TypeError as exc:  # only hashing raises it here
+                raise _unhashable(goal, alt, exc) from None
             close(len(items))
             if len(item_ptr) > max_alts:
                 raise ProgramError(
@@ -126,7 +142,10 @@ def explain(program: Program, goals: list[Goal]) -> ExplanationGraph:
     roots = []
     counter = 0
     for goal in goals:
-        g = gid.get(goal)
+        try:
+            g = gid.get(goal)
+        except TypeError as exc:
+            raise _unhashable("the observed goals", [goal], exc) from None
         if g is None:
             g = new_goal(goal)
         roots.append(g)
@@ -166,6 +185,20 @@ def explain(program: Program, goals: list[Goal]) -> ExplanationGraph:
                     np.frombuffer(n_alts_of, dtype=np.int64),
                     np.frombuffer(item_ptr, dtype=np.int64), np.frombuffer(items, dtype=np.int64),
                     np.asarray(roots, dtype=np.int64), table)
+
+
+def _unhashable(where, alt, exc: TypeError) -> ProgramError:
+    bad = None
+    for item in alt:
+        try:
+            hash(item)
+        except TypeError:
+            bad = item
+            break
+    return ProgramError(
+        f"{where if isinstance(where, str) else f'goal {where!r}'}: {bad!r:.80} has an "
+        f"argument that is not hashable ({exc}); goals and msw atoms are compared by value: "
+        "pass numbers, strings, tuples or frozensets (lists and 1-D arrays are frozen)")
 
 
 def _cycle(goal_list, stack_goals, c) -> ProgramError:

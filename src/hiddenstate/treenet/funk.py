@@ -81,7 +81,13 @@ def apply(s: Structure, weights: list, prior: dict, g_w: list, g_prior: dict,
           step: float) -> tuple[list, dict]:
     """Move log weights by ``step * gradient`` (multiplicatively on the factors, so
     structural zeros stay zero); rows of single-parent children and the priors are
-    renormalised (a row's scale does not change the model)."""
+    renormalised (a row's scale does not change the model). A step too large for float64
+    leaves inf or NaN, which the estimator reports (naming ``learning_rate``)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _apply(s, weights, prior, g_w, g_prior, step)
+
+
+def _apply(s, weights, prior, g_w, g_prior, step):
     new_w = []
     for e, (_, c) in enumerate(s.edges):
         w = weights[e] * np.exp(step * g_w[e])
@@ -118,10 +124,11 @@ def update_usage(s: Structure, usage: list, z: np.ndarray) -> list:
 def step(s: Structure, weights: list, prior: dict, evidence: list, n: int,
          rng: np.random.Generator, learning_rate: float, soft_normalization: bool,
          balance: float, usage: list):
-    """One mini-batch of stochastic EM. Returns the new ``(weights, prior, usage)`` and the
+    """One mini-batch of stochastic EM. Returns the new ``(weights, prior, usage)``, the
     log importance weight of each pattern's sample under the parameters *before* the step
     (log P(X) in a tree without ``balance``; a stochastic lower bound in expectation
-    otherwise)."""
+    otherwise) and the upward pass's log-evidence of each pattern (exact in a tree; in a
+    DAG -inf only for a pattern of probability zero, whose sample is meaningless)."""
     rows = passes.normalise_rows(weights)
     upw = passes.upward(s, rows, evidence, n)
     bias = usage_bias(s, usage, balance)
@@ -129,4 +136,5 @@ def step(s: Structure, weights: list, prior: dict, evidence: list, n: int,
                               bias=bias if balance > 0 else None)
     g_w, g_prior = gradients(s, weights, prior, draw, soft_normalization)
     new_w, new_prior = apply(s, weights, prior, g_w, g_prior, learning_rate / n)
-    return new_w, new_prior, update_usage(s, usage, draw.z), draw.log_weight
+    return (new_w, new_prior, update_usage(s, usage, draw.z), draw.log_weight,
+            passes.log_evidence(s, prior, upw))

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels.tree import max_message
+from ..kernels.tree import absorb_message, max_message, normalise_upward
 from .structure import Structure
 
 
@@ -46,24 +46,31 @@ class Upward:
 
 
 def normalise_rows(weights: list) -> list:
-    """Each factor matrix with its rows scaled to sum to one (all-zero rows stay zero)."""
+    """Each factor matrix with its rows scaled to sum to one (all-zero rows stay zero). A
+    row is first divided by its largest entry, so factors near the float64 maximum (whose
+    sum would overflow) or subnormal ones keep their ratios (a row's scale cancels in
+    eq. 8)."""
     out = []
     for w in weights:
-        s = w.sum(axis=1, keepdims=True)
-        out.append(w / np.where(s > 0, s, 1.0))
+        top = w.max(axis=1, keepdims=True)
+        w = w / np.where(top > 0, top, 1.0)
+        out.append(w / np.where(top > 0, w.sum(axis=1, keepdims=True), 1.0))
     return out
 
 
 def _normalise(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    z = u.sum(axis=1)
-    with np.errstate(divide="ignore"):
-        log_z = np.log(z)
-    u /= np.where(z > 0, z, 1.0)[:, None]
+    """``u`` (modified in place) with rows summing to one, and the log of each row's sum
+    (-inf for a row of zeros, which stays zero)."""
+    log_z = np.zeros(len(u))
+    normalise_upward(u, log_z)
     return u, log_z
 
 
 def upward(s: Structure, rows: list, evidence: list, n: int) -> Upward:
-    """Upward values of every variable, children before parents (eq. 6)."""
+    """Upward values of every variable, children before parents (eq. 6). The running
+    product of a variable's child messages is rescaled whenever it gets small and the scale
+    factors join ``log_norm``, so a variable with hundreds of children does not underflow
+    (the messages ``msg`` themselves are kept unscaled for the downward pass)."""
     up: list = [None] * s.n_vars
     msg: list = [None] * len(s.edges)
     log_norm = np.zeros(n)
@@ -72,9 +79,9 @@ def upward(s: Structure, rows: list, evidence: list, n: int) -> Upward:
         for c in s.children[v]:
             e = s.edge_index[(v, c)]
             msg[e] = up[c] @ rows[e].T
-            u *= msg[e]
-        up[v], log_z = _normalise(u)
-        log_norm += log_z
+            absorb_message(u, msg[e], log_norm)
+        normalise_upward(u, log_norm)
+        up[v] = u
     return Upward(up, msg, log_norm)
 
 

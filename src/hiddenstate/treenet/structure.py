@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 
-_NAME = re.compile(r"^[A-Za-z0-9_.]+$")
+_NAME = re.compile(r"[A-Za-z0-9_.]+")
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def _check_names(mapping, arg: str) -> dict[str, int]:
             f"{type(mapping).__name__}")
     out = {}
     for name, n in mapping.items():
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise InvalidInputError(
                 f"{arg}: variable name {name!r} must be a non-empty string of letters, digits, "
                 "'_' or '.'")

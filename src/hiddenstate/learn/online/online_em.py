@@ -135,14 +135,8 @@ import numpy as np
 
 from ..._validation import broadcast_param, check_lengths, check_states, check_stochastic
 from ...errors import InvalidInputError, ZeroProbabilityError
-from ...families.blackbox import BlackBoxEmissions
-from ...families.categorical import CategoricalEmissions
 from ...families.dirichlet import DirichletRows
 from ...families.gaussian import GaussianEmissions, full_covars
-from ...families.gmm import GMMEmissions
-from ...families.multicategorical import MultiCategoricalEmissions
-from ...families.multinomial import MultinomialEmissions
-from ...families.poisson import PoissonEmissions
 from ...inference import clamp_log_likelihood
 from ...kernels.online_em import (
     DIAG,
@@ -193,8 +187,9 @@ class OnlineEM:
 
     Parameters
     ----------
-    step_scale, step_exponent : step size :math:`\gamma_t` = ``step_scale *
-        t**(-step_exponent)``; ``step_scale`` in (0, 1], ``step_exponent`` in [0, 1]
+    step_scale, step_exponent : float
+        step size :math:`\gamma_t` = ``step_scale * t**(-step_exponent)``;
+        ``step_scale`` in (0, 1], ``step_exponent`` in [0, 1]
         (0: constant step ``step_scale``, then < 1).
     warmup : observations before the first M-step (>= 0; the first M-step follows
         observation ``max(warmup, 1)``).
@@ -320,16 +315,11 @@ class OnlineEM:
             "avg_transmat": np.zeros((K, K)),
         }
         avg = self.averaging
-        inner, Ks = _unwrap(family)
-        alphabets = _alphabets(inner)
-        if alphabets is not None:
-            if isinstance(inner, MultiCategoricalEmissions):  # the features side by side
-                B0 = inner.check_params(theta["emission"])["emissionprob"]
-                emission0 = np.concatenate([B0[f, :, :Wf] for f, Wf in enumerate(alphabets)],
-                                           axis=1)
-            else:
-                emission0 = check_stochastic(theta["emission"]["emissionprob"],
-                                             (K - Ks, family.n_features), "emissionprob_")
+        inner, Ks = family.learned_part()
+        alphabets = inner.alphabets
+        if alphabets is not None:  # the features' rows side by side
+            B0 = inner.check_params(theta["emission"])["emissionprob"]
+            emission0 = np.concatenate(inner.feature_rows(B0), axis=1)
             W = emission0.shape[1]
             # source rows: placeholders (their emission probabilities come with the data)
             emission0 = np.vstack([np.full((Ks, W), 1.0 / W), emission0])
@@ -338,8 +328,8 @@ class OnlineEM:
             if B is None:
                 B = _default_window(K, W)
             F = len(alphabets)
-            multi = isinstance(inner, MultiCategoricalEmissions)
-            per_feature = (F,) if multi else ()  # one feature keeps the arrays it always had
+            # one feature keeps the arrays it always had
+            per_feature = (F,) if inner.feature_axis else ()
             state.update({
                 "emission0": emission0,
                 "G": np.zeros((*per_feature, K, K)),
@@ -397,7 +387,7 @@ class OnlineEM:
         trans_a, start_a = self._priors(K)
         if log_pred is None:
             log_pred = np.empty(len(X))
-        if _alphabets(_unwrap(family)[0]) is not None:
+        if family.learned_part()[0].alphabets is not None:
             self._update_categorical(state, X, starts, family, trans_a, start_a, log_pred,
                                      states)
         else:
@@ -415,11 +405,12 @@ class OnlineEM:
             transmat = state["avg_transmat"] / n_avg
         else:
             startprob, transmat = state["startprob"].copy(), state["transmat"].copy()
-        inner, Ks = _unwrap(family)
-        alphabets = _alphabets(inner)
+        inner, Ks = family.learned_part()
+        alphabets = inner.alphabets
         if alphabets is not None:
-            emission = {"emissionprob": _features(
-                self._categorical_emission(state, averaged, alphabets)[Ks:], inner)}
+            rows = self._categorical_emission(state, averaged, alphabets)[Ks:]
+            emission = {"emissionprob": inner.from_feature_rows(
+                [rows[:, lo:hi] for lo, hi in _blocks(alphabets)])}
         else:
             prefix = "avg.emission." if averaged else "emission."
             emission = {key[len(prefix):]: (value / n_avg if averaged else value.copy())
@@ -447,7 +438,7 @@ class OnlineEM:
         for key in ("avg_startprob", "avg_transmat"):
             check_sums(state, key, n_avg, prefix, "a sum of n_avg distributions")
         if "emission0" in state:
-            alphabets = _alphabets(_unwrap(family)[0])
+            alphabets = family.learned_part()[0].alphabets
             for lo, hi in _blocks(alphabets):
                 check_stochastic(state["emission0"][:, lo:hi], (len(state["phi"]), hi - lo),
                                  prefix + "emission0")
@@ -493,42 +484,17 @@ class OnlineEM:
     def _update_categorical(self, state, X, starts, family, trans_a, start_a,
                             log_pred, states=None) -> None:
         emission0 = state["emission0"]
-        inner = _unwrap(family)[0]
-        alphabets = _alphabets(inner)
-        if isinstance(family, BlackBoxEmissions):
-            log_f, y = family.split(X)
-            src_b = np.exp(log_f)
-        else:
-            y = X[:, 0] if X.ndim == 2 and X.shape[1] == 1 and alphabets == (
-                family.n_features,) and not isinstance(inner, MultiCategoricalEmissions) else X
-            src_b = np.empty((len(y), 0))
-        y = np.asarray(y)
-        if isinstance(inner, MultiCategoricalEmissions):
-            high = np.array(alphabets) - 1
-            if y.ndim != 2 or y.shape[1] != len(alphabets) or y.dtype.kind not in "iu" or (
-                    len(y) and (y.min() < -1 or np.any(y.max(axis=0) > high))):
-                raise InvalidInputError(
-                    f"X: expected integer symbols of {len(alphabets)} features, shape (n, "
-                    f"{len(alphabets)}), column f in -1 .. W_f - 1 (alphabets {alphabets}; "
-                    f"-1: missing), got shape {y.shape}")
-            offsets = np.array([lo for lo, _ in _blocks(alphabets)], dtype=np.int64)
-            y = np.where(y >= 0, y + offsets, -1)
-        else:
-            W = alphabets[0]
-            if y.ndim != 1 or (len(y) and (y.min() < -1 or y.max() >= W)):
-                raise InvalidInputError(
-                    f"X: expected symbols 0 .. {W - 1} (-1: missing; one column), got shape "
-                    f"{X.shape} with "
-                    f"values {y.min() if len(y) else ''} .. {y.max() if len(y) else ''}")
-            y = y[:, None]
-        y = np.ascontiguousarray(y, dtype=np.int64)
+        inner = family.learned_part()[0]
+        alphabets = inner.alphabets
+        log_f, y = family.split(X)
+        src_b = np.exp(log_f)   # the source states' emission probabilities (PROPS)
+        y = inner.stream_symbols(y)
         labels = (np.full(len(y), -1, dtype=np.int64) if states is None else states)
         _, emis_a = self._emission_prior(emission0, alphabets)
         emis_A = _feature_sums(emis_a, alphabets)
         bounds = np.array([lo for lo, _ in _blocks(alphabets)] + [emission0.shape[1]],
                           dtype=np.int64)
-        multi = isinstance(inner, MultiCategoricalEmissions)
-        G, TQ, U = ((state["G"], state["tree_Q"], state["avg_U"]) if multi else
+        G, TQ, U = ((state["G"], state["tree_Q"], state["avg_U"]) if inner.feature_axis else
                     (state["G"][None], state["tree_Q"][None], state["avg_U"][None]))
         counters = np.array([state["t"], state["window"], state["n_avg"]], dtype=np.int64)
         scale = np.array([state["decay"]])
@@ -568,7 +534,7 @@ class OnlineEM:
     def _update_dense(self, state, X, starts, family, trans_a, start_a, log_pred,
                       states=None) -> None:
         layout = _layout(family)
-        inner, Ks = _unwrap(family)
+        inner, Ks = family.learned_part()
         X = np.ascontiguousarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != Ks + family.n_features:
             raise InvalidInputError(
@@ -590,13 +556,11 @@ class OnlineEM:
     def _dense_loop(self, state, X, Xi, starts, family, layout, em, keys, Sg, counters,
                     trans_a, start_a, log_pred, states=None) -> None:
         which = "".join(family.letters)
-        inner, Ks = _unwrap(family)
-        stepper = family
-        if isinstance(family, MultinomialEmissions):
-            # multinomial rows are categorical rows: the learner's Dirichlet prior (alpha > 1,
-            # so that a category not seen before the first M-step stays possible)
-            stepper = MultinomialEmissions(family.n_states, family.n_features, None,
-                                           self._emission_prior(em["emissionprob"])[0])
+        inner, Ks = family.learned_part()
+        # the learner's Dirichlet prior for emission rows (alpha > 1: a category not seen
+        # before the first M-step stays possible), the family's own prior otherwise
+        stepper = family.streaming_mstep_family(
+            em, lambda emissionprob: self._emission_prior(emissionprob)[0])
         first_m = max(int(self.warmup), 1)
         avg_start = self._avg_start()
         first_avg = max(avg_start, first_m)
@@ -679,7 +643,7 @@ class OnlineEM:
         parameters (Cappé's online EM with the component in the complete data: its
         conditional expectation given the state is the new term of the state's
         auxiliary)."""
-        inner, Ks = _unwrap(family)
+        inner, Ks = family.learned_part()
         K, D = family.n_states, layout.D
         flat_params = inner._flat_params(em)
         loglik = np.empty((len(X), K))
@@ -781,16 +745,6 @@ def _check_lazy_sums(state: dict, averaged: bool, emis_A: np.ndarray, alphabets,
                     "(with avg_U); the state was modified or corrupted")
 
 
-def _alphabets(family) -> tuple[int, ...] | None:
-    """The alphabet of each categorical feature (one for categorical emissions), or None
-    for a family of other observations."""
-    if isinstance(family, MultiCategoricalEmissions):
-        return family.alphabets
-    if isinstance(family, CategoricalEmissions):
-        return (family.n_features,)
-    return None
-
-
 def _blocks(alphabets) -> list[tuple[int, int]]:
     """Columns ``(lo, hi)`` of each feature's symbols in the side-by-side layout."""
     ends = np.cumsum(alphabets)
@@ -800,17 +754,6 @@ def _blocks(alphabets) -> list[tuple[int, int]]:
 def _feature_sums(emis_a: np.ndarray, alphabets) -> np.ndarray:
     """Row sums ``(F, K)`` of each feature's block."""
     return np.stack([emis_a[:, lo:hi].sum(axis=1) for lo, hi in _blocks(alphabets)])
-
-
-def _features(rows: np.ndarray, family) -> np.ndarray:
-    """Side-by-side emission rows as the family's parameter: ``(K, W)``, or ``(F, K, max W)``
-    with zeros past each alphabet for several features."""
-    if not isinstance(family, MultiCategoricalEmissions):
-        return rows
-    out = np.zeros((family.n_columns, rows.shape[0], family.n_features))
-    for f, (lo, hi) in enumerate(_blocks(family.alphabets)):
-        out[f, :, :hi - lo] = rows[:, lo:hi]
-    return out
 
 
 def _follow_means(rho_g: np.ndarray, frame: np.ndarray, em: dict, family,
@@ -867,9 +810,8 @@ class _Layout:
 
     def __init__(self, family):
         self.D = D = family.n_features
-        self.M = family.n_mix if isinstance(family, GMMEmissions) else None
-        self.kind = (POISSON if isinstance(family, (PoissonEmissions, MultinomialEmissions))
-                     else DIAG if family.covariance_type in ("diag", "spherical") else FULL)
+        kind, self.M = family.statistic_vector()
+        self.kind = _KINDS[kind]
         self.P_g = {POISSON: 1 + D, DIAG: 1 + 2 * D, FULL: 1 + D + D * D}[self.kind]
         self.P = self.P_g * (self.M or 1)
 
@@ -887,17 +829,14 @@ class _Layout:
         return out
 
 
-def _unwrap(family):
-    """``(emission family of the learned states, number of source states before them)``."""
-    if isinstance(family, BlackBoxEmissions):
-        return family.inner, family.n_sources
-    return family, 0
+#: the kernel's code of each kind of statistic vector (see ``statistic_vector``)
+_KINDS = {"counts": POISSON, "diag": DIAG, "full": FULL}
 
 
 def _layout(family) -> _Layout:
-    family = _unwrap(family)[0]
-    if isinstance(family, (PoissonEmissions, GaussianEmissions, MultinomialEmissions,
-                           GMMEmissions)):
+    """The statistic vector of the learned states' family (after any source states)."""
+    family = family.learned_part()[0]
+    if family.statistic_vector() is not None:
         return _Layout(family)
     raise InvalidInputError(
         f"emission: learn='online-em' takes categorical, Gaussian, Gaussian-mixture, "

@@ -113,11 +113,9 @@ import numpy as np
 from scipy.special import digamma, gammaln, zeta
 
 from ... import inference
-from ..._validation import check_lengths, check_states, check_stochastic, check_symbols
+from ..._validation import check_lengths, check_states, check_stochastic
 from ...errors import InvalidInputError, NumericalError, ZeroProbabilityError
-from ...families.categorical import CategoricalEmissions
 from ...families.dirichlet import estimate_rows
-from ...families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
 from .base import check_count, check_layout, check_nonneg, check_probabilities, template
 
 __all__ = [
@@ -145,7 +143,7 @@ def _refuse_continues(continues: bool, name: str) -> None:
 
 
 def _check_family(family, name: str) -> None:
-    if not isinstance(family, (CategoricalEmissions, MultiCategoricalEmissions)):
+    if family.alphabets is None:
         raise InvalidInputError(
             f"emission: learn={name!r} is for categorical emissions (one or several features "
             f"per step), got {type(family).__name__}; use learn='online-em' for other "
@@ -153,13 +151,11 @@ def _check_family(family, name: str) -> None:
 
 
 def _check_theta(theta: dict, family) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    K, W = family.n_states, family.n_features
+    K = family.n_states
     startprob = check_stochastic(theta["startprob"], (K,), "startprob_")
     transmat = check_stochastic(theta["transmat"], (K, K), "transmat_")
-    if isinstance(family, MultiCategoricalEmissions):  # (F, K, W), zeros past each alphabet
-        emis = family.check_params(theta["emission"])["emissionprob"]
-    else:
-        emis = check_stochastic(theta["emission"]["emissionprob"], (K, W), "emissionprob_")
+    # (K, W), or (F, K, W) with zeros past each alphabet
+    emis = family.check_params(theta["emission"])["emissionprob"]
     return startprob.copy(), transmat.copy(), emis.copy()
 
 
@@ -173,12 +169,7 @@ def _sequences(X, lengths, family, states=None
     """Symbols as int64 (checked against the alphabet; ``-1`` marks a missing one, which
     every learner here leaves out of its emission terms; ``(n, F)`` for several features),
     the sequence boundaries and the partial state labels (``-1``: unknown) or None."""
-    if isinstance(family, MultiCategoricalEmissions) and family.n_columns > 1:
-        X = check_feature_symbols(X, family.alphabets)
-    elif isinstance(family, MultiCategoricalEmissions):  # one feature: an (n, 1) column
-        X = check_symbols(X, family.n_features, allow_missing=True)[:, None]
-    else:
-        X = check_symbols(X, family.n_features, allow_missing=True)
+    X = family.validate_symbols(X)
     lengths = check_lengths(lengths, len(X))
     bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=bounds[1:])
@@ -459,9 +450,7 @@ class _Layout:
 
     @classmethod
     def of(cls, family) -> _Layout:
-        if isinstance(family, MultiCategoricalEmissions):
-            return cls(family.n_states, family.alphabets, multi=True)
-        return cls(family.n_states, (family.n_features,))
+        return cls(family.n_states, family.alphabets, multi=family.feature_axis)
 
     def flat(self, startprob, transmat, emissionprob) -> np.ndarray:
         if self.multi:
@@ -724,9 +713,9 @@ class _DirichletOnline:
         state = {}
         for key, p in zip(_BLOCKS, _check_theta(theta, family), strict=True):
             n = p.shape[-1] if self.prior_count is None else float(self.prior_count)
-            if self.prior_count is None and key == "emissionprob" and isinstance(
-                    family, MultiCategoricalEmissions):
-                n = np.array(family.alphabets, dtype=np.float64)[:, None, None]
+            if self.prior_count is None and key == "emissionprob":  # each row's length
+                n = family.from_feature_rows([np.full((family.n_states, W), float(W))
+                                              for W in family.alphabets])
             state["u_" + key] = n * p
             state["prior_" + key] = n * p
         state["n_sequences"] = 0

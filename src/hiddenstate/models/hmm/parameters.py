@@ -1,0 +1,201 @@
+"""The learned parameters of an HMM as attributes (``startprob_``, ``transmat_``, the
+emission family's, the VB posteriors): their storage, validation at first use after a
+change (:mod:`hiddenstate.models._learned`), and ``n_features_``. :class:`HMMParameters`
+is a base of :class:`~.estimator.HMM`; the hooks among its methods (``check_is_fitted``,
+``validation_key``) are listed in :mod:`.estimator`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._validation import check_choice, check_positive_int, check_stochastic
+from ...errors import InvalidInputError, NotFittedError
+from ...families import COVARIANCE_TYPES, FAMILIES
+from ...families.gaussian import full_covars
+from ...families.multinomial import check_n_trials
+from .. import _learned
+from .._learned import LearnedArray
+from .chain import check_structure
+from .hyperparameters import as_n_features, check_n_features
+from .priors import GAUSSIAN
+
+#: suffix of the VB posterior hyper-parameters' attributes
+POSTERIOR_SUFFIX = "_posterior_"
+
+
+class HMMParameters:
+    """The parameter attributes of :class:`~.estimator.HMM` and the methods that read,
+    set and validate them (the class it is mixed into provides ``n_states``,
+    ``emission``, the hyper-parameters and the hooks ``resolve_n_features`` and
+    ``emission_family``)."""
+
+    # Assigning one stores a float64 copy; reading one gives a read-only view; the
+    # parameters are validated at their first use after any assignment (see _learned).
+    startprob_ = LearnedArray()
+    transmat_ = LearnedArray()
+    emissionprob_ = LearnedArray()
+    means_ = LearnedArray()
+    _covars_ = LearnedArray("covars_")  # covars_ in the covariance type's own shape
+    lambdas_ = LearnedArray()
+    weights_ = LearnedArray()
+
+    @property
+    def covars_(self) -> np.ndarray:
+        """Covariances as ``(K, D, D)`` matrices (hmmlearn's getter; read-only); for
+        ``emission="gmm"`` in the stored shape (hmmlearn's GMMHMM ``covars_``)."""
+        if not _learned.has(self, "_covars_"):
+            raise AttributeError("covars_")
+        stored = _learned.raw(self, "_covars_")
+        if self.emission == "gmm":
+            out = stored.view()
+            out.flags.writeable = False
+            return out
+        K = self.n_states
+        D = _learned.raw(self, "means_").shape[-1] if _learned.has(self, "means_") \
+            else stored.shape[-1]
+        try:
+            out = full_covars(stored, self.covariance_type, K, D)
+        except (ValueError, IndexError, KeyError, TypeError) as exc:
+            raise InvalidInputError(
+                f"covars_: shape {stored.shape} does not fit covariance_type="
+                f"{self.covariance_type!r} with {K} states and {D} features ({exc})") from exc
+        if out is stored:
+            out = out.view()
+        out.flags.writeable = False
+        return out
+
+    @covars_.setter
+    def covars_(self, value) -> None:
+        self._covars_ = value
+
+    @property
+    def n_features_(self) -> int:
+        """Number of symbols (categorical) or features: set by ``fit``, or (parameters set
+        by hand) the ``n_features`` argument, or what :meth:`resolve_n_features` knows, or
+        the number of columns of ``emissionprob_`` / ``means_`` / ``lambdas_``."""
+        stored = self.__dict__.get("_fitted_n_features")
+        if stored is not None:
+            return stored
+        if self.n_features is not None:
+            return as_n_features(self.n_features)
+        inferred = self.resolve_n_features()
+        if inferred is None:
+            inferred = self._inferred_n_features()
+        if inferred is None:
+            raise AttributeError("n_features_")
+        return inferred
+
+    @n_features_.setter
+    def n_features_(self, value) -> None:
+        self.__dict__["_fitted_n_features"] = value
+        _learned.invalidate(self)
+
+    def _inferred_n_features(self) -> int | None:
+        """Columns of the first 2-D emission parameter (``covars_`` aside; a mixture's
+        ``means_`` (K, M, D)), if any."""
+        for attr in self._emission_attrs():
+            if attr not in ("_covars_", "weights_") and _learned.has(self, attr):
+                arr = _learned.raw(self, attr)
+                if arr.ndim == 3 and attr == "emissionprob_":  # several features
+                    return (arr.shape[2],) * arr.shape[0]
+                if arr.ndim == (3 if self.emission == "gmm" else 2):
+                    return arr.shape[-1]
+        return None
+
+    def _emission_keys(self) -> dict[str, str]:
+        """The emission family's parameters: letter -> key."""
+        return FAMILIES[self.emission].letters
+
+    def _emission_attrs(self) -> list[str]:
+        return ["_covars_" if key == "covars" else key + "_"
+                for key in self._emission_keys().values()]
+
+    def emission_params(self) -> dict:
+        """The emission parameters by family key (the stored arrays; do not modify them)."""
+        return {key: _learned.raw(self, "_covars_" if key == "covars" else key + "_")
+                for key in self._emission_keys().values()}
+
+    def checked_params(self) -> tuple[np.ndarray, np.ndarray, dict]:
+        """``(startprob, transmat, emission parameters)``, validated (once per change; see
+        :func:`~hiddenstate.models._learned.checked`): the stored arrays, which the
+        model's computations read and never modify."""
+        self.check_is_fitted()
+        return (_learned.raw(self, "startprob_"), _learned.raw(self, "transmat_"),
+                self.emission_params())
+
+    def assign_params(self, startprob, transmat, emission_params: dict) -> None:
+        """Set ``startprob_``, ``transmat_`` and the emission parameters (by family key)."""
+        self.startprob_ = startprob
+        self.transmat_ = transmat
+        for key, value in emission_params.items():
+            setattr(self, "_covars_" if key == "covars" else key + "_", value)
+
+    def check_is_fitted(self) -> None:
+        """**Hook.** Raise :class:`NotFittedError` unless every parameter is set, then
+        validate them (at their first use after a change; an invalid parameter raises
+        :class:`InvalidInputError` naming it)."""
+        needed = ["startprob_", "transmat_"]
+        if isinstance(self.emission, str) and self.emission in FAMILIES:
+            needed += self._emission_attrs()
+        missing = [a for a in needed if not _learned.has(self, a)]
+        if missing:
+            name = "covars_" if missing[0] == "_covars_" else missing[0]
+            if len(missing) == len(needed):
+                raise NotFittedError(
+                    f"This {type(self).__name__} has no learned parameters yet; call fit "
+                    f"first, or set {', '.join(n.lstrip('_') for n in needed)} by hand")
+            raise NotFittedError(
+                f"{name}: not set; set it (or call fit) before using {type(self).__name__}")
+        _learned.checked(self)
+
+    def validation_key(self) -> tuple:
+        """**Hook.** What the parameters are validated against: the number of states, the
+        emission family and its shape arguments (checked here, as they are cheap)."""
+        K = check_positive_int(self.n_states, "n_states")
+        check_choice(self.emission, "emission", FAMILIES)
+        ct = None
+        if self.emission in GAUSSIAN:
+            ct = check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
+        check_n_features(self.n_features, self.emission)
+        if self.emission == "gmm":
+            ct = (ct, check_positive_int(self.n_mix, "n_mix"))
+        if self.emission == "multinomial":
+            ct = check_n_trials(self.n_trials)
+            ct = ct if ct is None or np.ndim(ct) == 0 else tuple(ct.tolist())
+        try:
+            W = self.n_features_
+        except AttributeError:
+            attr = next((a for a in self._emission_attrs() if a != "_covars_"), "")
+            shape = _learned.raw(self, attr).shape if _learned.has(self, attr) else None
+            raise InvalidInputError(
+                f"{attr}: expected shape (n_states, n_features), got {shape}; or pass "
+                "n_features") from None
+        W = (tuple(check_positive_int(w, "n_features_") for w in W) if isinstance(W, tuple)
+             else check_positive_int(W, "n_features_"))
+        return K, self.emission, ct, W
+
+    def _check_learned(self) -> None:
+        """Validate the learned parameters against the hyper-parameters: shapes for
+        ``n_states`` states and ``n_features_`` features, probabilities that are
+        finite, non-negative and sum to one, the emission family's own checks (positive
+        variances, symmetric positive-definite covariances, non-negative rates). Used at
+        the first use of changed parameters and when loading a saved model."""
+        K = check_positive_int(self.n_states, "n_states")
+        check_stochastic(_learned.raw(self, "startprob_"), (K,), "startprob_")
+        transmat = check_stochastic(_learned.raw(self, "transmat_"), (K, K), "transmat_")
+        check_structure(transmat, self._transitions())
+        self.emission_family(self.n_features_).check_params(self.emission_params())
+
+    def _set_posterior_(self, posterior: dict | None) -> None:
+        """VB posterior hyper-parameters as ``<name>_posterior_`` attributes."""
+        for attr in self._posterior_attrs():
+            delattr(self, attr)
+        if posterior is None:
+            return
+        for name, value in posterior.items():
+            items = value.items() if isinstance(value, dict) else [(name, value)]
+            for key, arr in items:
+                setattr(self, key + POSTERIOR_SUFFIX, np.asarray(arr, dtype=np.float64))
+
+    def _posterior_attrs(self) -> list[str]:
+        return sorted(a for a in vars(self) if a.endswith(POSTERIOR_SUFFIX))

@@ -1,0 +1,140 @@
+"""The HMM as the generic batch learner sees it (a :class:`~hiddenstate.learn.batch.Problem`:
+blocks ``startprob``, ``transmat``, ``emission`` and the two inference routines), and the
+error for data of probability zero."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import inference
+from ...errors import ZeroProbabilityError
+from ...families import DirichletRows
+from ...families.dirichlet import SparseDirichletRows
+from ...inference import Sequences, Transitions
+from ...kernels import path_counts
+from .chain import Chain
+
+
+class HMMProblem:
+    """The HMM as the generic learner sees it: blocks ``startprob``, ``transmat``,
+    ``emission`` and the two inference routines (see :mod:`hiddenstate.learn.batch`)."""
+
+    def __init__(self, family, X, seqs: Sequences, startprob_prior, transmat_prior,
+                 states: np.ndarray | None = None, transitions: Transitions | None = None):
+        self.family = family
+        self.X = X
+        self.seqs = seqs
+        self.states = states  # partial state labels (-1: unknown), or None
+        # a structured model's transmat block holds its allowed entries only
+        self.transitions = transitions
+        trans_block = (DirichletRows("transmat", "t", transmat_prior) if transitions is None
+                       else SparseDirichletRows("transmat", "t", transmat_prior, transitions))
+        self.blocks = {"startprob": DirichletRows("startprob", "s", startprob_prior),
+                       "transmat": trans_block,
+                       "emission": family}
+        self.letters = {"startprob": "s", "transmat": "t",
+                        "emission": "".join(family.letters)}
+        n = len(X) / family.n_states
+        self.n_virtual = {"startprob": len(seqs.lengths), "transmat": n, "emission": n}
+
+    def _chain(self, views) -> Chain:
+        if self.transitions is None:
+            return Chain(views["startprob"], views["transmat"])
+        return Chain(views["startprob"], None, self.transitions, views["transmat"])
+
+    def _table(self, views) -> tuple[inference.EmissionTable, np.ndarray | None]:
+        """The emission table, clamped at the labelled steps (and the clamped table's
+        ``fold``, see :func:`inference.clamp_states`)."""
+        table = inference.emission_table(self.family, views["emission"], self.X,
+                                         views["startprob"], self._chain(views).successors(),
+                                         self.seqs)
+        if self.states is None:
+            return table, None
+        return inference.clamp_states(
+            table, self.states,
+            lambda rows: self.family.log_likelihood(views["emission"], self.X[rows]))
+
+    def _stats(self, start, trans, post, views, fold):
+        post = inference.fold_rows(post, fold)
+        return {"startprob": start, "transmat": trans,
+                "emission": self.family.statistics_at(views["emission"], self.X, post)}
+
+    def expected_counts(self, views):
+        table, fold = self._table(views)
+        post = self._chain(views).forward_backward(table, self.seqs)
+        check_possible(post.loglik, labelled=self.states is not None)
+        return float(post.loglik.sum()), self._stats(post.start, post.trans, post.post, views,
+                                                     fold)
+
+    def path_counts(self, views, k):
+        table, fold = self._table(views)
+        chain = self._chain(views)
+        if k == 1:
+            logp, states = chain.viterbi(table, self.seqs)
+            check_possible(logp, labelled=self.states is not None)
+            paths, weights, value = states[None], np.ones((len(logp), 1)), float(logp.sum())
+        else:
+            logp, paths = inference.kbest(views["startprob"], chain.dense(), table,
+                                          self.seqs, k)
+            check_possible(logp[:, 0], labelled=self.states is not None)
+            top = logp[:, :1]
+            with np.errstate(invalid="ignore"):
+                w = np.exp(logp - top)
+            weights = np.where(np.isfinite(logp), w, 0.0)
+            mass = weights.sum(axis=1, keepdims=True)
+            weights /= mass
+            value = float(np.sum(top[:, 0] + np.log(mass[:, 0])))
+        K = self.family.n_states
+        rows = table.idx if table.by_idx else np.arange(len(self.X), dtype=np.int64)
+        post = np.zeros((table.emis.shape[0] if table.by_idx else len(self.X), K))
+        if self.transitions is None:
+            start, trans = np.zeros(K), np.zeros((K, K))
+            path_counts(paths, weights, rows, self.seqs.bounds, start, trans, post)
+        else:
+            start, trans = self._structured_path_counts(paths, weights, rows, post)
+        return value, self._stats(start, trans, post, views, fold), paths
+
+    def _structured_path_counts(self, paths, weights, rows, post):
+        """:func:`~hiddenstate.kernels.path_counts` with the transition counts per allowed
+        entry (``(nnz,)``): no ``(K, K)`` array."""
+        K = self.family.n_states
+        bounds = self.seqs.bounds
+        seq_of = np.repeat(np.arange(len(self.seqs.lengths)), self.seqs.lengths)
+        start, trans = np.zeros(K), np.zeros(self.transitions.nnz)
+        inner = np.ones(len(rows), dtype=bool)
+        inner[bounds[:-1]] = False
+        t = np.flatnonzero(inner)
+        for r in range(paths.shape[0]):
+            w = weights[seq_of, r]
+            ok = paths[r] >= 0
+            np.add.at(start, paths[r][bounds[:-1]][ok[bounds[:-1]]],
+                      w[bounds[:-1]][ok[bounds[:-1]]])
+            tt = t[ok[t]]
+            np.add.at(trans, self.transitions.position(paths[r][tt - 1], paths[r][tt]), w[tt])
+            np.add.at(post, (rows[ok], paths[r][ok]), w[ok])
+        return start, trans
+
+
+def check_possible(loglik: np.ndarray, fitting: bool = True, labelled: bool = False) -> None:
+    """A :class:`ZeroProbabilityError` naming the first sequence whose log-likelihood is
+    ``-inf`` (``fitting``: while learning; otherwise for a method whose states or
+    posteriors do not exist for such a sequence; ``labelled``: with state labels)."""
+    bad = np.flatnonzero(~np.isfinite(loglik))
+    if not len(bad):
+        return
+    if labelled:
+        raise ZeroProbabilityError(
+            f"states: sequence {bad[0]} has probability zero given its state labels under "
+            "the current parameters (a labelled state that cannot emit its observation, or "
+            "two consecutive labels joined by a zero transition); check the labels, or "
+            "start from parameters that allow them (init_params)")
+    if fitting:
+        raise ZeroProbabilityError(
+            f"X: sequence {bad[0]} has probability zero under the current parameters "
+            "(an observation no reachable state can emit); check the data or use "
+            "init_params to start from parameters that allow it")
+    raise ZeroProbabilityError(
+        f"X: sequence {bad[0]} has probability zero under the model (an observation that no "
+        "reachable state can emit), so it has no state path or posterior; score_sequences "
+        "gives -inf for it. Check the data, or the parameters (zeros in startprob_, "
+        "transmat_ or the emission parameters)")

@@ -26,36 +26,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import NEW, TRAIN, one_error_line, run, scores, write_corpus
 
 import hiddenstate as hs
 from hiddenstate import cli, textio
 from hiddenstate.textio import Vocabulary
 
-TRAIN = [
-    "the cat sat on the mat .",
-    "the dog sat on the log .",
-    "a cat and a dog met on a mat .",
-    "a dog sat .",
-    "the cat saw the dog on the log .",
-    "the mat and the log .",
-    "a zebra sat .",
-]
-# "café" and "zürich" are new words; "met", "saw" and "zebra" were seen once, "and" twice
-NEW = ["the café sat on the mat .", "a dog met zürich ."]
 
-
-def run(argv, capsys):
-    rc = cli.main([str(a) for a in argv])
-    cap = capsys.readouterr()
-    return rc, cap.out, cap.err
-
-
-def one_error_line(err: str, command: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"hiddenstate {command}: error: "), err
-    assert "Traceback" not in err and "[Errno" not in err
-    return lines[0]
+@pytest.fixture
+def corpus(tmp_path):
+    return write_corpus(tmp_path)
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -69,18 +49,6 @@ def digest(folder: Path) -> dict[str, str]:
 
 def leftovers(folder: Path) -> list[str]:
     return [n for n in os.listdir(Path(folder).parent) if n.startswith(f".{Path(folder).name}.hs-")]
-
-
-def scores(stdout: str) -> list[float]:
-    rows = [line.split("\t") for line in stdout.splitlines()[1:] if line[:1].isdigit()]
-    return [float(r[2]) for r in rows]
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    p = tmp_path / "train.txt"
-    p.write_text("\n".join(TRAIN) + "\n", encoding="utf-8")
-    return p
 
 
 @pytest.fixture

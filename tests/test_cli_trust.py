@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import NEW, TRAIN, one_error_line, run, scores, write_corpus
 
 import hiddenstate as hs
 from hiddenstate import cli, textio
@@ -23,38 +24,10 @@ from hiddenstate.textio import Vocabulary
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TRAIN = [
-    "the cat sat on the mat .",
-    "the dog sat on the log .",
-    "a cat and a dog met on a mat .",
-    "a dog sat .",
-    "the cat saw the dog on the log .",
-    "the mat and the log .",
-    "a zebra sat .",
-]
-# "café" and "zürich" are outside the vocabulary: <unk>
-NEW = ["the café sat on the mat .", "a dog met zürich ."]
-
-
-def run(argv, capsys):
-    rc = cli.main([str(a) for a in argv])
-    cap = capsys.readouterr()
-    return rc, cap.out, cap.err
-
-
-def one_error_line(err: str, command: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"hiddenstate {command}: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
-
 
 @pytest.fixture
 def corpus(tmp_path):
-    p = tmp_path / "train.txt"
-    p.write_text("\n".join(TRAIN) + "\n", encoding="utf-8")
-    return p
+    return write_corpus(tmp_path)
 
 
 @pytest.fixture
@@ -73,11 +46,6 @@ def library(corpus, model_dir):
     ref = hs.HMM(n_states=3, emission="categorical", n_features=len(vocab), n_iter=20,
                  random_state=1).fit(X, lengths)
     return ref, vocab
-
-
-def scores(stdout: str) -> list[float]:
-    rows = [line.split("\t") for line in stdout.splitlines()[1:] if line[:1].isdigit()]
-    return [float(r[2]) for r in rows]
 
 
 # --------------------------------------------------------------------------- the README

@@ -108,8 +108,8 @@ def check_sequence_list(X, lengths, name: str = "X", categorical: bool = True,
     word = _words_example(X)
     if word is not None:
         raise InvalidInputError(
-            f"{name}: holds words (strings such as {word!r:.30}); an HMM reads integer "
-            "symbols: encode the sentences with a vocabulary, vocab = "
+            f"{name}: holds words (strings such as {word!r:.30}); an HMM reads integers "
+            "(symbols 0..W-1): encode the sentences with a vocabulary, vocab = "
             "hiddenstate.textio.Vocabulary.build(sentences); X, lengths = "
             "hiddenstate.textio.encode_sequences(sentences, vocab); then "
             "fit(X, lengths) with n_features=len(vocab)")

@@ -571,7 +571,7 @@ BAD = [
     ("score {d}/text.txt -m {d}/afile", "afile: is a file, not a model folder"),
     ("score {d}/text.txt -m {d}/emptydir", "emptydir: is empty"),
     ("score {d}/text.txt -m {d}/foreign", "foreign: holds no model"),
-    ("score {d}/text.txt -m {d}/tampered-json", "tampered-json: invalid parameters"),
+    ("score {d}/text.txt -m {d}/tampered-json", "tampered-json/model.json: "),
     ("decode {d}/text.txt -m {d}/tampered-npz", "tampered-npz/arrays."),
     ("decode {d}/garbage.txt -m {d}/tm", "not utf-8 text"),
     ("decode {d}/folder.txt -m {d}/tm", "is a folder, not a file"),

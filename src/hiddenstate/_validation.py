@@ -313,14 +313,17 @@ def check_states(states, n_samples: int, n_states: int, name: str = "states") ->
 
 
 def check_counts(X, n_features: int | None, name: str = "X",
-                 allow_missing: bool = False) -> np.ndarray:
-    """Non-negative integer counts (Poisson emissions) as float64 (n_samples, n_features);
-    with ``allow_missing``, NaN (or a masked entry) marks a missing count."""
+                 allow_missing: bool = False, family: str = "Poisson") -> np.ndarray:
+    """Non-negative integer counts (Poisson or multinomial emissions, named by ``family``
+    in the error) as float64 (n_samples, n_features); with ``allow_missing``, NaN (or a
+    masked entry) marks a missing count."""
     arr = check_real_X(X, n_features, name, allow_missing)
     seen = arr[~np.isnan(arr)] if allow_missing else arr
-    if np.any(seen < 0) or np.any(seen != np.round(seen)):
+    bad = (seen < 0) | (seen != np.round(seen))
+    if np.any(bad):
         raise InvalidInputError(
-            f"{name}: Poisson emissions need non-negative integer counts"
+            f"{name}: {family} emissions need non-negative integer counts, got "
+            f"{float(seen[bad][0])!r}; round or bin real values, or use Gaussian emissions"
         )
     return arr
 

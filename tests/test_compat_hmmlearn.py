@@ -388,6 +388,6 @@ def test_multinomial_hmm_names_its_own_family_for_real_values():
     from hiddenstate.compat.hmmlearn import MultinomialHMM
 
     X = np.random.default_rng(0).random((10, 3))
-    with pytest.raises(hs.errors.InvalidInputError, match="X: multinomial emissions need non-negative "
-                       "integer counts, got 0.63"):
+    with pytest.raises(hs.errors.InvalidInputError,
+                       match="X: multinomial emissions need non-negative integer counts, got 0.63"):
         MultinomialHMM(n_components=2, random_state=0).fit(X)

@@ -75,9 +75,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
 from ... import inference
+from ..._sklearn_base import BaseEstimator
 from ..._validation import check_lengths, check_positive_int, check_states, make_rng
 from ..._validation import check_memory as check_parts
 from ...errors import InvalidInputError

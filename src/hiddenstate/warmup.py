@@ -138,8 +138,9 @@ def main(argv=None) -> int:
           f"about a minute on two cores) into {cache_dir()} ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     rows = warm_up()
-    print(f"hiddenstate: {sum(r[2] for r in rows)} functions compiled in "
-          f"{time.perf_counter() - t0:.1f} s (0: the cache was warm already)", file=sys.stderr)
+    compiled = sum(r[2] for r in rows)
+    print(f"hiddenstate: {compiled} functions compiled in {time.perf_counter() - t0:.1f} s"
+          + (" (all were cached already)" if compiled == 0 else ""), file=sys.stderr)
     return 0
 
 

@@ -53,11 +53,9 @@ def __getattr__(name: str):
     elif name == "load":
         from .persist import load as value
     else:
-        import importlib.util
+        from ._lazy import submodule
 
-        if name.startswith("__") or importlib.util.find_spec(f"{__name__}.{name}") is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = importlib.import_module(f"{__name__}.{name}")
+        value = submodule(__name__, name)
     globals()[name] = value
     return value
 

@@ -125,8 +125,9 @@ class BaseEstimator:
 
 
 class ClassifierMixin:
-    """A classifier for scikit-learn: ``score`` is the accuracy, the tags say
-    ``"classifier"`` (so ``cross_val_score`` stratifies its folds). Put it before
+    """A classifier for scikit-learn: the tags say ``"classifier"`` (so ``cross_val_score``
+    stratifies its folds). Unlike scikit-learn's mixin it gives no ``score``: a hiddenstate
+    estimator's ``score`` is its log-likelihood (``docs/estimator-contract.md``). Put it before
     :class:`BaseEstimator` in the bases."""
 
     #: what ``sklearn.base.is_classifier`` reads before scikit-learn 1.6
@@ -141,12 +142,6 @@ class ClassifierMixin:
         tags.target_tags.required = True
         return tags
 
-    def score(self, X, y, sample_weight=None) -> float:
-        """Accuracy of ``self.predict(X)`` against ``y`` (``sklearn.metrics.accuracy_score``,
-        weighted by ``sample_weight``)."""
-        from sklearn.metrics import accuracy_score
-
-        return float(accuracy_score(y, self.predict(X), sample_weight=sample_weight))
 
 
 _WIDTH = 80       # scikit-learn's pretty printer: pprint's default width,

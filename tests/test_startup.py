@@ -75,7 +75,7 @@ def test_import_hiddenstate_loads_no_library_and_no_estimator():
              {"numpy", "numba", "scipy", "sklearn", "torch", "dask", "tqdm"}}
     assert heavy == set()
     assert {m for m in loaded if m.startswith("hiddenstate")} == {
-        "hiddenstate", "hiddenstate._version", "hiddenstate.errors"}
+        "hiddenstate", "hiddenstate._lazy", "hiddenstate._version", "hiddenstate.errors"}
 
 
 def test_an_hmm_needs_neither_scikit_learn_nor_the_other_estimators():
@@ -120,6 +120,41 @@ def test_every_public_name_resolves_and_type_checkers_see_it(package):
         package.not_a_name  # noqa: B018
     with pytest.raises(AttributeError):
         package.__not_a_dunder__  # noqa: B018
+
+
+RESOLVE_ALL = """
+import importlib, json, sys
+import hiddenstate, hiddenstate.models
+before = sorted({m.split(".")[0] for m in sys.modules} & {"sklearn", "scipy", "torch"})
+where = {}
+for package in (hiddenstate, hiddenstate.models):
+    for name in package.__all__:
+        value = getattr(package, name)  # through __getattr__: nothing imported it yet
+        if isinstance(value, str):
+            where[package.__name__ + "." + name] = value
+            continue
+        home = importlib.import_module(value.__module__)
+        assert getattr(home, value.__name__) is value, name
+        where[package.__name__ + "." + name] = value.__module__ + "." + value.__qualname__
+print(json.dumps({"before": before, "where": where}))
+"""
+
+
+def test_every_public_name_resolves_in_a_fresh_interpreter():
+    """In a fresh interpreter (nothing imported by other tests), ``import hiddenstate``
+    loads neither scikit-learn nor SciPy nor torch, and every name of ``__all__`` of
+    ``hiddenstate`` and ``hiddenstate.models`` is the object its defining module holds."""
+    out, _ = python(RESOLVE_ALL)
+    got = json.loads(out.splitlines()[-1])
+    assert got["before"] == []
+    where = got["where"]
+    assert len(where) == len(hs.__all__) + len(models.__all__)
+    assert where["hiddenstate.HMM"] == "hiddenstate.models.hmm.estimator.HMM"
+    assert where["hiddenstate.ProgramModel"] == "hiddenstate.programs.model.ProgramModel"
+    assert where["hiddenstate.load"] == "hiddenstate.persist.load"
+    assert where["hiddenstate.PCFG"] == where["hiddenstate.models.PCFG"]
+    assert where["hiddenstate.models.TokenScores"].startswith("hiddenstate.")
+    assert where["hiddenstate.__version__"] == hs.__version__
 
 
 def test_subpackages_load_on_attribute_access_in_a_fresh_interpreter():

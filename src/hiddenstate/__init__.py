@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._lazy import attach
 from ._version import __version__
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
 
@@ -36,29 +37,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """Import a public name, or a subpackage or module, on first use."""
-    if name == "HMM":
-        from .models.hmm import HMM as value
-    elif name == "NaiveBayesHidden":
-        from .models.nbh import NaiveBayesHidden as value
-    elif name == "PCFG":
-        from .models.pcfg import PCFG as value
-    elif name == "PROPS":
-        from .models.props import PROPS as value
-    elif name == "TreeNet":
-        from .models.treenet import TreeNet as value
-    elif name == "ProgramModel":
-        from .programs import ProgramModel as value
-    elif name == "load":
-        from .persist import load as value
-    else:
-        from ._lazy import submodule
-
-        value = submodule(__name__, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = attach(__name__, {
+    "HMM": ".models.hmm",
+    "NaiveBayesHidden": ".models.nbh",
+    "PCFG": ".models.pcfg",
+    "PROPS": ".models.props",
+    "TreeNet": ".models.treenet",
+    "ProgramModel": ".programs",
+    "load": ".persist",
+}, __all__)

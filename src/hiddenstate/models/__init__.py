@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._lazy import attach
+
 if TYPE_CHECKING:
     from .hmm import HMM
     from .nbh import NaiveBayesHidden
@@ -19,26 +21,11 @@ if TYPE_CHECKING:
 __all__ = ["HMM", "NaiveBayesHidden", "PCFG", "PROPS", "TokenScores", "TreeNet"]
 
 
-def __getattr__(name: str):
-    """Import an estimator, or a submodule, on first use."""
-    if name == "HMM":
-        from .hmm import HMM as value
-    elif name == "NaiveBayesHidden":
-        from .nbh import NaiveBayesHidden as value
-    elif name == "PCFG":
-        from .pcfg import PCFG as value
-    elif name in ("PROPS", "TokenScores"):
-        from . import props
-        value = getattr(props, name)
-    elif name == "TreeNet":
-        from .treenet import TreeNet as value
-    else:
-        from .._lazy import submodule
-
-        value = submodule(__name__, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = attach(__name__, {
+    "HMM": ".hmm",
+    "NaiveBayesHidden": ".nbh",
+    "PCFG": ".pcfg",
+    "PROPS": ".props",
+    "TokenScores": ".props",
+    "TreeNet": ".treenet",
+}, __all__)

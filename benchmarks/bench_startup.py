@@ -1,7 +1,7 @@
 """Start-up times: ``import hiddenstate``, the first fit, the install-time warm-up, against
 another revision (``main`` by default) in the same run.
 
-    .venv/bin/python benchmarks/bench_startup.py                  # ~5 minutes on 2 cores
+    .venv/bin/python benchmarks/bench_startup.py                  # ~12 minutes on 2 busy cores
     .venv/bin/python benchmarks/bench_startup.py --baseline HEAD~3 --repeat 20
     .venv/bin/python benchmarks/bench_startup.py --no-cold        # skip the compiles (~1 min)
 

@@ -3,7 +3,7 @@ another revision (``main`` by default) in the same run.
 
     .venv/bin/python benchmarks/bench_startup.py                  # ~12 minutes on 2 busy cores
     .venv/bin/python benchmarks/bench_startup.py --baseline HEAD~3 --repeat 20
-    .venv/bin/python benchmarks/bench_startup.py --no-cold        # skip the compiles (~5 minutes on 2 busy cores)
+    .venv/bin/python benchmarks/bench_startup.py --no-cold        # no compiles (~5 minutes)
 
 Every number is a fresh interpreter (``subprocess``) with this script's Python, so it
 includes the interpreter's own start (~0.02 s CPU). The baseline is the revision's

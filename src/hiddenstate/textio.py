@@ -541,6 +541,11 @@ def read_csv(path: str | os.PathLike, lengths_path: str | os.PathLike | None = N
 def _load_npy(p: Path, what: str) -> np.ndarray:
     if not p.exists():
         raise InvalidInputError(f"{p}: file not found; check the path")
+    with open(p, "rb") as f:
+        magic = f.read(6)
+    if magic != b"\x93NUMPY" and not magic.startswith(b"PK"):  # .npy, or .npz (a zip)
+        raise InvalidInputError(
+            f"{p}: not a .npy file (no NumPy header); write it with numpy.save")
     try:
         arr = np.load(p, allow_pickle=False)
     except ValueError as exc:

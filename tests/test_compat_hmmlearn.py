@@ -159,6 +159,15 @@ def assert_same_fit(ours, theirs, X, X_test, kind, ct=None, pure_em=True):
                         rtol=RTOL, atol=0)
         assert_allclose(ours.predict_proba(data, lengths), theirs.predict_proba(data, lengths),
                         rtol=RTOL, atol=ATOL_PROB)
+        lp_theirs, post_theirs = theirs.score_samples(data, lengths)
+        if type(ours).__module__ == hmm.__name__:  # the compat layer: hmmlearn's meaning
+            lp_ours, post_ours = ours.score_samples(data, lengths)
+            assert_allclose(lp_ours, lp_theirs, rtol=RTOL, atol=0)
+            assert_allclose(post_ours, post_theirs, rtol=RTOL, atol=ATOL_PROB)
+        else:  # hs.HMM: log p(x) of each sequence, which hmmlearn's score gives one by one
+            bounds = np.cumsum([0, *(lengths or [len(data)])])
+            each = [theirs.score(data[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+            assert_allclose(ours.score_samples(data, lengths), each, rtol=RTOL, atol=0)
         lp_ours, path_ours = ours.decode(data, lengths, algorithm="viterbi")
         lp_theirs, path_theirs = theirs.decode(data, lengths, algorithm="viterbi")
         assert_allclose(lp_ours, lp_theirs, rtol=RTOL, atol=0)
@@ -372,3 +381,13 @@ def test_save_load_and_pickle(tmp_path):
     assert_array_equal(loaded.predict(X_test), m.predict(X_test))
     again = pickle.loads(pickle.dumps(m))
     assert_allclose(again.score(X_test), m.score(X_test), rtol=1e-12)
+
+
+def test_multinomial_hmm_names_its_own_family_for_real_values():
+    """Issue 21: MultinomialHMM.fit(floats) said "Poisson emissions"; it names multinomial."""
+    from hiddenstate.compat.hmmlearn import MultinomialHMM
+
+    X = np.random.default_rng(0).random((10, 3))
+    with pytest.raises(hs.errors.InvalidInputError,
+                       match="X: multinomial emissions need non-negative integer counts, got 0.63"):
+        MultinomialHMM(n_components=2, random_state=0).fit(X)

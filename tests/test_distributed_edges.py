@@ -190,9 +190,10 @@ def test_missing_and_malformed_files_are_named(client, tmp_path):
     cases = [
         ([a, tmp_path / "nope.npy"], {}, rf"^{tmp_path / 'nope.npy'}: file not found"),
         ([a, tmp_path / "garbage.npy"], {},
-         rf"^{tmp_path / 'garbage.npy'}: not a \.npy file \(no NumPy header\)"),
-        ([a, tmp_path / "obj.npy"], {}, rf"^{tmp_path / 'obj.npy'}: cannot read data "
-                                        "without pickle"),
+         rf"^{tmp_path / 'garbage.npy'}: not a \.npy file \(it does not start with a "
+         r"NumPy header\)"),
+        ([a, tmp_path / "obj.npy"], {}, rf"^{tmp_path / 'obj.npy'}: dtype object is not "
+                                        r"numeric \(reading it needs pickle"),
         ([a], {"lengths": [tmp_path / "none.txt"]},
          rf"^file {a}: {tmp_path / 'none.txt'}: lengths file not found"),
     ]

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InsufficientMemoryError
 from ..kernels.blocked import (
     blocked_counts,
     blocked_loglik,
@@ -103,10 +103,11 @@ def available_memory() -> int:
 
 
 def check_memory(needed: int, what: str) -> None:
-    """Raise :class:`InvalidInputError` if ``needed`` bytes exceed the available RAM."""
+    """Raise :class:`~hiddenstate.errors.InsufficientMemoryError` if ``needed`` bytes exceed
+    the available RAM."""
     avail = available_memory()
     if needed > avail:
-        raise InvalidInputError(
+        raise InsufficientMemoryError(
             f"n_states: {what} needs {needed / 1e9:.1f} GB but {avail / 1e9:.1f} GB of RAM is "
             "available; use fewer states (states_per_cluster), or the torch E-step on a GPU "
             "(device='cuda')")

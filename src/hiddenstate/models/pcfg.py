@@ -579,13 +579,14 @@ class PCFG(BaseEstimator):
 
     def sample_parses(self, sentence, n_samples: int = 1, random_state=None,
                       cnf: bool = False) -> list[Tree]:
-        """Parses of one sentence drawn from their posterior given it."""
+        """Parses of one sentence drawn from their posterior given it (``random_state=None``:
+        the estimator's ``random_state``)."""
         n_samples = check_positive_int(n_samples, "n_samples")
         g = self._check_hyper()
         words, offsets, tokens = self._encode(g, [sentence], "sentence")
         _check_charts(g, offsets, "inside", "n_samples" if n_samples > 1 else "sentence",
                       extra=n_samples * 2.0 * len(words) * 5 * 8)
-        rng = make_rng(random_state)
+        rng = make_rng(self.random_state if random_state is None else random_state)
         out = np.zeros((n_samples, 2 * len(words), 4), dtype=np.int64)
         logp = cky.sample_parses(self._logtheta(g), *g.kernel_args(), words,
                                  rng.random((n_samples, 2 * len(words))), out)
@@ -595,7 +596,8 @@ class PCFG(BaseEstimator):
 
     def sample(self, n_samples: int = 1, random_state=None, max_words: int = 1000,
                cnf: bool = False) -> list[tuple[list[str], Tree]]:
-        """Sentences generated top-down from the grammar, with their parse trees.
+        """Sentences generated top-down from the grammar, with their parse trees
+        (``random_state=None``: the estimator's ``random_state``).
 
         A derivation is abandoned and drawn again as soon as it is sure to exceed
         ``max_words`` words (every open nonterminal will still yield at least one word), so
@@ -609,7 +611,7 @@ class PCFG(BaseEstimator):
         g = self._check_hyper()
         theta = self._theta(g)
         _check_terminates(g, theta)
-        rng = make_rng(random_state)
+        rng = make_rng(self.random_state if random_state is None else random_state)
         cdf = {name: np.cumsum(theta[lo:lo + m]) for name, lo, m in g.switches()}
 
         def draw(name):

@@ -25,9 +25,12 @@ from ..errors import HiddenStateError
 from ..learn import OBJECTIVES
 from ..textio import top_symbols
 
-__all__ = ["write_report", "require_matplotlib", "top_symbols"]
+__all__ = ["REPORT_FILES", "write_report", "require_matplotlib", "top_symbols"]
 
 SECTION_IDS = ("summary", "loglik", "transitions", "emissions", "occupancy", "examples")
+#: every file :func:`write_report` may write
+REPORT_FILES = frozenset({"index.html", "loglik.png", "transmat.png", "top_symbols.png",
+                          "means.png", "categories.png", "rates.png", "occupancy.png"})
 
 
 def require_matplotlib() -> None:
@@ -116,7 +119,8 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
         lengths = (np.array([len(X)], dtype=np.int64) if lengths is None
                    else np.asarray(lengths, dtype=np.int64))
         # raises ZeroProbabilityError naming the first sequence the model cannot produce
-        loglik, post = model.score_samples(X, lengths)
+        post = model.predict_proba(X, lengths)
+        loglik = model.score(X, lengths)
         occupancy = post.mean(axis=0)
         n_obs, n_seq = int(lengths.sum()), len(lengths)
 

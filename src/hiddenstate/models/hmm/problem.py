@@ -135,6 +135,6 @@ def check_possible(loglik: np.ndarray, fitting: bool = True, labelled: bool = Fa
             "init_params to start from parameters that allow it")
     raise ZeroProbabilityError(
         f"X: sequence {bad[0]} has probability zero under the model (an observation that no "
-        "reachable state can emit), so it has no state path or posterior; score_sequences "
+        "reachable state can emit), so it has no state path or posterior; score_samples "
         "gives -inf for it. Check the data, or the parameters (zeros in startprob_, "
         "transmat_ or the emission parameters)")

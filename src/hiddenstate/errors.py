@@ -162,9 +162,18 @@ class NumericalError(HiddenStateError, FloatingPointError):
 
 
 class ClusterError(HiddenStateError, RuntimeError):
-    """A Dask cluster (:mod:`hiddenstate.distributed`) is closed, has no worker, keeps
+    """A Dask cluster did not do what a distributed fit asked of it.
+
+    Raised by :mod:`hiddenstate.distributed` when the cluster is closed, has no worker, keeps
     losing the workers of a partition, or did not answer within the timeout; the message
-    names the cluster and what was waited for."""
+    names the cluster and what was waited for. Also a :class:`RuntimeError`.
+
+    Examples
+    --------
+    >>> from hiddenstate.errors import ClusterError, HiddenStateError
+    >>> issubclass(ClusterError, HiddenStateError), issubclass(ClusterError, RuntimeError)
+    (True, True)
+    """
 
 
 class DegenerateStateWarning(UserWarning):

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from hiddenstate import inference  # noqa: E402
-from hiddenstate.errors import InvalidInputError  # noqa: E402
+from hiddenstate.errors import InsufficientMemoryError  # noqa: E402
 from hiddenstate.lm import (  # noqa: E402
     EOS,
     BlockedHMMLM,
@@ -179,13 +179,14 @@ def test_accumulators_respect_the_memory_cap():
 
 
 def test_refuses_what_does_not_fit_in_ram(monkeypatch):
-    from hiddenstate.lm import exact
-    monkeypatch.setattr(exact, "available_memory", lambda: 10**6)
+    from hiddenstate import _validation
+    monkeypatch.setattr(_validation, "available_memory", lambda: 10**6)
+    monkeypatch.setattr(_validation, "_ALWAYS_FITS", 0)  # check these small sizes too
     cs = ConstraintSet.from_clusters(np.arange(4) % 2, 300)  # K = 600: 2.9 MB per accumulator
     K = cs.n_states
-    with pytest.raises(InvalidInputError, match="n_states"):
+    with pytest.raises(InsufficientMemoryError, match="n_states"):
         BlockedHMMLM(states_per_cluster=300).initialize(_vocab(4), np.arange(4) % 2)
-    with pytest.raises(InvalidInputError, match="n_states"):
+    with pytest.raises(InsufficientMemoryError, match="n_states"):
         exact_counts(SentenceLayout.from_ids(np.array([2, 3, 1]), 1), cs.word_states,
                      np.full(K, 1 / K), np.full((K, K), 1 / K), np.full((4, 300), 0.5))
 

@@ -446,8 +446,18 @@ def test_goals_of_probability_zero_are_named():
         return []
 
     model = ProgramModel(prog, init="declared")
-    with pytest.raises(ZeroProbabilityError, match=r"goal impossible\(3\) has no explanation"):
-        model.log_prob([impossible(3)])
+    # a goal without explanation scores -inf, as a PCFG sentence without a parse (was: an
+    # error from log_prob); methods that need an explanation, and fit, refuse it
+    np.testing.assert_array_equal(model.log_prob([needs_y(1), impossible(3)]),
+                                  [-np.inf, -np.inf])
+    with pytest.raises(ZeroProbabilityError, match=r"goal impossible\(3\) has probability "
+                                                   r"zero .*no most probable explanation"):
+        model.viterbi(impossible(3))
+    for init in ("declared", "random"):  # whatever the learned switches: refused up front
+        with pytest.raises(ZeroProbabilityError, match=r"goal impossible\(3\) has probability "
+                                                       r"zero whatever the probabilities of "
+                                                       r"the learned switches"):
+            ProgramModel(prog, init=init).fit([needs_y(1), impossible(3)])
     with pytest.raises(ZeroProbabilityError, match=r"needs_y\(2\) has probability zero"):
         model.viterbi(needs_y(2))
     with pytest.raises(ZeroProbabilityError, match=r"needs_y\(2\) has probability zero"):

@@ -12,7 +12,8 @@ import pytest
 from test_props import AR1Source, shift_source
 
 import hiddenstate as hs
-from hiddenstate.errors import InvalidInputError, ModelFileError
+from hiddenstate import _validation
+from hiddenstate.errors import InsufficientMemoryError, InvalidInputError, ModelFileError
 from hiddenstate.sources import CallableSource, KneserNeySource, Source, base
 from hiddenstate.textio import Vocabulary
 
@@ -66,13 +67,14 @@ def test_kneser_ney_bad_hyper_parameters(kwargs):
 def test_memory_is_checked_before_allocating(monkeypatch):
     """The check uses the device's available memory; with 1 MiB "available", a 100,000-word
     n-gram source (2.4 MB per prediction) is refused, a 1,000-word one is not."""
-    monkeypatch.setattr(base, "available_memory", lambda device="cpu": 2**20)
-    with pytest.raises(InvalidInputError, match=r"n_symbols: .* 100,000 symbols would need "
-                                                r"about 0\.0 GiB, but cpu has 0\.0 GiB"):
+    monkeypatch.setattr(_validation, "available_memory", lambda device="cpu": 2**20)
+    monkeypatch.setattr(_validation, "_ALWAYS_FITS", 0)  # check these small sizes too
+    with pytest.raises(InsufficientMemoryError, match=r"n_symbols: .* 100,000 symbols needs "
+                                                      r"about 2\.29 MiB .* only 1 MiB"):
         KneserNeySource().fit([0, 1], n_symbols=100_000)
     assert KneserNeySource().fit([0, 1], n_symbols=1000).n_symbols == 1000
     voc = Vocabulary(["<unk>"] + [f"w{i}" for i in range(99_999)])
-    with pytest.raises(InvalidInputError, match="vocabulary: a next-symbol distribution"):
+    with pytest.raises(InsufficientMemoryError, match="vocabulary: a next-symbol distribution"):
         KneserNeySource().fit([0, 1], vocabulary=voc)
 
 

@@ -376,3 +376,22 @@ def test_restarts_share_one_warning_per_cause(n_init):
     assert len(causes) == len(set(causes)) >= 1
     if n_init == 3:
         assert all("restart" in str(w.message) for w in caught)
+
+
+def test_blocked_lm_names_training_sentences_of_probability_zero():
+    """BlockedHMMLM's exact EM follows the zero-probability rule too (was: a NumericalError
+    naming no sentence)."""
+    torch = pytest.importorskip("torch")
+    from hiddenstate.lm import EOS, BlockedHMMLM
+    from hiddenstate.textio import Vocabulary
+
+    voc = Vocabulary(["<unk>", EOS] + [f"w{i}" for i in range(6)])
+    m = BlockedHMMLM(constraint="brown", dtype="float64", progress=False, learn="em",
+                     n_epochs=2, states_per_cluster=2)
+    m.initialize(voc, np.arange(8) % 4)
+    with torch.no_grad():
+        m.net_.emit_logits[4] = -float("inf")   # word id 4 cannot be emitted
+    ids = np.array([2, 3, 1, 4, 5, 1, 2, 4, 1, 6, 1], dtype=np.int64)
+    with pytest.raises(ZeroProbabilityError, match="X: training sentences 1 and 2 have "
+                                                   "probability zero"):
+        m.fit(ids, resume=True)

@@ -68,6 +68,7 @@ from tqdm.auto import tqdm
 
 from .._bundle import from_json, read_bundle, to_json, write_bundle
 from ..errors import InvalidInputError, ModelFileError, NotFittedError, NumericalError
+from ..learn import check_possible
 from ..textio import Vocabulary
 from .constraints import ConstraintSet, DroppedStates
 from .data import EOS, sentence_streams
@@ -548,9 +549,13 @@ class BlockedHMMLM:
                 ll, start, trans, emit = dropout_counts(
                     layout.reordered(order), self.constraints_.word_cluster,
                     self.constraints_.k, *self._probabilities(work), keeps, work=work)
-            if not math.isfinite(ll):
+            if not math.isfinite(ll):  # the zero-probability rule names the sentences
+                check_possible(exact_log_likelihood(layout, ws, *self._probabilities(work)),
+                               "training sentence", "a word that no state allowed to it can "
+                               "emit, or a transition of probability zero", "use em_prior > 0",
+                               argument="X")
                 raise NumericalError(
-                    "fit: a training sentence has probability 0 under the model; use "
+                    "fit: the training log-likelihood is not finite; use dtype='float64' or "
                     "em_prior > 0")
             if valid_ids is not None and "best_params" not in st:  # the starting point
                 st["best_params"] = {k: v.clone() for k, v in self.net_.state_dict().items()}

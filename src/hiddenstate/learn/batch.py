@@ -201,6 +201,8 @@ def fit(problem: Problem, mode: str, params: dict, monitor, which: str, k_best: 
                   for name in blocks}
         return Fitted(params, q, monitor)
     finally:
+        if isinstance(monitor, ConvergenceMonitor):
+            monitor.log = None  # the fitted model's monitor_ keeps no collector
         if own_log:
             log.issue()
 

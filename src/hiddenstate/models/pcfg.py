@@ -199,7 +199,7 @@ class PCFG(BaseEstimator):
     n_iter, tol : iteration limit; EM / MAP / VB stop when the objective gains less than
         ``tol`` (VT and k-best VT stop when their parses stop changing).
     n_init : random restarts (``init="random"``); the run with the best final objective is
-        kept (Sato & Kubota used 50).
+        kept, the earliest among equal ones (Sato & Kubota used 50).
     init : ``"random"`` (each switch drawn from a symmetric Dirichlet of concentration
         ``init_concentration``: large values give the paper's "random but almost uniform"
         starts), ``"uniform"`` or ``"current"`` (``theta_``: hand-set, read from trees or

@@ -122,8 +122,11 @@ class HMM(HMMParameters, BaseEstimator):
     n_trials : trials per row (``emission="multinomial"``): None (each row's total) or an
         int every row's total must equal (needed by ``sample``).
     n_iter, tol : EM stops after ``n_iter`` iterations or when the log-likelihood improves by
-        less than ``tol`` (``tol=-inf`` runs all iterations).
-    n_init : random restarts; the run with the highest final log-likelihood is kept.
+        less than ``tol`` (``tol=-inf`` runs all iterations); so do MAP and VB on their
+        objectives. VT and k-best VT ignore ``tol``: they stop when their paths repeat (see
+        :func:`hiddenstate.learn.fit_restarts`).
+    n_init : random restarts; the run with the highest final objective of the mode is kept
+        (the earliest among equal ones).
     init_params : letters of the parameters initialised by ``fit`` (``s`` startprob, ``t``
         transmat, ``e`` emissionprob, ``m`` means, ``c`` covars, ``l`` lambdas, ``w``
         mixture weights); parameters

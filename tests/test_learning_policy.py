@@ -138,7 +138,7 @@ def test_annealing_is_a_sequence_of_stages_per_restart():
         fit_restarts(problem, "em", lambda r: {"b": 0}, which="x", anneal=[0.5, 0.4, 1.0])
 
 
-# -- every model uses the loop ----------------------------------------------------------------------
+# -- every model uses the loop ---------------------------------------------------------------
 def _pcfg():
     """Two hidden categories X, Y over the same words: EM has several local optima."""
     rules = {"S": [("X", "Y"), ("Y", "X")], "X": [("X", "Y"), ("a",), ("b",)],
@@ -241,7 +241,7 @@ def test_the_models_weigh_k_best_paths_alike():
     np.testing.assert_allclose(kvt.monitor_.history, em.monitor_.history, rtol=1e-12)
 
 
-# -- the zero-probability rule ----------------------------------------------------------------------
+# -- the zero-probability rule --------------------------------------------------------------
 def test_zero_probability_names_a_few_items_then_a_count():
     ok = np.zeros(9)
     check_possible(ok, "sequence", "c", "f")

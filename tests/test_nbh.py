@@ -275,7 +275,8 @@ def test_em_zero_probability_has_no_class_posterior():
     np.testing.assert_array_equal(m.score_samples([["a", "x"], ["b", "x"]]),
                                   [np.log(2 * 0.5 * 1.0 * 0.5), -np.inf])
     problem = _problem_from(m, X, y)  # the training data under the zeroed parameters
-    with pytest.raises(ZeroProbabilityError, match="training samples 2 and 3 have probability zero"):
+    with pytest.raises(ZeroProbabilityError, match="training samples 2 and 3 have probability "
+                                                   "zero"):
         problem.expected_counts(_params(m))
 
 

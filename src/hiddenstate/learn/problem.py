@@ -71,14 +71,15 @@ def kbest_weights(logp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     item's objective.
 
     ``logp`` ``(n, k)``: the log-probabilities :math:`\log p(x_s, z_r)` of the ``k`` best
-    explanations of each item, best first (``-inf`` where an item has fewer than ``k``).
+    explanations of each item (``-inf`` where an item has fewer than ``k``; any order).
     Returns ``(w, log_mass)``: :math:`w_{sr} = p(x_s, z_r) / \sum_{r'<k} p(x_s, z_{r'})`
     (0 for the missing ones; each row sums to one) and :math:`\log \sum_{r<k} p(x_s, z_r)`,
     whose sum over the items is the objective of ``learn="kvt"``. Computed relative to the
     best explanation, so nothing underflows. Every item's best explanation must have
-    non-zero probability (:func:`check_possible` first)."""
+    non-zero probability (:func:`check_possible` first). The streaming learners that
+    enumerate every path of a sequence (BOnA, MPA) weigh them by the same rule."""
     logp = np.asarray(logp, dtype=np.float64)
-    top = logp[:, :1]
+    top = logp.max(axis=1, keepdims=True)
     with np.errstate(invalid="ignore"):
         w = np.where(np.isfinite(logp), np.exp(logp - top), 0.0)
     mass = w.sum(axis=1, keepdims=True)

@@ -4,6 +4,7 @@ transcription of the reference recipe (Chiu & Rush 2020, hmm-lm), same machine, 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py [--sizes 10 12] [--steps 3]
     PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py --em [10 12 14] [--steps 3]
     PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py --neural-m-step [10 12 14]
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_lm.py --launches [8 10 12] [--steps 5]
 
 Each measurement runs in its own process (so peak RSS, ``ru_maxrss``, is its own) with one
 torch thread, on PTB train (Brown clusters lm-128 plus one ``<eos>`` cluster, so
@@ -25,10 +26,10 @@ Batch EM, E-step tokens/s (``--em``; numba with its 2 threads, torch with one, t
 faster setting for torch on this shared machine): ``em-numba`` is the exact
 E-step that ``BlockedHMMLM(learn="em")`` runs on CPU (:mod:`hiddenstate.lm.exact`: the
 probabilities from the logits, then the numba forward-backward over whole sentences of the
-first ``--em-tokens`` tokens of PTB train, counts reduced); ``em-torch`` the batched torch
-E-step of :mod:`hiddenstate.lm.forward` that the same model runs on a GPU (per batch of
-64 x 32: the log-probabilities, the gathered scan, the counts by the explicit backward),
-``--steps`` batches after a warm-up; ``em-dropout`` the numba E-step with state dropout
+first ``--em-tokens`` tokens of PTB train, counts reduced); ``em-torch`` the exact
+two-pass torch E-step that the same model runs on a GPU (:func:`hiddenstate.lm.scan.
+stream_counts`: 64 streams read 32 tokens at a time, the backward pass carried across
+windows, the counts of the same tokens); ``em-dropout`` the numba E-step with state dropout
 (3k/4 of k kept, the setting docs/lm.md recommends; 32 masks over the shuffled sentences:
 :func:`hiddenstate.lm.exact.dropout_counts`, what ``BlockedHMMLM(learn="em",
 state_dropout=3 * k // 4)`` runs on CPU).
@@ -41,6 +42,16 @@ parameterization="neural", learn="em")``, hidden 256), ``--steps`` steps after a
 per cluster, padded); ``per-word`` the same step with the emission logits per word (a
 gather of each word's k state vectors and a batched dot product: what random constraint
 sets use). Ratio: per-word seconds over per-cluster seconds.
+
+Operations per training step (``--launches``; torch with one thread, gradient step with
+state dropout k/2, batch 64 x 32, scalar and neural): ``general`` is the recursion of
+:class:`hiddenstate.lm.forward.BlockedForward` (any constraint set: one gathered block, a
+``bmm`` and a dozen small operations per token step, its gradient scattered entry by
+entry), ``partition`` the fast path of :mod:`hiddenstate.lm.scan` that a Brown model runs
+(blocks gathered for the whole window, a few operations per step, whole blocks added with
+one ``index_add_``). ``ops`` counts the top-level ATen operations of one step that are not
+views (on a GPU each is at least one kernel launch), from ``torch.profiler``; ms per step
+is the mean over ``--steps`` steps. Ratio: general ops (or ms) over that line's.
 
 Ratios are tokens/s of hiddenstate over the other. No GPU was available for this task;
 the same code runs with ``device="cuda"``.
@@ -57,7 +68,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "data"
+DATA = next((p / "shared" / "data" for p in (REPO.parent, REPO.parent.parent)
+             if (p / "shared" / "data").is_dir()), REPO.parent / "shared" / "data")
 
 
 def _setup(k: int):
@@ -101,30 +113,39 @@ def time_torch_steps(m, train, steps: int) -> dict:
 
 def measure_reference(k: int, steps: int) -> dict:
     """The gather-and-scan recipe, transcribed from the paper (see the module docstring)."""
-    torch, c, wc = _setup(k)
+    _, c, wc = _setup(k)
+    return reference_step_rate(c, wc, k, steps)
+
+
+def reference_step_rate(c, wc, k: int, steps: int, B: int = 64, T: int = 32,
+                        device: str = "cpu", sync=lambda: None) -> dict:
+    """Tokens/s of the reference recipe in plain PyTorch on ``device`` (full K x K and
+    K x V logits, dropped states masked, log-softmax over all K, the blocks of every token
+    pair gathered, a log-space scan, autograd), ``steps`` steps of ``B`` x ``T`` after a
+    warm-up; also what ``benchmarks/gpu_lm.py`` runs on a GPU."""
+    import torch
+
     from hiddenstate.lm.data import sentence_streams
     V = len(c["vocabulary"])
     eos = c["vocabulary"].id_of("<eos>")
     C = int(wc.max()) + 1
     K = C * k
-    B, T, keep = 64, 32, k // 2
-    g = torch.Generator().manual_seed(0)
-    start = torch.nn.Parameter(torch.randn(K, generator=g))
-    trans = torch.nn.Parameter(torch.randn(K, K, generator=g))
-    emit = torch.nn.Parameter(torch.randn(K, V, generator=g))
-    state_cluster = torch.arange(K) // k
-    emit_mask = state_cluster[:, None] != torch.as_tensor(wc)[None, :]  # (K, V)
-    word_states = torch.as_tensor(wc)[:, None] * k + torch.arange(k)[None, :]  # (V, k)
+    keep = k // 2
+    g = torch.Generator(device=device).manual_seed(0)
+    start = torch.nn.Parameter(torch.randn(K, generator=g, device=device))
+    trans = torch.nn.Parameter(torch.randn(K, K, generator=g, device=device))
+    emit = torch.nn.Parameter(torch.randn(K, V, generator=g, device=device))
+    wct = torch.as_tensor(wc, device=device)
+    emit_mask = (torch.arange(K, device=device) // k)[:, None] != wct[None, :]  # (K, V)
+    word_states = wct[:, None] * k + torch.arange(k, device=device)[None, :]  # (V, k)
     opt = torch.optim.AdamW([start, trans, emit], lr=0.01)
     tokens, _ = sentence_streams(c["train"], eos, B)
-    tokens = torch.as_tensor(tokens)
-    carry = None
+    tokens = torch.as_tensor(tokens, device=device)
 
     def step(t0):
-        nonlocal carry
         x = tokens[:, t0:t0 + T]
-        keep_cols = torch.rand(C, k, generator=g).argsort(1)[:, :keep]
-        drop = torch.ones(C, k, dtype=torch.bool)
+        keep_cols = torch.rand(C, k, generator=g, device=device).argsort(1)[:, :keep]
+        drop = torch.ones(C, k, dtype=torch.bool, device=device)
         drop.scatter_(1, keep_cols, False)
         drop = drop.reshape(-1)
         lt = torch.log_softmax(trans.masked_fill(drop[None, :], -float("inf")), dim=1)
@@ -135,7 +156,7 @@ def measure_reference(k: int, steps: int) -> dict:
         blocks = lt[s[:, :-1, :, None], s[:, 1:, None, :]]  # (B, T-1, k, k)
         reset = x[:, :-1] == eos
         blocks = torch.where(reset[:, :, None, None], ls[s[:, 1:]][:, :, None, :], blocks)
-        a = ls[s[:, 0]] + e[:, 0] if carry is None else carry + e[:, 0]
+        a = ls[s[:, 0]] + e[:, 0]
         for t in range(1, x.shape[1]):
             a = torch.logsumexp(a[:, :, None] + blocks[:, t - 1], dim=1) + e[:, t]
         loss = -torch.logsumexp(a, dim=1).sum() / x.numel()
@@ -143,15 +164,15 @@ def measure_reference(k: int, steps: int) -> dict:
         loss.backward()
         torch.nn.utils.clip_grad_norm_([start, trans, emit], 5.0)
         opt.step()
-        carry = None  # (the carried state is a detail; not timed differently)
-        return float(loss)
 
     step(0)
+    sync()
     t0 = time.perf_counter()
     for i in range(1, steps + 1):
-        step(32 * i)
+        step(T * i)
+    sync()
     dt = (time.perf_counter() - t0) / steps
-    return {"K": K, "tok_s": B * T / dt, "step_s": dt}
+    return {"K": K, "batch": B, "tok_s": B * T / dt, "step_s": dt}
 
 
 def measure_em(kind: str, k: int, steps: int, n_tokens: int) -> dict:
@@ -181,9 +202,13 @@ def measure_em(kind: str, k: int, steps: int, n_tokens: int) -> dict:
         exact_counts(SentenceLayout.from_ids(ids, m.eos_id_), ws, *m._probabilities())
         dt = time.perf_counter() - t0
         return {"K": m.n_states_, "tok_s": len(ids) / dt, "step_s": dt}
-    m._state = m._new_state()
-    m._state["acc"] = m._zero_counts()  # the torch path's running counts
-    return time_torch_steps(m, c["train"], steps)
+    # em-torch: the exact two-pass torch E-step a GPU runs (lm/scan.py), here on CPU
+    ids = c["train"][:n_tokens]
+    m._device_counts(SentenceLayout.from_ids(ids[:200], m.eos_id_), None, {})
+    t0 = time.perf_counter()
+    m._device_counts(SentenceLayout.from_ids(ids, m.eos_id_), None, {})
+    dt = time.perf_counter() - t0
+    return {"K": m.n_states_, "tok_s": len(ids) / dt, "step_s": dt}
 
 
 def measure_m_step(kind: str, k: int, steps: int) -> dict:
@@ -209,8 +234,61 @@ def measure_m_step(kind: str, k: int, steps: int) -> dict:
     return {"K": m.n_states_, "step_s": (time.perf_counter() - t0) / steps}
 
 
+#: ATen operations that only make views (no kernel on a GPU)
+_VIEWS = {"aten::view", "aten::reshape", "aten::select", "aten::slice", "aten::expand",
+          "aten::as_strided", "aten::unsqueeze", "aten::squeeze", "aten::transpose",
+          "aten::permute", "aten::t", "aten::alias", "aten::detach", "aten::_unsafe_view",
+          "aten::unbind", "aten::split", "aten::narrow", "aten::expand_as", "aten::view_as",
+          "aten::lift_fresh", "aten::_reshape_alias", "aten::numpy_T", "aten::detach_",
+          "aten::resolve_conj", "aten::resolve_neg", "aten::result_type", "aten::is_nonzero",
+          "aten::item", "aten::_local_scalar_dense", "aten::empty", "aten::empty_like",
+          "aten::empty_strided", "aten::set_", "aten::to", "aten::_to_copy"}
+
+
+def count_ops(prof) -> int:
+    """Top-level ATen operations that are not views, in a ``torch.profiler`` trace."""
+    def nested(e):
+        q = e.cpu_parent
+        while q is not None:
+            if q.name.startswith("aten::"):
+                return True
+            q = q.cpu_parent
+        return False
+    return sum(1 for e in prof.events() if e.name.startswith("aten::")
+               and e.name not in _VIEWS and not nested(e))
+
+
+def measure_launches(kind: str, k: int, steps: int) -> dict:
+    """Operations and milliseconds per gradient step (module docstring); ``kind`` is
+    ``<general|partition>-<scalar|neural>``."""
+    torch, c, wc = _setup(k)
+    from torch.profiler import ProfilerActivity, profile
+
+    from hiddenstate.lm import BlockedHMMLM
+    from hiddenstate.lm.data import sentence_streams
+    impl, param = kind.split("-")
+    m = BlockedHMMLM(states_per_cluster=k, state_dropout=k // 2, batch_size=64,
+                     parameterization=param, progress=False)
+    m.initialize(c["vocabulary"], wc)
+    if impl == "general":
+        m._wc = None  # the recursion of BlockedForward, as before the partition path
+    m._state = m._new_state()
+    tokens, mask = sentence_streams(c["train"], m.eos_id_, m.batch_size)
+    m._step(tokens, mask, 0, len(c["train"]))
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        m._step(tokens, mask, 32, len(c["train"]))
+    t0 = time.perf_counter()
+    for i in range(2, steps + 2):
+        m._step(tokens, mask, 32 * i, len(c["train"]))
+    dt = (time.perf_counter() - t0) / steps
+    return {"K": m.n_states_, "ops": count_ops(prof), "step_s": dt,
+            "tok_s": m.batch_size * 32 / dt}
+
+
 def child(kind: str, k: int, steps: int, n_tokens: int = 0) -> None:
-    if kind.startswith("m-"):
+    if kind.startswith(("general-", "partition-")):
+        out = measure_launches(kind, k, steps)
+    elif kind.startswith("m-"):
         out = measure_m_step(kind, k, steps)
     elif kind.startswith("em-"):
         out = measure_em(kind, k, steps, n_tokens)
@@ -244,6 +322,9 @@ def main() -> None:
     ap.add_argument("--em-tokens", type=int, default=200_000)
     ap.add_argument("--neural-m-step", type=int, nargs="*", default=None,
                     help="instead: neural batch-EM M-step rows at these 2^n (10 12 14)")
+    ap.add_argument("--launches", type=int, nargs="*", default=None,
+                    help="instead: operations and ms per gradient step, general against "
+                         "partition recursion, at these 2^n (default 8 10 12)")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -253,6 +334,9 @@ def main() -> None:
         sys.exit(f"{DATA} is absent: the benchmark needs shared/data (PTB, Brown clusters)")
     sys.path.insert(0, str(REPO / "benchmarks"))
     from _common import cpu_name
+    if args.launches is not None:
+        launch_rows(args.launches or [8, 10, 12], args.steps, args.timeout, cpu_name())
+        return
     if args.neural_m_step is not None:
         m_step_rows(args.neural_m_step or [10, 12, 14], args.steps, args.timeout, cpu_name())
         return
@@ -285,6 +369,26 @@ def em_rows(sizes: list[int], steps: int, timeout: float, n_tokens: int, cpu: st
         rows = {name: run(name, k, steps, timeout, n_tokens)
                 for name in ("em-numba", "em-torch", "em-dropout")}
         print_rows(n, rows, "em-numba", 10, 2, 11)
+
+
+def launch_rows(sizes: list[int], steps: int, timeout: float, cpu: str) -> None:
+    print(f"CPU: {cpu}; gradient step, dropout k/2, batch 64 x 32, 1 torch thread.")
+    print(f"{'2^n':>4} {'K':>6} {'param':>7} {'impl':>10} {'ops':>6} {'ms/step':>8} "
+          f"{'tok/s':>8} {'ops ratio':>9} {'ms ratio':>8}")
+    for n in sizes:
+        k = 2 ** n // 128
+        for param in ("scalar", "neural"):
+            rows = {impl: run(f"{impl}-{param}", k, steps, timeout)
+                    for impl in ("general", "partition")}
+            ref = rows["general"]
+            for impl, r in rows.items():
+                if "error" in r:
+                    print(f"{n:>4} {'':>6} {param:>7} {impl:>10} {r['error']}")
+                    continue
+                print(f"{n:>4} {r['K']:>6} {param:>7} {impl:>10} {r['ops']:>6} "
+                      f"{r['step_s'] * 1e3:>8.1f} {r['tok_s']:>8.0f} "
+                      f"{ref.get('ops', float('nan')) / r['ops']:>9.2f} "
+                      f"{ref.get('step_s', float('nan')) / r['step_s']:>8.2f}", flush=True)
 
 
 def m_step_rows(sizes: list[int], steps: int, timeout: float, cpu: str) -> None:

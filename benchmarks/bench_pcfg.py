@@ -238,7 +238,7 @@ def main(argv=None):
     goals = [prog.predicates["sentence"](tuple(x)) for x in small]
     pm = ProgramModel(prog, init="declared")
     t0 = time.process_time()
-    lp_prog = pm.log_prob(goals)  # tabled search, graph compiled, one inside pass
+    lp_prog = pm.score_samples(goals)  # tabled search, graph compiled, one inside pass
     t_build = time.process_time() - t0
     t_prog, _ = cpu_time(lambda: pm.expected_counts(goals), args.repeats)  # graph cached
     prog_err = float(np.max(np.abs(lp_prog - ll_s)))

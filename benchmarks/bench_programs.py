@@ -104,7 +104,7 @@ def pcfg_case(n_words, n_nonterminals, n_binary, repeats, seed=3):
     t_v, _ = best_time(lambda: graph.viterbi(logtheta), repeats)
     return {"build": build, "nodes": graph.n_nodes, "alts": graph.n_alts,
             "items": int(graph.item_ptr[-1]), "estep": t_e, "viterbi": t_v,
-            "logp": float(model.log_prob([sentence])[0])}
+            "logp": float(model.score_samples([sentence])[0])}
 
 
 def main():

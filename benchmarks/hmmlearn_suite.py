@@ -17,6 +17,9 @@ one of them (the variational tests sample their data from, and compare against,
 (``test_base.py``: ``BaseHMM``, ``_hmmc`` and hmmlearn's own ``ConvergenceMonitor``; utils;
 KL) are not run: they would only test hmmlearn. ``--files test_gmm_hmm_new.py ...`` runs a
 subset.
+
+The exit status is 0 when every failure is one of the known differences explained in
+``KNOWN`` (hiddenstate's documented behaviour, not a bug), 1 when any other test fails.
 """
 
 from __future__ import annotations
@@ -210,7 +213,11 @@ def summarise(report: Path) -> int:
         print("\nskipped, grouped by reason:")
         for reason, tests in skips.items():
             print(f"  [{len(tests)}] {reason}")
-    return total["failed"] + total["error"]
+    failed = [t for tests in reasons.values() for t in tests]
+    unknown = [t for t in failed if not any(frag in t for frag in KNOWN)]
+    print(f"\n{total['passed']} passed, {len(failed)} failed "
+          f"({len(failed) - len(unknown)} known and explained above, {len(unknown)} not)")
+    return len(unknown)
 
 
 def main(argv=None) -> int:
@@ -239,7 +246,7 @@ def main(argv=None) -> int:
             print(f"\nkept {dest}")
         else:
             shutil.rmtree(dest, ignore_errors=True)
-    return 1 if bad else 0
+    return 1 if bad else 0  # 0: every failure is a known, explained difference (KNOWN)
 
 
 if __name__ == "__main__":

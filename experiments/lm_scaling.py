@@ -54,7 +54,7 @@ RUNS = {
                                 **_1)),
     "neural-2^10-dropout": ("ptb", dict(states_per_cluster=8, state_dropout=4,
                                         parameterization="neural", **_1)),
-    "stepwise-em-2^10": ("ptb", dict(states_per_cluster=8, learn="stepwise_em", **_1)),
+    "stepwise-em-2^10": ("ptb", dict(states_per_cluster=8, learn="stepwise-em", **_1)),
     "em-2^10": ("ptb", dict(states_per_cluster=8, learn="em", **_B)),
     "dense-2^7": ("ptb", dict(constraint="dense", n_states=128, states_per_cluster=128, **_B)),
     "brown-2^10-dropout-wt2": ("wikitext-2", dict(states_per_cluster=8, state_dropout=4,
@@ -77,26 +77,26 @@ def _dropout_em(k: int, kept: int, prior: float, with_test: bool = True,
                 corpus: str = "ptb", **extra) -> tuple:
     """An ``EM_RUNS`` entry of batch EM with state dropout (``kept`` of ``k`` per cluster,
     32 masks per iteration, ``em_patience=2``; ``extra``: more keyword arguments)."""
-    return (corpus, dict(states_per_cluster=k, state_dropout=kept, em_prior=prior,
+    return (corpus, dict(states_per_cluster=k, state_dropout=kept, prior=1 + prior,
                          n_epochs=100, em_patience=2, **_EM, **extra), with_test)
 
 EM_RUNS = {
-    **{f"em-tune-2^12-a{a:g}": ("ptb", dict(states_per_cluster=32, em_prior=a, n_epochs=8,
+    **{f"em-tune-2^12-a{a:g}": ("ptb", dict(states_per_cluster=32, prior=1 + a, n_epochs=8,
                                              **_EM), False) for a in (1e-3, 1e-2, 1e-1, 1.0)},
-    **{f"em-tune30-2^12-a{a:g}": ("ptb", dict(states_per_cluster=32, em_prior=a,
+    **{f"em-tune30-2^12-a{a:g}": ("ptb", dict(states_per_cluster=32, prior=1 + a,
                                                n_epochs=30, **_EM), False)
        for a in (3e-3, 3e-2, 1e-1)},
-    **{f"em-tune-2^12-cb{z:g}": ("ptb", dict(states_per_cluster=32, em_prior=EM_PRIOR,
+    **{f"em-tune-2^12-cb{z:g}": ("ptb", dict(states_per_cluster=32, prior=1 + EM_PRIOR,
                                               n_epochs=8, init=("class-bigram", z), **_EM),
                                   False) for z in (0.5, 2.0)},
-    "em-exact-2^12": ("ptb", dict(states_per_cluster=32, em_prior=EM_PRIOR, n_epochs=100,
+    "em-exact-2^12": ("ptb", dict(states_per_cluster=32, prior=1 + EM_PRIOR, n_epochs=100,
                                   **_EM), True),
     # the tuned em_prior scaled by 4,128 / K: the same pseudo-counts per transition row
     # (and per state relative to its expected counts) as the chosen K = 4,128 setting
-    "em-exact-2^14": ("ptb", dict(states_per_cluster=128, em_prior=EM_PRIOR_2_14,
+    "em-exact-2^14": ("ptb", dict(states_per_cluster=128, prior=1 + EM_PRIOR_2_14,
                                   n_epochs=100, **_EM), True),
     # cut short (the prior per row of a=0.1 at K = 4,128): replaced by the run above
-    "em-exact-2^14-a0.01": ("ptb", dict(states_per_cluster=128, em_prior=EM_PRIOR,
+    "em-exact-2^14-a0.01": ("ptb", dict(states_per_cluster=128, prior=1 + EM_PRIOR,
                                         n_epochs=100, **_EM), False),
     # state dropout, 32 masks per iteration, two iterations of patience: half of every
     # cluster's states kept (as the reference's 128 of 256), three quarters (the best of
@@ -427,7 +427,8 @@ def _em_section(em: dict, res: dict) -> list[str]:
         cut = " (cut short)" if r.get("cut") else ""
         drop = f"{p['state_dropout']} of {p['states_per_cluster']}" \
             if p.get("state_dropout") else "-"
-        m_step = f"{p['em_prior']:g}" if p.get("parameterization", "scalar") == "scalar" \
+        pseudo = p.get("em_prior") if p.get("em_prior") is not None else p["prior"] - 1
+        m_step = f"{pseudo:g}" if p.get("parameterization", "scalar") == "scalar" \
             else f"neural: {p.get('em_m_steps', 10)} AdamW steps"
         out.append(f"| {name} | {r['n_states']} | {drop} | {m_step} | {init} | "
                    f"{r['iterations']}{cut} ({r['best_iteration']}) | {r['valid_ppl']:.1f} | "

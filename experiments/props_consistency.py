@@ -481,7 +481,7 @@ def write_markdown(path: Path, args, cfg: dict, results: list[dict], arr: dict,
         "estimator of `hiddenstate.metrics.divergence_rate` at a fixed length, computed "
         "here directly because that function draws fresh teacher samples for every call "
         "(and every doubling of its length), which would cost a new hold-out sample per "
-        "checkpoint; it does work with PROPS models (PROPS.sample and score_sequences "
+        "checkpoint; it does work with PROPS models (PROPS.sample and score_samples "
         "exist; every sequence starts the sources at the same stream position, which we "
         "set after the training stream). It is run once per W as a cross-check below.\n")
 

@@ -121,7 +121,7 @@ def test_every_subcommand_matches_the_library(tmp_path, corpus, model_dir, capsy
 
     rc, out, err = run(["score", new, "--model", model_dir], capsys)
     assert rc == 0 and err == ""
-    assert scores(out) == [float(v) for v in ref.score_sequences(X, lengths)]
+    assert scores(out) == [float(v) for v in ref.score_samples(X, lengths)]
 
     for algorithm in ("viterbi", "map"):
         rc, out, _ = run(["decode", new, "-m", model_dir, "--algorithm", algorithm], capsys)
@@ -397,7 +397,7 @@ def test_directory_saved_by_model_save_needs_cli_json(tmp_path, corpus, capsys):
     # the fix the message names works, and gives the library's numbers
     cli.save_model_dir(model, tmp_path / "m", "text", vocab)
     rc, out, _ = run(["score", corpus, "-m", tmp_path / "m"], capsys)
-    assert rc == 0 and scores(out) == [float(v) for v in model.score_sequences(X, lengths)]
+    assert rc == 0 and scores(out) == [float(v) for v in model.score_samples(X, lengths)]
     with pytest.raises(InvalidInputError, match="vocabulary: a text model needs"):
         cli.save_model_dir(model, tmp_path / "x", "text")
     with pytest.raises(InvalidInputError, match="vocabulary: 2 words"):

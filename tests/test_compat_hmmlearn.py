@@ -159,6 +159,15 @@ def assert_same_fit(ours, theirs, X, X_test, kind, ct=None, pure_em=True):
                         rtol=RTOL, atol=0)
         assert_allclose(ours.predict_proba(data, lengths), theirs.predict_proba(data, lengths),
                         rtol=RTOL, atol=ATOL_PROB)
+        lp_theirs, post_theirs = theirs.score_samples(data, lengths)
+        if type(ours).__module__ == hmm.__name__:  # the compat layer: hmmlearn's meaning
+            lp_ours, post_ours = ours.score_samples(data, lengths)
+            assert_allclose(lp_ours, lp_theirs, rtol=RTOL, atol=0)
+            assert_allclose(post_ours, post_theirs, rtol=RTOL, atol=ATOL_PROB)
+        else:  # hs.HMM: log p(x) of each sequence, which hmmlearn's score gives one by one
+            bounds = np.cumsum([0, *(lengths or [len(data)])])
+            each = [theirs.score(data[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+            assert_allclose(ours.score_samples(data, lengths), each, rtol=RTOL, atol=0)
         lp_ours, path_ours = ours.decode(data, lengths, algorithm="viterbi")
         lp_theirs, path_theirs = theirs.decode(data, lengths, algorithm="viterbi")
         assert_allclose(lp_ours, lp_theirs, rtol=RTOL, atol=0)

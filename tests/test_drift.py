@@ -32,7 +32,7 @@ def _sequence_probs(params, T: int) -> np.ndarray:
     W = params[2].shape[1]
     X = np.array(list(itertools.product(range(W), repeat=T))).reshape(-1, 1)
     model = RandomWalkTeacher(params, step=0.0).current  # an HMM with these parameters
-    return np.exp(model.score_sequences(X, np.full(W**T, T)))
+    return np.exp(model.score_samples(X, np.full(W**T, T)))
 
 
 def _sequence_counts(X, T: int, W: int) -> np.ndarray:

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+import tamper
 from sklearn.base import clone
 
 import hiddenstate as hs
@@ -254,11 +255,16 @@ def test_load_rejects_tampering(tmp_path):
                         (lambda d: d.update({"version": 99}), "version"),
                         (lambda d: d["params"].update({"n_states": -1}), "n_states")]:
         m.save(tmp_path / "j")
-        meta = json.loads((tmp_path / "j" / "model.json").read_text())
-        edit(meta)
-        (tmp_path / "j" / "model.json").write_text(json.dumps(meta))
+        tamper.edit_json(tmp_path / "j", edit)  # resealed: the content check is tested
         with pytest.raises(ModelFileError, match=match):
             hs.load(tmp_path / "j")
+    # a plausible hand edit (another tol) is refused by the seal of model.json
+    m.save(tmp_path / "j")
+    meta = json.loads((tmp_path / "j" / "model.json").read_text())
+    meta["params"]["tol"] = 0.5
+    (tmp_path / "j" / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelFileError, match="model.json was modified"):
+        hs.load(tmp_path / "j")
     (tmp_path / "j" / "model.json").write_text("{not json")
     with pytest.raises(ModelFileError, match="JSON"):
         hs.load(tmp_path / "j")
@@ -270,9 +276,10 @@ def test_map_decoding_and_posteriors_consistent():
     rng = np.random.default_rng(12)
     X = rng.integers(0, 4, size=(120, 1))
     m = hs.HMM(3, n_iter=10, random_state=0).fit(X, [60, 60])
-    lp, post = m.score_samples(X, [60, 60])
+    post = m.predict_proba(X, [60, 60])
+    lp = m.score(X, [60, 60])
     assert np.allclose(post.sum(1), 1.0, atol=1e-12)
-    assert lp == pytest.approx(m.score(X, [60, 60]), rel=1e-12)
+    assert lp == m.score_samples(X, [60, 60]).sum()
     lp_map, states = m.decode(X, [60, 60], algorithm="map")
     assert np.array_equal(states, post.argmax(1))
     lp_vit, vstates = m.decode(X, [60, 60])

@@ -12,6 +12,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from lm_common import stream, vocab  # noqa: E402
+
 import hiddenstate as hs  # noqa: E402
 from hiddenstate import inference  # noqa: E402
 from hiddenstate.errors import InvalidInputError  # noqa: E402
@@ -33,15 +35,8 @@ from hiddenstate.textio import Vocabulary  # noqa: E402
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def _vocab(n_words: int) -> Vocabulary:
-    return Vocabulary(["<unk>", EOS] + [f"w{i}" for i in range(n_words - 2)])
-
-
-def _stream(rng, n_words: int, n_sent: int, max_len: int = 7) -> np.ndarray:
-    out = []
-    for _ in range(n_sent):
-        out += list(rng.integers(2, n_words, size=rng.integers(1, max_len))) + [1]
-    return np.array(out, dtype=np.int64)
+_vocab = vocab
+_stream = stream
 
 
 def _tiny_model(rng, n_words=20, n_clusters=8, k=8, **kw) -> tuple[BlockedHMMLM, np.ndarray]:
@@ -247,17 +242,17 @@ def test_exchange_clustering_finds_best_partition_brute_force():
 
 
 def _objective(m: BlockedHMMLM, ids) -> float:
-    """log p(X) + log Dirichlet(1 + em_prior) prior: what MAP-EM must not decrease."""
+    """log p(X) + log Dirichlet(prior) prior: what MAP-EM must not decrease."""
     with torch.no_grad():
         ls, lt, le = m.net_(m.constraints_.all_states())
-    a = m.em_prior
+    a = m.prior - 1
     return m.score(ids) + a * float(ls.sum() + lt.sum() + le.sum())
 
 
 def test_em_objective_never_decreases():
     rng = np.random.default_rng(7)
     ids = _stream(rng, 12, 6)
-    m = BlockedHMMLM(states_per_cluster=3, learn="em", em_prior=0.1, dtype="float64",
+    m = BlockedHMMLM(states_per_cluster=3, learn="em", prior=1 + 0.1, dtype="float64",
                      batch_size=1, bptt=len(ids), progress=False)
     m.initialize(_vocab(12), np.arange(12) % 3)
     vals = [_objective(m, ids)]
@@ -301,7 +296,7 @@ def test_neural_parameterisation_matches_dense_forward():
 
 
 @pytest.mark.parametrize("kw,name", [
-    ({"learn": "stepwise_em", "parameterization": "neural"}, "learn"),
+    ({"learn": "stepwise-em", "parameterization": "neural"}, "learn"),
     ({"learn": "em", "em_m_steps": 0}, "em_m_steps"),
     ({"state_dropout": 9, "states_per_cluster": 4}, "state_dropout"),
     ({"constraint": "random", "n_states": 8, "state_dropout": 2}, "state_dropout"),
@@ -367,11 +362,11 @@ def test_cli_train_eval_sample_round_trip(tmp_path, capsys):
     assert main(["lm", "train", "--train", str(tmp_path / "tr.txt"), "--valid",
                  str(tmp_path / "va.txt"), "--paths", str(tmp_path / "paths"),
                  "--states-per-cluster", "4", "--learn", "em", "--dropout", "2",
-                 "--dropout-masks", "3", "--em-prior", "0.05", "--em-patience", "1",
+                 "--dropout-masks", "3", "--prior", "1.05", "--em-patience", "1",
                  "--epochs", "3", "--out", str(tmp_path / "m3"), "--no-progress"]) == 0
     em = hs.load(tmp_path / "m3")
-    assert (em.learn, em.state_dropout, em.dropout_masks, em.em_prior, em.em_patience) == \
-        ("em", 2, 3, 0.05, 1)
+    assert (em.learn, em.state_dropout, em.dropout_masks, em.prior, em.em_patience) == \
+        ("em", 2, 3, 1.05, 1)
     assert len(em.history_) == 3 and all(h["valid_ppl"] > 1 for h in em.history_)
     assert main(["lm", "train", "--train", str(tmp_path / "tr.txt"), "--paths",
                  str(tmp_path / "paths"), "--states-per-cluster", "4", "--learn", "em",

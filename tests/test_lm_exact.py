@@ -10,10 +10,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from lm_common import stream, vocab  # noqa: E402
+
 from hiddenstate import inference  # noqa: E402
 from hiddenstate.errors import InsufficientMemoryError  # noqa: E402
 from hiddenstate.lm import (  # noqa: E402
-    EOS,
     BlockedHMMLM,
     ConstraintSet,
     blocked_log_likelihood,
@@ -27,21 +28,16 @@ from hiddenstate.lm.exact import (  # noqa: E402
     n_accumulators,
 )
 from hiddenstate.lm.model import expected_log_likelihood  # noqa: E402
-from hiddenstate.textio import Vocabulary  # noqa: E402
 
 #: the neural parameterisation trained by batch EM (a generalised M-step)
 NEURAL_EM = dict(parameterization="neural", hidden_size=8, em_m_steps=3)
 
 
-def _vocab(n_words: int) -> Vocabulary:
-    return Vocabulary(["<unk>", EOS] + [f"w{i}" for i in range(n_words - 2)])
+_vocab = vocab
 
 
 def _stream(rng, n_words: int, n_sent: int, max_len: int = 9) -> np.ndarray:
-    out = []
-    for _ in range(n_sent):
-        out += list(rng.integers(2, n_words, size=rng.integers(1, max_len))) + [1]
-    return np.array(out, dtype=np.int64)
+    return stream(rng, n_words, n_sent, max_len)
 
 
 def _model(rng, constraint="brown", n_words=20, **kw) -> BlockedHMMLM:
@@ -184,7 +180,7 @@ def test_refuses_what_does_not_fit_in_ram(monkeypatch):
     monkeypatch.setattr(_validation, "_ALWAYS_FITS", 0)  # check these small sizes too
     cs = ConstraintSet.from_clusters(np.arange(4) % 2, 300)  # K = 600: 2.9 MB per accumulator
     K = cs.n_states
-    with pytest.raises(InsufficientMemoryError, match="n_states"):
+    with pytest.raises(InsufficientMemoryError, match="states_per_cluster"):
         BlockedHMMLM(states_per_cluster=300).initialize(_vocab(4), np.arange(4) % 2)
     with pytest.raises(InsufficientMemoryError, match="n_states"):
         exact_counts(SentenceLayout.from_ids(np.array([2, 3, 1]), 1), cs.word_states,
@@ -194,7 +190,7 @@ def test_refuses_what_does_not_fit_in_ram(monkeypatch):
 def test_cpu_batch_em_iteration_is_the_m_step_of_exact_torch_counts():
     rng = np.random.default_rng(4)
     ids = _stream(rng, 20, 15)
-    kw = dict(states_per_cluster=4, learn="em", em_prior=0.05, n_epochs=1)
+    kw = dict(states_per_cluster=4, learn="em", prior=1 + 0.05, n_epochs=1)
     m = _model(rng, **kw)
     ref = _model(rng, **kw)
     ref.net_.load_state_dict(m.net_.state_dict())
@@ -216,7 +212,7 @@ def test_cpu_batch_em_iteration_is_the_m_step_of_exact_torch_counts():
 def test_early_stopping_keeps_the_best_parameters():
     rng = np.random.default_rng(5)
     train, valid = _stream(rng, 20, 6), _stream(rng, 20, 6)  # tiny: EM overfits
-    m = _model(rng, states_per_cluster=4, learn="em", em_prior=1e-3, n_epochs=60)
+    m = _model(rng, states_per_cluster=4, learn="em", prior=1 + 1e-3, n_epochs=60)
     m.fit(train, valid, resume=True)
     ppl = [h["valid_ppl"] for h in m.history_]
     assert m.history_[-1].get("undone") and len(ppl) < 60  # it stopped at a rise
@@ -234,7 +230,7 @@ def test_exact_em_checkpoint_resumes_bit_identically(tmp_path, extra, stops):
     rng = np.random.default_rng(6)
     ids = _stream(rng, 20, 40)
     valid = ids[:60]  # part of the training text: EM keeps improving it
-    kw = dict(states_per_cluster=4, learn="em", em_prior=0.01, n_epochs=4, progress=False,
+    kw = dict(states_per_cluster=4, learn="em", prior=1 + 0.01, n_epochs=4, progress=False,
               dtype="float64", **extra)
     wc = np.arange(20) % 5
     straight = BlockedHMMLM(**kw).fit(ids, valid, vocabulary=_vocab(20), word_cluster=wc)
@@ -377,7 +373,7 @@ def test_reordered_layout_holds_the_same_sentences_in_the_new_order():
 def test_cpu_em_with_dropout_is_the_m_step_of_its_drawn_masks(extra):
     rng = np.random.default_rng(13)
     ids = _stream(rng, 20, 25)
-    kw = dict(states_per_cluster=4, learn="em", em_prior=0.05, n_epochs=1, state_dropout=2,
+    kw = dict(states_per_cluster=4, learn="em", prior=1 + 0.05, n_epochs=1, state_dropout=2,
               dropout_masks=3, **extra)
     m = _model(rng, **kw)
     ref = _model(rng, **kw)
@@ -417,32 +413,69 @@ def test_neural_m_step_gradient_is_the_log_evidence_gradient():
         np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-8, rtol=0, err_msg=name)
 
 
-@pytest.mark.parametrize("extra", [{}, NEURAL_EM])
-def test_torch_em_with_dropout_counts_what_the_kernel_counts(monkeypatch, extra):
-    """The batched torch E-step (the GPU path) under one dropout mask equals the numba
-    kernel's dropout_counts with that mask (one stream holding all of X: no truncation)."""
-    monkeypatch.setattr(BlockedHMMLM, "_exact_em", property(lambda self: False))
+def _torch_estep(monkeypatch) -> None:
+    """Run the device E-step and scoring (the two-pass torch recursion) on this CPU."""
+    monkeypatch.setattr(BlockedHMMLM, "_numba_estep", property(lambda self: False))
+
+
+@pytest.mark.parametrize("extra", [dict(state_dropout=3, dropout_masks=3), {},
+                                   dict(state_dropout=2, dropout_masks=4, **NEURAL_EM)])
+def test_device_estep_counts_what_the_numba_kernels_count(monkeypatch, extra):
+    """The E-step a GPU runs (torch, streams read 3 tokens at a time, the backward pass
+    carried across windows; here on CPU in float64) gives the numba kernels' exact
+    whole-sentence counts, with the same masks and sentence shuffle (1e-10)."""
     rng = np.random.default_rng(14)
-    ids = _stream(rng, 20, 12)
-    kw = dict(states_per_cluster=4, learn="em", em_prior=0.05, n_epochs=1, state_dropout=3,
-              batch_size=1, bptt=len(ids), **extra)
-    m = _model(rng, **kw)
-    ref = _model(rng, **kw)
-    ref.net_.load_state_dict(m.net_.state_dict())
-    cs = ref.constraints_
-    gen = torch.Generator().manual_seed(1)
-    keep = cs.dropout(3, gen).kept.numpy().reshape(cs.n_clusters, 3) \
-        - np.arange(cs.n_clusters)[:, None] * 4
-    m.fit(ids, resume=True)  # one batch, one mask, then the M-step
-    _, s, t, e = dropout_counts(SentenceLayout.from_ids(ids, 1), cs.word_cluster, 4,
-                                *_probs(ref), keep[None])
-    _assert_m_step_of(m, ref, s, t, e, atol=1e-10)
+    ids = np.concatenate([_stream(rng, 20, 30), [5, 6]])  # a last sentence without <eos>
+    m = _model(rng, states_per_cluster=4, learn="em", batch_size=3, bptt=3, **extra)
+    layout = SentenceLayout.from_ids(ids, 1)
+    rng_state = m.generator_.get_state()
+    ll, counts = m._em_counts(layout, {})  # numba, on CPU
+    m.generator_.set_state(rng_state)
+    _torch_estep(monkeypatch)
+    tll, tcounts = m._em_counts(layout, {})
+    assert tll == pytest.approx(ll, abs=1e-10, rel=0)
+    for key in ("start", "trans", "emit"):
+        np.testing.assert_allclose(tcounts[key].numpy(), counts[key].numpy(), atol=1e-10,
+                                   rtol=0, err_msg=key)
+    assert float(tcounts["emit"].sum()) == pytest.approx(len(ids), abs=1e-9)
+
+
+def test_device_scoring_and_state_usage_equal_the_numba_kernels(monkeypatch):
+    rng = np.random.default_rng(18)
+    ids = np.concatenate([_stream(rng, 20, 25), [7, 8, 9]])
+    m = _model(rng, states_per_cluster=8, batch_size=2, bptt=4)
+    per, usage = m.score_samples(ids), m.state_usage(ids)
+    assert len(per) == SentenceLayout.from_ids(ids, 1).n_sentences
+    _torch_estep(monkeypatch)
+    np.testing.assert_allclose(m.score_samples(ids), per, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(m.state_usage(ids), usage, atol=1e-10, rtol=0)
+    assert m.score(ids) == pytest.approx(per.sum(), abs=1e-9)
+
+
+def test_device_em_fit_equals_cpu_em_fit(monkeypatch):
+    """Two iterations of batch EM with state dropout through the device path (E-step,
+    counts kept on the device, M-step there) equal the CPU run (1e-10)."""
+    rng = np.random.default_rng(19)
+    ids, valid = _stream(rng, 20, 30), _stream(rng, 20, 5)
+    kw = dict(states_per_cluster=4, learn="em", state_dropout=3, dropout_masks=2,
+              n_epochs=2, batch_size=4, bptt=5, em_patience=5)
+    cpu = _model(rng, **kw)
+    dev = _model(rng, **kw)
+    dev.net_.load_state_dict(cpu.net_.state_dict())
+    cpu.fit(ids, valid, resume=True)
+    _torch_estep(monkeypatch)
+    dev.fit(ids, valid, resume=True)
+    for name, p in cpu.net_.state_dict().items():
+        np.testing.assert_allclose(dev.net_.state_dict()[name].numpy(), p.numpy(), atol=1e-10,
+                                   rtol=0, err_msg=name)
+    assert [h["valid_ppl"] for h in dev.history_] == pytest.approx(
+        [h["valid_ppl"] for h in cpu.history_], rel=1e-12)
 
 
 def test_em_patience_restores_the_best_and_marks_what_came_after():
     rng = np.random.default_rng(5)
     train, valid = _stream(rng, 20, 6), _stream(rng, 20, 6)  # tiny: EM overfits
-    m = _model(rng, states_per_cluster=4, learn="em", em_prior=1e-3, n_epochs=60,
+    m = _model(rng, states_per_cluster=4, learn="em", prior=1 + 1e-3, n_epochs=60,
                em_patience=2)
     m.fit(train, valid, resume=True)
     ppl = [h["valid_ppl"] for h in m.history_]

@@ -67,7 +67,7 @@ def test_gaussian_missing_matches_enumeration(ct):
     m, means, covs = _gaussian_model(ct)
     X = _gaussian_data()
     ref = dataset_posteriors(START, TRANS, _gaussian_log_e(X, means, covs), LENGTHS)
-    np.testing.assert_allclose(m.score_sequences(X, LENGTHS), ref["loglik"], rtol=1e-12)
+    np.testing.assert_allclose(m.score_samples(X, LENGTHS), ref["loglik"], rtol=1e-12)
     np.testing.assert_allclose(m.predict_proba(X, LENGTHS), ref["gamma"], atol=1e-12)
     logp, states = m.decode(X, LENGTHS)
     np.testing.assert_array_equal(states, ref["viterbi_path"])
@@ -109,13 +109,13 @@ def test_categorical_missing_symbols_match_enumeration():
     ref = dataset_posteriors(START, TRANS, log_e, LENGTHS)
     m = hs.HMM(2, init_params="", n_iter=1, tol=-np.inf)
     m.startprob_, m.transmat_, m.emissionprob_ = START, TRANS, B
-    np.testing.assert_allclose(m.score_sequences(X[:, None], LENGTHS), ref["loglik"],
+    np.testing.assert_allclose(m.score_samples(X[:, None], LENGTHS), ref["loglik"],
                                rtol=1e-12)
     np.testing.assert_allclose(m.predict_proba(X, LENGTHS), ref["gamma"], atol=1e-12)
     np.testing.assert_array_equal(m.predict(X, LENGTHS), ref["viterbi_path"])
     # a masked array marks the same entries as missing
     masked = np.ma.masked_array(np.where(X < 0, 1, X), mask=X < 0)
-    np.testing.assert_allclose(m.score_sequences(masked, LENGTHS), ref["loglik"], rtol=1e-12)
+    np.testing.assert_allclose(m.score_samples(masked, LENGTHS), ref["loglik"], rtol=1e-12)
     # imputation: most probable symbol under the posterior predictive
     expect = np.where(X < 0, np.argmax(ref["gamma"] @ B, axis=1), X)
     np.testing.assert_array_equal(m.impute(X, LENGTHS), expect)
@@ -141,7 +141,7 @@ def test_poisson_missing_counts_match_enumeration():
     ref = dataset_posteriors(START, TRANS, log_e, LENGTHS)
     m = hs.HMM(2, emission="poisson", init_params="", n_iter=1, tol=-np.inf)
     m.startprob_, m.transmat_, m.lambdas_ = START, TRANS, lam
-    np.testing.assert_allclose(m.score_sequences(X, LENGTHS), ref["loglik"], rtol=1e-12)
+    np.testing.assert_allclose(m.score_samples(X, LENGTHS), ref["loglik"], rtol=1e-12)
     np.testing.assert_allclose(m.predict_proba(X, LENGTHS), ref["gamma"], atol=1e-12)
     np.testing.assert_array_equal(m.predict(X, LENGTHS), ref["viterbi_path"])
     np.testing.assert_allclose(m.impute(X, LENGTHS),

@@ -34,7 +34,7 @@ def _log_e():
 def test_multi_feature_matches_enumeration():
     ref = dataset_posteriors(START, TRANS, _log_e(), LENGTHS)
     m = _model()
-    np.testing.assert_allclose(m.score_sequences(X, LENGTHS), ref["loglik"], rtol=1e-12)
+    np.testing.assert_allclose(m.score_samples(X, LENGTHS), ref["loglik"], rtol=1e-12)
     np.testing.assert_allclose(m.predict_proba(X, LENGTHS), ref["gamma"], atol=1e-12)
     np.testing.assert_array_equal(m.predict(X, LENGTHS), ref["viterbi_path"])
     imputed = m.impute(X, LENGTHS)

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.metrics import accuracy_score
 
 import hiddenstate as hs
 from hiddenstate.errors import InvalidInputError, NotFittedError, ZeroProbabilityError
@@ -74,11 +75,12 @@ def test_posteriors_and_evidence_equal_enumeration():
     y = m.classes_[rng.integers(0, C, len(X))]
     at = joint[np.arange(len(X)), np.searchsorted(m.classes_, y)]
     np.testing.assert_allclose(m.score_samples(X, y), at, rtol=0, atol=TIGHT)
-    np.testing.assert_allclose(m.log_likelihood(X), evidence.sum(), rtol=0, atol=TIGHT)
+    np.testing.assert_allclose(m.score(X), evidence.sum(), rtol=0, atol=TIGHT)
     post = np.exp(joint - evidence[:, None])
     np.testing.assert_allclose(m.predict_proba(X), post, rtol=0, atol=TIGHT)
     assert np.array_equal(m.predict(X), m.classes_[post.argmax(axis=1)])
-    assert m.score(X, y) == np.mean(m.predict(X) == y)
+    np.testing.assert_allclose(m.score(X, y), at.sum(), rtol=0, atol=TIGHT)  # log p(c, a)
+    assert accuracy_score(y, m.predict(X)) == np.mean(m.predict(X) == y)
     c_idx = np.searchsorted(m.classes_, y)
     clusters = np.array([[_brute_cluster_joint(m, x, c, h) for h in range(m.n_clusters)]
                          for x, c in zip(X, c_idx, strict=True)])
@@ -373,3 +375,27 @@ def test_vt_ignores_tol_and_stops_when_the_clusters_repeat():
     for name, block in problem.blocks.items():
         again, _ = block.mstep(params[name], stats[name], "cha")
         np.testing.assert_allclose(again, params[name], rtol=0, atol=1e-14)
+
+
+def test_sample_draws_class_cluster_and_attributes_from_the_model():
+    """Frequencies of the sampled (class, cluster, attributes) against the model's joint
+    probabilities by enumeration (every cell within 5 standard errors), and the same draw
+    for the same random_state."""
+    rng = np.random.default_rng(21)
+    m = _random_model(rng, n_values=(2, 3), K=2)
+    n = 40_000
+    X, y, h = m.sample(n, random_state=3)
+    assert X.shape == (n, 2) and X.dtype == object and y.shape == h.shape == (n,)
+    counts = {}
+    for row in zip(y.tolist(), h.tolist(), *X.T.tolist(), strict=True):
+        counts[row] = counts.get(row, 0) + 1
+    for c, label in enumerate(m.classes_):
+        for k in range(m.n_clusters):
+            for a in itertools.product(*(cats.tolist() for cats in m.categories_)):
+                p = _brute_cluster_joint(m, a, c, k)
+                got = counts.get((label, k, *a), 0) / n
+                assert abs(got - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-12, (label, k, a)
+    again = m.sample(n, random_state=3)
+    assert np.array_equal(again[0], X) and np.array_equal(again[1], y)
+    with pytest.raises(InvalidInputError, match="n_samples"):
+        m.sample(0)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tamper
 
 import hiddenstate as hs
 from hiddenstate.errors import InvalidInputError, ZeroProbabilityError
@@ -176,7 +177,7 @@ def test_kernels_equal_the_program_on_the_explanation_graph_engine():
     sentence = prog.predicates["sentence"]
     goals = [sentence(tuple(w)) for w in SENTENCES]
     pm = ProgramModel(prog, init="declared")
-    np.testing.assert_allclose(pm.log_prob(goals), m.score_samples(SENTENCES), atol=1e-10,
+    np.testing.assert_allclose(pm.score_samples(goals), m.score_samples(SENTENCES), atol=1e-10,
                                rtol=0)
     counts = pm.expected_counts(goals)
     mine = m.expected_counts(SENTENCES)
@@ -371,12 +372,22 @@ def test_a_tampered_saved_grammar_is_refused(tmp_path):
     m = random_model(8)
     m.save(tmp_path / "g")
     doc = json.loads((tmp_path / "g" / "model.json").read_text())
+    # two rules swapped by hand: the same grammar text, another model (theta_ is in rule
+    # order); the seal of model.json refuses it (issue 21: it used to load silently)
+    swapped = json.loads(json.dumps(doc))
+    rules = swapped["params"]["rules"]
+    i = next(k for k in range(len(rules) - 1) if rules[k][0] == rules[k + 1][0])
+    rules[i], rules[i + 1] = rules[i + 1], rules[i]
+    (tmp_path / "g" / "model.json").write_text(json.dumps(swapped))
+    with pytest.raises(hs.ModelFileError, match="model.json was modified"):
+        hs.load(tmp_path / "g")
+    # a tamperer who reseals the file meets the content checks
     rules = doc["params"]["rules"]
     rules.append(["S", ["NP", "VP", "PP"]])  # not CNF
-    (tmp_path / "g" / "model.json").write_text(json.dumps(doc))
+    tamper.write(tmp_path / "g", doc, manifest=False)
     with pytest.raises(hs.ModelFileError, match="Chomsky normal form"):
         hs.load(tmp_path / "g")
     rules[-1] = ["S", ["she"]]  # valid rule, but theta_ no longer fits the grammar
-    (tmp_path / "g" / "model.json").write_text(json.dumps(doc))
+    tamper.write(tmp_path / "g", doc, manifest=False)
     with pytest.raises(hs.ModelFileError, match="theta_"):
         hs.load(tmp_path / "g")

@@ -89,7 +89,7 @@ def test_sum_product_passes_equal_enumeration(name, prog, goal, seed):
     model = _randomised(prog, seed)
     ref = summary(goal, _logp_of(model))
     assert len(ref["derivations"]) > 3
-    assert model.log_prob([goal])[0] == pytest.approx(ref["logz"], abs=1e-10)
+    assert model.score_samples([goal])[0] == pytest.approx(ref["logz"], abs=1e-10)
     counts = model.expected_counts([goal])
     table = prog.switches
     for sw, got in counts.items():
@@ -164,10 +164,10 @@ def test_sampling_execution_draws_goals_with_their_inside_probabilities():
     model = _randomised(prog, 5)
     hmm = prog.predicates["hmm"]
     n = 20000
-    drawn = model.sample(n, 3, random_state=7)
+    drawn = model.sample(n, random_state=7, args=(3,))
     assert all(g[0] is hmm for g in drawn)
     seqs = [(a, b, c) for a in range(2) for b in range(2) for c in range(2)]
-    p = np.exp(model.log_prob([hmm(s) for s in seqs]))
+    p = np.exp(model.score_samples([hmm(s) for s in seqs]))
     assert p.sum() == pytest.approx(1.0, abs=1e-12)  # exclusive: the inside sum is P(x)
     index = {s: i for i, s in enumerate(seqs)}
     observed = np.bincount([index[tuple(g[1])] for g in drawn], minlength=8)
@@ -187,8 +187,8 @@ def test_a_shared_sub_goal_appears_once_in_the_graph():
     assert n_spans == len({g for g in graph.goals if g[0].name == "span"})
     # the combined graph gives each goal the numbers of its own graph
     model = _randomised(prog, 0)
-    lp_all = model.log_prob([sentence(words), sentence(words[:3])])
-    assert lp_all[1] == pytest.approx(model.log_prob([sentence(words[:3])])[0], abs=1e-12)
+    lp_all = model.score_samples([sentence(words), sentence(words[:3])])
+    assert lp_all[1] == pytest.approx(model.score_samples([sentence(words[:3])])[0], abs=1e-12)
 
 
 def test_a_long_chain_does_not_underflow():
@@ -206,7 +206,7 @@ def test_a_long_chain_does_not_underflow():
         model.set_probs(("tr", s), A[s])
         model.set_probs(("out", s), B[s])
     goal = prog.predicates["hmm"](x)
-    lp = model.log_prob([goal])[0]
+    lp = model.score_samples([goal])[0]
     assert np.isfinite(lp) and lp < -5000  # far below the smallest float64 (1e-308)
     assert lp == pytest.approx(hmm.score(x), rel=1e-12)
     post = model.goal_posteriors([goal])
@@ -302,5 +302,5 @@ def test_a_long_chain_needs_no_python_recursion():
         return [[msw("c", "x")]] if n == 0 else [[msw("c", "x"), chain(n - 1)],
                                                   [msw("c", "y"), chain(n - 1)]]
 
-    lp = ProgramModel(prog).log_prob([chain(50_000)])[0]
+    lp = ProgramModel(prog).score_samples([chain(50_000)])[0]
     assert lp == pytest.approx(np.log(0.5), abs=1e-9)  # each level sums to one

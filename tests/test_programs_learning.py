@@ -69,7 +69,7 @@ def test_an_hmm_program_scores_and_decodes_like_hs_hmm():
     pi, A, B, x, seqs = _hmm_data()
     hmm, model, prog = _pair(pi, A, B)
     goals = [prog.predicates["hmm"](s) for s in seqs]
-    assert np.allclose(model.log_prob(goals), hmm.score_sequences(x, LENGTHS),
+    assert np.allclose(model.score_samples(goals), hmm.score_samples(x, LENGTHS),
                        rtol=0, atol=1e-10)
     post = model.goal_posteriors(goals)
     step = prog.predicates["step"]
@@ -292,7 +292,7 @@ def test_the_path_program_before_and_after_viterbi_training():
     # eight simple paths explain path(1, 4); they are not exclusive, so the inside sum
     # (1.0252) is not P(path(1, 4)), which is 0.53864 under ProbLog's semantics
     assert len(before.kbest(path(1, 4), 20)) == 8
-    assert np.exp(before.log_prob([path(1, 4)])[0]) == pytest.approx(1.0252, abs=1e-12)
+    assert np.exp(before.score_samples([path(1, 4)])[0]) == pytest.approx(1.0252, abs=1e-12)
     model = ProgramModel(prog, learn="vt", init="declared").fit([path(*p) for p in PATH_DATA])
     assert model.monitor_.converged and len(model.monitor_.history) == 5
     after = model.viterbi(path(1, 4))
@@ -447,8 +447,8 @@ def test_goals_of_probability_zero_are_named():
 
     model = ProgramModel(prog, init="declared")
     # a goal without explanation scores -inf, as a PCFG sentence without a parse (was: an
-    # error from log_prob); methods that need an explanation, and fit, refuse it
-    np.testing.assert_array_equal(model.log_prob([needs_y(1), impossible(3)]),
+    # error); methods that need an explanation, and fit, refuse it
+    np.testing.assert_array_equal(model.score_samples([needs_y(1), impossible(3)]),
                                   [-np.inf, -np.inf])
     with pytest.raises(ZeroProbabilityError, match=r"goal impossible\(3\) has probability "
                                                    r"zero .*no most probable explanation"):
@@ -462,7 +462,7 @@ def test_goals_of_probability_zero_are_named():
         model.viterbi(needs_y(2))
     with pytest.raises(ZeroProbabilityError, match=r"needs_y\(2\) has probability zero"):
         model.fit([needs_y(2)])
-    assert model.log_prob([needs_y(2)])[0] == -np.inf  # scoring reports it, learning refuses
+    assert model.score_samples([needs_y(2)])[0] == -np.inf  # scoring reports it, learning refuses
 
 
 @pytest.mark.parametrize("kw,match", [

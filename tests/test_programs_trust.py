@@ -71,7 +71,7 @@ def test_an_alternative_that_never_ends_hits_max_items():
     def long(n):  # a finite alternative as a generator is fine
         return [(msw("c", "x") for _ in range(n))]
 
-    assert ProgramModel(prog).log_prob([long(500)])[0] == 0.0  # log 1^500
+    assert ProgramModel(prog).score_samples([long(500)])[0] == 0.0  # log 1^500
     with pytest.raises(ProgramError, match="max_items=1000"):
         explain(prog, [long(1001)])
     with pytest.raises(InvalidInputError, match="max_items"):
@@ -204,7 +204,7 @@ def test_goals_with_unhashable_arguments_are_named():
     def bad_msw():
         return [[msw(["c"], "x")]]
 
-    assert ProgramModel(prog).log_prob([top([1, 2, 3])])[0] == 0.0  # lists are frozen
+    assert ProgramModel(prog).score_samples([top([1, 2, 3])])[0] == 0.0  # lists are frozen
     for goal, match in ((top({"a": 1}), r"the observed goals: top\(\{'a': 1\}\) has an "
                                         "argument that is not hashable"),
                         (top([[1], [2]]), r"the observed goals: top\(\(\[1\], \[2\]\)\)"),
@@ -270,10 +270,10 @@ def test_hand_set_probs_of_an_open_family_switch_are_used_before_it_is():
 
     model = ProgramModel(prog)
     model.probs_ = {coin(5): np.array([0.2, 0.8])}
-    assert model.log_prob([toss(5)])[0] == pytest.approx(np.log(0.2), abs=1e-12)
+    assert model.score_samples([toss(5)])[0] == pytest.approx(np.log(0.2), abs=1e-12)
     model.probs_ = {("cion", 5): np.array([0.2, 0.8])}
     with pytest.raises(InvalidInputError, match=r"probs_: \('cion', 5\) is not a switch"):
-        model.log_prob([toss(5)])
+        model.score_samples([toss(5)])
 
 
 def test_point_estimates_refuse_priors_below_one_like_the_hmm():
@@ -316,7 +316,7 @@ def test_goals_of_probability_zero_are_named_by_every_method_that_explains_them(
     flips = prog.predicates["flips"]
     model = ProgramModel(prog, init="declared")
     model.set_probs("c", [1.0, 0.0])  # tails impossible: flips(3) has probability zero
-    assert model.log_prob([flips(1), flips(3)]).tolist() == [0.0, -np.inf]
+    assert model.score_samples([flips(1), flips(3)]).tolist() == [0.0, -np.inf]
     for call in (lambda: model.viterbi(flips(3)), lambda: model.kbest(flips(3), 2),
                  lambda: model.sample_explanations(flips(3), 2),
                  lambda: model.expected_counts([flips(1), flips(3)]),
@@ -334,6 +334,26 @@ def test_memory_for_many_posterior_draws_is_checked_before_allocating(monkeypatc
         ProgramModel(prog).sample_explanations(prog.predicates["flips"](2), 10**8)
 
 
+def test_memory_for_many_sampler_runs_is_checked_before_the_first_run(monkeypatch):
+    """``sample`` keeps one result per run: 10**8 runs need at least 6.4 GB; refused with
+    100 MiB available before the sampler runs once (was: ran until memory ran out)."""
+    monkeypatch.setattr(_validation, "available_memory", lambda: 100 * 2**20)
+    prog = coin_program()
+    runs = []
+
+    @prog.sampler
+    def counted(draw, n):
+        runs.append(n)
+        return prog.predicates["flips"](n)
+
+    model = ProgramModel(prog)
+    with pytest.raises(InsufficientMemoryError, match=r"n_samples: sample\(n_samples="
+                                                      r"100000000\) needs about 5.96 GiB"):
+        model.sample(10**8, args=(2,))
+    assert runs == []
+    assert len(model.sample(3, random_state=0, args=(2,))) == 3 and runs == [2, 2, 2]
+
+
 @pytest.mark.parametrize("kw,match", [({"program": "coin"}, "program"),
                                       ({"random_state": -1}, "random_state"),
                                       ({"random_state": "seed"}, "random_state")])
@@ -343,7 +363,7 @@ def test_model_arguments_are_named_by_every_method(kw, match):
     goal = prog.predicates["flips"](2)
     calls = [lambda: model.fit([goal])]
     if "program" in kw:
-        calls += [lambda: model.log_prob([goal]), lambda: model.viterbi(goal),
+        calls += [lambda: model.score_samples([goal]), lambda: model.viterbi(goal),
                   lambda: model.sample(1), lambda: model.set_probs("c", [0.5, 0.5])]
     for call in calls:
         with pytest.raises(InvalidInputError, match=match):
@@ -394,14 +414,14 @@ def test_an_hmm_program_works_like_hs_hmm_or_raises_a_hiddenstate_error(seqs, fl
     may_work = must_work or (flaw == "zero" and usable)  # zero: ZeroProbabilityError or not
     try:
         result = {
-            "log_prob": lambda: model.log_prob(goals),
+            "log_prob": lambda: model.score_samples(goals),
             "viterbi": lambda: model.viterbi(goals[0] if goals else goals),
             "kbest": lambda: model.kbest(goals[0] if goals else goals, 3),
             "fit": lambda: model.fit(goals),
             "sample_explanations": lambda: model.sample_explanations(
                 goals[0] if goals else goals, 2, random_state=seed),
             "expected_counts": lambda: model.expected_counts(goals),
-            "sample": lambda: model.sample(2, len(seqs) + 1, random_state=seed),
+            "sample": lambda: model.sample(2, random_state=seed, args=(len(seqs) + 1,)),
         }[method]()
     except HiddenStateError as exc:
         assert not must_work, f"a valid set-up was refused: {exc}"
@@ -413,7 +433,7 @@ def test_an_hmm_program_works_like_hs_hmm_or_raises_a_hiddenstate_error(seqs, fl
         want = [ref.score(np.array(x)) for x in seqs]
         np.testing.assert_allclose(result, want, rtol=1e-10, atol=1e-10)
     elif method == "viterbi":
-        assert result.logprob <= model.log_prob([goals[0]])[0] + 1e-12
+        assert result.logprob <= model.score_samples([goals[0]])[0] + 1e-12
     elif method == "kbest":
         lps = [e.logprob for e in result]
         assert lps == sorted(lps, reverse=True) and len(result) == min(3, _K ** len(seqs[0]))

@@ -87,7 +87,7 @@ def test_inference_with_missing_steps_against_enumeration(Kp):
     log_e = log_emissions(m, fns, y, lengths)
     ref = dataset_posteriors(m.startprob_, m.transmat_, log_e, lengths)
     # (a sequence that is one hole has log-likelihood 0, up to rounding)
-    assert np.allclose(m.score_sequences(y, lengths), ref["loglik"], rtol=1e-12, atol=1e-15)
+    assert np.allclose(m.score_samples(y, lengths), ref["loglik"], rtol=1e-12, atol=1e-15)
     assert np.allclose(m.predict_proba(y, lengths), ref["gamma"], rtol=0, atol=1e-12)
     logp, path = m.decode(y, lengths)
     # a best path (holes make exact ties possible: any of them), with the best log-probability
@@ -107,7 +107,7 @@ def test_inference_with_missing_steps_against_enumeration(Kp):
         start += n
     # a masked array is the same data
     masked = np.ma.masked_array(np.where(y < 0, 1, y), mask=y < 0)
-    assert np.array_equal(m.score_sequences(masked, lengths), m.score_sequences(y, lengths))
+    assert np.array_equal(m.score_samples(masked, lengths), m.score_samples(y, lengths))
     # the hole is in the history: the source columns differ from reading it as a symbol
     filled = np.where(y < 0, 0, y)
     assert not np.allclose(source_table(fns, y, lengths)[y >= 0],
@@ -262,7 +262,7 @@ def test_gaussian_missing_rows_against_enumeration_and_one_em_step():
                      for k in range(2)], axis=1)
     log_e = np.column_stack([_ar1_hole_table(X, lengths), np.where(seen[:, None], pert, 0)])
     ref = dataset_posteriors(pi, A0, log_e, lengths)
-    assert np.allclose(m.score_sequences(X, lengths), ref["loglik"], rtol=1e-12)
+    assert np.allclose(m.score_samples(X, lengths), ref["loglik"], rtol=1e-12)
     assert np.allclose(m.predict_proba(X, lengths), ref["gamma"], atol=1e-12)
     logp, path = m.decode(X, lengths)
     assert np.isclose(logp, ref["viterbi_logprob"].sum(), rtol=1e-12)

@@ -11,6 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import tamper  # noqa: E402
+
 from hiddenstate._bundle import arrays_path, write_bundle  # noqa: E402
 from hiddenstate.errors import (  # noqa: E402
     HiddenStateError,
@@ -250,8 +252,7 @@ def test_tampered_or_inconsistent_files_are_rejected(trained, tmp_path):
     trained.save(tmp_path / "w")
     doc = json.loads((tmp_path / "w" / "model.json").read_text())
     meta = {k: doc[k] for k in ("class", "params", "n_symbols", "vocabulary", "training_loss")}
-    with np.load(arrays_path(tmp_path / "w")) as f:
-        arrays = {k: f[k] for k in f.files}
+    arrays = tamper.read_arrays(tmp_path / "w")
     bad = dict(arrays, **{"decoder.bias": np.zeros(3)})
     write_bundle(tmp_path / "w", "hiddenstate-source", meta, bad)
     with pytest.raises(ModelFileError, match="decoder.bias"):

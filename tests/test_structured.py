@@ -68,7 +68,7 @@ def test_structured_model_matches_enumeration(kw):
     lengths = [4, 4]
     A, B = m.transmat_.copy(), m.emissionprob_.copy()
     ref = dataset_posteriors(m.startprob_, A, np.log(B.T[X]), lengths)
-    np.testing.assert_allclose(m.score_sequences(X, lengths), ref["loglik"], rtol=1e-12)
+    np.testing.assert_allclose(m.score_samples(X, lengths), ref["loglik"], rtol=1e-12)
     np.testing.assert_allclose(m.predict_proba(X, lengths), ref["gamma"], atol=1e-12)
     np.testing.assert_array_equal(m.predict(X, lengths), ref["viterbi_path"])
     m.fit(X[:, None], lengths)

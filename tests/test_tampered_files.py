@@ -5,7 +5,6 @@ by the file's claims rather than its contents."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tamper
 
 import hiddenstate as hs
 import hiddenstate._bundle as hio
@@ -56,19 +56,11 @@ def build(kind: str):
 
 
 def rewrite(path: Path, edit) -> None:
-    """Apply ``edit(doc, arrays)`` to a saved model and write it back with a manifest that
-    matches the new arrays (so the checksum check passes and the content is what is
-    tested)."""
-    doc = json.loads((path / "model.json").read_text())
-    npz = hio.arrays_path(path)
-    with np.load(npz) as f:
-        arrays = {k: f[k] for k in f.files}
+    """Apply ``edit(doc, arrays)`` to a saved model and write it back with a manifest and a
+    seal that match (so the integrity checks pass and the content is what is tested)."""
+    doc, arrays = tamper.read(path)
     edit(doc, arrays)
-    np.savez(npz, **arrays)
-    doc["arrays"] = {k: {"shape": list(v.shape), "dtype": v.dtype.str,
-                         "sha256": hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()}
-                     for k, v in arrays.items()}
-    (path / "model.json").write_text(json.dumps(doc))
+    tamper.write(path, doc, arrays)
 
 
 def arr(key, fn):
@@ -372,15 +364,20 @@ def test_json_is_bounded_in_size_depth_and_array_claims(tmp_path, monkeypatch):
     for edit, match in edits:
         d = json.loads(text)
         edit(d)
-        (path / "model.json").write_text(json.dumps(d))
+        tamper.write(path, d, manifest=False)  # resealed: the content checks are tested
         with pytest.raises(ModelFileError, match=match):
             hs.load(path)
+    d = json.loads(text)
+    d["params"]["tol"] = 0.5  # a valid value, but not the saved one: the seal refuses it
+    (path / "model.json").write_text(json.dumps(d))
+    with pytest.raises(ModelFileError, match="model.json was modified"):
+        hs.load(path)
     for depth in (100, 100000):  # too deep for the limit, too deep for the parser
         nested = text.replace('"tol": 0.0001', '"tol": ' + "[" * depth + "]" * depth)
         (path / "model.json").write_text(nested)
         with pytest.raises(ModelFileError, match="nested|not valid UTF-8 JSON"):
             hs.load(path)
-    (path / "model.json").write_text(json.dumps(doc))
+    tamper.write(path, doc, manifest=False)
     monkeypatch.setattr(hio, "MAX_JSON_BYTES", 100)
     with pytest.raises(ModelFileError, match="larger than"):
         hs.load(path)
@@ -395,9 +392,7 @@ def test_kneser_ney_sizes_are_checked_before_anything_is_built(tmp_path):
     def with_meta(**changes):
         d = json.loads(json.dumps(doc))
         d.update(changes)
-        mine = {k: d.get(k) for k in ("class", "params", "n_symbols", "vocabulary")}
-        d["meta_sha256"] = KneserNeySource._meta_digest(mine)  # a consistent tamperer
-        path.write_text(json.dumps(d))
+        tamper.write(path.parent, d, manifest=False)  # a consistent tamperer
 
     for changes, match in [({"params": {**doc["params"], "order": 10**9}}, "arrays"),
                            ({"n_symbols": 10**12}, "n_symbols"),
@@ -428,12 +423,12 @@ def test_lstm_sizes_are_checked_against_the_tensors_before_the_network_is_built(
                        ("embedding_dim", 10**7)]:
         d = json.loads(json.dumps(doc))
         d["params"][key] = value
-        path.write_text(json.dumps(d))
+        tamper.write(path.parent, d, manifest=False)
         with pytest.raises(ModelFileError, match="tensor"):
             LSTMSource.load(tmp_path / "l")
     d = json.loads(json.dumps(doc))
     d["params"]["device"] = "cuda:7" if not torch.cuda.is_available() else "cuda:99"
-    path.write_text(json.dumps(d))
+    tamper.write(path.parent, d, manifest=False)
     with pytest.raises(HiddenStateError):
         LSTMSource.load(tmp_path / "l")
 

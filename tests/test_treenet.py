@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+import tamper
 from scipy.stats import chisquare
 
 import hiddenstate as hs
@@ -338,6 +339,9 @@ def test_save_load_round_trip_and_tampering(tmp_path):
     meta = json.loads((tmp_path / "dag" / "model.json").read_text())
     meta["params"]["edges"].append(["c", "a"])  # a cycle
     (tmp_path / "dag" / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelFileError, match="model.json was modified"):
+        hs.load(tmp_path / "dag")
+    tamper.write(tmp_path / "dag", meta, manifest=False)  # resealed: the content check
     with pytest.raises(ModelFileError, match="cycle"):
         hs.load(tmp_path / "dag")
     net.weights_["a->c"] = -net.weights_["a->c"]

@@ -40,7 +40,7 @@ COVARS = {"spherical": np.array([1.0, 0.5, 2.0]),
           "tied": np.array([[1.2, 0.3], [0.3, 0.8]])}
 LAMBDAS = np.array([[1.0, 4.0], [6.0, 0.5], [12.0, 12.0]])
 
-METHODS = ("score", "score_sequences", "score_samples", "predict_proba", "decode",
+METHODS = ("score", "score_samples", "predict_proba", "decode",
            "filter_proba", "score_tokens", "sample_posterior", "predict", "bic", "aic")
 
 
@@ -93,10 +93,11 @@ def test_hand_set_parameters_give_hmmlearn_numbers_without_fit(emission, ct):
     ref.startprob_, ref.transmat_ = PI, A
     X, lengths = data(emission), [15, 25]
     assert m.score(X, lengths) == pytest.approx(ref.score(X, lengths), rel=1e-10)
-    ll, post = m.score_samples(X, lengths)
-    ref_ll, ref_post = ref.score_samples(X, lengths)
-    assert ll == pytest.approx(ref_ll, rel=1e-10)
-    np.testing.assert_allclose(post, ref_post, atol=1e-10)
+    ref_ll, ref_post = ref.score_samples(X, lengths)  # hmmlearn's: log p(X), posteriors
+    np.testing.assert_allclose(m.score_samples(X, lengths),
+                               [ref.score(X[:15]), ref.score(X[15:])], rtol=1e-10)
+    assert m.score(X, lengths) == pytest.approx(ref_ll, rel=1e-10)
+    np.testing.assert_allclose(m.predict_proba(X, lengths), ref_post, atol=1e-10)
     logp, states = m.decode(X, lengths)
     ref_logp, ref_states = ref.decode(X, lengths)
     assert logp == pytest.approx(ref_logp, rel=1e-10)
@@ -110,7 +111,7 @@ def test_hand_set_parameters_match_brute_force_in_every_method():
     symbols = X[:, 0]
     ref = dataset_posteriors(PI, A, np.log(np.where(B > 0, B, 1e-300)).T[symbols] * (B > 0).T[
         symbols] + np.where((B > 0).T[symbols], 0, -np.inf), lengths)
-    np.testing.assert_allclose(m.score_sequences(X, lengths), ref["loglik"], rtol=1e-12)
+    np.testing.assert_allclose(m.score_samples(X, lengths), ref["loglik"], rtol=1e-12)
     np.testing.assert_allclose(m.predict_proba(X, lengths), ref["gamma"], atol=1e-12)
     logp, states = m.decode(X, lengths)
     assert logp == pytest.approx(ref["viterbi_logprob"].sum(), rel=1e-12)
@@ -283,8 +284,8 @@ def impossible_model():
     return m
 
 
-@pytest.mark.parametrize("method", ["score_samples", "predict_proba", "decode", "predict",
-                                    "filter_proba", "sample_posterior"])
+@pytest.mark.parametrize("method", ["predict_proba", "decode", "predict", "filter_proba",
+                                    "sample_posterior"])
 def test_impossible_sequences_raise_naming_the_sequence(method):
     m = impossible_model()
     X, lengths = np.array([0, 0, 0, 1, 1, 0]), [3, 3]
@@ -298,7 +299,7 @@ def test_impossible_sequences_raise_naming_the_sequence(method):
 def test_impossible_sequences_score_minus_inf_never_nan():
     m = impossible_model()
     X, lengths = np.array([0, 0, 0, 1, 1, 0]), [3, 3]
-    np.testing.assert_array_equal(m.score_sequences(X, lengths), [0.0, -np.inf])
+    np.testing.assert_array_equal(m.score_samples(X, lengths), [0.0, -np.inf])
     assert m.score(X, lengths) == -np.inf
     tokens = m.score_tokens(X, lengths)
     np.testing.assert_array_equal(tokens, [0, 0, 0, -np.inf, -np.inf, -np.inf])

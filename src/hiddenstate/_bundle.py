@@ -32,7 +32,13 @@ checkpoint or the new one, never a mix of the two and never neither. One writer 
 per directory; other files in the directory (``cli.json``, ``vocabulary.json``...) are left
 alone.
 
-Format version 1 (``arrays.npz`` and, for PROPS, ``source-<k>/``) is still read.
+**``model.json`` is sealed too** (format version 3): the archive holds, besides the arrays
+of the manifest, the SHA-256 of ``model.json``'s content (:func:`meta_digest`, member
+``__meta_sha256__``), so a hand edit of the hyper-parameters, the rules of a grammar or the
+outcomes of a switch is refused like an edit of an array, not read as another model.
+
+Format versions 1 (``arrays.npz`` and, for PROPS, ``source-<k>/``) and 2 (no seal) are
+still read.
 """
 
 from __future__ import annotations
@@ -54,9 +60,11 @@ import numpy as np
 
 from .errors import HiddenStateError, ModelFileError
 
-VERSION = 2
+VERSION = 3
 #: format versions this hiddenstate reads
-READS = (1, 2)
+READS = (1, 2, 3)
+#: the archive member that seals ``model.json`` (format version 3)
+META_MEMBER = "__meta_sha256__"
 _JSON = "model.json"
 #: array dtypes a saved model may hold (little-endian float64, int64, bool)
 _DTYPES = ("<f8", "<i8", "|b1")
@@ -75,6 +83,13 @@ _LEFTOVER = re.compile(
     rf"arrays\.{_TOKEN}\.npz|{re.escape(_JSON)}\.{_TOKEN}\.tmp|[A-Za-z][A-Za-z0-9_-]*\.{_TOKEN}"
     r"|arrays\.npz\.tmp|model\.json\.tmp")
 _V1_PART = re.compile(r"source-[0-9]{1,6}")
+
+
+def meta_digest(doc: dict) -> np.ndarray:
+    """The seal of a ``model.json`` document: the SHA-256 of its canonical JSON (sorted keys,
+    no spaces), as 4 int64 words (the archive holds float64, int64 and bool only)."""
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return np.frombuffer(hashlib.sha256(text.encode("utf-8")).digest(), dtype="<i8").copy()
 
 
 def _digest(arr: np.ndarray) -> str:
@@ -289,6 +304,8 @@ def write_bundle(path, fmt: str, meta: dict, arrays: dict[str, np.ndarray],
     previous bundle, untouched, or the new one complete."""
     path = Path(path)
     arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    if META_MEMBER in arrays:
+        raise ModelFileError(f"cannot save an array named {META_MEMBER} (reserved)")
     bad = [k for k, v in arrays.items() if v.dtype.str not in _DTYPES]
     if bad:
         raise ModelFileError(f"cannot save array {bad[0]} of dtype {arrays[bad[0]].dtype}")
@@ -318,7 +335,8 @@ def write_bundle(path, fmt: str, meta: dict, arrays: dict[str, np.ndarray],
     created = [path / npz_name, *(path / d for d in part_dirs.values()), tmp]
     committed = False
     try:
-        _write_new(path / npz_name, lambda fh: np.savez(fh, **arrays))
+        sealed = {**arrays, META_MEMBER: meta_digest(doc)}
+        _write_new(path / npz_name, lambda fh: np.savez(fh, **sealed))
         for name, writer in parts.items():
             writer(path / part_dirs[name])
         _fsync_dir(path)  # the new files' entries are on disk before the switch
@@ -448,8 +466,15 @@ def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, shape: list, dtype:
     return flat.reshape(shape, order="F" if fortran else "C")
 
 
-def _read_arrays(npz: Path, manifest: dict, where: Path) -> dict[str, np.ndarray]:
+def _read_arrays(npz: Path, manifest: dict, where: Path,
+                 seal: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The arrays of the manifest, each checked against it; with ``seal`` (format version
+    3) the archive's ``META_MEMBER`` must equal it (``model.json`` unchanged)."""
     entries = _check_manifest(manifest, where)
+    if seal is not None:
+        if META_MEMBER in entries:
+            raise ModelFileError(f"{where}: arrays.{META_MEMBER}: reserved name")
+        entries[META_MEMBER] = ([4], np.dtype("<i8"), _digest(seal), 32)
     try:
         size = npz.stat().st_size
         with zipfile.ZipFile(npz) as zf:
@@ -470,11 +495,16 @@ def _read_arrays(npz: Path, manifest: dict, where: Path) -> dict[str, np.ndarray
             arrays = {}
             for key, (shape, dtype, digest, nbytes) in entries.items():
                 arr = _read_member(zf, members[key], shape, dtype, nbytes, f"{npz}: {key}")
+                if key == META_MEMBER and _digest(arr) != digest:
+                    raise ModelFileError(
+                        f"{where}: does not match the seal in {npz.name}; model.json was "
+                        "modified or corrupted (save the model again)")
                 if _digest(arr) != digest:
                     raise ModelFileError(
                         f"{npz}: {key}: does not match the checksum in the manifest; the file "
                         "was modified or corrupted")
-                arrays[key] = arr
+                if key != META_MEMBER:
+                    arrays[key] = arr
     except ModelFileError:
         raise
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, zipfile.LargeZipFile,
@@ -493,7 +523,8 @@ def read_bundle(path, fmt: str, what: str = "model") -> tuple[dict, dict[str, np
     npz = _arrays_file(path, meta)
     if not npz.is_file():
         raise ModelFileError(f"path: {path} is not a saved {what} ({npz.name} is missing)")
-    return meta, _read_arrays(npz, meta.get("arrays"), path / _JSON)
+    seal = meta_digest(meta) if meta["version"] >= 3 else None
+    return meta, _read_arrays(npz, meta.get("arrays"), path / _JSON, seal)
 
 
 def peek(path, what: str = "model") -> tuple:

@@ -465,7 +465,7 @@ def _require_positive(args, model, vocabulary, X, lengths, command: str) -> None
     """Refuse data of probability zero (``decode``, ``report``): it has no most likely
     states and no posteriors."""
     with _about_file(args.input):
-        per_seq = model.score_sequences(X, lengths)
+        per_seq = model.score_samples(X, lengths)
     msg = _zero_probability(model, vocabulary, X, lengths, per_seq)
     if msg is not None:
         raise ZeroProbabilityError(
@@ -592,7 +592,7 @@ def cmd_score(args, out) -> int:
     model, meta, vocabulary = load_model_dir(args.model)
     X, lengths = _read_for_model(args, meta, vocabulary)
     with _about_file(args.input):  # wrong number of features, symbols out of range, ...
-        per_seq = [float(v) for v in model.score_sequences(X, lengths)]
+        per_seq = [float(v) for v in model.score_samples(X, lengths)]
         total = float(sum(per_seq))
     n_obs = int(lengths.sum())
     result = {"total": total, "n_sequences": len(lengths), "n_observations": n_obs,

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +26,19 @@ import numpy as np
 from .errors import InvalidInputError, ModelFileError
 
 
+def _encoding(text: str) -> str:
+    """argparse type of ``--encoding``: a codec Python knows."""
+    from .textio import check_encoding
+    try:
+        return check_encoding(text)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("encoding: ")) from None
+
+
 def add_parser(sub, int_at_least, finite_float) -> None:
     lm = sub.add_parser("lm", help="HMM language models with many states (needs torch)")
+    enc = dict(type=_encoding, default="utf-8",
+               help="encoding of the text files, e.g. latin-1 or utf-16 (utf-8)")
     lsub = lm.add_subparsers(dest="lm_command", metavar="LM_COMMAND", required=True)
 
     p = lsub.add_parser("clusters", help="Brown clusters of a text (exchange algorithm)")
@@ -33,6 +46,7 @@ def add_parser(sub, int_at_least, finite_float) -> None:
     p.add_argument("--clusters", type=int_at_least(2), default=128)
     p.add_argument("--max-iter", type=int_at_least(1), default=30)
     p.add_argument("--out", required=True, help="paths file to write")
+    p.add_argument("--encoding", **enc)
     p.set_defaults(func=cmd_clusters)
 
     p = lsub.add_parser("train", help="train a blocked HMM language model")
@@ -53,30 +67,41 @@ def add_parser(sub, int_at_least, finite_float) -> None:
                    help="batch EM on CPU with --dropout: masks per iteration (32)")
     p.add_argument("--parameterization", choices=["scalar", "neural"], default="scalar")
     p.add_argument("--hidden", type=int_at_least(1), default=256)
-    p.add_argument("--learn", choices=["gradient", "em", "stepwise_em"], default="gradient")
+    p.add_argument("--learn", choices=["gradient", "em", "stepwise-em", "stepwise_em"],
+                   default="gradient", help="stepwise_em: deprecated spelling of stepwise-em")
     p.add_argument("--lr", type=finite_float, default=None)
-    p.add_argument("--em-prior", type=finite_float, default=1e-2,
-                   help="EM: pseudo-count added to every count (0.01)")
+    p.add_argument("--prior", type=finite_float, default=None,
+                   help="EM: Dirichlet concentration of every row, pseudo-count prior - 1 "
+                        "(1.01)")
+    p.add_argument("--em-prior", type=finite_float, default=None,
+                   help="deprecated: EM pseudo-count; use --prior 1+x")
     p.add_argument("--em-patience", type=int_at_least(0), default=0,
                    help="batch EM on CPU: iterations without a new best validation "
                         "perplexity before stopping (0)")
     p.add_argument("--em-m-steps", type=int_at_least(1), default=10,
                    help="batch EM with --parameterization neural: AdamW steps per M-step (10)")
-    p.add_argument("--epochs", type=int_at_least(1), default=1)
-    p.add_argument("--batch-size", type=int_at_least(1), default=16)
+    p.add_argument("--epochs", type=int_at_least(1), default=None,
+                   help="epochs (EM: iterations) in all (1); with --resume, the new total")
+    p.add_argument("--batch-size", type=int_at_least(1), default=None,
+                   help="streams per batch (16 on CPU, 256 on a GPU)")
     p.add_argument("--bptt", type=int_at_least(1), default=32)
     p.add_argument("--eval-every", type=int_at_least(1), default=None)
     p.add_argument("--checkpoint-every", type=int_at_least(1), default=500)
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int_at_least(0), default=0)
-    p.add_argument("--resume", action="store_true", help="continue OUT/checkpoint")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--resume", action="store_true",
+                   help="continue OUT/checkpoint (on the same training text)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a progress bar on stderr (default: when stderr is a terminal; "
+                        "otherwise one line per evaluation)")
+    p.add_argument("--encoding", **enc)
     p.set_defaults(func=cmd_train)
 
     p = lsub.add_parser("eval", help="exact perplexity of a text")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("text", metavar="TEXT")
+    p.add_argument("--encoding", **enc)
     p.set_defaults(func=cmd_eval)
 
     p = lsub.add_parser("sample", help="draw text from a model")
@@ -89,13 +114,14 @@ def add_parser(sub, int_at_least, finite_float) -> None:
     p.add_argument("model", metavar="MODEL")
     p.add_argument("text", metavar="TEXT", help="text whose state usage is shown")
     p.add_argument("--out", required=True)
+    p.add_argument("--encoding", **enc)
     p.set_defaults(func=cmd_report)
 
 
 def cmd_clusters(args, out) -> int:
     from .lm.clusters import BrownClusters, brown_clusters, write_brown_paths
     from .textio import Vocabulary, read_text_file
-    words = read_text_file(args.text).split()
+    words = read_text_file(args.text, args.encoding).split()
     vocab = Vocabulary.build([words])
     ids = vocab.encode(words)
     wc = brown_clusters(ids, args.clusters, n_words=len(vocab), max_iter=args.max_iter)
@@ -107,17 +133,47 @@ def cmd_clusters(args, out) -> int:
     return 0
 
 
+def _progress(flag):
+    """``--progress``: a bar when asked or when stderr is a terminal, else one line per
+    evaluation (a log file gets no bar)."""
+    if flag is None:
+        return True if sys.stderr.isatty() else "lines"
+    return flag
+
+
 def cmd_train(args, out) -> int:
     from .lm import BlockedHMMLM, brown_clusters, load_checkpoint, read_brown_paths, read_lm_file
-    train, vocab = read_lm_file(args.train)
-    valid = read_lm_file(args.valid, vocab)[0] if args.valid else None
+    from .lm.data import vocabulary_difference
+    from .lm.model import check_device
+    check_device(args.device)  # before reading anything
+    if args.em_prior is not None:
+        warnings.warn("--em-prior is deprecated; pass --prior 1+x (the Dirichlet "
+                      "concentration)", FutureWarning, stacklevel=1)
+    train, vocab = read_lm_file(args.train, encoding=args.encoding)
     ckpt = Path(args.out) / "checkpoint"
     if args.resume:
         model = load_checkpoint(ckpt)
-        model.progress = args.progress
+        diff = vocabulary_difference(vocab, model.vocabulary_)
+        if diff is not None:
+            raise InvalidInputError(
+                f"--train: {args.train} does not have the checkpoint's vocabulary ({diff}), so "
+                "its word ids would mean other words; resume with the training text of the "
+                "checkpoint, or train a new model without --resume")
+        train, _ = read_lm_file(args.train, model.vocabulary_, encoding=args.encoding)
+        valid = read_lm_file(args.valid, model.vocabulary_, args.encoding)[0] \
+            if args.valid else None
+        if args.epochs is not None:
+            done = model._state["epoch"]
+            if args.epochs <= done and not model._state["stopped"]:
+                raise InvalidInputError(
+                    f"--epochs: the checkpoint has trained {done} epochs already; pass more "
+                    "than that to train further")
+            model.n_epochs = args.epochs
+        model.progress = _progress(args.progress)
         model.fit(train, valid, resume=True, checkpoint=ckpt,
                   checkpoint_every=args.checkpoint_every)
     else:
+        valid = read_lm_file(args.valid, vocab, args.encoding)[0] if args.valid else None
         wc = None
         if args.constraint == "brown":
             if args.paths:
@@ -130,11 +186,11 @@ def cmd_train(args, out) -> int:
             constraint=args.constraint, states_per_cluster=args.states_per_cluster,
             n_states=args.states, parameterization=args.parameterization,
             hidden_size=args.hidden, state_dropout=args.dropout, dropout_masks=args.dropout_masks,
-            learn=args.learn, lr=args.lr, em_prior=args.em_prior, em_patience=args.em_patience,
-            em_m_steps=args.em_m_steps,
-            batch_size=args.batch_size, bptt=args.bptt, n_epochs=args.epochs,
+            learn=args.learn, lr=args.lr, prior=args.prior, em_prior=args.em_prior,
+            em_patience=args.em_patience, em_m_steps=args.em_m_steps,
+            batch_size=args.batch_size, bptt=args.bptt, n_epochs=args.epochs or 1,
             eval_every=args.eval_every, dtype=args.dtype, device=args.device,
-            random_state=args.seed, progress=args.progress)
+            random_state=args.seed, progress=_progress(args.progress))
         model.fit(train, valid, vocabulary=vocab, word_cluster=wc, checkpoint=ckpt,
                   checkpoint_every=args.checkpoint_every)
     model.save(args.out)
@@ -158,7 +214,7 @@ def _load(path):
 def cmd_eval(args, out) -> int:
     from .lm import read_lm_file
     model = _load(args.model)
-    ids, _ = read_lm_file(args.text, model.vocabulary_)
+    ids, _ = read_lm_file(args.text, model.vocabulary_, args.encoding)
     ll = model.score(ids)
     print(json.dumps({"tokens": int(len(ids)), "log_likelihood": ll,
                       "perplexity": float(np.exp(-ll / len(ids)))}), file=out)
@@ -167,7 +223,7 @@ def cmd_eval(args, out) -> int:
 
 def cmd_sample(args, out) -> int:
     model = _load(args.model)
-    words = model.sample(args.tokens, seed=args.seed)
+    words = model.sample(args.tokens, random_state=args.seed)
     print(" ".join(words).replace(" <eos> ", "\n").replace("<eos>", ""), file=out)
     return 0
 
@@ -180,7 +236,7 @@ def cmd_report(args, out) -> int:
         raise InvalidInputError("lm report: needs matplotlib (the plot extra)") from exc
     from .lm import read_lm_file
     model = _load(args.model)
-    ids, _ = read_lm_file(args.text, model.vocabulary_)
+    ids, _ = read_lm_file(args.text, model.vocabulary_, args.encoding)
     dest = Path(args.out)
     dest.mkdir(parents=True, exist_ok=True)
     hist = [h for h in model.history_ if h.get("valid_ppl")]

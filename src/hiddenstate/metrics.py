@@ -247,7 +247,7 @@ class DivergenceRate:
 
 
 def _as_model(model, name: str):
-    """An estimator with ``sample`` and ``score_sequences``; a 3-tuple becomes a categorical
+    """An estimator with ``sample`` and ``score_samples``; a 3-tuple becomes a categorical
     :class:`~hiddenstate.HMM`."""
     if isinstance(model, (tuple, list)):
         startprob, transmat, emissionprob = categorical_params(model, name)
@@ -257,10 +257,10 @@ def _as_model(model, name: str):
     if isinstance(model, HMM):
         model.check_is_fitted()
         return model
-    if not (hasattr(model, "sample") and hasattr(model, "score_sequences")):
+    if not (hasattr(model, "sample") and hasattr(model, "score_samples")):
         raise InvalidInputError(
             f"{name}: expected a hiddenstate.HMM (or an object with sample and "
-            "score_sequences) or a (startprob, transmat, emissionprob) tuple, got "
+            "score_samples) or a (startprob, transmat, emissionprob) tuple, got "
             f"{type(model).__name__}")
     return model
 
@@ -299,8 +299,8 @@ def _one_level(teacher, student, T: int, n: int, rng) -> tuple[float, float]:
     parts = [teacher.sample(T, random_state=rng)[0] for _ in range(n)]
     X = np.concatenate(parts)
     lengths = np.full(n, T, dtype=np.int64)
-    log_p0 = np.asarray(teacher.score_sequences(X, lengths), dtype=np.float64)
-    log_p = np.asarray(student.score_sequences(X, lengths), dtype=np.float64)
+    log_p0 = np.asarray(teacher.score_samples(X, lengths), dtype=np.float64)
+    log_p = np.asarray(student.score_samples(X, lengths), dtype=np.float64)
     if np.isnan(log_p0).any() or np.isnan(log_p).any():
         raise NumericalError("divergence_rate: a sequence log-likelihood was NaN")
     if np.any(log_p0 == -np.inf):

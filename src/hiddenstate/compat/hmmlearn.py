@@ -345,6 +345,17 @@ class _HmmlearnHMM(HMM):
         X = self.validate_data(X, None, self.n_features)[0]
         return self.emission_family(self.n_features).log_likelihood(self.emission_params(), X)
 
+    def score_samples(self, X, lengths=None):
+        """hmmlearn's meaning: ``(log p(X), state posteriors (n_samples, n_components))``
+        (:class:`hiddenstate.HMM` names these ``score`` and ``predict_proba``; its
+        ``score_samples`` is the log-likelihood of each sequence)."""
+        logprob, posteriors = self._posteriors(X, lengths)
+        return float(logprob.sum()), posteriors
+
+    def score(self, X, lengths=None) -> float:
+        """log p(X) (forward pass only)."""
+        return float(HMM.score_samples(self, X, lengths).sum())
+
     def decode(self, X, lengths=None, algorithm=None):
         """Most likely states. ``"viterbi"`` returns (log p(X, z*), z*). ``"map"`` returns
         the per-step posterior argmax and, as hmmlearn 0.3.3 does, the sum over samples of

@@ -12,13 +12,14 @@ from .clusters import (
     write_brown_paths,
 )
 from .constraints import ConstraintSet
-from .data import EOS, load_corpus, read_lm_file, sentence_streams
+from .data import EOS, TokenIds, load_corpus, read_lm_file, sentence_streams
 from .forward import blocked_log_likelihood, expected_counts
 from .model import BlockedHMMLM, load_checkpoint, load_model
 
 __all__ = [
     "EOS",
     "BlockedHMMLM",
+    "TokenIds",
     "BrownClusters",
     "ConstraintSet",
     "average_mutual_information",

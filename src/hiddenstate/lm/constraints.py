@@ -109,11 +109,17 @@ class ConstraintSet:
             raise InvalidInputError(
                 f"state_dropout: expected 1 .. states_per_cluster ({k}) states kept, got {keep}")
         cols_c = torch.rand(C, k, generator=generator).argsort(dim=1)[:, :keep]
-        cols_c = cols_c.sort(dim=1).values  # (C, k')
-        kept = (torch.arange(C)[:, None] * k + cols_c).reshape(-1)
+        return self.kept_states(cols_c.sort(dim=1).values, device)
+
+    def kept_states(self, keep, device: torch.device | str = "cpu") -> DroppedStates:
+        """The :class:`DroppedStates` that keep, in cluster ``c``, the states
+        ``c k + keep[c]`` (``keep (C, k')``, sorted rows)."""
+        cols_c = torch.as_tensor(keep, dtype=torch.int64)
+        C, kp = cols_c.shape
+        kept = (torch.arange(C)[:, None] * self.k + cols_c).reshape(-1)
         wc = torch.as_tensor(self.word_cluster)
         cols = cols_c[wc]
-        ws = wc[:, None] * keep + torch.arange(keep)[None, :]
+        ws = wc[:, None] * kp + torch.arange(kp)[None, :]
         return DroppedStates(kept.to(device), cols.to(device), ws.to(device))
 
     def all_states(self, device: torch.device | str = "cpu") -> DroppedStates:

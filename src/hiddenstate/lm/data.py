@@ -18,7 +18,8 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..textio import Vocabulary, read_text_file
 
-__all__ = ["EOS", "CORPORA", "load_corpus", "read_lm_file", "sentence_streams"]
+__all__ = ["EOS", "CORPORA", "TokenIds", "load_corpus", "read_lm_file", "sentence_streams",
+           "vocabulary_difference"]
 
 EOS = "<eos>"
 #: file names of the corpora under ``shared/data``
@@ -28,24 +29,67 @@ CORPORA = {
 }
 
 
-def _lines(path) -> list[list[str]]:
-    text = read_text_file(path)
+class TokenIds(np.ndarray):
+    """int64 token ids that remember the :class:`~hiddenstate.textio.Vocabulary` that
+    encoded them (``.vocabulary``), so a model can refuse ids of another vocabulary
+    (:func:`read_lm_file` returns them). Slices keep the vocabulary; arithmetic and
+    comparisons give plain arrays."""
+
+    vocabulary: Vocabulary | None
+
+    def __new__(cls, ids, vocabulary: Vocabulary | None) -> TokenIds:
+        obj = np.asarray(ids, dtype=np.int64).view(cls)
+        obj.vocabulary = vocabulary
+        return obj
+
+    def __array_finalize__(self, obj) -> None:
+        self.vocabulary = getattr(obj, "vocabulary", None)
+
+    def __array_wrap__(self, arr, context=None, return_scalar=False):
+        arr = np.asarray(arr)
+        return arr[()] if return_scalar else arr
+
+
+def vocabulary_difference(theirs: Vocabulary, ours: Vocabulary) -> str | None:
+    """None when the two vocabularies give every word the same id, else a sentence saying
+    how ``theirs`` differs from ``ours`` (for error messages)."""
+    if theirs is ours or list(theirs.tokens) == list(ours.tokens):
+        return None
+    a, b = set(theirs.tokens), set(ours.tokens)
+    extra, missing = sorted(a - b), sorted(b - a)
+    if not extra and not missing:
+        return (f"the same {len(a)} words with other ids (a vocabulary built from another "
+                "text)")
+    parts = [f"{len(theirs)} words"]
+    if extra:
+        parts.append(f"{len(extra)} not in the model's vocabulary (e.g. "
+                     f"{', '.join(repr(w) for w in extra[:3])})")
+    if missing:
+        parts.append(f"{len(missing)} of the model's {len(ours)} words missing (e.g. "
+                     f"{', '.join(repr(w) for w in missing[:3])})")
+    return ", ".join(parts)
+
+
+def _lines(path, encoding: str = "utf-8") -> list[list[str]]:
+    text = read_text_file(path, encoding)
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
     return [line.split() + [EOS] for line in lines]
 
 
-def read_lm_file(path, vocabulary: Vocabulary | None = None) -> tuple[np.ndarray, Vocabulary]:
-    """Token ids of a file (one ``<eos>`` after every line) and the vocabulary (built from
-    this file when ``vocabulary`` is None)."""
-    lines = _lines(path)
+def read_lm_file(path, vocabulary: Vocabulary | None = None, encoding: str = "utf-8"
+                 ) -> tuple[TokenIds, Vocabulary]:
+    """Token ids of a file (one ``<eos>`` after every line; :class:`TokenIds`, which know
+    their vocabulary) and the vocabulary (built from this file when ``vocabulary`` is
+    None); ``encoding``: the file's text encoding."""
+    lines = _lines(path, encoding)
     if vocabulary is None:
         vocabulary = Vocabulary.build(lines)
     if EOS not in vocabulary:
         raise InvalidInputError(f"vocabulary: has no {EOS!r} token; build it with read_lm_file")
     ids = vocabulary.encode(t for line in lines for t in line)
-    return ids, vocabulary
+    return TokenIds(ids, vocabulary), vocabulary
 
 
 def load_corpus(name: str, root="../shared/data") -> dict:

@@ -25,7 +25,7 @@ from torch import nn
 
 from .constraints import ConstraintSet, DroppedStates
 
-__all__ = ["NeuralParams", "ScalarParams", "state_log_normaliser"]
+__all__ = ["KeptLogSoftmax", "NeuralParams", "ScalarParams", "state_log_normaliser"]
 
 
 def state_log_normaliser(phi: torch.Tensor, word_states: torch.Tensor, n_states: int
@@ -45,6 +45,29 @@ def state_log_normaliser(phi: torch.Tensor, word_states: torch.Tensor, n_states:
 def _normalise_emissions(phi: torch.Tensor, d: DroppedStates) -> torch.Tensor:
     logz = state_log_normaliser(phi, d.word_states, len(d.kept))
     return phi - logz[d.word_states]
+
+
+class KeptLogSoftmax(torch.autograd.Function):
+    r"""``log_softmax(logits[kept][:, kept], dim=1)`` for a ``K x K`` table of logits and the
+    ``K'`` kept states (eq. 5), the gather fused with the softmax: one gather of the kept
+    entries (no ``K' x K`` intermediate of two ``index_select``), and a backward that writes
+    :math:`g - \mathrm{softmax} \cdot \sum_j g` straight into the kept entries of the
+    table's gradient (the kept ids are distinct, so no accumulation)."""
+
+    @staticmethod
+    def forward(ctx, logits, kept):
+        out = torch.log_softmax(logits[kept[:, None], kept[None, :]], dim=1)
+        ctx.save_for_backward(out, kept)
+        ctx.shape = logits.shape
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, kept = ctx.saved_tensors
+        g_sub = g - torch.exp(out) * g.sum(dim=1, keepdim=True)
+        grad = g.new_zeros(ctx.shape)
+        grad.index_put_((kept[:, None], kept[None, :]), g_sub)
+        return grad, None
 
 
 def _sub(x: torch.Tensor, kept: torch.Tensor, full: int) -> torch.Tensor:
@@ -71,10 +94,10 @@ class ScalarParams(nn.Module):
     def forward(self, d: DroppedStates):
         K = self.n_states
         log_start = torch.log_softmax(_sub(self.start_logits, d.kept, K), dim=0)
-        tl = self.trans_logits
         if len(d.kept) != K:
-            tl = tl.index_select(0, d.kept).index_select(1, d.kept)
-        log_trans = torch.log_softmax(tl, dim=1)
+            log_trans = KeptLogSoftmax.apply(self.trans_logits, d.kept)
+        else:
+            log_trans = torch.log_softmax(self.trans_logits, dim=1)
         phi = self.emit_logits.gather(1, d.cols)
         return log_start, log_trans, _normalise_emissions(phi, d)
 
@@ -134,10 +157,11 @@ class NeuralParams(nn.Module):
         if self._slot is None:  # overlapping random sets: per word
             phi = torch.einsum("wjh,wh->wj", h[d.word_states], self.word_emb)
         else:  # a partition: one matrix product per cluster, the clusters padded
-            C = self._padded.shape[0]
-            per = torch.bmm(self.word_emb[self._padded],
-                            h.view(C, -1, h.shape[1]).transpose(1, 2))
-            phi = per.reshape(-1, per.shape[2])[self._slot]
+            C, M = self._padded.shape
+            words = self.word_emb.index_select(0, self._padded.view(-1)).view(C, M, -1)
+            per = torch.bmm(words, h.view(C, -1, h.shape[1]).transpose(1, 2))
+            # index_select: its backward is one index_add, not the generic index backward
+            phi = per.reshape(-1, per.shape[2]).index_select(0, self._slot)
         phi = phi + self.word_bias[:, None]
         return log_start, log_trans, _normalise_emissions(phi, d)
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Hashable
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from .._deprecation import renamed_method
 from .._validation import (
     check_memory,
     check_number,
@@ -29,6 +30,7 @@ from .._validation import (
 )
 from ..errors import InvalidInputError, NotFittedError
 from ..learn import MODES, ConvergenceMonitor, check_possible, fit_restarts
+from ..treenet.passes import categorical
 from .nbh_problem import NBHProblem, log_joint, logsumexp_rows, one_hot
 
 #: values of ``X`` read as missing besides ``None`` and NaN (a hyper-parameter can add more)
@@ -517,9 +519,36 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
             return logsumexp_rows(lj)
         return lj[np.arange(len(lj)), self._class_index(y, len(lj))]
 
-    def log_likelihood(self, X, y=None) -> float:
-        """Summed :meth:`score_samples` (``score`` is accuracy, the scikit-learn convention)."""
+    def score(self, X, y=None) -> float:
+        """Total log-likelihood: the sum of :meth:`score_samples` (log p(a), or log p(c, a)
+        with labels ``y``), as every hiddenstate estimator's ``score``. Accuracy, the
+        meaning scikit-learn's classifiers give ``score``, is
+        ``sklearn.metrics.accuracy_score(y, model.predict(X))``, or
+        ``cross_val_score(model, X, y, scoring="accuracy")``."""
         return float(np.sum(self.score_samples(X, y)))
+
+    log_likelihood = renamed_method("log_likelihood", "score")
+
+    def sample(self, n_samples: int = 1, random_state=None):
+        r"""Draw ``n_samples`` labelled samples from the model: the class
+        :math:`c \sim \pi`, its cluster :math:`h \sim \rho_c`, each attribute
+        :math:`a_j \sim \theta^{(j)}_{c h}`. Returns ``(X (n, n_attributes) object array of
+        category values, y (n,) class labels, clusters (n,) int)``; ``random_state=None``
+        uses the estimator's ``random_state``."""
+        n = check_positive_int(n_samples, "n_samples")
+        self._check_hyper()
+        params = self._params()
+        d = len(self.categories_)
+        check_memory({"n_samples": 8.0 * n * (d + 3 + max(self._n_values()))},
+                     f"sample(n_samples={n})", {"n_samples": "draw fewer samples per call"})
+        rng = make_rng(self.random_state if random_state is None else random_state)
+        c = categorical(np.broadcast_to(params["class"], (n, len(self.classes_))), rng)
+        h = categorical(params["cluster"][c], rng)
+        X = np.empty((n, d), dtype=object)
+        for j, values in enumerate(self.categories_):
+            X[:, j] = np.asarray(values, dtype=object)[categorical(params[f"attr:{j}"][c, h],
+                                                                   rng)]
+        return X, self.classes_[c], h
 
     # -- persistence ----------------------------------------------------------------------------
     def learned_arrays(self) -> dict[str, np.ndarray]:

@@ -582,13 +582,14 @@ class PCFG(BaseEstimator):
 
     def sample_parses(self, sentence, n_samples: int = 1, random_state=None,
                       cnf: bool = False) -> list[Tree]:
-        """Parses of one sentence drawn from their posterior given it."""
+        """Parses of one sentence drawn from their posterior given it (``random_state=None``:
+        the estimator's ``random_state``)."""
         n_samples = check_positive_int(n_samples, "n_samples")
         g = self._check_hyper()
         words, offsets, tokens = self._encode(g, [sentence], "sentence")
         _check_charts(g, offsets, "inside", "n_samples" if n_samples > 1 else "sentence",
                       extra=n_samples * 2.0 * len(words) * 5 * 8)
-        rng = make_rng(random_state)
+        rng = make_rng(self.random_state if random_state is None else random_state)
         out = np.zeros((n_samples, 2 * len(words), 4), dtype=np.int64)
         logp = cky.sample_parses(self._logtheta(g), *g.kernel_args(), words,
                                  rng.random((n_samples, 2 * len(words))), out)
@@ -598,7 +599,8 @@ class PCFG(BaseEstimator):
 
     def sample(self, n_samples: int = 1, random_state=None, max_words: int = 1000,
                cnf: bool = False) -> list[tuple[list[str], Tree]]:
-        """Sentences generated top-down from the grammar, with their parse trees.
+        """Sentences generated top-down from the grammar, with their parse trees
+        (``random_state=None``: the estimator's ``random_state``).
 
         A derivation is abandoned and drawn again as soon as it is sure to exceed
         ``max_words`` words (every open nonterminal will still yield at least one word), so
@@ -606,13 +608,20 @@ class PCFG(BaseEstimator):
         the call raises an :class:`~hiddenstate.errors.InvalidInputError` naming
         ``max_words``. Before drawing, a grammar whose derivations are infinitely long on
         average is refused (see :func:`_expected_nodes`): sampling it would not end, or
-        would only return the rare short derivations."""
+        would only return the rare short derivations. A call whose trees would not fit in
+        memory (:data:`SAMPLE_NODE_BYTES` per expected node) raises
+        :class:`~hiddenstate.errors.InsufficientMemoryError` naming ``n_samples`` before
+        drawing."""
         n_samples = check_positive_int(n_samples, "n_samples")
         max_words = check_positive_int(max_words, "max_words")
         g = self._check_hyper()
         theta = self._theta(g)
-        _check_terminates(g, theta)
-        rng = make_rng(random_state)
+        nodes = _check_terminates(g, theta)
+        check_memory({"n_samples": n_samples * SAMPLE_NODE_BYTES
+                      * (2.0 + min(nodes, 2.0 * max_words))},
+                     f"sample(n_samples={n_samples}) of derivations with {nodes:.3g} "
+                     "nonterminal nodes on average")
+        rng = make_rng(self.random_state if random_state is None else random_state)
         cdf = {name: np.cumsum(theta[lo:lo + m]) for name, lo, m in g.switches()}
 
         def draw(name):
@@ -680,6 +689,12 @@ class PCFG(BaseEstimator):
         save(self, path)
 
 
+#: bytes per node of a sampled derivation: a :class:`~hiddenstate.grammar.Tree` (slots)
+#: with its list of children, and the node's share of the word list (the memory estimate
+#: of :meth:`PCFG.sample`)
+SAMPLE_NODE_BYTES = 160.0
+
+
 def _expected_nodes(g: Grammar, theta: np.ndarray):
     r"""``(x, M, keep)``: the expected number of nonterminal nodes of a derivation from each
     nonterminal reachable from the start symbols (``inf`` everywhere when it is infinite),
@@ -727,13 +742,15 @@ def _expected_nodes(g: Grammar, theta: np.ndarray):
     return x, M, keep
 
 
-def _check_terminates(g: Grammar, theta: np.ndarray) -> None:
-    """InvalidInputError when the expected derivation size is infinite (see
-    :func:`_expected_nodes`), naming the spectral radius and the most prolific
-    nonterminals."""
+def _check_terminates(g: Grammar, theta: np.ndarray) -> float:
+    """The expected number of nonterminal nodes of a derivation from the start symbols
+    (see :func:`_expected_nodes`); InvalidInputError when it is infinite, naming the
+    spectral radius and the most prolific nonterminals."""
     x, M, keep = _expected_nodes(g, theta)
     if np.all(np.isfinite(x)):
-        return
+        p = theta[g.root_param]
+        live = p > 0
+        return float(p[live] @ x[np.searchsorted(keep, g.root_nt[live])] / p[live].sum())
     rho = (f" has spectral radius {np.abs(np.linalg.eigvals(M.toarray())).max():.4g} >= 1"
            if len(keep) <= 2000 else " has spectral radius >= 1")
     rows = np.asarray(M.sum(axis=1)).ravel()

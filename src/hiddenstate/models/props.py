@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from sklearn.base import clone
 
 from .._validation import (
     check_choice,
@@ -148,6 +149,15 @@ class PROPS(HMM):
         self.lambdas_prior = lambdas_prior
         self.lambdas_weight = lambdas_weight
         self.learner_options = learner_options
+
+    def __sklearn_clone__(self) -> PROPS:
+        """``sklearn.base.clone``: the same hyper-parameters, unfitted, with the same
+        sources. A pre-trained source is a fixed part of the model, not an estimator to
+        learn again (scikit-learn would clone a :class:`~hiddenstate.sources.KneserNeySource`
+        to an empty one)."""
+        params = self.get_params(deep=False)
+        return type(self)(**{k: v if k == "sources" else clone(v, safe=False)
+                             for k, v in params.items()})
 
     # -- configuration --------------------------------------------------------------------------
     @property

@@ -673,7 +673,8 @@ class TreeNet(BaseEstimator):
         return value, z[:, list(s.hidden)]
 
     def sample(self, n_samples: int = 1, random_state=None):
-        """Generate patterns: ``(X (n, n_observed), hidden states (n, n_hidden))``."""
+        """Generate ``n_samples`` patterns: ``(X (n, n_observed), hidden states (n,
+        n_hidden))`` (``random_state=None``: the estimator's ``random_state``)."""
         n = check_positive_int(n_samples, "n_samples")
         s = self._check_hyper()
         weights, prior = self._params(s)

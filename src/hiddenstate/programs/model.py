@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from .._deprecation import renamed_method
 from .._validation import check_memory, check_positive_int, check_random_state, make_rng
 from ..errors import HiddenStateError, InvalidInputError, ProgramError
 from ..learn import MODES, fit_restarts
@@ -38,6 +39,9 @@ INITS = ("random", "declared", "uniform")
 
 #: the most stages an annealing schedule may have (each runs EM to convergence)
 MAX_STAGES = 1000
+#: the least memory one run of :meth:`ProgramModel.sample` keeps: the result list's
+#: reference and the smallest Python object a sampler returns (the memory estimate)
+SAMPLE_RUN_BYTES = 64.0
 
 
 def geometric_schedule(beta0: float = 0.1, rate: float = 1.5) -> list[float]:
@@ -297,17 +301,20 @@ class ProgramModel(BaseEstimator):
         return self
 
     # -- inference -----------------------------------------------------------------------------
-    def log_prob(self, goals) -> np.ndarray:
-        """log of the sum of the probabilities of each goal's explanations (log P(G) when
-        they are exclusive; see the module docstring)."""
+    def score_samples(self, goals) -> np.ndarray:
+        """log of the sum of the probabilities of each goal's explanations, float64
+        ``(n_goals,)`` (log P(G) when they are exclusive; see the module docstring;
+        ``-inf`` for a goal of probability zero)."""
         goals = self._check_goals(goals)
         graph = self._graph(goals)
         ins, _ = graph.inside(self._log_theta()[:graph.n_params])
         return ins[graph.roots]
 
+    log_prob = renamed_method("log_prob", "score_samples")
+
     def score(self, goals) -> float:
-        """Sum of :meth:`log_prob` over the goals."""
-        return float(self.log_prob(goals).sum())
+        """Sum of :meth:`score_samples` over the goals."""
+        return float(self.score_samples(goals).sum())
 
     def _expected(self, goals):
         goals = self._check_goals(goals)
@@ -393,19 +400,29 @@ class ProgramModel(BaseEstimator):
         param_msw = self._param_msw()
         return [graph.explanation(steps, param_msw, logtheta) for steps in draws]
 
-    def sample(self, n_samples: int = 1, *args, random_state=None,
+    def sample(self, n_samples: int = 1, random_state=None, *, args: Sequence = (),
                max_draws: int = 1_000_000) -> list:
         """Run the program's sampler ``n_samples`` times (sampling execution): each run
         calls ``sampler(draw, *args)``, ``draw(switch)`` drawing an outcome with the current
         probabilities. Returns the runs' results (typically observed goals).
+        ``random_state=None`` uses the estimator's ``random_state``.
 
         A run that draws more than ``max_draws`` outcomes stops with a
         :class:`~hiddenstate.errors.ProgramError` naming ``max_draws`` (a sampler that
         never terminates, e.g. a recursive grammar whose derivations are infinite on
-        average); any other exception of the sampler becomes a ProgramError naming it."""
+        average); any other exception of the sampler becomes a ProgramError naming it.
+        ``n_samples`` runs whose results cannot fit in memory (at least
+        :data:`SAMPLE_RUN_BYTES` each: the list's reference and the smallest result object)
+        raise :class:`~hiddenstate.errors.InsufficientMemoryError` before the first run."""
 
         n = check_positive_int(n_samples, "n_samples")
         max_draws = check_positive_int(max_draws, "max_draws")
+        check_memory({"n_samples": SAMPLE_RUN_BYTES * n}, f"sample(n_samples={n})",
+                     {"n_samples": "run the sampler fewer times per call"})
+        if not isinstance(args, (tuple, list)):
+            raise InvalidInputError(
+                f"args: expected a tuple of the sampler's arguments (e.g. args=(10,)), got "
+                f"{type(args).__name__} {args!r:.40}")
         program = self._check_program()
         fn = program.sampler_fn
         if fn is None:

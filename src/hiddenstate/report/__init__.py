@@ -116,7 +116,8 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
         lengths = (np.array([len(X)], dtype=np.int64) if lengths is None
                    else np.asarray(lengths, dtype=np.int64))
         # raises ZeroProbabilityError naming the first sequence the model cannot produce
-        loglik, post = model.score_samples(X, lengths)
+        post = model.predict_proba(X, lengths)
+        loglik = model.score(X, lengths)
         occupancy = post.mean(axis=0)
         n_obs, n_seq = int(lengths.sum()), len(lengths)
 

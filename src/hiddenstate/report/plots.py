@@ -26,29 +26,57 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def plot_loglik(history, path: Path, n_observations: int | None = None,
-                objective: str = "log-likelihood") -> Path:
-    """The learning objective per iteration (per observation on a second axis when known)."""
+def loglik_figure(history, n_observations: int | None = None,
+                  objective: str = "log-likelihood"):
+    """The learning objective per iteration: every iteration, plain tick labels (no offset
+    such as "-1.1144e2"), the per-observation value on a second axis when known, and, when
+    the first iterations' jump dwarfs the rest, a second panel with each iteration's
+    distance to the final value on a log scale, where the late progress shows."""
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
+
     h = np.asarray(history, dtype=float)
-    fig = _figure(6.4, 3.6)
-    ax = fig.add_subplot()
     it = np.arange(1, len(h) + 1)
+    gap = np.abs(h[-1] - h[:-1]) if len(h) > 1 else np.zeros(0)
+    tail = h[min(2, len(h) - 1):]
+    zoom = (len(h) > 3 and np.all(np.isfinite(h)) and np.any(gap > 0)
+            and np.ptp(tail) < 0.1 * np.ptp(h))
+    fig = _figure(9.6 if zoom else 6.4, 3.6)
+    ax = fig.add_subplot(1, 2, 1) if zoom else fig.add_subplot()
     ax.plot(it, h, marker="o" if len(h) <= 40 else None, markersize=3, color="#1f77b4")
     ax.set_xlabel("iteration")
     ax.set_ylabel(objective)
     ax.set_title(f"Training objective: {objective}")
     ax.grid(True, alpha=0.3)
-    if len(h) > 3:
-        # Zoom past the first big jump so the later progress is visible.
-        lo = np.min(h[min(2, len(h) - 1):])
-        hi = np.max(h)
-        pad = 0.05 * max(hi - lo, 1e-12)
-        ax.set_ylim(lo - pad, hi + pad)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(0.5, len(h) + 0.5)
+    plain = ScalarFormatter(useOffset=False)
+    plain.set_scientific(False)
+    ax.yaxis.set_major_formatter(plain)
     if n_observations:
         sec = ax.secondary_yaxis("right", functions=(lambda y: y / n_observations,
                                                      lambda y: y * n_observations))
         sec.set_ylabel("per observation")
-    return _save(fig, path)
+        per = ScalarFormatter(useOffset=False)
+        per.set_scientific(False)
+        sec.yaxis.set_major_formatter(per)
+    if zoom:
+        ax2 = fig.add_subplot(1, 2, 2)
+        keep = gap > 0
+        ax2.semilogy(it[:-1][keep], gap[keep], marker="o" if len(h) <= 40 else None,
+                     markersize=3, color="#1f77b4")
+        ax2.set_xlabel("iteration")
+        ax2.set_ylabel(f"final {objective} minus this one")
+        ax2.set_title("Distance to the final value")
+        ax2.grid(True, alpha=0.3, which="both")
+        ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax2.set_xlim(0.5, len(h) + 0.5)
+    return fig
+
+
+def plot_loglik(history, path: Path, n_observations: int | None = None,
+                objective: str = "log-likelihood") -> Path:
+    """Write :func:`loglik_figure` as a PNG."""
+    return _save(loglik_figure(history, n_observations, objective), path)
 
 
 def plot_transmat(transmat, path: Path) -> Path:

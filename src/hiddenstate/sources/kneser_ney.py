@@ -476,6 +476,8 @@ class KneserNeySource(Source):
 
     @staticmethod
     def _meta_digest(meta: dict) -> str:
+        """The checksum of ``model.json`` that format version 2 files carry (version 3
+        files are sealed by :mod:`hiddenstate._bundle` itself)."""
         return hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
 
     def save(self, path: str | os.PathLike) -> None:
@@ -484,7 +486,6 @@ class KneserNeySource(Source):
         :func:`hiddenstate._bundle.write_bundle`)."""
         self._check_is_fitted()
         meta = self._meta()
-        meta["meta_sha256"] = self._meta_digest(meta)
         arrays = {"discounts": self.discounts_}
         for m, lev in enumerate(self._levels, start=1):
             arrays[f"ctx{m}"] = lev["ctx"]
@@ -501,7 +502,7 @@ class KneserNeySource(Source):
         if meta.get("class") != cls.__name__:
             raise ModelFileError(f"{where}: holds a {meta.get('class')!r}, not a {cls.__name__}")
         mine = {k: meta.get(k) for k in ("class", "params", "n_symbols", "vocabulary")}
-        if meta.get("meta_sha256") != cls._meta_digest(mine):
+        if meta["version"] < 3 and meta.get("meta_sha256") != cls._meta_digest(mine):
             raise ModelFileError(
                 f"{where}: model.json does not match its checksum; the file was modified or "
                 "corrupted (refit and save again)")

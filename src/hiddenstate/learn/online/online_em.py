@@ -187,8 +187,9 @@ class OnlineEM:
 
     Parameters
     ----------
-    step_scale, step_exponent : step size :math:`\gamma_t` = ``step_scale *
-        t**(-step_exponent)``; ``step_scale`` in (0, 1], ``step_exponent`` in [0, 1]
+    step_scale, step_exponent : float
+        step size :math:`\gamma_t` = ``step_scale * t**(-step_exponent)``;
+        ``step_scale`` in (0, 1], ``step_exponent`` in [0, 1]
         (0: constant step ``step_scale``, then < 1).
     warmup : observations before the first M-step (>= 0; the first M-step follows
         observation ``max(warmup, 1)``).

@@ -79,6 +79,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ... import inference
+from ..._deprecation import renamed_method
 from ..._validation import check_lengths, check_positive_int, check_states, make_rng
 from ..._validation import check_memory as check_parts
 from ...errors import InvalidInputError
@@ -456,26 +457,30 @@ class HMM(HMMParameters, BaseEstimator):
         memory (:func:`.memory.check_memory`)."""
         check_memory(self, op, X, seqs, family, k, fixed, what, fixes)
 
-    def score_sequences(self, X, lengths=None) -> np.ndarray:
-        """Log-likelihood log p(x) of each sequence, shape ``(n_sequences,)`` (``-inf`` for
-        a sequence that has probability zero)."""
+    def score_samples(self, X, lengths=None) -> np.ndarray:
+        """Log-likelihood log p(x) of each sequence, float64 ``(n_sequences,)`` (``-inf`` for
+        a sequence that has probability zero); forward pass only. (hmmlearn's
+        ``score_samples``, log p(X) with the posteriors, is ``score`` and
+        :meth:`predict_proba`; :mod:`hiddenstate.compat.hmmlearn` keeps it.)"""
         chain, seqs, table = self._prepare(X, lengths, "log_likelihood", chain=True)
         return chain.log_likelihood(table, seqs)
+
+    score_sequences = renamed_method("score_sequences", "score_samples")
 
     def score(self, X, lengths=None) -> float:
         """Log-likelihood log p(X) of the sequences (summed; ``-inf`` if one of them has
         probability zero)."""
-        return float(self.score_sequences(X, lengths).sum())
+        return float(self.score_samples(X, lengths).sum())
 
-    def score_samples(self, X, lengths=None):
-        """Log-likelihood and state posteriors p(z_t | x) ``(n, K)``. A sequence of
+    def _posteriors(self, X, lengths=None):
+        """``(log p(x) per sequence, state posteriors p(z_t | x) (n, K))``. A sequence of
         probability zero has no posteriors: :class:`ZeroProbabilityError`."""
         chain, seqs, table = self._prepare(X, lengths, "posteriors", chain=True)
         if table.by_idx:  # per-observation posteriors, not sums per symbol
             table = inference.EmissionTable(table.emis, table.idx, table.log_offset, False)
         post = chain.forward_backward(table, seqs)
         check_possible(post.loglik, fitting=False)
-        return float(post.loglik.sum()), post.post
+        return post.loglik, post.post
 
     def filter_proba(self, X, lengths=None) -> np.ndarray:
         """Filtered state posteriors p(z_t | x_{0:t}) ``(n, K)``: what the model believes at
@@ -494,8 +499,9 @@ class HMM(HMMParameters, BaseEstimator):
         return inference.filter_states(startprob, transmat, table, seqs)[1]
 
     def predict_proba(self, X, lengths=None) -> np.ndarray:
-        """State posteriors p(z_t | x_{0:T}) ``(n, K)``."""
-        return self.score_samples(X, lengths)[1]
+        """State posteriors p(z_t | x_{0:T}) ``(n, K)`` (:class:`ZeroProbabilityError` for a
+        sequence of probability zero)."""
+        return self._posteriors(X, lengths)[1]
 
     def impute(self, X, lengths=None) -> np.ndarray:
         r"""``X`` with its missing entries filled in from the posterior predictive given all
@@ -507,7 +513,7 @@ class HMM(HMMParameters, BaseEstimator):
         entries are returned unchanged."""
         emis = self.checked_params()[2]
         Xv = self.validate_data(X, lengths, self.n_features_)[0]
-        post = self.score_samples(Xv, lengths)[1]
+        post = self._posteriors(Xv, lengths)[1]
         out = self.emission_family(self.n_features_).impute(emis, Xv, post)
         return out.reshape(np.shape(X)) if self.emission == "categorical" else out
 
@@ -521,8 +527,8 @@ class HMM(HMMParameters, BaseEstimator):
             check_possible(logprob, fitting=False)
             return float(logprob.sum()), states
         if algorithm == "map":
-            logprob, post = self.score_samples(X, lengths)
-            return logprob, post.argmax(axis=1)
+            logprob, post = self._posteriors(X, lengths)
+            return float(logprob.sum()), post.argmax(axis=1)
         raise InvalidInputError(
             f"algorithm: {algorithm!r} is not 'viterbi' or 'map'")
 
@@ -541,7 +547,8 @@ class HMM(HMMParameters, BaseEstimator):
         return states
 
     def sample(self, n_samples: int = 1, random_state=None):
-        """Draw one sequence: returns ``(X, states)``."""
+        """Draw one sequence of ``n_samples`` steps: returns ``(X, states)``
+        (``random_state=None``: the estimator's ``random_state``)."""
         startprob, transmat, emis = self.checked_params()
         n = check_positive_int(n_samples, "n_samples")
         rng = make_rng(self.random_state if random_state is None else random_state)

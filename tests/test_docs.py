@@ -1,0 +1,349 @@
+"""Every code block of README.md and of the pages in docs/ runs, and prints what the page says.
+
+The convention (documented in docs/doc-tests.md):
+
+- A ```` ```python ```` block runs. The blocks of one page run in order, in one namespace
+  and one scratch directory, as a reader who pastes them one after the other would.
+- Its printed output is checked against the page: against the bare ```` ``` ```` (or
+  ```` ```text ````) block that follows it when the text between the two is empty or
+  starts with "prints" (every line equal after collapsing runs of spaces; ``...`` in the
+  page matches anything), and against every ``print(...)  # value`` comment (``value``
+  appears in what the block printed).
+- Words after the language mark a block that does not run in the default suite, each
+  reported as a skip with its reason: ``notest`` (a signature or a sketch),
+  ``needs-data`` (reads ``../shared/data``, which a clone does not have; runs with
+  ``-m slow`` where that folder exists), ``slow`` (runs with ``-m slow``), ``gpu``
+  (needs CUDA).
+- A ```` ```bash ```` block's ``hiddenstate`` command lines must parse: the command and
+  every option they use exist (``hiddenstate.cli.build_parser``). A ``bash run`` block
+  also runs, in order with the page's other ``run`` blocks, in the page's scratch
+  directory, and its output is checked like a Python block's.
+
+The markdown is read with markdown-it-py, the CommonMark parser the site's MyST uses, so
+the tests see the blocks the site shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+PAGES = [p for p in PAGES if not {"_build", "repo", "api", "auto_examples"} & set(p.parts)]
+MARKERS = {
+    "notest": "not a runnable example (a signature or a sketch)",
+    "needs-data": "needs ../shared/data, which a clone does not have",
+    "slow": "slow: runs with -m slow",
+    "gpu": "needs a CUDA GPU",
+}
+
+
+@dataclass
+class Block:
+    page: Path
+    line: int  # 1-based line of the opening fence
+    lang: str
+    flags: list[str]
+    code: str
+    expected: str | None = None  # the output block that follows, if any
+    index: int = 0
+
+    @property
+    def id(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+@dataclass
+class PageState:
+    namespace: dict = field(default_factory=dict)
+    done: set = field(default_factory=set)
+    failed: str | None = None
+
+
+def parse(page: Path) -> list[Block]:
+    """The python and bash blocks of a page, each with the output block that follows it."""
+    text = page.read_text()
+    lines = text.splitlines()
+    fences = [t for t in MarkdownIt("commonmark").parse(text) if t.type == "fence"]
+    blocks: list[Block] = []
+    for i, tok in enumerate(fences):
+        words = tok.info.split()
+        if not words or words[0] not in ("python", "bash"):
+            continue
+        block = Block(page, tok.map[0] + 1, words[0], words[1:], tok.content)
+        unknown = set(block.flags) - set(MARKERS) - {"run"}
+        assert not unknown, f"{block.id}: unknown marker(s) {sorted(unknown)}"
+        if i + 1 < len(fences) and fences[i + 1].info.strip() in ("", "text"):
+            between = " ".join(lines[tok.map[1]:fences[i + 1].map[0]]).strip()
+            if between == "" or between.lower().startswith("prints"):
+                block.expected = fences[i + 1].content
+        block.index = len(blocks)
+        blocks.append(block)
+    return blocks
+
+
+BLOCKS = [b for page in PAGES for b in parse(page)]
+STATES: dict[Path, PageState] = {}
+
+
+def _skip_reason(block: Block) -> str | None:
+    if "notest" in block.flags:
+        return MARKERS["notest"]
+    if "gpu" in block.flags:
+        torch = pytest.importorskip("torch")
+        if not torch.cuda.is_available():
+            return MARKERS["gpu"]
+    if "needs-data" in block.flags and not SHARED.is_dir():
+        return MARKERS["needs-data"]
+    return None
+
+
+def _normalise(text: str) -> list[str]:
+    return [" ".join(line.split()) for line in text.strip("\n").splitlines()]
+
+
+VALUE = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|True|False")
+
+
+def _same(shown: str, printed: str) -> bool:
+    """A value of a comment equals a printed one at the comment's precision."""
+    if shown in ("True", "False") or printed in ("True", "False"):
+        return shown == printed
+    decimals = len(shown.split(".")[1].split("e")[0]) if "." in shown else 0
+    return "e" not in shown and round(float(printed), decimals) == float(shown) or (
+        shown == printed)
+
+
+def check_output(block: Block, printed: str) -> None:
+    """What the block printed is what the page shows."""
+    if block.expected is not None:
+        got, want = _normalise(printed), _normalise(block.expected)
+        pattern = "\n".join(".*".join(map(re.escape, w.split("..."))) for w in want)
+        assert re.fullmatch(pattern, "\n".join(got), re.S), (
+            f"{block.id}: the page shows\n{block.expected}\nbut the block printed\n{printed}")
+    printed_values = VALUE.findall(printed)
+    for comment in re.findall(r"print\(.*\)[ \t]+#[ \t]*(.+)", block.code):
+        if not re.match(r"[-\[(\d]|True|False", comment):
+            continue  # a comment, not a value: "# falls towards 0"
+        at = 0
+        for v in VALUE.findall(comment):  # the comment's values, in order, in the output
+            hits = [i for i in range(at, len(printed_values)) if _same(v, printed_values[i])]
+            assert hits, (
+                f"{block.id}: '# {comment}' does not match what the block printed:\n{printed}")
+            at = hits[0] + 1
+
+
+def _run_python(block: Block, state: PageState) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block.code, f"{block.page}:{block.line}", "exec"), state.namespace)
+    return out.getvalue()
+
+
+def _run_bash(block: Block) -> str:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("MPLBACKEND", "Agg")
+    done = subprocess.run(["bash", "-e", "-c", block.code], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, f"{block.id}: exit {done.returncode}\n{done.stderr}"
+    return done.stdout
+
+
+def _runs(block: Block) -> bool:
+    return block.lang == "python" or "run" in block.flags
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    return tmp_path_factory.mktemp("docs")
+
+
+def _execute(block: Block, scratch: Path, request) -> None:
+    """Run the page's earlier blocks (if this one was selected alone), then this one."""
+    state = STATES.setdefault(block.page, PageState(namespace={"__name__": "__main__"}))
+    work = scratch / block.page.relative_to(ROOT).as_posix().replace("/", "_")
+    work.mkdir(exist_ok=True)
+    slow_selected = "slow" in (request.config.getoption("-m") or "")
+    with contextlib.chdir(work):
+        for earlier in BLOCKS:
+            if earlier.page != block.page or earlier.index > block.index:
+                continue
+            if earlier.index in state.done or not _runs(earlier) or earlier.lang != block.lang:
+                continue
+            if _skip_reason(earlier) or (
+                    {"slow", "needs-data"} & set(earlier.flags) and not slow_selected):
+                continue
+            if state.failed:
+                pytest.fail(f"an earlier block of the page failed: {state.failed}")
+            state.done.add(earlier.index)
+            try:
+                printed = (_run_python(earlier, state) if earlier.lang == "python"
+                           else _run_bash(earlier))
+            except BaseException:
+                state.failed = earlier.id
+                raise
+            if earlier is block:
+                check_output(block, printed)
+
+
+def _params(select):
+    out = []
+    for b in BLOCKS:
+        if not select(b):
+            continue
+        marks = [pytest.mark.slow] if {"slow", "needs-data"} & set(b.flags) else []
+        out.append(pytest.param(b, id=b.id, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("block", _params(_runs))
+def test_block_runs_and_prints_what_the_page_says(block, scratch, request):
+    reason = _skip_reason(block)
+    if reason:
+        pytest.skip(f"{block.id}: {reason}")
+    _execute(block, scratch, request)
+
+
+@pytest.mark.parametrize("block", _params(lambda b: not _runs(b)))
+def test_block_is_marked_when_it_does_not_run(block):
+    """A python block that does not run says why (a marker); a bash block's commands parse."""
+    if block.lang == "python":
+        assert _skip_reason(block) or "slow" in block.flags, block.id
+        pytest.skip(f"{block.id}: {_skip_reason(block) or MARKERS['slow']}")
+    for argv in hiddenstate_commands(block.code):
+        check_command_parses(block, argv)
+
+
+def hiddenstate_commands(code: str) -> list[list[str]]:
+    """The ``hiddenstate ...`` (or ``python -m hiddenstate ...``) command lines of a shell
+    block, continuation lines joined, comments and redirections dropped."""
+    commands = []
+    joined = re.sub(r"\\\n\s*", " ", code)
+    joined = re.sub(r"<<'?(\w+)'?\n.*?\n\1\n", "\n", joined, flags=re.S)  # heredocs
+    for line in joined.splitlines():
+        line = line.split(" #")[0].strip()
+        for part in re.split(r"\s*(?:&&|;|(?<!\|)\|(?!\|))\s*", line):
+            part = re.split(r"\s(?:\d?>|<)", part)[0].strip()  # redirections
+            if not re.match(r"(hiddenstate|python -m hiddenstate)(?=\s|$)", part):
+                continue
+            words = shlex.split(part)
+            if words[:3] == ["python", "-m", "hiddenstate"]:
+                words = ["hiddenstate", *words[3:]]
+            if "..." not in words:
+                commands.append(words[1:])
+    return commands
+
+
+def check_command_parses(block: Block, argv: list[str]) -> None:
+    from hiddenstate.cli import build_parser
+
+    parser = build_parser()
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            parser.parse_args(argv)
+        except SystemExit as stop:
+            assert stop.code == 0, f"{block.id}: hiddenstate {' '.join(argv)}\n{err.getvalue()}"
+
+
+def test_the_convention_finds_blocks_and_outputs():
+    """The parser sees the blocks: every page with code has some, outputs are attached."""
+    assert len(BLOCKS) > 60
+    assert sum(b.expected is not None for b in BLOCKS) >= 15
+    programs = [b for b in BLOCKS if b.page.name == "programs.md" and b.expected]
+    assert any("inside sum" in b.expected for b in programs)
+
+
+def test_a_wrong_output_fails():
+    """The comparison can fail: a block whose page shows another number."""
+    block = Block(ROOT / "README.md", 1, "python", [], "print(1.5)", expected="1.6\n")
+    with pytest.raises(AssertionError):
+        check_output(block, "1.5\n")
+    check_output(Block(ROOT / "README.md", 1, "python", [], "", expected="took ...s\n"),
+                 "took 0.8s\n")
+    with pytest.raises(AssertionError):
+        check_command_parses(block, ["fit", "x.txt", "--no-such-option"])
+
+
+# --- links and file names -----------------------------------------------------------------
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+CODE_PATH = re.compile(
+    r"`((?:\.\./)*(?:src|tests|benchmarks|experiments|docs|examples)/[\w./-]*\.\w+)`")
+GENERATED = ("auto_examples/", "api/")  # pages `make docs` writes (docs/index.md links them)
+OUTPUTS = ("experiments/out/", "benchmarks/out/")  # what scripts write, ignored by git
+# pages another change in flight adds; remove an entry once the file is in the repository
+PENDING: dict[str, str] = {}
+
+
+def _tracked() -> set[str]:
+    done = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip("not a git checkout: cannot tell the files a clone has")
+    return set(done.stdout.splitlines())
+
+
+def _missing(page: Path, target: str, tracked: set[str]) -> str | None:
+    path = (page.parent / target.split("#")[0]).resolve()
+    try:
+        rel = path.relative_to(ROOT).as_posix()
+    except ValueError:
+        return None  # outside the repository (../shared/...): the page says so in words
+    if rel in tracked or any(t.startswith(rel + "/") for t in tracked):
+        return None
+    return rel
+
+
+def test_links_point_at_files_a_clone_has():
+    """Every relative link of README.md and docs/ names a file that git tracks (so a clone
+    has it), except the pages the site build generates."""
+    tracked, missing = _tracked(), []
+    for page in PAGES:
+        for target in LINK.findall(page.read_text()):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            if page.parent == ROOT / "docs" and target.startswith(GENERATED):
+                continue
+            rel = _missing(page, target, tracked)
+            if rel and rel not in PENDING:
+                missing.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not missing, missing
+
+
+def test_repository_paths_named_in_pages_exist():
+    """Every repository file a page names in backticks (`tests/test_x.py`,
+    `experiments/results/x.md`) is in the repository; script outputs are named as such."""
+    tracked, missing = _tracked(), []
+    for page in PAGES:
+        for name in set(CODE_PATH.findall(page.read_text())):
+            rel = name.lstrip("./")
+            if rel.startswith(OUTPUTS) or "*" in rel:
+                continue
+            hit = (rel in tracked or any(t.startswith(rel + "/") for t in tracked)
+                   or any(t.endswith("/" + rel) for t in tracked))
+            if not hit and rel not in PENDING:
+                missing.append(f"{page.relative_to(ROOT)}: {name}")
+    assert not missing, missing
+
+
+def test_the_link_check_can_fail(tmp_path):
+    """A link to a file git does not track is reported."""
+    tracked = _tracked()
+    assert _missing(ROOT / "README.md", "docs/no-such-page.md", tracked) == (
+        "docs/no-such-page.md")
+    assert _missing(ROOT / "README.md", "docs/hmm.md#data", tracked) is None
+    assert _missing(ROOT / "docs" / "nbh.md", "../experiments/results/prism_nbh.md",
+                    tracked) is None

@@ -365,11 +365,7 @@ def _lm_case() -> Case:
         no_zero="softmax parameters: every probability is positive",
         no_prior="'em' is MAP under prior (a concentration); there is no prior-free mode to "
                  "compare it with",
-        marks=_lm_marks(),
-        clause_xfail={  # seen on branch wp-lm (its commit 03ccdc0)
-            "fit": "lm: BlockedHMMLM records no monitor_ (history, iter, converged)",
-            "sample": "lm: BlockedHMMLM.sample(random_state=None) draws fresh entropy; the "
-                      "contract takes the estimator's random_state"})
+        marks=_lm_marks())
 
 
 def _lm_marks() -> tuple:
@@ -378,14 +374,7 @@ def _lm_marks() -> tuple:
     except ImportError:
         return (pytest.mark.skip(reason="BlockedHMMLM needs torch (pip install "
                                         "'hiddenstate[lm]')"),)
-    from hiddenstate.lm import BlockedHMMLM
-    names = list(inspect.signature(BlockedHMMLM.sample).parameters)[1:3]
-    if names == ["n_samples", "random_state"]:
-        return ()
-    return (pytest.mark.xfail(reason="lm: BlockedHMMLM meets the contract on branch wp-lm "
-                                     "(sample(n_samples, random_state), prior as a "
-                                     "concentration, learn='stepwise-em', a scikit-learn "
-                                     "estimator), not merged yet", strict=False),)
+    return ()
 
 
 CASES = [*HMM_CASES, _props_case(), _pcfg_case(), _treenet_case(), _nbh_case(),

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from ._bundle import read_json
+from ._validation import check_memory
 from .errors import InvalidInputError, ModelFileError
 
 __all__ = [
@@ -306,6 +307,56 @@ def check_encoding(encoding: str) -> str:
     return encoding
 
 
+#: memory needed to read one byte of a text or CSV file into tokens or rows (measured:
+#: 12-17 on WikiText-2 and on numeric CSV; the Python strings and lists cost the most)
+TEXT_BYTES_PER_BYTE = 16
+#: standard input is read in pieces of this size, the memory checked after each
+_STDIN_CHUNK = 1 << 24
+
+
+def _check_text_memory(name: str, n_bytes: int) -> None:
+    """Refuse (:class:`~hiddenstate.errors.InsufficientMemoryError`) a text or CSV file
+    too large to read into memory, before it is read."""
+    check_memory({name: TEXT_BYTES_PER_BYTE * n_bytes},
+                 f"reading {n_bytes / 2**20:,.0f} MiB of text from {name}",
+                 {name: "split it into smaller files (and fit in pieces with partial_fit "
+                        "in Python)"})
+
+
+def _read_stdin_bytes() -> bytes | str:
+    stream = sys.stdin
+    if not hasattr(stream, "buffer"):
+        return stream.read()
+    chunks, total = [], 0
+    while True:
+        chunk = stream.buffer.read(_STDIN_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        _check_text_memory("<stdin>", total)
+        chunks.append(chunk)
+
+
+def _guess_encoding(data: bytes) -> str:
+    """An encoding that decodes ``data`` into what it most likely says, for the advice of
+    an error: UTF-16 by its byte-order mark or by the NUL bytes of ASCII letters, cp1252
+    where its printable range 0x80-0x9f occurs, latin-1 otherwise (it decodes anything)."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16"
+    head = data[:4096]
+    if len(head) >= 2 and head.count(0) >= len(head) // 4:
+        even, odd = head[0::2].count(0), head[1::2].count(0)
+        if max(even, odd) >= 3 * min(even, odd) + 1:
+            return "utf-16-be" if even > odd else "utf-16-le"
+    if any(0x80 <= b <= 0x9F for b in head):
+        try:
+            data.decode("cp1252")
+            return "cp1252"
+        except UnicodeDecodeError:
+            pass
+    return "latin-1"
+
+
 def read_text_file(path: str | os.PathLike, encoding: str = "utf-8") -> str:
     """The decoded text of a file (``"-"``: standard input), ready to split into lines.
 
@@ -313,31 +364,34 @@ def read_text_file(path: str | os.PathLike, encoding: str = "utf-8") -> str:
     - line ends ``\\r\\n`` and ``\\r`` become ``\\n`` (universal newlines, as :func:`open`);
     - bytes that are not valid in ``encoding`` and NUL characters (a binary file, or UTF-16
       read as UTF-8) are an :class:`InvalidInputError` naming the file, the line and the
-      fix (``--encoding`` on the command line, ``encoding=`` in Python).
+      fix (``--encoding`` on the command line, ``encoding=`` in Python, with the encoding
+      the bytes most likely are);
+    - a file too large to read into memory (about :data:`TEXT_BYTES_PER_BYTE` bytes of
+      memory per byte of file) is refused before it is read
+      (:class:`~hiddenstate.errors.InsufficientMemoryError`).
     """
     check_encoding(encoding)
     name = _name(path)
     if str(path) == "-":
-        stream = sys.stdin
-        data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+        data = _read_stdin_bytes()
     else:
-        p = Path(path)
-        if not p.exists():
-            raise InvalidInputError(f"{p}: file not found; check the path")
-        if p.is_dir():
-            raise InvalidInputError(f"{p}: is a directory; pass a file")
-        data = p.read_bytes()
+        p = _existing_file(path, "file")
+        _check_text_memory(name, p.stat().st_size)
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            raise InvalidInputError(f"{p}: cannot read ({exc.strerror or exc})") from None
     if isinstance(data, bytes):
         try:
             text = data.decode(encoding)
         except UnicodeDecodeError as exc:
             line = data.count(b"\n", 0, exc.start) + 1
-            guess = "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "latin-1"
             npy = "; a NumPy file needs --format npy" if data[:6] == b"\x93NUMPY" else ""
             raise InvalidInputError(
                 f"{name}: not {encoding} text (line {line}, byte 0x{data[exc.start]:02x}); "
-                f"pass the file's encoding with --encoding (e.g. --encoding {guess}; "
-                f"encoding= in Python) or re-encode it as UTF-8{npy}") from None
+                f"pass the file's encoding with --encoding (e.g. --encoding "
+                f"{_guess_encoding(data)}; encoding= in Python) or re-encode it as UTF-8"
+                f"{npy}") from None
     else:
         text = data
     if text.startswith("\ufeff"):
@@ -345,10 +399,26 @@ def read_text_file(path: str | os.PathLike, encoding: str = "utf-8") -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     nul = text.find("\x00")
     if nul >= 0:
-        raise InvalidInputError(
-            f"{name}, line {text.count(chr(10), 0, nul) + 1}: contains a NUL character, so it "
-            "looks binary (or UTF-16: pass --encoding utf-16); pass a text file")
+        where = f"{name}, line {text.count(chr(10), 0, nul) + 1}: contains a NUL character"
+        guess = _guess_encoding(data) if isinstance(data, bytes) else "latin-1"
+        if guess.startswith("utf-16"):
+            raise InvalidInputError(
+                f"{where}, so it is UTF-16 text or binary; if it is text, pass --encoding "
+                f"{guess} (encoding= in Python)")
+        raise InvalidInputError(f"{where}, so it looks binary; pass a text file")
     return text
+
+
+def _existing_file(path, what: str = "file") -> Path:
+    """``path`` as a Path if it is a readable file; else an error naming it."""
+    p = Path(path)
+    if not p.exists():
+        raise InvalidInputError(f"{p}: {what} not found; check the path")
+    if p.is_dir():
+        raise InvalidInputError(f"{p}: is a folder, not a {what}; pass a file")
+    if not os.access(p, os.R_OK):
+        raise InvalidInputError(f"{p}: not readable (permission denied); check its permissions")
+    return p
 
 
 def _read_lines(path: str | os.PathLike, encoding: str = "utf-8") -> list[str]:
@@ -414,9 +484,7 @@ def read_text(path: str | os.PathLike, vocabulary: Vocabulary | None = None, *,
 
 def read_lengths(path: str | os.PathLike) -> np.ndarray:
     """Sequence lengths from a ``.npy`` file or a text file of integers."""
-    p = Path(path)
-    if not p.is_file():
-        raise InvalidInputError(f"{p}: lengths file not found; check the --lengths path")
+    p = _existing_file(path, "lengths file")
     if p.suffix.lower() == ".npy":
         arr = _load_npy(p, what="lengths")
     else:
@@ -538,23 +606,70 @@ def read_csv(path: str | os.PathLike, lengths_path: str | os.PathLike | None = N
 # --------------------------------------------------------------------------- npy
 
 
-def _load_npy(p: Path, what: str) -> np.ndarray:
-    if not p.exists():
-        raise InvalidInputError(f"{p}: file not found; check the path")
+#: largest ``.npy`` header read (numpy.save writes 128 bytes or a few more)
+_MAX_NPY_HEADER = 10000
+
+
+def _npy_header(p: Path, fh, what: str) -> tuple[tuple, np.dtype]:
+    """Shape and dtype from the header of an open ``.npy`` file, checked before a byte of
+    data is read: a NumPy header, a numeric dtype (never Python objects, which need
+    pickle), as many bytes as the shape says, and memory for them."""
+    magic = fh.read(6)
+    if magic != b"\x93NUMPY":
+        if magic[:4] == b"PK\x03\x04":
+            raise InvalidInputError(
+                f"{p}: is a .npz archive (several arrays); pass a single array saved with "
+                "numpy.save")
+        raise InvalidInputError(
+            f"{p}: not a .npy file (it does not start with a NumPy header); write the {what} "
+            "with numpy.save, or pass --format text or csv if the file is text")
+    fh.seek(0)
     try:
-        arr = np.load(p, allow_pickle=False)
-    except ValueError as exc:
-        # Object arrays need pickle; refuse them rather than run code.
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(
+                fh, max_header_size=_MAX_NPY_HEADER)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(
+                fh, max_header_size=_MAX_NPY_HEADER)
+        else:
+            raise InvalidInputError(
+                f"{p}: .npy format version {version} is not read here (numeric arrays are "
+                "saved as version 1.0 by numpy.save)")
+    except (ValueError, EOFError, OSError) as exc:
         raise InvalidInputError(
-            f"{p}: cannot read {what} without pickle ({exc}); save a numeric array with "
-            "numpy.save"
-        ) from exc
-    except (OSError, EOFError) as exc:
+            f"{p}: its NumPy header is damaged ({exc}); write the {what} with numpy.save"
+        ) from None
+    if dtype.hasobject or dtype.kind not in "biuf":
+        why = " (reading it needs pickle, which hiddenstate never runs)" if dtype.hasobject \
+            else ""
         raise InvalidInputError(
-            f"{p}: not a valid .npy file ({exc}); write it with numpy.save"
-        ) from exc
-    if not isinstance(arr, np.ndarray):
-        raise InvalidInputError(f"{p}: holds several arrays (.npz); pass a single .npy array")
+            f"{p}: dtype {dtype} is not numeric{why}; save integers (symbols) or floats with "
+            "numpy.save")
+    n_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    have = os.fstat(fh.fileno()).st_size - fh.tell()
+    if have < n_bytes:
+        raise InvalidInputError(
+            f"{p}: truncated: its header says shape {tuple(shape)} of {dtype} ({n_bytes:,} "
+            f"bytes) but the file holds {have:,} bytes of data; write it again with numpy.save")
+    check_memory({str(p): float(n_bytes)}, f"reading the {what} in {p}",
+                 {str(p): "pass a smaller array (fit in pieces with partial_fit in Python)"})
+    return tuple(shape), dtype
+
+
+def _load_npy(p: Path, what: str) -> np.ndarray:
+    p = _existing_file(p, "file")
+    try:
+        with open(p, "rb") as fh:
+            _npy_header(p, fh, what)
+            fh.seek(0)
+            arr = np.load(fh, allow_pickle=False)
+    except InvalidInputError:
+        raise
+    except (ValueError, OSError, EOFError) as exc:
+        raise InvalidInputError(
+            f"{p}: not a valid .npy file ({exc.strerror if isinstance(exc, OSError) else exc});"
+            " write it with numpy.save") from None
     return arr
 
 
@@ -566,10 +681,6 @@ def read_npy(path: str | os.PathLike, lengths_path: str | os.PathLike | None = N
     """
     p = Path(path)
     X = _load_npy(p, what="data")
-    if X.dtype.kind not in "biuf":
-        raise InvalidInputError(
-            f"{p}: dtype {X.dtype} is not numeric; save integers (symbols) or floats"
-        )
     if X.ndim == 1:
         X = X[:, None]
     if X.ndim != 2:

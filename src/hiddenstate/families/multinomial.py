@@ -56,7 +56,7 @@ class MultinomialEmissions(DirichletEmissionRows, EmissionFamily):
         self.rows = DirichletRows("emissionprob", "e", emissionprob_prior)
 
     def validate_X(self, X, fitted_n_features):
-        X = check_counts(X, fitted_n_features)
+        X = check_counts(X, fitted_n_features, family="multinomial")
         if self.n_trials is not None:
             totals = X.sum(axis=1)
             want = np.broadcast_to(self.n_trials, totals.shape) \

@@ -70,7 +70,7 @@ from ..errors import (
     NotFittedError,
     NumericalError,
 )
-from ..learn import check_possible
+from ..learn import ConvergenceMonitor, check_possible
 from ..textio import Vocabulary
 from . import triton_scan
 from .constraints import ConstraintSet, DroppedStates
@@ -1011,12 +1011,29 @@ class BlockedHMMLM(BaseEstimator):
             torch.nn.utils.clip_grad_norm_(net.parameters(), self.clip)
             opt.step()
 
+    @property
+    def monitor_(self) -> ConvergenceMonitor:
+        """The training curve in the estimator contract's form (a fresh copy each call):
+        ``history`` holds the mean training log-likelihood per token of each evaluation
+        (``-log train_ppl`` of ``history_``'s records), ``iter`` their number, ``converged``
+        True when training ended before ``n_epochs`` (EM's early stop on the validation
+        perplexity, or the gradient learning rate falling below ``min_lr``)."""
+        self._check_fitted()
+        mon = ConvergenceMonitor(tol=float("nan"), n_iter=int(self.n_epochs))
+        mon.history = [-math.log(r["train_ppl"]) for r in self.history_
+                       if r.get("train_ppl") is not None]
+        st = getattr(self, "_state", None)
+        mon.converged = bool(st["stopped"]) if st is not None else any(
+            r.get("undone", False) for r in self.history_)
+        return mon
+
     # ------------------------------------------------------------------ sampling
     def sample(self, n_samples: int = 1, random_state=None, *, n_tokens: int | None = None,
                seed: int | None = None) -> list[str]:
         """``n_samples`` tokens drawn from the model (sentences restart after ``<eos>``);
-        ``random_state``: an int seed or a :class:`numpy.random.Generator` (None: fresh
-        entropy). ``n_tokens`` and ``seed`` are the deprecated names of the two."""
+        ``random_state``: an int seed or a :class:`numpy.random.Generator` (None: the
+        estimator's own ``random_state``, as the estimator contract says). ``n_tokens`` and
+        ``seed`` are the deprecated names of the two."""
         if n_tokens is not None:
             warnings.warn("sample(n_tokens=...) is deprecated; pass n_samples",
                           FutureWarning, stacklevel=2)
@@ -1037,7 +1054,8 @@ class BlockedHMMLM(BaseEstimator):
             raise InvalidInputError(
                 f"random_state: expected None, an integer >= 0 or a numpy Generator, got "
                 f"{random_state!r}")
-        rng = np.random.default_rng(random_state)
+        rng = np.random.default_rng(self.random_state if random_state is None
+                                    else random_state)
         cs = self.constraints_
         d = cs.all_states(self.device)
         with torch.no_grad():

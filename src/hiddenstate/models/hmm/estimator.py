@@ -80,7 +80,13 @@ from sklearn.base import BaseEstimator
 
 from ... import inference
 from ..._deprecation import renamed_method
-from ..._validation import check_lengths, check_positive_int, check_states, make_rng
+from ..._validation import (
+    check_lengths,
+    check_positive_int,
+    check_sequence_list,
+    check_states,
+    make_rng,
+)
 from ..._validation import check_memory as check_parts
 from ...errors import InvalidInputError
 from ...families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
@@ -279,6 +285,8 @@ class HMM(HMMParameters, BaseEstimator):
                       continues: bool = False):
         """**Hook.** Validated observations and their layout. ``stream``/``continues``: the
         data feed a streaming learner (and continue its last sequence)."""
+        check_sequence_list(X, lengths, categorical=self.emission == "categorical",
+                            rows_declared=isinstance(n_features, tuple))
         if self.emission == "categorical" and (
                 isinstance(n_features, tuple) or (len(np.shape(X)) == 2
                                                   and np.shape(X)[1] > 1)):

@@ -304,7 +304,7 @@ def test_program_model_follows_the_zero_probability_rule():
 
     model = ProgramModel(prog, init="declared")
     goals = [needs_y(1), needs_y(2)]
-    np.testing.assert_array_equal(model.log_prob(goals), [-np.inf, -np.inf])
+    np.testing.assert_array_equal(model.score_samples(goals), [-np.inf, -np.inf])
     for call, match in (
             (lambda: model.goal_posteriors(goals), "goals: goals needs_y\\(1\\) and needs_y"
                                                    "\\(2\\) have probability zero"),

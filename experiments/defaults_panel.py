@@ -67,7 +67,13 @@ Candidates (5 seeds, 2 in ``--quick``; ``--candidate-seeds`` for the secondary o
   (sticky vs flat) for online EM and Baum-Welch online, online EM's ``step_exponent``
   (0.6, 0.7, 0.8, 1.0; ``step_scale`` 1, ``warmup`` 20), Baum-Welch online's ``eta``
   (0.005, 0.01, 0.05) and Baldi-Chauvin's ``eta`` (0.05, 0.2, 1; ``lam`` = 1), on lm with
-  K = 16 (online EM costs K^4 per observation) and synthetic (a) (online EM only).
+  K = 16 (online EM costs K^4 per observation) and synthetic (a) (online EM only);
+- Viterbi training (section ``vt``; ``--vt-seeds``, default 3, ``--vt-pos45-seeds`` 2):
+  one change at a time from the library's VT defaults (the transition starts above,
+  unigram-frequency emissions, Dirichlet emission/transition priors 1.1, 1.5 and 2, EM's
+  ``tol`` rule instead of VT's stop, ``n_init=5``); VT started from 20 or 50 iterations of
+  the library's EM, and of MAP under Dirichlet(1.5) priors kept for VT (does smoothing keep
+  what the EM start gains?); EM alone; hmmlearn's EM with its defaults (it has no VT).
 
 hmmlearn runs with its default initialisation and the same ``n_iter`` and ``tol`` as ours;
 its EM uses ``implementation="scaling"`` (the same EM as its default "log"
@@ -317,18 +323,24 @@ VT_PRIORS = {"emission prior 1.1": dict(emissionprob_prior=1.1),
              "priors 2": dict(startprob_prior=2.0, transmat_prior=2.0, emissionprob_prior=2.0)}
 #: EM iterations before Viterbi training in the ``EM then VT`` rows
 VT_WARM = (20, 50)
+#: priors tried with the EM start
+VT_COMBOS = {"emission prior 1.5": dict(emissionprob_prior=1.5),
+             "priors 1.5": dict(startprob_prior=1.5, transmat_prior=1.5,
+                                emissionprob_prior=1.5)}
 
 
 class EMThenVT:
     """Viterbi training started from ``n_em`` EM iterations of the library's EM (its
-    defaults and start): the fitted VT model's methods, ``monitor_`` of the VT part."""
+    defaults and start; with priors ``vt``, MAP iterations under the same priors): the
+    fitted VT model's methods, ``monitor_`` of the VT part."""
 
     def __init__(self, task: Task, seed: int, n_em: int, **vt):
         self.task, self.seed, self.n_em, self.vt = task, seed, n_em, vt
         self.learn = "vt"
 
     def fit(self, X, lengths):
-        em = make_model(self.task, Init(), self.seed)
+        em = make_model(self.task, Init(), self.seed, learn="map" if self.vt else "em",
+                        **self.vt)
         em.set_params(n_iter=self.n_em, tol=-np.inf)
         em.fit(X, lengths)
         vt = HMM(self.task.K, emission=self.task.emission, n_features=self.task.n_features,
@@ -388,6 +400,13 @@ def vt_candidates(task: Task) -> dict:
     out["n_init 5"] = lambda s: make_model(task, Init(), s, learn="vt", n_init=5)
     for n_em in VT_WARM:
         out[f"EM {n_em} then VT"] = lambda s, n_em=n_em: EMThenVT(task, s, n_em)
+    # the EM start with VT's smoothing: does a prior keep what the EM start gains?
+    for label, kw in VT_COMBOS.items():
+        if cat or "emissionprob_prior" not in kw:
+            kw = {k: v for k, v in kw.items() if cat or k != "emissionprob_prior"}
+            for n_em in VT_WARM:
+                out[f"EM {n_em} then VT, {label}"] = \
+                    lambda s, n_em=n_em, kw=kw: EMThenVT(task, s, n_em, **kw)
     out["EM (library default)"] = lambda s: make_model(task, Init(), s, learn="em")
     return out
 

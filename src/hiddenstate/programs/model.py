@@ -417,8 +417,6 @@ class ProgramModel(BaseEstimator):
 
         n = check_positive_int(n_samples, "n_samples")
         max_draws = check_positive_int(max_draws, "max_draws")
-        check_memory({"n_samples": SAMPLE_RUN_BYTES * n}, f"sample(n_samples={n})",
-                     {"n_samples": "run the sampler fewer times per call"})
         if not isinstance(args, (tuple, list)):
             raise InvalidInputError(
                 f"args: expected a tuple of the sampler's arguments (e.g. args=(10,)), got "
@@ -429,6 +427,8 @@ class ProgramModel(BaseEstimator):
             raise InvalidInputError(
                 f"program {program.name!r} has no sampler; register one with "
                 "@program.sampler")
+        check_memory({"n_samples": SAMPLE_RUN_BYTES * n}, f"sample(n_samples={n})",
+                     {"n_samples": "run the sampler fewer times per call"})
         rng = make_rng(self.random_state if random_state is None else random_state)
         self._theta()  # every hand-set probability checked, not only those a run draws
         table = program.switches

@@ -292,32 +292,6 @@ def test_pcfg_follows_the_zero_probability_rule(method):
         start.fit(sents)
 
 
-def test_program_model_follows_the_zero_probability_rule():
-    from hiddenstate.programs import Program, msw
-
-    prog = Program()
-    prog.switch("c", ["x", "y"], probs=[1.0, 0.0])
-
-    @prog.goal
-    def needs_y(n):
-        return [[msw("c", "y")]]
-
-    model = ProgramModel(prog, init="declared")
-    goals = [needs_y(1), needs_y(2)]
-    np.testing.assert_array_equal(model.score_samples(goals), [-np.inf, -np.inf])
-    for call, match in (
-            (lambda: model.goal_posteriors(goals), "goals: goals needs_y\\(1\\) and needs_y"
-                                                   "\\(2\\) have probability zero"),
-            (lambda: model.outside(needs_y(1)), "needs_y\\(1\\) has probability zero"),
-            (lambda: model.kbest(needs_y(1), 2), "goal: goal needs_y\\(1\\) has .* no "
-                                                 "explanation"),
-            (lambda: model.fit(goals), "under the current switch probabilities")):
-        with pytest.raises(ZeroProbabilityError, match=match):
-            call()
-    # y is learned: any positive probability explains the goals, so init="random" fits
-    assert ProgramModel(prog, random_state=0).fit(goals).probs_["c"][1] > 0.99
-
-
 # -- warnings: one per cause per call -------------------------------------------------------------
 def test_degenerate_states_warn_once_per_fit_naming_states_and_iterations():
     problem = _Scripted([-10.0 + i for i in range(6)],

@@ -463,6 +463,20 @@ def test_goals_of_probability_zero_are_named():
     with pytest.raises(ZeroProbabilityError, match=r"needs_y\(2\) has probability zero"):
         model.fit([needs_y(2)])
     assert model.score_samples([needs_y(2)])[0] == -np.inf  # scoring reports it, learning refuses
+    # every method that needs a posterior or an explanation names the goals (the one
+    # zero-probability rule, hiddenstate.learn.check_possible)
+    goals = [needs_y(1), needs_y(2)]
+    for call, match in (
+            (lambda: model.goal_posteriors(goals), "goals: goals needs_y\\(1\\) and needs_y"
+                                                   "\\(2\\) have probability zero"),
+            (lambda: model.outside(needs_y(1)), "needs_y\\(1\\) has probability zero"),
+            (lambda: model.kbest(needs_y(1), 2), "goal: goal needs_y\\(1\\) has .* no "
+                                                 "explanation"),
+            (lambda: model.fit(goals), "under the current switch probabilities")):
+        with pytest.raises(ZeroProbabilityError, match=match):
+            call()
+    # y is learned: any positive probability explains the goals, so init="random" fits
+    assert ProgramModel(prog, random_state=0).fit(goals).probs_["c"][1] > 0.99
 
 
 @pytest.mark.parametrize("kw,match", [

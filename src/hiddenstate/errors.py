@@ -46,6 +46,12 @@ class NumericalError(HiddenStateError, FloatingPointError):
     """A learning objective became NaN or infinite."""
 
 
+class ClusterError(HiddenStateError, RuntimeError):
+    """A Dask cluster (:mod:`hiddenstate.distributed`) is closed, has no worker, keeps
+    losing the workers of a partition, or did not answer within the timeout; the message
+    names the cluster and what was waited for."""
+
+
 class DegenerateStateWarning(UserWarning):
     """A state received (almost) no posterior mass, or its covariance hit the floor."""
 

@@ -59,10 +59,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator
 from tqdm.auto import tqdm
 
 from .._bundle import from_json, read_bundle, to_json, write_bundle
+from .._sklearn_base import BaseEstimator
 from .._validation import check_memory
 from ..errors import (
     InvalidInputError,

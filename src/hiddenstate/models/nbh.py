@@ -18,9 +18,9 @@ import warnings
 from collections.abc import Callable, Hashable
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .._deprecation import renamed_method
+from .._sklearn_base import BaseEstimator, ClassifierMixin
 from .._validation import (
     check_memory,
     check_number,

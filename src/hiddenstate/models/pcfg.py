@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
+from .._sklearn_base import BaseEstimator
 from .._validation import (
     as_float_array,
     check_memory,

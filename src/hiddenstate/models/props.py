@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sklearn.base import clone
 
 from .._validation import (
     check_choice,
@@ -154,7 +153,10 @@ class PROPS(HMM):
         """``sklearn.base.clone``: the same hyper-parameters, unfitted, with the same
         sources. A pre-trained source is a fixed part of the model, not an estimator to
         learn again (scikit-learn would clone a :class:`~hiddenstate.sources.KneserNeySource`
-        to an empty one)."""
+        to an empty one). Only ``sklearn.base.clone`` calls this, so scikit-learn is
+        already imported."""
+        from sklearn.base import clone
+
         params = self.get_params(deep=False)
         return type(self)(**{k: v if k == "sources" else clone(v, safe=False)
                              for k, v in params.items()})

@@ -15,8 +15,8 @@ import sys
 from collections.abc import Callable
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
+from .._sklearn_base import BaseEstimator
 from .._validation import (
     check_choice,
     check_memory,

@@ -22,9 +22,9 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
 from .._deprecation import renamed_method
+from .._sklearn_base import BaseEstimator
 from .._validation import check_memory, check_positive_int, check_random_state, make_rng
 from ..errors import HiddenStateError, InvalidInputError, ProgramError
 from ..learn import MODES, fit_restarts

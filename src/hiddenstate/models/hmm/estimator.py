@@ -76,10 +76,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
 from ... import inference
 from ..._deprecation import renamed_method
+from ..._sklearn_base import BaseEstimator
 from ..._validation import (
     check_lengths,
     check_positive_int,

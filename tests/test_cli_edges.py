@@ -364,7 +364,7 @@ def test_words_unseen_in_training_get_a_finite_score_by_default(tmp_path, corpus
     Xt, Lt = textio.encode_sequences([s.split() for s in TRAIN], vocab)
     ref = hs.HMM(n_states=3, n_features=len(vocab), n_iter=20, random_state=1).fit(Xt, Lt)
     rc, out, err = run(["score", new_text, "-m", m], capsys)
-    want = [float(v) for v in ref.score_sequences(X, lengths)]
+    want = [float(v) for v in ref.score_samples(X, lengths)]
     assert rc == 0 and err == "" and scores(out) == want and all(map(math.isfinite, want))
     rc, out, err = run(["decode", new_text, "-m", m], capsys)
     _, states = ref.decode(X, lengths)

@@ -51,9 +51,17 @@ def _one_line(exc: BaseException) -> str:
     return message
 
 
-def _workers_hold_nothing(client) -> bool:
-    held = client.run(lambda dask_worker: len(dask_worker.state.actors))
-    return not any(held.values())
+def _workers_hold_nothing(client, within: float = 10.0) -> bool:
+    """True once no worker holds an actor: the scheduler releases a dropped actor
+    asynchronously, so a busy machine may take a moment (polled for ``within`` seconds)."""
+    deadline = time.monotonic() + within
+    while True:
+        held = client.run(lambda dask_worker: len(dask_worker.state.actors))
+        if not any(held.values()):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
 
 
 # -- arguments -----------------------------------------------------------------------------

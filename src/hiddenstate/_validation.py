@@ -6,6 +6,8 @@ the argument and the fix.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .errors import InsufficientMemoryError, InvalidInputError
@@ -400,17 +402,29 @@ def check_number(value, name: str, minimum: float | None = None, strict: bool = 
 
 
 # -- memory ---------------------------------------------------------------------------------------
-def available_memory() -> int | None:
-    """Bytes the kernel says can be allocated without swapping (``MemAvailable`` in
-    ``/proc/meminfo``), or None where that is not known."""
+def available_memory(device: str = "cpu") -> int | None:
+    """Bytes that can be allocated now on ``device``: for the CPU what the kernel says can
+    be allocated without swapping (``MemAvailable`` in ``/proc/meminfo``), else the
+    physical memory; for a CUDA device its free memory (torch, imported only then). None
+    where that is not known."""
+    if str(device).startswith("cuda"):
+        try:
+            import torch
+
+            return int(torch.cuda.mem_get_info(torch.device(device))[0])
+        except (ImportError, RuntimeError, AssertionError, ValueError):
+            return None
     try:
-        with open("/proc/meminfo") as fh:
+        with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
         return None
-    return None
 
 
 def _gib(n: float) -> str:
@@ -427,26 +441,31 @@ _MEMORY_FIXES = {
 }
 
 
-def check_memory(parts: dict[str, float], what: str, fixes: dict[str, str] | None = None
-                 ) -> None:
-    """Refuse an operation whose estimated allocations exceed the available memory.
+def check_memory(parts: dict[str, float], what: str, fixes: dict[str, str] | None = None,
+                 device: str = "cpu") -> None:
+    """Refuse an operation whose estimated allocations exceed the available memory: the one
+    memory check of every estimator (HMM, PROPS, PCFG, TreeNet, NaiveBayesHidden, the
+    programs model, BlockedHMMLM, the PROPS sources), run before anything is allocated.
 
     ``parts`` maps the argument responsible for each share of the estimate (e.g.
-    ``"n_states"``, ``"X"``) to bytes; the error names the largest share's argument, the
-    estimate, what is available and how to shrink it (``fixes`` by argument, or the
-    defaults). No check where the available memory is not known, nor below
-    ``_ALWAYS_FITS`` bytes (which spares small calls the read of ``/proc/meminfo``).
+    ``"n_states"``, ``"X"``) to bytes; the
+    :class:`~hiddenstate.errors.InsufficientMemoryError` names the largest share's argument,
+    the estimate, what is available on ``device`` (``"cpu"``, or a CUDA device) and how to
+    shrink it (``fixes`` by argument, or the defaults). No check where the available memory
+    is not known, nor below ``_ALWAYS_FITS`` bytes (which spares small calls the read of
+    ``/proc/meminfo``).
     """
     total = float(sum(parts.values()))
     if total < _ALWAYS_FITS:
         return
-    available = available_memory()
+    available = available_memory() if device == "cpu" else available_memory(device)
     if available is None or total <= available:
         return
     argument = max(parts, key=parts.get)
     fix = (fixes or {}).get(argument) or _MEMORY_FIXES.get(argument, "")
+    on = "" if device == "cpu" else f" on {device}"
     raise InsufficientMemoryError(
-        f"{argument}: {what} needs about {_gib(total)} of memory ({_gib(parts[argument])} "
+        f"{argument}: {what} needs about {_gib(total)} of memory{on} ({_gib(parts[argument])} "
         f"of it because of {argument}) but only {_gib(available)} is available"
         + (f"; {fix}" if fix else ""))
 

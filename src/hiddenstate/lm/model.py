@@ -63,16 +63,16 @@ from tqdm.auto import tqdm
 
 from .._bundle import from_json, read_bundle, to_json, write_bundle
 from .._sklearn_base import BaseEstimator
+from .._validation import check_memory
 from ..errors import (
-    InsufficientMemoryError,
     InvalidInputError,
     ModelFileError,
     NotFittedError,
     NumericalError,
 )
-from ..learn.monitor import ConvergenceMonitor
+from ..learn import ConvergenceMonitor, check_possible
 from ..textio import Vocabulary
-from . import exact, triton_scan
+from . import triton_scan
 from .constraints import ConstraintSet, DroppedStates
 from .data import EOS, sentence_streams, vocabulary_difference
 from .exact import (
@@ -160,17 +160,6 @@ def check_device(device) -> torch.device:
     elif dev.type != "cpu":
         raise InvalidInputError(f"device: {device!r} is not supported; pass 'cpu' or 'cuda'")
     return dev
-
-
-def _check_free(device, need: int, what: str, fix: str) -> None:
-    """Raise :class:`~hiddenstate.errors.InsufficientMemoryError` (``what`` with ``{gb}``
-    filled in, then ``fix``) when ``need`` bytes exceed the free memory of ``device``."""
-    dev = torch.device(device)
-    free = int(torch.cuda.mem_get_info(dev)[0]) if dev.type == "cuda" \
-        else exact.available_memory()
-    if need > free:
-        raise InsufficientMemoryError(
-            f"{what.format(gb=need / 1e9)}, but {free / 1e9:.1f} GB is free on {dev}; {fix}")
 
 
 @dataclass
@@ -491,11 +480,11 @@ class BlockedHMMLM(BaseEstimator):
             params = K * K + K + V * k
         else:
             params = (2 * K + V + 4) * int(self.hidden_size)
-        _check_free(self.device, 4 * params * item + 4 * Kp * Kp * item,
-                    f"states_per_cluster: a model of K = {K} states ({self.parameterization}, "
-                    f"{self.dtype}) needs about {{gb:.1f}} GB for its parameters, their "
-                    "gradients and optimiser moments and one step's K' x K' transitions",
-                    "use fewer states or state_dropout")
+        check_memory({"states_per_cluster": 4 * params * item + 4 * Kp * Kp * item},
+                     f"a model of K = {K} states ({self.parameterization}, {self.dtype}): its "
+                     "parameters, their gradients and optimiser moments and one step's K' x K' "
+                     "transitions", {"states_per_cluster": "use fewer states or state_dropout"},
+                     device=str(self.device))
 
     def initialize(self, vocabulary: Vocabulary, word_cluster=None) -> BlockedHMMLM:
         r"""Build the constraint set and draw the initial parameters (``fit`` calls it).
@@ -963,11 +952,11 @@ class BlockedHMMLM(BaseEstimator):
     def _check_batch_memory(self) -> None:
         """Refuse a batch whose gathered ``k' x k'`` blocks do not fit the device."""
         kp = self.constraints_.k if self.state_dropout is None else int(self.state_dropout)
-        _check_free(self.device,
-                    4 * self._batch * int(self.bptt) * kp * kp * self._torch_dtype.itemsize,
-                    f"batch_size: {self._batch} streams x {self.bptt} tokens gather {kp} x "
-                    f"{kp} blocks per token, about {{gb:.1f}} GB",
-                    "pass a smaller batch_size or bptt")
+        check_memory({"batch_size": 4 * self._batch * int(self.bptt) * kp * kp
+                      * self._torch_dtype.itemsize},
+                     f"a batch of {self._batch} streams x {self.bptt} tokens gathering {kp} x "
+                     f"{kp} blocks per token", {"batch_size": "pass a smaller batch_size or bptt"},
+                     device=str(self.device))
 
     def _fit_em(self, ids, valid_ids, max_steps, checkpoint) -> BlockedHMMLM:
         """Batch EM with an exact E-step: one iteration per epoch (see the module
@@ -1058,9 +1047,14 @@ class BlockedHMMLM(BaseEstimator):
                 break
             t0 = time.perf_counter()
             ll, counts = self._em_counts(layout, work)
-            if not math.isfinite(ll):
+            if not math.isfinite(ll):  # the zero-probability rule names the sentences
+                check_possible(exact_log_likelihood(layout, self.constraints_.word_states,
+                                                    *self._probabilities(work)),
+                               "training sentence", "a word that no state allowed to it can "
+                               "emit, or a transition of probability zero", "use prior > 1",
+                               argument="X")
                 raise NumericalError(
-                    "fit: a training sentence has probability 0 under the model; use "
+                    "fit: the training log-likelihood is not finite; use dtype='float64' or "
                     "prior > 1")
             if valid_ids is not None and "best_params" not in st:  # the starting point
                 st["best_params"] = {k: v.clone() for k, v in self.net_.state_dict().items()}
@@ -1318,10 +1312,8 @@ class BlockedHMMLM(BaseEstimator):
         if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) \
                 or n_samples < 1:
             raise InvalidInputError(f"n_samples: expected an integer >= 1, got {n_samples!r}")
-        if 100 * int(n_samples) > exact.available_memory():
-            raise InsufficientMemoryError(
-                f"n_samples: {n_samples} tokens need about {100 * n_samples / 1e9:.1f} GB "
-                "as Python strings; draw fewer at a time")
+        check_memory({"n_samples": 100 * int(n_samples)},
+                     f"sample: {n_samples} tokens as Python strings")
         if random_state is not None and not isinstance(random_state, np.random.Generator) \
                 and (isinstance(random_state, bool)
                      or not isinstance(random_state, (int, np.integer)) or random_state < 0):

@@ -27,8 +27,7 @@ from .._validation import (
 )
 from ..errors import InvalidInputError, NotFittedError
 from ..families import DirichletRows
-from ..learn import ConvergenceMonitor
-from ..learn import fit as fit_mode
+from ..learn import ConvergenceMonitor, fit_restarts
 from ..treenet import funk, passes
 from ..treenet.checks import (
     CHUNK,
@@ -497,10 +496,9 @@ class TreeNet(BaseEstimator):
                 self._record(epoch + 1, value, callback)
             return self
         problem = _TreeProblem(s, evidence, n, 1.0 if self.prior is None else self.prior)
-        monitor = ConvergenceMonitor(-np.inf if self.learn == "vt" else self.tol, self.n_iter,
-                                     self.verbose)
-        result = fit_mode(problem, self.learn, problem.pack(weights, prior), monitor, "w",
-                          1, callback)
+        result = fit_restarts(problem, self.learn, lambda _: problem.pack(weights, prior),
+                              n_iter=self.n_iter, tol=self.tol, which="w", verbose=self.verbose,
+                              callback=callback)
         rows, prior = problem.unpack(result.params)
         self.monitor_ = result.monitor
         self._set_params(s, rows, prior)

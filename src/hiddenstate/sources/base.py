@@ -45,20 +45,18 @@ Gaussian or Poisson perturbation states.
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 import numpy as np
 
-from .._validation import MISSING_SYMBOL, check_positive_int, check_symbols
+from .._validation import MISSING_SYMBOL, check_memory, check_positive_int, check_symbols
 from ..errors import InvalidInputError
 from ..textio import Vocabulary
 
 __all__ = ["MISSING", "CallableSource", "DensitySource", "ProtocolDensitySource", "ProtocolSource",
-           "Source", "as_source", "available_memory", "check_distribution", "check_memory",
-           "check_symbol", "require_missing_support", "resolve_alphabet",
-           "sequence_log_probs"]
+           "Source", "as_source", "check_distribution", "check_symbol",
+           "require_missing_support", "resolve_alphabet", "sequence_log_probs"]
 
 #: the marker of a missing symbol in a source's history (see the module docstring)
 MISSING = MISSING_SYMBOL
@@ -121,41 +119,6 @@ def check_distribution(p, n_symbols: int, who: str) -> np.ndarray:
     return p
 
 
-def available_memory(device: str = "cpu") -> int | None:
-    """Bytes that can be allocated now on ``device``: for the CPU the kernel's
-    ``MemAvailable`` (Linux), else the physical memory; for a CUDA device its free memory.
-    None when it cannot be told."""
-    if str(device).startswith("cuda"):
-        try:
-            import torch
-
-            return int(torch.cuda.mem_get_info(torch.device(device))[0])
-        except (ImportError, RuntimeError, AssertionError, ValueError):
-            return None
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
-def check_memory(nbytes: float, what: str, who: str, fix: str, device: str = "cpu") -> None:
-    """Refuse to allocate about ``nbytes`` for ``what`` when ``device`` has less memory
-    available: an :class:`InvalidInputError` naming ``who`` (the argument that sets the size)
-    and the ``fix``, before anything is allocated."""
-    free = available_memory(device)
-    if free is not None and nbytes > free:
-        raise InvalidInputError(
-            f"{who}: {what} would need about {nbytes / 2**30:,.1f} GiB, but {device} has "
-            f"{free / 2**30:,.1f} GiB available; {fix}")
-
-
 def resolve_alphabet(X, n_symbols, vocabulary, memory: Callable[[int], float] | None = None,
                      what: str = "the model", device: str = "cpu",
                      fix: str = "use a smaller vocabulary (e.g. Vocabulary.build(..., "
@@ -199,7 +162,7 @@ def resolve_alphabet(X, n_symbols, vocabulary, memory: Callable[[int], float] | 
             + (" (the vocabulary's ids)" if vocabulary is not None else "")
             + "; pass n_symbols (or a vocabulary) covering every symbol")
     if memory is not None:
-        check_memory(memory(W), f"{what} over {W:,} symbols", who, fix, device)
+        check_memory({who: memory(W)}, f"{what} over {W:,} symbols", {who: fix}, device)
     return y, W
 
 

@@ -116,6 +116,7 @@ from ... import inference
 from ..._validation import check_lengths, check_states, check_stochastic
 from ...errors import InvalidInputError, NumericalError, ZeroProbabilityError
 from ...families.dirichlet import estimate_rows
+from ..problem import kbest_weights
 from .base import check_count, check_layout, check_nonneg, check_probabilities, template
 
 __all__ = [
@@ -783,13 +784,11 @@ def mixture_posterior(u: np.ndarray, layout: _Layout, x: np.ndarray, max_paths: 
             term = gammaln(us + c) - gammaln(us)
         term = np.where(support, term, np.where(c > 0, -np.inf, 0.0))
         logw[lo:hi] = term.sum(axis=1) - (gammaln(u0 + c0) - gammaln(u0)).sum(axis=1)
-    top = logw.max()
-    if not np.isfinite(top):
+    if not np.isfinite(logw.max()):
         raise ZeroProbabilityError("every hidden path of the sequence uses a structural zero")
-    w = np.exp(logw - top)
-    total = w.sum()
-    w /= total
-    out = {"log_evidence": float(top + np.log(total))}
+    w, log_evidence = kbest_weights(logw[None])
+    w = w[0]
+    out = {"log_evidence": float(log_evidence[0])}
     want_mean = "mean" in moments or "total_var" in moments
     mean_log = mean_counts = mean = mean_sq = within = 0.0
     # pass 2: weighted moments

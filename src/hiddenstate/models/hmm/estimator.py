@@ -7,7 +7,8 @@ same steps, and a subclass (:class:`~hiddenstate.PROPS`, the hmmlearn classes of
 changes or reuses a step through the named methods below, never through the private ones.
 The rest lives in the package's other modules: :mod:`.chain` (allowed transitions, dense or
 sparse inference), :mod:`.problem` (the model as the batch learner's Problem),
-:mod:`.priors`, :mod:`.init` (initial parameters, the restart loop),
+:mod:`.priors`, :mod:`.init` (initial parameters; the restart loop is
+:func:`hiddenstate.learn.fit_restarts`),
 :mod:`.hyperparameters` and :mod:`.memory`.
 
 Extension points
@@ -90,12 +91,11 @@ from ..._validation import check_memory as check_parts
 from ...errors import InvalidInputError
 from ...families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
 from ...inference import Sequences, Transitions
-from ...learn import ConvergenceMonitor
-from ...learn import fit as fit_mode
+from ...learn import ConvergenceMonitor, fit_restarts
 from ...learn.online import ONLINE_MODES, StateRecord, make_learner
 from .chain import Chain, transitions_of
 from .hyperparameters import ALL_LETTERS, as_n_features, check_hyperparameters
-from .init import fit_restarts, initial_params, labelled_start
+from .init import initial_params, labelled_start
 from .memory import check_fit_memory, check_memory, sample_bytes
 from .parameters import POSTERIOR_SUFFIX, HMMParameters
 from .priors import build_family, prior_in_force
@@ -138,11 +138,12 @@ class HMM(HMMParameters, BaseEstimator):
     n_iter : int, default=100
         The maximum number of iterations of a batch mode.
     tol : float, default=1e-4
-        A batch mode stops when an iteration improves its objective by less than ``tol``
-        (``-inf``: run all ``n_iter`` iterations; Viterbi training stops when the paths stop
-        changing).
+        EM, MAP and VB stop when an iteration improves their objective by less than ``tol``
+        (``-inf``: run all ``n_iter`` iterations). VT and k-best VT ignore ``tol``: they stop
+        when their paths repeat (see :func:`hiddenstate.learn.fit_restarts`).
     n_init : int, default=1
-        The number of random restarts; the run with the highest final objective is kept.
+        The number of random restarts; the run with the highest final objective of the mode
+        is kept (the earliest among equal ones).
     init_params : str, default="stemclw"
         The letters of the parameters ``fit`` initialises (``s`` startprob, ``t`` transmat,
         ``e`` emissionprob, ``m`` means, ``c`` covars, ``l`` lambdas, ``w`` mixture
@@ -486,10 +487,6 @@ class HMM(HMMParameters, BaseEstimator):
         return HMMProblem(family, X, seqs, self.prior("startprob_prior"),
                           self.prior("transmat_prior"), states, self._transitions())
 
-    def _monitor(self) -> ConvergenceMonitor:
-        tol = -np.inf if self.learn in ("vt", "kvt") else self.tol  # VT stops on paths
-        return ConvergenceMonitor(tol, self.n_iter, self.verbose)
-
     def fit(self, X, lengths=None, callback: Callable[[int, float], None] | None = None,
             states=None):
         """Learn the parameters with the mode ``learn`` chooses from one or more sequences.
@@ -564,7 +561,8 @@ class HMM(HMMParameters, BaseEstimator):
         ``seqs`` (the data, or the sample of it that :func:`hiddenstate.distributed.fit`
         gathers) and, with partial state labels ``states``, emission parameters from the
         labelled steps; the run with the highest final objective is kept
-        (:func:`hiddenstate.models.hmm.init.fit_restarts`): its parameters and ``monitor_``.
+        (:func:`hiddenstate.learn.fit_restarts`, which owns the stop rules): its parameters
+        and ``monitor_``.
 
         Parameters
         ----------
@@ -591,16 +589,16 @@ class HMM(HMMParameters, BaseEstimator):
         HMM
             The model itself, fitted.
         """
-        def run():
+        def start(_restart):
             startprob, transmat, emis = initial_params(self, X, family, rng, seqs,
                                                        values=True)
             if states is not None:
                 emis = labelled_start(family, X, states, emis, self.init_params)
-            theta = {"startprob": startprob, "transmat": transmat, "emission": emis}
-            return fit_mode(problem, self.learn, theta, self._monitor(),
-                            self.learned_letters(), self.k_best, callback)
+            return {"startprob": startprob, "transmat": transmat, "emission": emis}
 
-        best = fit_restarts(self.n_init, run)
+        best = fit_restarts(problem, self.learn, start, n_init=self.n_init,
+                            n_iter=self.n_iter, tol=self.tol, which=self.learned_letters(),
+                            k_best=self.k_best, verbose=self.verbose, callback=callback)
         self.monitor_ = best.monitor
         self.n_features_ = n_features
         transmat = best.params["transmat"]

@@ -54,8 +54,25 @@ class BaseEstimator:
         return sorted(names)
 
     def get_params(self, deep: bool = True) -> dict:
-        """The hyper-parameters by name; with ``deep``, also those of parameters that are
-        estimators themselves, as ``name__parameter``."""
+        """Get the hyper-parameters by name (``sklearn.base.BaseEstimator.get_params``).
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Also return the hyper-parameters of the hyper-parameters that are estimators
+            themselves, as ``name__parameter``.
+
+        Returns
+        -------
+        dict
+            The hyper-parameters by name.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> hs.HMM(n_states=3).get_params()["n_states"]
+        3
+        """
         out = {}
         for key in self._get_param_names():
             value = getattr(self, key)
@@ -65,8 +82,29 @@ class BaseEstimator:
         return out
 
     def set_params(self, **params):
-        """Set hyper-parameters by name (``name__parameter`` for a nested estimator's);
-        returns the estimator. An unknown name raises ``ValueError``, as scikit-learn's."""
+        """Set hyper-parameters by name (``sklearn.base.BaseEstimator.set_params``).
+
+        Parameters
+        ----------
+        **params : dict
+            The new values by name (``name__parameter`` for a nested estimator's).
+
+        Returns
+        -------
+        object
+            The estimator itself.
+
+        Raises
+        ------
+        ValueError
+            If a name is not a hyper-parameter of the estimator, as scikit-learn's.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> hs.HMM().set_params(n_states=4, learn="map").n_states
+        4
+        """
         if not params:
             return self
         valid = self.get_params(deep=True)

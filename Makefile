@@ -12,6 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[all]'
+	$(PY) -m hiddenstate.warmup
 	touch $(STAMP)
 
 install: $(STAMP)

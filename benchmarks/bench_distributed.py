@@ -1,26 +1,29 @@
 """Categorical EM on a Dask LocalCluster vs the local fit: time per iteration and overhead.
 
-    .venv/bin/python benchmarks/bench_distributed.py            # about 3 minutes on 2 cores
-    .venv/bin/python benchmarks/bench_distributed.py --n-seq 200 --n-iter 5   # quick look
+    .venv/bin/python benchmarks/bench_distributed.py               # about 4 minutes on 2 cores
+    .venv/bin/python benchmarks/bench_distributed.py --n-seq 2000  # 10x the data
 
-Workload (issue 14): categorical HMM, K = 10, 50 symbols, 2,000 sequences x 1,000 symbols
-(sampled from a random HMM, seed 0), EM from the same random start, ``--n-iter``
-iterations with ``tol=-inf``. Rows:
+Workload (issues 14, 21): categorical HMM, K = 10, 50 symbols, 200 sequences x 1,000
+symbols (sampled from a random HMM, seed 0), EM from the same random start, ``--n-iter``
+iterations with ``tol=-inf``. Configurations:
 
 - local: ``HMM.fit`` in this process (numba on every core);
 - 1 worker: ``hiddenstate.distributed.fit`` on a LocalCluster of one worker process (one
   partition; numba on every core inside the worker): the price of going through Dask;
 - 2 workers: two worker processes, one numba thread each, two partitions.
 
-Each figure is the **best** single iteration of the timed fit (a busy neighbour only ever
-adds time; the first iteration, with the set-up, is left out) and the median; every
-configuration first runs one untimed fit (imports and compiled kernels in the workers).
-The final log-likelihoods are printed to show that the three fits agree (1e-12).
+The machine this runs on is shared, so the local and the distributed fits are
+**interleaved**: each of ``--rounds`` rounds times one local fit and then one distributed
+fit (the cluster stays up; one untimed fit first warms up imports and compiled kernels).
+Per fit the median time per iteration (from iteration 2: no set-up) is taken; the table
+gives, over the rounds, the median of those and the median of the per-round ratios
+distributed / local. The final log-likelihoods show that the fits agree (1e-12).
 Target: 1 worker < 1.5x local.
 
 The script then measures the pieces of a cost model for many machines (see
 ``docs/distributed.md``): the E-step time per observation of one partition, the merge of
-two partitions' statistics, and the bytes of the statistics.
+two partitions' statistics, the bytes of the statistics, and Dask's own cost per
+iteration on tiny data (one worker round trip; per further partition).
 """
 
 from __future__ import annotations
@@ -79,54 +82,79 @@ class Clock:
         return list(np.diff(self.stamps))  # from iteration 2 on: no set-up
 
 
-def timed(fit, n_iter: int):
-    fit(model(2), Clock())  # warm-up: imports and compiled kernels
+def timed(fit, n_iter: int) -> tuple[float, float]:
+    """(median seconds per iteration, final log-likelihood) of one fit."""
     clock = Clock()
     m = fit(model(n_iter), clock)
-    times = clock.per_iteration()
-    return min(times), statistics.median(times), m.monitor_.history[-1]
+    return statistics.median(clock.per_iteration()), m.monitor_.history[-1]
+
+
+def interleaved(local, dist, n_iter: int, rounds: int) -> dict:
+    """``rounds`` rounds of (local fit, distributed fit) after one untimed fit of each."""
+    local(model(2), Clock())
+    dist(model(2), Clock())
+    out = {"local": [], "dist": [], "ratio": [], "ll": []}
+    for _ in range(rounds):
+        t_local, ll_local = timed(local, n_iter)
+        t_dist, ll_dist = timed(dist, n_iter)
+        out["local"].append(t_local)
+        out["dist"].append(t_dist)
+        out["ratio"].append(t_dist / t_local)
+        out["ll"] += [ll_local, ll_dist]
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n-seq", type=int, default=2000)
+    ap.add_argument("--n-seq", type=int, default=200)
     ap.add_argument("--length", type=int, default=1000)
-    ap.add_argument("--n-iter", type=int, default=8)
+    ap.add_argument("--n-iter", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     X, lengths = make_data(args.n_seq, args.length)
     print(f"# distributed EM: K={K}, W={W}, {args.n_seq} sequences x {args.length}, "
-          f"{args.n_iter} iterations")
+          f"{args.n_iter} iterations, {args.rounds} interleaved rounds")
     print(f"# {cpu_name()}, {os.cpu_count()} cores, numba threads {numba.get_num_threads()}, "
-          f"load average {os.getloadavg()[0]:.1f}\n")
+          f"load average {os.getloadavg()[0]:.1f} at the start\n")
 
-    rows = []
-    rows.append(("local (HMM.fit)",) + timed(
-        lambda m, cb: m.fit(X, lengths, callback=cb), args.n_iter))
+    def local(m, cb):
+        return m.fit(X, lengths, callback=cb)
+
+    rows, lls = [], []
     cores = os.cpu_count() or 1
     tiny_X, tiny_lengths = make_data(16, 100)
-    tiny = {"local": timed(lambda m, cb: m.fit(tiny_X, tiny_lengths, callback=cb), 8)[0]}
+    tiny = {}
     for n_workers, threads in ((1, cores), (2, max(1, cores // 2))):
         env = {"NUMBA_NUM_THREADS": str(threads)}
         with hsd.local_client(n_workers, env=env) as client:
+            res = interleaved(local, lambda m, cb, c=client, n=n_workers: hsd.fit(
+                m, X, c, lengths=lengths, n_partitions=n, callback=cb), args.n_iter,
+                args.rounds)
             rows.append((f"{n_workers} worker{'s' * (n_workers > 1)} ({threads} numba "
-                         f"thread{'s' * (threads > 1)} each)",) + timed(
-                lambda m, cb, c=client, n=n_workers: hsd.fit(
-                    m, X, c, lengths=lengths, n_partitions=n, callback=cb), args.n_iter))
-            if n_workers == 2:  # Dask's own cost: tiny data, 1 or 16 partitions
+                         f"thread{'s' * (threads > 1)} each)", res))
+            lls += res["ll"]
+            if n_workers == 1:  # Dask's own cost: tiny data, 1 or 16 partitions
                 for p in (1, 16):
-                    tiny[p] = timed(lambda m, cb, c=client, p=p: hsd.fit(
-                        m, tiny_X, c, lengths=tiny_lengths, n_partitions=p, callback=cb),
-                        8)[0]
-    base = rows[0][1]
-    print("| configuration | best s/iter | median s/iter | best / local | final log-lik |")
-    print("|---|---:|---:|---:|---:|")
-    for name, best, med, ll in rows:
-        print(f"| {name} | {best:.3f} | {med:.3f} | {best / base:.2f}x | {ll:.10f} |")
-    ratio = rows[1][1] / base
+                    tiny[p] = interleaved(
+                        lambda m, cb: m.fit(tiny_X, tiny_lengths, callback=cb),
+                        lambda m, cb, c=client, p=p: hsd.fit(
+                            m, tiny_X, c, lengths=tiny_lengths, n_partitions=p,
+                            callback=cb), 8, args.rounds)
+    med = statistics.median
+    print("| configuration | local s/iter | distributed s/iter | distributed / local "
+          "(median of rounds) | per-round ratios |")
+    print("|---|---:|---:|---:|---|")
+    for name, res in rows:
+        ratios = ", ".join(f"{r:.2f}" for r in res["ratio"])
+        print(f"| {name} | {med(res['local']):.4f} | {med(res['dist']):.4f} | "
+              f"{med(res['ratio']):.2f}x | {ratios} |")
+    ratio = med(rows[0][1]["ratio"])
     print(f"\n1 worker / local = {ratio:.2f}x (target < {TARGET}x): "
-          f"{'met' if ratio < TARGET else 'NOT met'}")
-    agree = max(abs(r[3] - rows[0][3]) / abs(rows[0][3]) for r in rows)
-    print(f"largest relative difference of the final log-likelihoods: {agree:.1e}")
+          f"{'met' if ratio < TARGET else 'NOT met'}; load average now "
+          f"{os.getloadavg()[0]:.1f}")
+    agree = max(abs(ll - lls[0]) / abs(lls[0]) for ll in lls)
+    print(f"final log-likelihood {lls[0]:.10f}; largest relative difference between the "
+          f"fits: {agree:.1e}")
 
     # -- pieces of the cost model ------------------------------------------------------------
     m = model(1)
@@ -141,17 +169,17 @@ def main() -> None:
     t_merge = min(_timeit(lambda: merge_statistics(problem.blocks, stats, stats))
                   for _ in range(20))
     n_bytes = len(pickle.dumps(stats))
-    fixed = tiny[1] - tiny["local"]
-    per_partition = (tiny[16] - tiny[1]) / 15
+    fixed = med(np.subtract(tiny[1]["dist"], tiny[1]["local"]))
+    per_partition = (med(tiny[16]["dist"]) - med(tiny[1]["dist"])) / 15
     print("\n| cost-model piece | measured |")
     print("|---|---:|")
     print(f"| E-step per observation (this process, {numba.get_num_threads()} threads) | "
           f"{t_e / len(X) * 1e9:.1f} ns |")
     print(f"| merge of two partitions' statistics | {t_merge * 1e6:.1f} us |")
     print(f"| statistics of one partition (pickled) | {n_bytes} bytes |")
-    print(f"| Dask cost per iteration, 1 partition (tiny data, 2 workers) | "
+    print(f"| Dask cost per iteration, 1 partition (tiny data, 1 worker) | "
           f"{fixed * 1e3:.1f} ms |")
-    print(f"| Dask cost per iteration and further partition (E-step + merge task) | "
+    print(f"| Dask cost per iteration and further partition (same worker) | "
           f"{per_partition * 1e3:.2f} ms |")
 
 

@@ -67,7 +67,13 @@ Candidates (5 seeds, 2 in ``--quick``; ``--candidate-seeds`` for the secondary o
   (sticky vs flat) for online EM and Baum-Welch online, online EM's ``step_exponent``
   (0.6, 0.7, 0.8, 1.0; ``step_scale`` 1, ``warmup`` 20), Baum-Welch online's ``eta``
   (0.005, 0.01, 0.05) and Baldi-Chauvin's ``eta`` (0.05, 0.2, 1; ``lam`` = 1), on lm with
-  K = 16 (online EM costs K^4 per observation) and synthetic (a) (online EM only).
+  K = 16 (online EM costs K^4 per observation) and synthetic (a) (online EM only);
+- Viterbi training (section ``vt``; ``--vt-seeds``, default 3, ``--vt-pos45-seeds`` 2):
+  one change at a time from the library's VT defaults (the transition starts above,
+  unigram-frequency emissions, Dirichlet emission/transition priors 1.1, 1.5 and 2, EM's
+  ``tol`` rule instead of VT's stop, ``n_init=5``); VT started from 20 or 50 iterations of
+  the library's EM, and of MAP under Dirichlet(1.5) priors kept for VT (does smoothing keep
+  what the EM start gains?); EM alone; hmmlearn's EM with its defaults (it has no VT).
 
 hmmlearn runs with its default initialisation and the same ``n_iter`` and ``tol`` as ours;
 its EM uses ``implementation="scaling"`` (the same EM as its default "log"
@@ -303,6 +309,106 @@ def make_model(task: Task, init: Init, seed: int, learn: str = "em", **kw) -> HM
 
 
 STREAMING = ("online-em", "bwo", "baldi-chauvin")
+
+
+# -- Viterbi training ------------------------------------------------------------------------
+#: the candidates of the Viterbi-training section, one change at a time from the library's
+#: VT defaults (``library``): initialisation, priors, stop rule, restarts
+VT_INITS = {"init sticky": Init(trans="sticky"), "init dir1 rows": Init(trans="dir1"),
+            "init hmmlearn": Init(trans="hmmlearn"), "init freq emissions": Init(emis="freq")}
+VT_PRIORS = {"emission prior 1.1": dict(emissionprob_prior=1.1),
+             "emission prior 1.5": dict(emissionprob_prior=1.5),
+             "emission prior 2": dict(emissionprob_prior=2.0),
+             "transition prior 2": dict(transmat_prior=2.0),
+             "priors 2": dict(startprob_prior=2.0, transmat_prior=2.0, emissionprob_prior=2.0)}
+#: EM iterations before Viterbi training in the ``EM then VT`` rows
+VT_WARM = (20, 50)
+#: priors tried with the EM start
+VT_COMBOS = {"emission prior 1.5": dict(emissionprob_prior=1.5),
+             "priors 1.5": dict(startprob_prior=1.5, transmat_prior=1.5,
+                                emissionprob_prior=1.5)}
+
+
+class EMThenVT:
+    """Viterbi training started from ``n_em`` EM iterations of the library's EM (its
+    defaults and start; with priors ``vt``, MAP iterations under the same priors): the
+    fitted VT model's methods, ``monitor_`` of the VT part."""
+
+    def __init__(self, task: Task, seed: int, n_em: int, **vt):
+        self.task, self.seed, self.n_em, self.vt = task, seed, n_em, vt
+        self.learn = "vt"
+
+    def fit(self, X, lengths):
+        em = make_model(self.task, Init(), self.seed, learn="map" if self.vt else "em",
+                        **self.vt)
+        em.set_params(n_iter=self.n_em, tol=-np.inf)
+        em.fit(X, lengths)
+        vt = HMM(self.task.K, emission=self.task.emission, n_features=self.task.n_features,
+                 learn="vt", init_params="", n_iter=self.task.n_iter, tol=TOL,
+                 random_state=self.seed, **self.vt)
+        vt.startprob_, vt.transmat_ = em.startprob_, em.transmat_
+        for key, value in em.emission_params().items():
+            setattr(vt, "_covars_" if key == "covars" else key + "_", value)
+        vt.n_features_ = em.n_features_
+        self.model = vt.fit(X, lengths)
+        return self
+
+    def __getattr__(self, name):
+        if "model" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.__dict__["model"], name)
+
+
+class VTStoppedByTol:
+    """The library's VT run stopped by EM's rule (an iteration gaining less than ``tol``)
+    instead of VT's (the Viterbi paths repeat or the objective stalls): the run is replayed
+    with ``n_iter`` cut where the absolute-tol rule would have stopped it (the same
+    deterministic run up to there)."""
+
+    def __init__(self, task: Task, seed: int):
+        self.task, self.seed, self.learn = task, seed, "vt"
+
+    def fit(self, X, lengths):
+        from _common import iterations_at
+
+        full = make_model(self.task, Init(), self.seed, learn="vt").fit(X, lengths)
+        n = iterations_at(full.monitor_.history, TOL)
+        if n < len(full.monitor_.history):
+            full = make_model(self.task, Init(), self.seed, learn="vt").set_params(n_iter=n)
+            full.fit(X, lengths)
+        self.model = full
+        return self
+
+    def __getattr__(self, name):
+        if "model" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.__dict__["model"], name)
+
+
+def vt_candidates(task: Task) -> dict:
+    """Label -> make(seed) of every Viterbi-training candidate that applies to ``task``."""
+    cat = task.emission == "categorical"
+    out = {"library": lambda s: make_model(task, Init(), s, learn="vt")}
+    for label, init in VT_INITS.items():
+        if init.emis is None or cat:
+            out[label] = lambda s, init=init: make_model(task, init, s, learn="vt")
+    for label, kw in VT_PRIORS.items():
+        if cat or "emissionprob_prior" not in kw:
+            kw = {k: v for k, v in kw.items() if cat or k != "emissionprob_prior"}
+            out[label] = lambda s, kw=kw: make_model(task, Init(), s, learn="vt", **kw)
+    out["stop: tol (EM's rule)"] = lambda s: VTStoppedByTol(task, s)
+    out["n_init 5"] = lambda s: make_model(task, Init(), s, learn="vt", n_init=5)
+    for n_em in VT_WARM:
+        out[f"EM {n_em} then VT"] = lambda s, n_em=n_em: EMThenVT(task, s, n_em)
+    # the EM start with VT's smoothing: does a prior keep what the EM start gains?
+    for label, kw in VT_COMBOS.items():
+        if cat or "emissionprob_prior" not in kw:
+            kw = {k: v for k, v in kw.items() if cat or k != "emissionprob_prior"}
+            for n_em in VT_WARM:
+                out[f"EM {n_em} then VT, {label}"] = \
+                    lambda s, n_em=n_em, kw=kw: EMThenVT(task, s, n_em, **kw)
+    out["EM (library default)"] = lambda s: make_model(task, Init(), s, learn="em")
+    return out
 
 
 # -- hmmlearn ----------------------------------------------------------------------------------
@@ -593,8 +699,17 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--no-cache", action="store_true", help="recompute hmmlearn's runs")
-    ap.add_argument("--sections", default="init,emis,lmmap,vb,stream",
-                    help="comma-separated subset of init,emis,lmmap,vb,stream")
+    ap.add_argument("--sections", default="init,emis,lmmap,vb,stream,vt",
+                    help="comma-separated subset of init,emis,lmmap,vb,stream,vt")
+    ap.add_argument("--vt-seeds", type=int, default=3,
+                    help="seeds of the Viterbi-training section (the first ones of --seeds)")
+    ap.add_argument("--vt-pos45-seeds", type=int, default=2,
+                    help="seeds of the Viterbi-training section on pos45 (the slowest task)")
+    ap.add_argument("--vt-tasks", default=None,
+                    help="comma-separated tasks of the Viterbi-training section (default all)")
+    ap.add_argument("--vt-hmmlearn-seeds", type=int, default=None,
+                    help="seeds of hmmlearn's EM in the Viterbi-training section on the POS "
+                         "and lm tasks (default --vt-seeds; its fits take minutes each)")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--hmmlearn-vb-seeds", type=int, default=3,
                     help="seeds of hmmlearn's VariationalCategoricalHMM (its 'log' forward-"
@@ -812,6 +927,45 @@ def main(argv=None) -> int:
                    "has no streaming learner (compare with the batch EM rows above).", "",
                    section_table(res, stream_tasks, "stream", names,
                                  lambda t: [*t.primary, "failed", "seconds"]), ""]
+        save()
+
+
+    # 5. Viterbi training: its defaults on the same panel
+    if "vt" in sections:
+        print("== Viterbi training ==", flush=True)
+        seeds_vt = seeds[:args.vt_seeds]
+        wanted = None if args.vt_tasks is None else set(args.vt_tasks.split(","))
+        vt_tasks = [t for t in tasks if wanted is None or t.name in wanted]
+        cands_by_task = {t.name: vt_candidates(t) for t in vt_tasks}
+        for t in vt_tasks:
+            slow = t.name.startswith(("pos", "lm"))
+            seeds_t = seeds_vt[:args.vt_pos45_seeds] if t is pos45 else seeds_vt
+            hl_seeds = seeds_t[:args.vt_hmmlearn_seeds] if slow and \
+                args.vt_hmmlearn_seeds is not None else seeds_t
+            run_hmmlearn(res, t, "vt", hl_seeds, cache)
+            save()
+            for label, make in cands_by_task[t.name].items():
+                run_hs(res, t, "vt", label, seeds_t, make)
+            save()
+        names = list(dict.fromkeys(c for cs in cands_by_task.values() for c in cs))
+        default_cands = [c for c in names if not c.startswith(("EM ", "n_init"))]
+        chosen_vt, why = choose(res, vt_tasks, "vt", default_cands, "library")
+        report += ["## 5. Viterbi training (`learn=\"vt\"`): its defaults", "",
+                   "One change at a time from the library's VT defaults (`library`): the "
+                   "initialisation (transition rows as in section 1, unigram-frequency "
+                   "emissions), the priors of VT's MAP M-step, the stop rule (VT's: the paths "
+                   "repeat or the objective stalls; `stop: tol`: EM's absolute-tol rule on "
+                   "the same run), restarts (`n_init 5`, the best final objective kept). "
+                   "`EM n then VT`: VT started from n iterations of the library's EM; "
+                   "`EM (library default)`: EM alone; hmmlearn has no Viterbi training, so "
+                   "its row is its EM with its defaults. `iterations`: VT's.", "",
+                   section_table(res, vt_tasks, "vt", ["hmmlearn-default", *names],
+                                 lambda t: [*t.primary, *(["train"] if "train" not in
+                                                         t.primary else []),
+                                            *(["recovered"] if t.kind == "synthetic"
+                                              else []), "iterations", "seconds"]),
+                   f"**Best candidate by the section-1 rule (EM rows and restarts left out): "
+                   f"`{chosen_vt}`.**", "", *[f"- {w}" for w in why], ""]
         save()
 
     report += [f"Time of this run: {time.perf_counter() - started:.0f} s.", ""]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import NEW, TRAIN, one_error_line, run, scores, write_corpus
 
 import hiddenstate as hs
 from hiddenstate import cli, textio
@@ -23,38 +24,10 @@ from hiddenstate.textio import Vocabulary
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TRAIN = [
-    "the cat sat on the mat .",
-    "the dog sat on the log .",
-    "a cat and a dog met on a mat .",
-    "a dog sat .",
-    "the cat saw the dog on the log .",
-    "the mat and the log .",
-    "a zebra sat .",
-]
-# "café" and "zürich" are outside the vocabulary: <unk>
-NEW = ["the café sat on the mat .", "a dog met zürich ."]
-
-
-def run(argv, capsys):
-    rc = cli.main([str(a) for a in argv])
-    cap = capsys.readouterr()
-    return rc, cap.out, cap.err
-
-
-def one_error_line(err: str, command: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"hiddenstate {command}: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
-
 
 @pytest.fixture
 def corpus(tmp_path):
-    p = tmp_path / "train.txt"
-    p.write_text("\n".join(TRAIN) + "\n", encoding="utf-8")
-    return p
+    return write_corpus(tmp_path)
 
 
 @pytest.fixture
@@ -73,11 +46,6 @@ def library(corpus, model_dir):
     ref = hs.HMM(n_states=3, emission="categorical", n_features=len(vocab), n_iter=20,
                  random_state=1).fit(X, lengths)
     return ref, vocab
-
-
-def scores(stdout: str) -> list[float]:
-    rows = [line.split("\t") for line in stdout.splitlines()[1:] if line[:1].isdigit()]
-    return [float(r[2]) for r in rows]
 
 
 # --------------------------------------------------------------------------- the README
@@ -243,7 +211,7 @@ def test_other_encodings_are_named_not_garbled(tmp_path, model_dir, capsys):
     rc, _, err = run(["fit", latin, "--out", tmp_path / "f"], capsys)
     assert rc == 2 and "--encoding" in one_error_line(err, "fit")
     rc, _, err = run(["fit", latin, "--out", tmp_path / "f", "--encoding", "latin-1",
-                      "--n-iter", 2], capsys)
+                      "--n-iter", 2, "--min-count", 1], capsys)
     assert rc == 0, err
     assert "café" in hs_vocab(tmp_path / "f").tokens
 
@@ -324,18 +292,18 @@ def test_wrong_formats_are_refused_both_ways(tmp_path, model_dir, capsys):
 
 
 def test_unknown_words_without_a_policy(tmp_path, corpus, capsys):
-    """No --min-count/--max-vocab: no training word is <unk>, so an unknown word has
-    probability zero. score prints -inf (the right log-likelihood) and says so; decode and
-    report refuse with one line naming the sequence and the fix."""
+    """--min-count 1: no training word is <unk>, so an unknown word has probability zero.
+    score prints -inf (the right log-likelihood) and says so; decode and report refuse with
+    one line naming the sequence and the fix."""
     rc, _, err = run(["fit", corpus, "--n-states", 2, "--out", tmp_path / "m",
-                      "--random-state", 0, "--n-iter", 5], capsys)
+                      "--random-state", 0, "--n-iter", 5, "--min-count", 1], capsys)
     assert rc == 0 and "no training token maps to <unk>" in err
     new = tmp_path / "new.txt"
     new.write_text("the cat sat .\n" + NEW[0] + "\n", encoding="utf-8")
     rc, out, err = run(["score", new, "-m", tmp_path / "m"], capsys)
     assert rc == 0 and scores(out)[1] == -math.inf and math.isfinite(scores(out)[0])
     assert "warning: 1 sequence(s) have probability zero: 1" in err
-    assert "--min-count 2" in err
+    assert f"--min-count {cli.DEFAULT_MIN_COUNT}" in err
     for command in ("decode", "report"):
         argv = [command, new, "-m", tmp_path / "m"]
         for extra in ([], ["--algorithm", "map"]) if command == "decode" else (
@@ -343,7 +311,7 @@ def test_unknown_words_without_a_policy(tmp_path, corpus, capsys):
             rc, out, err = run(argv + extra, capsys)
             line = one_error_line(err, command)
             assert rc == 2 and out == "" and "new.txt: 1 sequence(s) have probability zero: 1" \
-                in line and "--min-count 2" in line
+                in line and f"--min-count {cli.DEFAULT_MIN_COUNT}" in line
     assert not (tmp_path / "r").exists()
 
 
@@ -392,7 +360,7 @@ def test_directory_saved_by_model_save_needs_cli_json(tmp_path, corpus, capsys):
                  ["report", corpus, "--out", tmp_path / "r"]):
         rc, out, err = run([*argv, "-m", tmp_path / "m"], capsys)
         line = one_error_line(err, argv[0])
-        assert rc == 2 and out == "" and f"{tmp_path / 'm' / 'cli.json'}: missing" in line
+        assert rc == 2 and out == "" and f"{tmp_path / 'm'}: cli.json is missing" in line
         assert "save_model_dir" in line
     # the fix the message names works, and gives the library's numbers
     cli.save_model_dir(model, tmp_path / "m", "text", vocab)

@@ -381,3 +381,13 @@ def test_save_load_and_pickle(tmp_path):
     assert_array_equal(loaded.predict(X_test), m.predict(X_test))
     again = pickle.loads(pickle.dumps(m))
     assert_allclose(again.score(X_test), m.score(X_test), rtol=1e-12)
+
+
+def test_multinomial_hmm_names_its_own_family_for_real_values():
+    """Issue 21: MultinomialHMM.fit(floats) said "Poisson emissions"; it names multinomial."""
+    from hiddenstate.compat.hmmlearn import MultinomialHMM
+
+    X = np.random.default_rng(0).random((10, 3))
+    with pytest.raises(hs.errors.InvalidInputError,
+                       match="X: multinomial emissions need non-negative integer counts, got 0.63"):
+        MultinomialHMM(n_components=2, random_state=0).fit(X)

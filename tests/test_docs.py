@@ -21,11 +21,18 @@ The convention (documented in docs/doc-tests.md):
 
 The markdown is read with markdown-it-py, the CommonMark parser the site's MyST uses, so
 the tests see the blocks the site shows.
+
+The docstrings of the modules whose API reference is finished (``NUMPYDOC_DONE`` in
+``docs/_api.py``) are held to the same standard: every ``Examples`` section of a public name
+the reference shows runs (``doctest``, ``...`` matches anything), and their docstrings
+validate as numpydoc (the report of ``docs/_api.py``, which ``make docs`` also enforces).
 """
 
 from __future__ import annotations
 
 import contextlib
+import doctest
+import importlib.util
 import io
 import os
 import re
@@ -347,3 +354,101 @@ def test_the_link_check_can_fail(tmp_path):
     assert _missing(ROOT / "README.md", "docs/hmm.md#data", tracked) is None
     assert _missing(ROOT / "docs" / "nbh.md", "../experiments/results/prism_nbh.md",
                     tracked) is None
+
+
+# --- the examples and the form of the API reference's docstrings --------------------------
+
+sys.path.insert(0, str(ROOT / "docs"))
+import _api  # noqa: E402  (docs/_api.py: what the reference shows)
+
+DOCTEST_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+# the finished modules this environment can import (hiddenstate.lm needs the torch extra)
+DONE_HERE = [m for m in _api.NUMPYDOC_DONE
+             if not m.startswith("hiddenstate.lm") or importlib.util.find_spec("torch")]
+
+
+def _docstring_tests() -> list:
+    """One doctest per docstring with an Examples section, over the public names (and their
+    methods and properties) of the finished modules, as the API reference shows them."""
+    finder = doctest.DocTestFinder(recurse=False)
+    out = []
+    for modname in DONE_HERE:
+        for full, obj in _api.documented_names(modname):
+            target = obj.fget if isinstance(obj, property) else getattr(obj, "__func__", obj)
+            for test in finder.find(target, full, globs={}):
+                if test.examples:
+                    out.append(pytest.param(test, id=full))
+    return out
+
+
+@pytest.mark.parametrize("test", _docstring_tests())
+def test_docstring_example_runs(test, tmp_path, monkeypatch):
+    """The docstring's examples print what they show (in a scratch directory)."""
+    monkeypatch.chdir(tmp_path)
+    runner = doctest.DocTestRunner(optionflags=DOCTEST_FLAGS)
+    report = io.StringIO()
+    runner.run(test, out=report.write, clear_globs=True)
+    assert runner.failures == 0, report.getvalue()
+
+
+def test_finished_modules_validate_as_numpydoc():
+    """Every public name and method of the finished modules meets numpydoc's checks
+    (``_api.NUMPYDOC_CHECKS``; an Examples section for every public class and function)."""
+    pytest.importorskip("numpydoc", reason="numpydoc comes with the docs extra (make docs)")
+    report = _api.numpydoc_report(DONE_HERE)
+    assert not report, "\n".join(f"{name}: {'; '.join(codes)}" for name, codes in report)
+
+
+def _probe(x, n=1):
+    """Add n to x; the Parameters and Returns sections are missing."""
+    return x + n
+
+
+def _probe_done(x: float, n: int = 1) -> float:
+    """Add ``n`` to ``x``.
+
+    Parameters
+    ----------
+    x : float
+        The number.
+    n : int, default=1
+        What to add.
+
+    Returns
+    -------
+    float
+        ``x + n``.
+
+    Examples
+    --------
+    >>> _probe_done(1.5)
+    2.6
+    """
+    return x + n
+
+
+def test_the_docstring_checks_can_fail(monkeypatch):
+    """A docstring without its sections fails the report, and an example that prints
+    something else than it shows fails the doctest."""
+    import types
+
+    probe = types.ModuleType("hs_docstring_probe")
+    probe.__all__ = ["probe", "probe_done"]
+    probe.probe, probe.probe_done = _probe, _probe_done
+    for fn in (_probe, _probe_done):
+        monkeypatch.setattr(fn, "__module__", probe.__name__)
+        monkeypatch.setattr(fn, "__qualname__", fn.__name__.lstrip("_"))
+        monkeypatch.setattr(fn, "__name__", fn.__name__.lstrip("_"))
+    monkeypatch.setitem(sys.modules, probe.__name__, probe)
+    if _api.importlib.util.find_spec("numpydoc") is not None:
+        report = dict(_api.numpydoc_report([probe.__name__]))
+        assert set(report) == {"hs_docstring_probe.probe"}
+        assert {c.split()[0] for c in report["hs_docstring_probe.probe"]} >= {
+            "PR01", "RT01", "EX01"}
+    test = doctest.DocTestFinder().find(_probe_done, "probe_done",
+                                        globs={"_probe_done": _probe_done})[0]
+    runner = doctest.DocTestRunner(optionflags=DOCTEST_FLAGS)
+    runner.run(test, out=lambda _: None)
+    assert runner.failures == 1  # it prints 2.5, the docstring shows 2.6

@@ -59,7 +59,6 @@ class Case:
     no_bad: dict = field(default_factory=dict)  # kind -> why it is not bad input there
     zero: Callable | None = None                # () -> (model, Data, impossible items, calls)
     no_zero: str = ""                           # why no item can have probability zero
-    zero_xfail: dict = field(default_factory=dict)  # posterior call -> reason
     prior: Callable | None = None               # (learn, concentration) -> estimator
     no_prior: str = ""
     params: Callable | None = None              # fitted model -> its learned arrays
@@ -316,10 +315,6 @@ def _nbh_case() -> Case:
                 "range": "a value never seen in training is read as missing, with an "
                          "UnknownCategoryWarning (docs/nbh.md)"},
         zero=zero, prior=prior,
-        zero_xfail={"predict_proba": "policy: NaiveBayesHidden.predict_proba gives such a "
-                                     "sample the class prior with a warning instead of "
-                                     "ZeroProbabilityError (the zero-probability check is "
-                                     "policy's)"},
         params=lambda m: {"class": m.class_prior_, "cluster": m.cluster_prior_,
                           **{f"attr{j}": p for j, p in enumerate(m.feature_prob_)}})
 
@@ -389,11 +384,7 @@ def _lm_case() -> Case:
         no_zero="softmax parameters: every probability is positive",
         no_prior="'em' is MAP under prior (a concentration); there is no prior-free mode to "
                  "compare it with",
-        marks=_lm_marks(),
-        clause_xfail={  # seen on branch wp-lm (its commit 03ccdc0)
-            "fit": "lm: BlockedHMMLM records no monitor_ (history, iter, converged)",
-            "sample": "lm: BlockedHMMLM.sample(random_state=None) draws fresh entropy; the "
-                      "contract takes the estimator's random_state"})
+        marks=_lm_marks())
 
 
 def _lm_marks() -> tuple:
@@ -402,14 +393,7 @@ def _lm_marks() -> tuple:
     except ImportError:
         return (pytest.mark.skip(reason="BlockedHMMLM needs torch (pip install "
                                         "'hiddenstate[lm]')"),)
-    from hiddenstate.lm import BlockedHMMLM
-    names = list(inspect.signature(BlockedHMMLM.sample).parameters)[1:3]
-    if names == ["n_samples", "random_state"]:
-        return ()
-    return (pytest.mark.xfail(reason="lm: BlockedHMMLM meets the contract on branch wp-lm "
-                                     "(sample(n_samples, random_state), prior as a "
-                                     "concentration, learn='stepwise-em', a scikit-learn "
-                                     "estimator), not merged yet", strict=False),)
+    return ()
 
 
 CASES = [*HMM_CASES, _props_case(), _pcfg_case(), _plcg_case(), _treenet_case(), _nbh_case(),
@@ -672,16 +656,9 @@ def test_a_damaged_file_raises_model_file_error(case, tmp_path):
 
 @pytest.mark.parametrize("case", cases("errors"))
 def test_a_draw_too_large_for_memory_is_refused_before_allocating(case):
-    if case.name in SAMPLE_MEMORY_XFAIL:  # not run: it would draw until memory runs out
-        pytest.xfail(SAMPLE_MEMORY_XFAIL[case.name])
     model = fitted(case)
     with pytest.raises(hs.errors.InsufficientMemoryError, match="n_samples"):
         model.sample(10**12, random_state=0, **case.sample_kwargs)
-
-
-SAMPLE_MEMORY_XFAIL = {
-    name: f"policy: {name}.sample checks no memory (sample(10**12) draws until memory runs "
-          "out); the memory checks are policy's" for name in ("PCFG", "PLCG", "ProgramModel")}
 
 
 def _zero_calls():
@@ -693,10 +670,7 @@ def _zero_calls():
             continue
         _, _, _, calls = c.zero()
         for call in calls:
-            marks = list(c.marks)
-            if call in c.zero_xfail:
-                marks.append(pytest.mark.xfail(reason=c.zero_xfail[call], strict=True))
-            out.append(pytest.param(c, call, id=f"{c.name}-{call}", marks=marks))
+            out.append(pytest.param(c, call, id=f"{c.name}-{call}", marks=list(c.marks)))
     return out
 
 

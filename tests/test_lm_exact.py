@@ -175,8 +175,9 @@ def test_accumulators_respect_the_memory_cap():
 
 
 def test_refuses_what_does_not_fit_in_ram(monkeypatch):
-    from hiddenstate.lm import exact
-    monkeypatch.setattr(exact, "available_memory", lambda: 10**6)
+    from hiddenstate import _validation
+    monkeypatch.setattr(_validation, "available_memory", lambda: 10**6)
+    monkeypatch.setattr(_validation, "_ALWAYS_FITS", 0)  # check these small sizes too
     cs = ConstraintSet.from_clusters(np.arange(4) % 2, 300)  # K = 600: 2.9 MB per accumulator
     K = cs.n_states
     with pytest.raises(InsufficientMemoryError, match="states_per_cluster"):

@@ -17,6 +17,7 @@ from lm_common import stream, vocab  # noqa: E402
 from sklearn.base import clone  # noqa: E402
 
 import hiddenstate as hs  # noqa: E402
+from hiddenstate import _validation  # noqa: E402
 from hiddenstate._bundle import read_bundle, write_bundle  # noqa: E402
 from hiddenstate.errors import (  # noqa: E402
     HiddenStateError,
@@ -30,7 +31,6 @@ from hiddenstate.lm import (  # noqa: E402
     load_checkpoint,
     read_lm_file,
 )
-from hiddenstate.lm import exact as lm_exact  # noqa: E402
 from hiddenstate.lm.exact import SentenceLayout  # noqa: E402
 from hiddenstate.lm.model import LM_FORMAT  # noqa: E402
 from hiddenstate.textio import Vocabulary  # noqa: E402
@@ -206,7 +206,8 @@ def test_huge_models_batches_and_samples_are_refused_before_allocating(monkeypat
     m.set_params(batch_size=10**9, bptt=10**6)
     with pytest.raises(InsufficientMemoryError, match="batch_size"):
         m.fit(ids, resume=True, max_steps=1)
-    monkeypatch.setattr(lm_exact, "available_memory", lambda: 10**6)
+    monkeypatch.setattr(_validation, "available_memory", lambda: 10**6)
+    monkeypatch.setattr(_validation, "_ALWAYS_FITS", 0)  # check this small size too
     with pytest.raises(InsufficientMemoryError, match="n_samples"):
         m.sample(10**5)
     for bad in (0, -2, 2.5, True, "3"):

@@ -260,17 +260,25 @@ def test_clone_get_params_and_save_load_round_trip(tmp_path):
     assert loaded.monitor_.history == m.monitor_.history
 
 
-def test_em_zero_probability_falls_back_to_class_prior():
+def test_em_zero_probability_has_no_class_posterior():
+    """The estimator contract's zero-probability rule (was: the class prior as the
+    posterior, with a warning): -inf to score, an error naming the sample to predict."""
     X = np.array([["a", "x"], ["a", "y"], ["b", "x"], ["b", "y"]], dtype=object)
     y = np.array([0, 0, 1, 1])
     m = hs.NaiveBayesHidden(n_clusters=1, learn="em", n_init=1).fit(X, y)
     # "a" only with class 0, "b" only with class 1: ("a", "x") -> class 0 with certainty
     np.testing.assert_allclose(m.predict_proba([["a", "x"]]), [[1.0, 0.0]], atol=TIGHT)
     m.feature_prob_ = [np.array([[[1.0, 0.0]], [[1.0, 0.0]]]), m.feature_prob_[1]]
-    with pytest.warns(UserWarning, match="probability zero under every class"):
-        np.testing.assert_allclose(m.predict_proba([["b", "x"]]), [m.class_prior_])
+    for method in (m.predict_proba, m.predict_log_proba, m.predict):
+        with pytest.raises(ZeroProbabilityError, match=r"X: sample 1 has probability zero "
+                                                       r"under every class .*no class poster"):
+            method([["a", "x"], ["b", "x"]])
+    # p(a, x) = sum_c 0.5 * 1 * 0.5 (both classes now emit "a" only); p(b, x) = 0
+    np.testing.assert_array_equal(m.score_samples([["a", "x"], ["b", "x"]]),
+                                  [np.log(2 * 0.5 * 1.0 * 0.5), -np.inf])
     problem = _problem_from(m, X, y)  # the training data under the zeroed parameters
-    with pytest.raises(ZeroProbabilityError, match="training sample 2 has probability zero"):
+    with pytest.raises(ZeroProbabilityError, match="training samples 2 and 3 have probability "
+                                                   "zero"):
         problem.expected_counts(_params(m))
 
 
@@ -343,6 +351,30 @@ def test_kvt_with_every_cluster_follows_map():
     if len(h_map) == len(h_kvt):
         for a, b in zip(runs["map"].feature_prob_, runs["kvt"].feature_prob_, strict=True):
             np.testing.assert_allclose(a, b, atol=TIGHT)
+
+
+def test_vt_ignores_tol_and_stops_when_the_clusters_repeat():
+    """Viterbi training stops when the Viterbi clusters repeat, whatever ``tol`` says (was:
+    ``tol=10`` stopped it after 5 iterations while the objective still gained 3.6, and
+    ``tol=-inf`` was refused). At the stop the parameters are a fixed point: the hard
+    counts of their own Viterbi clusters, smoothed, give them back."""
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 2, 300)
+    X = rng.integers(0, 3, size=(300, 6))
+    X[:, 0] = (X[:, 1] + y) % 3
+    runs = {tol: hs.NaiveBayesHidden(n_clusters=5, learn="vt", tol=tol, random_state=2,
+                                     n_iter=200).fit(X, y) for tol in (10, 1e-4, -np.inf)}
+    histories = [m.monitor_.history for m in runs.values()]
+    assert len(histories[0]) == 8 and histories[0] == histories[1] == histories[2]
+    assert histories[0][-1] - histories[0][-2] > 8  # the last step still gains 8.8 > tol
+    m = runs[10]
+    assert m.monitor_.converged
+    problem = _problem_from(m, X, y, prior=2.0)
+    params = _params(m)
+    _, stats, _ = problem.path_counts(params, 1)
+    for name, block in problem.blocks.items():
+        again, _ = block.mstep(params[name], stats[name], "cha")
+        np.testing.assert_allclose(again, params[name], rtol=0, atol=1e-14)
 
 
 def test_sample_draws_class_cluster_and_attributes_from_the_model():

@@ -160,6 +160,30 @@ def test_sampling_a_grammar_that_never_terminates_is_an_error_not_a_hang():
     assert "spectral radius 2 >= 1; expected nonterminal children of S 2)" in proc.stdout
 
 
+def test_sampling_more_than_fits_in_memory_is_refused_before_drawing(monkeypatch):
+    """The estimate of ``sample`` grows with the expected derivation size: S -> S S (0.4) |
+    a has 5 nonterminal nodes on average, so 1000 samples need about 1000 x 160 x (2 + 5)
+    = 1.12 MB; refused with 1.0 MB available (a size-blind estimate of 2 nodes per sample,
+    0.32 MB, would pass), drawn with 1.2 MB; refused before any random number is drawn."""
+    from hiddenstate.models import pcfg
+
+    monkeypatch.setattr(_validation, "_ALWAYS_FITS", 0)
+    m = hs.PCFG(rules={"S": [("S", "S"), ("a",)]}, start="S", random_state=0)
+    m.set_probs("S", [0.4, 0.6])
+    assert pcfg._check_terminates(m.grammar(), m.theta_) == pytest.approx(5.0, rel=1e-12)
+    monkeypatch.setattr(_validation, "available_memory", lambda: 1.2e6)
+    assert len(m.sample(1000, max_words=10**6)) == 1000
+
+    def never(*args):
+        raise AssertionError("a draw started: the memory check came too late")
+
+    monkeypatch.setattr(pcfg, "make_rng", never)
+    monkeypatch.setattr(_validation, "available_memory", lambda: 1.0e6)
+    with pytest.raises(InsufficientMemoryError, match=r"n_samples: sample\(n_samples=1000\) "
+                                                      r"of derivations with 5 nonterminal"):
+        m.sample(1000, max_words=10**6)
+
+
 @pytest.mark.parametrize("p,radius", [(0.5, "1"), (0.7, "1.4")])
 def test_critical_and_supercritical_grammars_are_refused_at_sample_time(p, radius):
     m = hs.PCFG(rules={"S": [("S", "S"), ("a",)]}, start="S")
@@ -328,10 +352,12 @@ def test_a_sentence_without_a_parse_is_minus_inf_to_score_and_an_error_to_parse(
     m = docs_model()
     ok = ["she", "eats", "fish"]
     assert m.score_samples([ok, ["fish", "she"]])[1] == -np.inf
-    with pytest.raises(ZeroProbabilityError, match="sentence 1 has no parse"):
+    with pytest.raises(ZeroProbabilityError, match="sentence 1 has probability zero .*so it "
+                                                   "has no parse"):
         m.parse([ok, ["fish", "she"]])
     assert m.parse([ok, ["fish", "she"]], errors="none")[1] is None
-    with pytest.raises(ZeroProbabilityError, match="sentence 0 has no parse"):
+    with pytest.raises(ZeroProbabilityError, match="sentence 0 has probability zero whatever "
+                                                   "the rule probabilities"):
         m.fit([["fish", "she"]])
     with pytest.raises(InvalidInputError, match="errors"):
         m.parse([["she"]], errors="ignore")

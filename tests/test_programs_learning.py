@@ -446,13 +446,37 @@ def test_goals_of_probability_zero_are_named():
         return []
 
     model = ProgramModel(prog, init="declared")
-    with pytest.raises(ZeroProbabilityError, match=r"goal impossible\(3\) has no explanation"):
-        model.score_samples([impossible(3)])
+    # a goal without explanation scores -inf, as a PCFG sentence without a parse (was: an
+    # error); methods that need an explanation, and fit, refuse it
+    np.testing.assert_array_equal(model.score_samples([needs_y(1), impossible(3)]),
+                                  [-np.inf, -np.inf])
+    with pytest.raises(ZeroProbabilityError, match=r"goal impossible\(3\) has probability "
+                                                   r"zero .*no most probable explanation"):
+        model.viterbi(impossible(3))
+    for init in ("declared", "random"):  # whatever the learned switches: refused up front
+        with pytest.raises(ZeroProbabilityError, match=r"goal impossible\(3\) has probability "
+                                                       r"zero whatever the probabilities of "
+                                                       r"the learned switches"):
+            ProgramModel(prog, init=init).fit([needs_y(1), impossible(3)])
     with pytest.raises(ZeroProbabilityError, match=r"needs_y\(2\) has probability zero"):
         model.viterbi(needs_y(2))
     with pytest.raises(ZeroProbabilityError, match=r"needs_y\(2\) has probability zero"):
         model.fit([needs_y(2)])
     assert model.score_samples([needs_y(2)])[0] == -np.inf  # scoring reports it, learning refuses
+    # every method that needs a posterior or an explanation names the goals (the one
+    # zero-probability rule, hiddenstate.learn.check_possible)
+    goals = [needs_y(1), needs_y(2)]
+    for call, match in (
+            (lambda: model.goal_posteriors(goals), "goals: goals needs_y\\(1\\) and needs_y"
+                                                   "\\(2\\) have probability zero"),
+            (lambda: model.outside(needs_y(1)), "needs_y\\(1\\) has probability zero"),
+            (lambda: model.kbest(needs_y(1), 2), "goal: goal needs_y\\(1\\) has .* no "
+                                                 "explanation"),
+            (lambda: model.fit(goals), "under the current switch probabilities")):
+        with pytest.raises(ZeroProbabilityError, match=match):
+            call()
+    # y is learned: any positive probability explains the goals, so init="random" fits
+    assert ProgramModel(prog, random_state=0).fit(goals).probs_["c"][1] > 0.99
 
 
 @pytest.mark.parametrize("kw,match", [

@@ -334,6 +334,26 @@ def test_memory_for_many_posterior_draws_is_checked_before_allocating(monkeypatc
         ProgramModel(prog).sample_explanations(prog.predicates["flips"](2), 10**8)
 
 
+def test_memory_for_many_sampler_runs_is_checked_before_the_first_run(monkeypatch):
+    """``sample`` keeps one result per run: 10**8 runs need at least 6.4 GB; refused with
+    100 MiB available before the sampler runs once (was: ran until memory ran out)."""
+    monkeypatch.setattr(_validation, "available_memory", lambda: 100 * 2**20)
+    prog = coin_program()
+    runs = []
+
+    @prog.sampler
+    def counted(draw, n):
+        runs.append(n)
+        return prog.predicates["flips"](n)
+
+    model = ProgramModel(prog)
+    with pytest.raises(InsufficientMemoryError, match=r"n_samples: sample\(n_samples="
+                                                      r"100000000\) needs about 5.96 GiB"):
+        model.sample(10**8, args=(2,))
+    assert runs == []
+    assert len(model.sample(3, random_state=0, args=(2,))) == 3 and runs == [2, 2, 2]
+
+
 @pytest.mark.parametrize("kw,match", [({"program": "coin"}, "program"),
                                       ({"random_state": -1}, "random_state"),
                                       ({"random_state": "seed"}, "random_state")])

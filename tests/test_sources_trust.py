@@ -12,7 +12,8 @@ import pytest
 from test_props import AR1Source, shift_source
 
 import hiddenstate as hs
-from hiddenstate.errors import InvalidInputError, ModelFileError
+from hiddenstate import _validation
+from hiddenstate.errors import InsufficientMemoryError, InvalidInputError, ModelFileError
 from hiddenstate.sources import CallableSource, KneserNeySource, Source, base
 from hiddenstate.textio import Vocabulary
 
@@ -38,7 +39,9 @@ W = 4
     ([0, 1], {"n_symbols": 3, "vocabulary": Vocabulary(["<unk>", "a"])}, "differs from the"),
 ])
 def test_kneser_ney_fit_refuses_bad_alphabets(X, kwargs, needle):
-    with pytest.raises(InvalidInputError, match=needle.replace("(", r"\(")):
+    too_large = "distribution over" in needle  # the memory check: InsufficientMemoryError
+    with pytest.raises(InsufficientMemoryError if too_large else InvalidInputError,
+                       match=needle.replace("(", r"\(")):
         KneserNeySource(order=2).fit(np.array(X), **kwargs)
 
 
@@ -66,13 +69,14 @@ def test_kneser_ney_bad_hyper_parameters(kwargs):
 def test_memory_is_checked_before_allocating(monkeypatch):
     """The check uses the device's available memory; with 1 MiB "available", a 100,000-word
     n-gram source (2.4 MB per prediction) is refused, a 1,000-word one is not."""
-    monkeypatch.setattr(base, "available_memory", lambda device="cpu": 2**20)
-    with pytest.raises(InvalidInputError, match=r"n_symbols: .* 100,000 symbols would need "
-                                                r"about 0\.0 GiB, but cpu has 0\.0 GiB"):
+    monkeypatch.setattr(_validation, "available_memory", lambda device="cpu": 2**20)
+    monkeypatch.setattr(_validation, "_ALWAYS_FITS", 0)  # check these small sizes too
+    with pytest.raises(InsufficientMemoryError, match=r"n_symbols: .* 100,000 symbols needs "
+                                                      r"about 2\.29 MiB .* only 1 MiB"):
         KneserNeySource().fit([0, 1], n_symbols=100_000)
     assert KneserNeySource().fit([0, 1], n_symbols=1000).n_symbols == 1000
     voc = Vocabulary(["<unk>"] + [f"w{i}" for i in range(99_999)])
-    with pytest.raises(InvalidInputError, match="vocabulary: a next-symbol distribution"):
+    with pytest.raises(InsufficientMemoryError, match="vocabulary: a next-symbol distribution"):
         KneserNeySource().fit([0, 1], vocabulary=voc)
 
 
@@ -108,8 +112,8 @@ def test_lstm_one_huge_id_is_refused_without_allocating():
     with pytest.raises(InvalidInputError, match="X: the largest symbol is 10000000 but only 1 "
                                                 "distinct symbols occur"):
         LSTMSource(epochs=1).fit(np.array([10**7]))
-    with pytest.raises(InvalidInputError, match=r"n_symbols: training the LSTM over "
-                                                r"10,000,000,000 symbols would need about"):
+    with pytest.raises(InsufficientMemoryError, match=r"n_symbols: training the LSTM over "
+                                                      r"10,000,000,000 symbols needs about"):
         LSTMSource(epochs=1, n_symbols=10**10).fit(np.array([0, 1]))
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib < 200 * 1024

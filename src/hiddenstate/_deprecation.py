@@ -22,5 +22,8 @@ def renamed_method(old: str, new: str, note: str = "") -> Callable:
         return getattr(self, new)(*args, **kwargs)
 
     alias.__name__ = alias.__qualname__ = old
-    alias.__doc__ = f"Deprecated alias of :meth:`{new}`{note} (one release)."
+    alias.__doc__ = (f"Deprecated alias of :meth:`{new}`{note} (one release).\n\n"
+                     "Parameters\n----------\n*args, **kwargs\n"
+                     f"    The arguments of :meth:`{new}`.\n\n"
+                     f"Returns\n-------\nobject\n    What :meth:`{new}` returns.\n")
     return alias

@@ -6,6 +6,8 @@ the argument and the fix.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .errors import InsufficientMemoryError, InvalidInputError
@@ -67,6 +69,82 @@ def check_lengths(lengths, n_samples: int) -> np.ndarray:
             f"lengths: sums to {total} but X has {n_samples} rows; lengths must add up to len(X)"
         )
     return arr
+
+
+def _words_example(X) -> str | None:
+    """The first string in ``X`` (a flat or nested Python sequence, or a string array),
+    or None."""
+    if isinstance(X, np.ndarray):
+        return str(X.ravel()[0]) if X.dtype.kind in "US" and X.size else None
+    if not isinstance(X, (list, tuple)):
+        return None
+    for item in X:
+        if isinstance(item, (str, bytes)):
+            return str(item)
+        if isinstance(item, np.ndarray) and item.dtype.kind in "US" and item.size:
+            return str(item.ravel()[0])
+        if isinstance(item, (list, tuple)):
+            word = next((v for v in item if isinstance(v, (str, bytes))), None)
+            if word is not None:
+                return str(word)
+    return None
+
+
+def check_sequence_list(X, lengths, name: str = "X", categorical: bool = True,
+                        rows_declared: bool = False) -> None:
+    """Refuse the inputs an HMM would misread as rows ``(n_samples, n_features)``:
+
+    - words (strings): an HMM reads integer symbols; the message shows how to encode them
+      with :class:`hiddenstate.textio.Vocabulary`;
+    - a Python list (or tuple) of sequences of different lengths, or of 2-D arrays: a list
+      of sequences, which is passed as their rows one after another plus ``lengths``;
+    - a list of equal-length lists of integers, for categorical emissions (``categorical``),
+      without ``lengths`` and unless several categorical features were declared
+      (``rows_declared``: ``n_features`` a tuple, or a model fitted on several): it reads as
+      rows of several categorical features, as NumPy and scikit-learn read nested lists,
+      but most often means several sequences; the message shows both spellings.
+
+    Arrays (not lists) are rows, and so are lists of one-element lists (``[[0], [1], [2]]``,
+    hmmlearn's column) and lists of rows of real numbers (Gaussian data); nothing is guessed.
+    """
+    word = _words_example(X)
+    if word is not None:
+        raise InvalidInputError(
+            f"{name}: holds words (strings such as {word!r:.30}); an HMM reads integers "
+            "(symbols 0..W-1): encode the sentences with a vocabulary, vocab = "
+            "hiddenstate.textio.Vocabulary.build(sentences); X, lengths = "
+            "hiddenstate.textio.encode_sequences(sentences, vocab); then "
+            "fit(X, lengths) with n_features=len(vocab)")
+    if not isinstance(X, (list, tuple)) or not X or not all(
+            isinstance(item, (list, tuple, np.ndarray)) for item in X):
+        return
+    dims = {np.ndim(item) for item in X}
+    sizes = [len(item) if np.ndim(item) else 1 for item in X]
+    n, shown = len(X), ", ".join(map(str, sizes[:5])) + (", ..." if len(X) > 5 else "")
+    stack = ("X = np.concatenate([np.asarray(s).reshape(len(s), -1) for s in seqs]), "
+             "lengths = [len(s) for s in seqs]; fit(X, lengths)")
+    if dims - {1}:
+        raise InvalidInputError(
+            f"{name}: a list of {n} arrays of {max(dims)} dimensions is a list of sequences; "
+            "an HMM takes the sequences' rows one after another with their lengths: "
+            + stack)
+    if len(set(sizes)) > 1:
+        raise InvalidInputError(
+            f"{name}: a list of {n} sequences of different lengths ({shown}); an HMM takes "
+            "the sequences' rows one after another with their lengths: " + stack)
+    width = sizes[0]
+    if not categorical or rows_declared or lengths is not None or width == 1:
+        return
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+               for item in X for v in (item.ravel() if isinstance(item, np.ndarray)
+                                       else item)):
+        return
+    raise InvalidInputError(
+        f"{name}: a list of {n} lists of {width} integers is ambiguous: {n} sequences of "
+        f"{width} symbols are passed one after another with their lengths, "
+        f"fit(np.concatenate(X)[:, None], lengths=[{width}] * {n}); {n} observations of "
+        f"{width} categorical features are passed as an array, fit(np.asarray(X)) (or with "
+        "lengths)")
 
 
 def _object_numbers(arr: np.ndarray, name: str, integers: bool) -> np.ndarray:
@@ -237,14 +315,17 @@ def check_states(states, n_samples: int, n_states: int, name: str = "states") ->
 
 
 def check_counts(X, n_features: int | None, name: str = "X",
-                 allow_missing: bool = False) -> np.ndarray:
-    """Non-negative integer counts (Poisson emissions) as float64 (n_samples, n_features);
-    with ``allow_missing``, NaN (or a masked entry) marks a missing count."""
+                 allow_missing: bool = False, family: str = "Poisson") -> np.ndarray:
+    """Non-negative integer counts (Poisson or multinomial emissions, named by ``family``
+    in the error) as float64 (n_samples, n_features); with ``allow_missing``, NaN (or a
+    masked entry) marks a missing count."""
     arr = check_real_X(X, n_features, name, allow_missing)
     seen = arr[~np.isnan(arr)] if allow_missing else arr
-    if np.any(seen < 0) or np.any(seen != np.round(seen)):
+    bad = (seen < 0) | (seen != np.round(seen))
+    if np.any(bad):
         raise InvalidInputError(
-            f"{name}: Poisson emissions need non-negative integer counts"
+            f"{name}: {family} emissions need non-negative integer counts, got "
+            f"{float(seen[bad][0])!r}; round or bin real values, or use Gaussian emissions"
         )
     return arr
 
@@ -321,17 +402,29 @@ def check_number(value, name: str, minimum: float | None = None, strict: bool = 
 
 
 # -- memory ---------------------------------------------------------------------------------------
-def available_memory() -> int | None:
-    """Bytes the kernel says can be allocated without swapping (``MemAvailable`` in
-    ``/proc/meminfo``), or None where that is not known."""
+def available_memory(device: str = "cpu") -> int | None:
+    """Bytes that can be allocated now on ``device``: for the CPU what the kernel says can
+    be allocated without swapping (``MemAvailable`` in ``/proc/meminfo``), else the
+    physical memory; for a CUDA device its free memory (torch, imported only then). None
+    where that is not known."""
+    if str(device).startswith("cuda"):
+        try:
+            import torch
+
+            return int(torch.cuda.mem_get_info(torch.device(device))[0])
+        except (ImportError, RuntimeError, AssertionError, ValueError):
+            return None
     try:
-        with open("/proc/meminfo") as fh:
+        with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
         return None
-    return None
 
 
 def _gib(n: float) -> str:
@@ -348,26 +441,31 @@ _MEMORY_FIXES = {
 }
 
 
-def check_memory(parts: dict[str, float], what: str, fixes: dict[str, str] | None = None
-                 ) -> None:
-    """Refuse an operation whose estimated allocations exceed the available memory.
+def check_memory(parts: dict[str, float], what: str, fixes: dict[str, str] | None = None,
+                 device: str = "cpu") -> None:
+    """Refuse an operation whose estimated allocations exceed the available memory: the one
+    memory check of every estimator (HMM, PROPS, PCFG, TreeNet, NaiveBayesHidden, the
+    programs model, BlockedHMMLM, the PROPS sources), run before anything is allocated.
 
     ``parts`` maps the argument responsible for each share of the estimate (e.g.
-    ``"n_states"``, ``"X"``) to bytes; the error names the largest share's argument, the
-    estimate, what is available and how to shrink it (``fixes`` by argument, or the
-    defaults). No check where the available memory is not known, nor below
-    ``_ALWAYS_FITS`` bytes (which spares small calls the read of ``/proc/meminfo``).
+    ``"n_states"``, ``"X"``) to bytes; the
+    :class:`~hiddenstate.errors.InsufficientMemoryError` names the largest share's argument,
+    the estimate, what is available on ``device`` (``"cpu"``, or a CUDA device) and how to
+    shrink it (``fixes`` by argument, or the defaults). No check where the available memory
+    is not known, nor below ``_ALWAYS_FITS`` bytes (which spares small calls the read of
+    ``/proc/meminfo``).
     """
     total = float(sum(parts.values()))
     if total < _ALWAYS_FITS:
         return
-    available = available_memory()
+    available = available_memory() if device == "cpu" else available_memory(device)
     if available is None or total <= available:
         return
     argument = max(parts, key=parts.get)
     fix = (fixes or {}).get(argument) or _MEMORY_FIXES.get(argument, "")
+    on = "" if device == "cpu" else f" on {device}"
     raise InsufficientMemoryError(
-        f"{argument}: {what} needs about {_gib(total)} of memory ({_gib(parts[argument])} "
+        f"{argument}: {what} needs about {_gib(total)} of memory{on} ({_gib(parts[argument])} "
         f"of it because of {argument}) but only {_gib(available)} is available"
         + (f"; {fix}" if fix else ""))
 

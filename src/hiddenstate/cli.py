@@ -21,14 +21,19 @@ import hashlib
 import json
 import math
 import os
+import re
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from . import textio
+from ._bundle import peek
+from ._outdir import OutputError, Staged, stage
+from ._validation import check_memory
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, ZeroProbabilityError
 from .learn import MODES
 from .progress import FitProgress
@@ -78,8 +83,16 @@ def _encoding(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("encoding: ")) from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line: ``hiddenstate fit: error: argument
+    --n-states: ...; see `hiddenstate fit --help```, exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Fit hidden Markov models to text, CSV or .npy data, then score, decode "
                     "and sample.",
@@ -111,7 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Learn an HMM by EM and save it to a model directory.")
     add_input(p)
     p.add_argument("--out", "-o", metavar="MODEL_DIR", required=True,
-                   help="directory to save the model in (created; overwritten if it exists)")
+                   help="folder to save the model in (created; an existing one is replaced "
+                        "only with --overwrite)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out (and --report) folder written by an "
+                        "earlier fit")
     p.add_argument("--n-states", type=_int_at_least(1), default=2, help="hidden states (2)")
     p.add_argument("--emission",
                    choices=("categorical", "gaussian", "poisson", "gmm", "multinomial"),
@@ -141,11 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "which stop when the best paths stop changing)")
     p.add_argument("--n-init", type=_int_at_least(1), default=1,
                    help="random restarts; the best is kept (1)")
-    p.add_argument("--random-state", type=int, default=None, help="seed (default: random)")
+    p.add_argument("--random-state", type=_int_at_least(0), default=None,
+                   help="seed (default: random)")
     p.add_argument("--max-vocab", type=_int_at_least(2), default=None,
                    help="text: keep this many symbols including <unk> (default: all)")
-    p.add_argument("--min-count", type=_int_at_least(1), default=1,
-                   help="text: words seen fewer times map to <unk> (1)")
+    p.add_argument("--min-count", type=_int_at_least(1), default=None,
+                   help="text: words seen fewer times map to <unk>, which then stands for "
+                        "every word not seen in training (3)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS", default=None,
                        help="fit on the Dask cluster at ADDRESS (e.g. tcp://host:8786); "
@@ -190,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-samples", "-n", type=_int_at_least(1), default=20,
                    help="observations per sequence (20)")
     p.add_argument("--n-sequences", type=_int_at_least(1), default=1, help="sequences (1)")
-    p.add_argument("--random-state", type=int, default=None, help="seed (default: random)")
+    p.add_argument("--random-state", type=_int_at_least(0), default=None,
+                   help="seed (default: random)")
     p.add_argument("--states", action="store_true",
                    help="also print the hidden states (text: word/state; numeric: a "
                         "'# states:' comment line before each sequence)")
@@ -202,7 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "its fit to INPUT.")
     add_model(p)
     add_input(p)
-    p.add_argument("--out", "-o", metavar="REPORT_DIR", required=True)
+    p.add_argument("--out", "-o", metavar="REPORT_DIR", required=True,
+                   help="folder to write the report in (created; an existing one is "
+                        "replaced only with --overwrite)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out folder holding an earlier report")
     p.set_defaults(func=cmd_report)
 
     # personalize
@@ -218,7 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "--load-source)")
     p.add_argument("--target", metavar="TEXT", required=True, help="the user's text")
     p.add_argument("--out", "-o", metavar="DIR", required=True,
-                   help="output directory (created; files in it are overwritten)")
+                   help="output folder (created; an existing one is replaced only with "
+                        "--overwrite)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out folder written by an earlier personalize")
     p.add_argument("--words", type=_int_at_least(1), default=2000,
                    help="personalisation words: the first N words of the target (2000)")
     p.add_argument("--eval-words", type=_int_at_least(1), default=None,
@@ -285,6 +312,70 @@ def _dumps(obj, **kw) -> str:
 
 def _warn(command: str, message: str) -> None:
     print(f"{PROG} {command}: warning: {message}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- output folders
+
+#: what each kind of output folder may hold (an existing folder holding anything else is
+#: never replaced, see :mod:`hiddenstate._outdir`)
+_MODEL_FILES = re.compile(
+    r"model\.json|cli\.json|vocabulary\.json|arrays(\.[0-9a-f]{16})?\.npz"
+    r"|model\.json(\.[0-9a-f]{16})?\.tmp|arrays\.npz\.tmp")
+_PERSONALIZE_FILES = {"source", "props", "hmm", "vocabulary.json", "personalisation.txt",
+                      "evaluation.txt", "summary.json"}
+#: ``kind -> (what the folder holds, in messages)``
+_KINDS = {"model": "a model written by `hiddenstate fit`",
+          "report": "a report written by hiddenstate",
+          "personalize": "the output of `hiddenstate personalize`"}
+
+
+def _writes(kind: str):
+    from .report import REPORT_FILES
+    from .report.personalize import PERSONALIZE_REPORT_FILES
+
+    if kind == "model":
+        return lambda name: _MODEL_FILES.fullmatch(name) is not None
+    if kind == "report":
+        return lambda name: name in REPORT_FILES
+    return lambda name: name in _PERSONALIZE_FILES or name in PERSONALIZE_REPORT_FILES
+
+
+def _holds_an_hmm(option: str):
+    """``check`` of :func:`~hiddenstate._outdir.stage` for ``fit --out``: a folder whose
+    ``model.json`` holds another estimator (a PROPS model of ``personalize``...) is not
+    replaced, ``--overwrite`` or not."""
+    def check(path: Path) -> None:
+        if not (path / "model.json").is_file():
+            return
+        try:
+            _, cls = peek(path)
+        except ModelFileError:
+            return  # a damaged fit folder: made only of the files fit writes
+        if cls != "HMM":
+            raise InvalidInputError(
+                f"{option}: {path} holds a {cls!s:.40} model, not one written by `hiddenstate "
+                "fit`, and is never replaced; pass a new folder")
+    return check
+
+
+def stage_output(path, option: str, kind: str, overwrite: bool) -> Staged:
+    """The folder ``path`` (``--out`` / ``--report``) staged for writing whole or not at
+    all (:func:`hiddenstate._outdir.stage`): ``kind`` is ``"model"``, ``"report"`` or
+    ``"personalize"`` (what may be replaced); refusals name ``option`` and the fix."""
+    return stage(path, option=option, writes=_writes(kind), what=_KINDS[kind],
+                 overwrite=overwrite, check=_holds_an_hmm(option) if kind == "model" else None)
+
+
+def _separate(a: tuple[str, str | None], b: tuple[str, str | None]) -> None:
+    """Two output folders of one command must be neither the same nor nested."""
+    (name_a, path_a), (name_b, path_b) = a, b
+    if path_a is None or path_b is None:
+        return
+    pa, pb = Path(os.path.abspath(path_a)), Path(os.path.abspath(path_b))
+    if pa == pb or pa in pb.parents or pb in pa.parents:
+        raise InvalidInputError(
+            f"{name_b}: {path_b} is {name_a} or inside it (or holds it); pass two separate "
+            "folders")
 
 
 # --------------------------------------------------------------------------- model dirs
@@ -356,17 +447,17 @@ def load_model_dir(path: str | Path):
     from .persist import load
 
     d = Path(path)
+    if not d.exists():
+        raise ModelFileError(
+            f"{d}: model directory not found; create one with `hiddenstate fit DATA --out {d}`")
     if not d.is_dir():
         raise ModelFileError(
-            f"{d}: model directory not found; create one with `hiddenstate fit ... --out {d}`"
-        )
+            f"{d}: is a file, not a model folder; pass the folder `hiddenstate fit --out` "
+            "wrote")
     meta_path = d / META_FILE
-    refit = f"refit with `hiddenstate fit ... --out {d}`"
+    refit = f"refit with `hiddenstate fit DATA --out {d} --overwrite`"
     if not meta_path.is_file():
-        raise ModelFileError(
-            f"{meta_path}: missing, so the command line cannot tell how the model's input is "
-            "encoded (model.save does not write it); " + refit + ", or save the model with "
-            "hiddenstate.cli.save_model_dir(model, dir, input_format=..., vocabulary=...)")
+        raise ModelFileError(f"{d}: " + _not_a_fit_folder(d))
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -382,7 +473,8 @@ def load_model_dir(path: str | Path):
     if not isinstance(model, HMM):
         raise ModelFileError(
             f"{d / 'model.json'}: holds a {type(model).__name__}, and the command line reads "
-            "the HMMs that `hiddenstate fit` writes; " + refit)
+            "the HMMs that `hiddenstate fit` writes; load it in Python with hiddenstate.load, "
+            "or fit an HMM with `hiddenstate fit DATA --out NEW_FOLDER`")
     fmt, vocab_name = meta.get("input_format"), meta.get("vocabulary")
     if fmt not in textio.FORMATS:
         raise ModelFileError(
@@ -416,6 +508,39 @@ def load_model_dir(path: str | Path):
                 f"{vocab_path}: does not match the checksum in {META_FILE} (it was edited or "
                 "comes from another fit, so words would get the wrong ids); " + refit)
     return model, meta, vocabulary
+
+
+def _not_a_fit_folder(d: Path) -> str:
+    """Why the folder ``d`` (without ``cli.json``) is not a model folder of the command
+    line, and the fix that works for what it holds."""
+    new = "hiddenstate fit DATA --out NEW_FOLDER"
+    try:
+        entries = os.listdir(d)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc}); check its permissions"
+    if not entries:
+        return f"is empty; fit a model into it with `hiddenstate fit DATA --out {d}`"
+    summary = d / "summary.json"
+    if summary.is_file() or {"props", "hmm"} <= set(entries):
+        return (f"is the output of `hiddenstate personalize` (PROPS in {d / 'props'}, the "
+                f"streaming HMM in {d / 'hmm'}); score, decode, sample and report read the "
+                f"HMMs `hiddenstate fit` writes: load these in Python with "
+                f"hiddenstate.load, or fit an HMM with `{new}`")
+    if not (d / "model.json").is_file():
+        return (f"holds no model ({META_FILE} and model.json are missing); pass the folder "
+                f"`hiddenstate fit --out` wrote, or fit one with `{new}`")
+    try:
+        _, cls = peek(d)
+    except ModelFileError as exc:
+        return f"{exc}; pass the folder `hiddenstate fit --out` wrote, or fit one with `{new}`"
+    if cls != "HMM":
+        return (f"holds a {cls!s:.40} model (model.json), and score, decode, sample and report "
+                f"read the HMMs `hiddenstate fit` writes: load it in Python with "
+                f"hiddenstate.load('{d}'), or fit an HMM with `{new}`")
+    return (f"{META_FILE} is missing, so the command line cannot tell how the model's input "
+            "is encoded (model.save does not write it): save the model with "
+            "hiddenstate.cli.save_model_dir(model, dir, input_format=..., vocabulary=...), or "
+            f"refit with `hiddenstate fit DATA --out {d} --overwrite`")
 
 
 def _input_format(args, meta: dict) -> str:
@@ -456,9 +581,24 @@ def _zero_probability(model, vocabulary, X, lengths, per_seq) -> str | None:
         has_unk = any(np.any(seqs[i][:, 0] == unk) for i in zero)
         if has_unk and np.max(model.emissionprob_[:, unk]) == 0:
             hint = (f" (they hold words outside the vocabulary, read as {vocabulary.unk_token}, "
-                    "which no training word became; refit with --min-count 2 or --max-vocab "
-                    "to reserve probability for unknown words)")
+                    f"which no training word became; {_unknown_word_fix(vocabulary)})")
     return f"{len(zero)} sequence(s) have probability zero: {shown}{hint}"
+
+
+def _unknown_word_fix(vocabulary: textio.Vocabulary) -> str:
+    """How to refit so that some training words become ``<unk>`` (which then learns the
+    probability of a word not seen in training), from the training counts: the default
+    ``--min-count`` where words were seen fewer times, else ``--max-vocab`` one below the
+    vocabulary's size (the rarest word becomes ``<unk>``)."""
+    counts = vocabulary.counts[1:]
+    if min(counts, default=DEFAULT_MIN_COUNT) < DEFAULT_MIN_COUNT:
+        return (f"refit with --min-count {DEFAULT_MIN_COUNT} (the default; the rare words "
+                "then stand for the unseen ones)")
+    if len(vocabulary) > 2:
+        return (f"refit with --max-vocab {len(vocabulary) - 1} (every word was seen at least "
+                f"{min(counts)} times; the rarest then stands for the unseen ones)")
+    return ("the training text has a single word; fit on more text so that rare words can "
+            "stand for the unseen ones")
 
 
 def _require_positive(args, model, vocabulary, X, lengths, command: str) -> None:
@@ -476,6 +616,32 @@ def _require_positive(args, model, vocabulary, X, lengths, command: str) -> None
 # --------------------------------------------------------------------------- commands
 
 
+#: ``--min-count`` of a text fit: words seen once or twice become ``<unk>``, so ``<unk>``
+#: learns the probability of a word not seen in training and new text gets a finite score;
+#: chosen on the Penn Treebank sample, the sailing logbook and the WikiText-2 extract
+#: (``experiments/results/cli_unknown_words.md``): better held-out text than 2 on all
+#: three, the best unsupervised tagging (as 5, which keeps a third fewer words)
+DEFAULT_MIN_COUNT = 3
+
+
+def _default_emission(fmt: str, X: np.ndarray, path) -> tuple[str, str | None]:
+    """The emission family when ``--emission`` is not given, and a note saying why for
+    numeric input: categorical for text and for one column of integers (symbols, as the
+    Python API reads an integer array), Gaussian for floats. Several integer columns are
+    refused (the command line fits categorical emissions on one column)."""
+    if fmt == "text":
+        return "categorical", None
+    if X.dtype.kind in "iub":
+        if X.shape[1] != 1:
+            raise InvalidInputError(
+                f"{path}: {X.shape[1]} columns of integers; pass --emission poisson (counts) "
+                "or gaussian (measurements), or one column of symbols for categorical "
+                "emissions (several categorical features: hs.HMM in Python)")
+        return "categorical", ("integer data: categorical emissions (symbols 0..W-1); pass "
+                               "--emission poisson for counts or gaussian for measurements")
+    return "gaussian", None
+
+
 def cmd_fit(args, out) -> int:
     from .models import HMM
 
@@ -484,12 +650,66 @@ def cmd_fit(args, out) -> int:
 
         require_matplotlib()
     fmt = args.format or textio.infer_format(args.input)
-    if fmt != "text" and (args.max_vocab is not None or args.min_count != 1):
+    if fmt != "text" and (args.max_vocab is not None or args.min_count is not None):
         raise InvalidInputError("--max-vocab/--min-count: only apply to text input; drop them")
-    X, lengths, vocabulary = textio.read_data(
-        args.input, fmt, lengths_path=args.lengths, max_size=args.max_vocab,
-        min_count=args.min_count, encoding=args.encoding)
-    emission = args.emission or ("categorical" if fmt == "text" else "gaussian")
+    _separate(("--out", args.out), ("--report", args.report))
+    with contextlib.ExitStack() as stack:  # both folders checked before any work
+        model_dir = stack.enter_context(stage_output(args.out, "--out", "model", args.overwrite))
+        report_dir = None if args.report is None else stack.enter_context(
+            stage_output(args.report, "--report", "report", args.overwrite))
+        X, lengths, vocabulary = textio.read_data(
+            args.input, fmt, lengths_path=args.lengths, max_size=args.max_vocab,
+            min_count=DEFAULT_MIN_COUNT if args.min_count is None else args.min_count,
+            encoding=args.encoding)
+        note = None
+        if args.emission is None:
+            emission, note = _default_emission(fmt, X, args.input)
+        else:
+            emission = args.emission
+        model, seconds = _fit(HMM, X, lengths, vocabulary, emission, fmt, args)
+        save_model_dir(model, model_dir.path, fmt, vocabulary, source=str(args.input),
+                       n_sequences=len(lengths), n_observations=int(lengths.sum()),
+                       fit_seconds=round(seconds, 3))
+        if report_dir is not None:
+            from .report import write_report
+
+            with _about_file(args.input):
+                write_report(model, report_dir.path, X=X, lengths=lengths,
+                             vocabulary=vocabulary, source=str(args.input), fit_seconds=seconds)
+        model_dir.commit()
+        if report_dir is not None:
+            report_dir.commit()
+    out_dir = Path(args.out)
+    index = None if args.report is None else Path(args.report) / "index.html"
+
+    loglik = model.score(X, lengths)
+    n_obs = int(lengths.sum())
+    history = model.monitor_.history
+    parts = [f"fitted a {args.n_states}-state {emission} HMM on {len(lengths)} sequences "
+             f"({n_obs} observations) in {seconds:.1f}s",
+             f"iterations: {len(history)}"
+             f" ({'converged' if model.monitor_.converged else 'not converged'})",
+             f"log-likelihood: {loglik:.6f} ({loglik / n_obs:.6f} per observation)"]
+    if note is not None:
+        parts.insert(1, note)
+    if emission == "categorical":
+        parts.append(f"perplexity: {math.exp(-loglik / n_obs):.3f}")
+    if vocabulary is not None:
+        unk_share = float(np.mean(X[:, 0] == vocabulary.unk_id))
+        parts.append(f"vocabulary: {len(vocabulary)} symbols ({unk_share:.1%} of tokens are "
+                     f"{vocabulary.unk_token})")
+        if unk_share == 0.0:
+            _warn("fit", f"no training token maps to {vocabulary.unk_token}, so words not seen "
+                  f"in training will have probability zero; {_unknown_word_fix(vocabulary)}")
+    parts.append(f"model saved to {out_dir}")
+    if index is not None:
+        parts.append(f"report written to {index}")
+    print("\n".join(parts), file=out)
+    return 0
+
+
+def _fit(HMM, X, lengths, vocabulary, emission: str, fmt: str, args):
+    """``(model, seconds)``: the HMM of the command-line options fitted to the data."""
     if fmt == "text" and emission != "categorical":
         raise InvalidInputError(
             f"--emission: text input needs categorical emissions, got {emission!r}; "
@@ -527,39 +747,7 @@ def cmd_fit(args, out) -> int:
                 model.fit(X, lengths, callback=bar)
         finally:
             bar.close()
-    seconds = time.perf_counter() - start
-
-    out_dir = save_model_dir(model, args.out, fmt, vocabulary, source=str(args.input),
-                             n_sequences=len(lengths), n_observations=int(lengths.sum()),
-                             fit_seconds=round(seconds, 3))
-
-    loglik = model.score(X, lengths)
-    n_obs = int(lengths.sum())
-    history = model.monitor_.history
-    parts = [f"fitted a {args.n_states}-state {emission} HMM on {len(lengths)} sequences "
-             f"({n_obs} observations) in {seconds:.1f}s",
-             f"iterations: {len(history)}"
-             f" ({'converged' if model.monitor_.converged else 'not converged'})",
-             f"log-likelihood: {loglik:.6f} ({loglik / n_obs:.6f} per observation)"]
-    if emission == "categorical":
-        parts.append(f"perplexity: {math.exp(-loglik / n_obs):.3f}")
-    if vocabulary is not None:
-        unk_share = float(np.mean(X[:, 0] == vocabulary.unk_id))
-        parts.append(f"vocabulary: {len(vocabulary)} symbols ({unk_share:.1%} of tokens are "
-                     f"{vocabulary.unk_token})")
-        if unk_share == 0.0:
-            _warn("fit", f"no training token maps to {vocabulary.unk_token}, so unseen words "
-                  "will have probability zero; use --max-vocab or --min-count 2 to reserve "
-                  "mass for them")
-    parts.append(f"model saved to {out_dir}")
-    if args.report is not None:
-        from .report import write_report
-
-        index = write_report(model, args.report, X=X, lengths=lengths, vocabulary=vocabulary,
-                             source=str(args.input), fit_seconds=seconds)
-        parts.append(f"report written to {index}")
-    print("\n".join(parts), file=out)
-    return 0
+    return model, time.perf_counter() - start
 
 
 def _fit_distributed(model, X, lengths, args, progress: bool) -> None:
@@ -645,14 +833,19 @@ def cmd_decode(args, out) -> int:
     return 0
 
 
-def _sequence_seeds(seed: int | None, n: int) -> list:
+def _sequence_seeds(seed: int | None, n: int):
+    """One seed per sequence (``None`` each when ``seed`` is None, without a list)."""
     if seed is None:
-        return [None] * n
-    return [int(v) for v in np.random.SeedSequence(seed).generate_state(n, dtype=np.uint32)]
+        return (None for _ in range(n))
+    return (int(v) for v in np.random.SeedSequence(seed).generate_state(n, dtype=np.uint32))
 
 
 def cmd_sample(args, out) -> int:
     model, meta, vocabulary = load_model_dir(args.model)
+    if args.random_state is not None:  # the seeds of all sequences are drawn at once
+        check_memory({"--n-sequences": 4.0 * args.n_sequences},
+                     f"sample --n-sequences {args.n_sequences}",
+                     {"--n-sequences": "draw fewer sequences per call (and seed each call)"})
     seeds = [args.random_state] if args.n_sequences == 1 else _sequence_seeds(
         args.random_state, args.n_sequences)
     for i, seed in enumerate(seeds):
@@ -679,13 +872,16 @@ def cmd_report(args, out) -> int:
     from .report import require_matplotlib, write_report
 
     require_matplotlib()
-    model, meta, vocabulary = load_model_dir(args.model)
-    X, lengths = _read_for_model(args, meta, vocabulary)
-    _require_positive(args, model, vocabulary, X, lengths, "report")
-    with _about_file(args.input):
-        index = write_report(model, args.out, X=X, lengths=lengths, vocabulary=vocabulary,
-                             source=str(args.input), fit_seconds=meta.get("fit_seconds"))
-    print(f"report written to {index}", file=out)
+    _separate(("--model", args.model), ("--out", args.out))
+    with stage_output(args.out, "--out", "report", args.overwrite) as report_dir:
+        model, meta, vocabulary = load_model_dir(args.model)
+        X, lengths = _read_for_model(args, meta, vocabulary)
+        _require_positive(args, model, vocabulary, X, lengths, "report")
+        with _about_file(args.input):
+            write_report(model, report_dir.path, X=X, lengths=lengths, vocabulary=vocabulary,
+                         source=str(args.input), fit_seconds=meta.get("fit_seconds"))
+        report_dir.commit()
+    print(f"report written to {Path(args.out) / 'index.html'}", file=out)
     return 0
 
 
@@ -735,8 +931,27 @@ def write_personalize_report(result, n_words: int = 400) -> Path:
     return result.index
 
 
+def personalize_into(out, *, overwrite: bool, report: bool, **kwargs):
+    """Run :func:`hiddenstate.personalize.personalize` (``kwargs``) and write its folder
+    ``out`` whole or not at all: built beside ``out`` with the report (when ``report``),
+    then switched in (:mod:`hiddenstate._outdir`; an existing ``out`` is replaced only with
+    ``overwrite``, and only if it holds nothing but an earlier run's files). Returns the
+    result, its ``out`` and ``index`` the final paths (``personalize`` and the demo)."""
+    from .personalize import personalize
+
+    with stage_output(out, "--out", "personalize", overwrite) as folder:
+        result = personalize(out=folder.path, **kwargs)
+        if report:
+            write_personalize_report(result)
+        folder.commit()
+    result.out = Path(out)
+    if result.index is not None:
+        result.index = result.out / result.index.name
+    return result
+
+
 def cmd_personalize(args, out) -> int:
-    from .personalize import format_summary_table, personalize
+    from .personalize import format_summary_table
 
     if args.load_source is not None and args.reference is not None:
         _warn("personalize", "--reference is not used with --load-source (the saved source "
@@ -746,8 +961,9 @@ def cmd_personalize(args, out) -> int:
     show = sys.stderr.isatty() if args.progress is None else args.progress
     progress, close = stage_progress(show)
     try:
-        result = personalize(
-            args.reference, args.target, args.out, words=args.words,
+        result = personalize_into(
+            args.out, overwrite=args.overwrite, report=args.report,
+            reference=args.reference, target=args.target, words=args.words,
             eval_words=args.eval_words, source=args.source, order=args.order,
             load_source_dir=args.load_source, vocab_size=args.vocab_size,
             perturbation_states=args.perturbation_states, hmm_states=args.hmm_states,
@@ -755,8 +971,6 @@ def cmd_personalize(args, out) -> int:
             encoding=args.encoding, missing_token=args.missing_token)
     finally:
         close()
-    if args.report:
-        write_personalize_report(result)
     s = result.summary
     voc = s["vocabulary"]
     d = Path(args.out)
@@ -774,27 +988,56 @@ def cmd_personalize(args, out) -> int:
 # --------------------------------------------------------------------------- entry point
 
 
+def format_os_error(exc: OSError) -> str:
+    """An operating-system error as one readable line (no ``[Errno N]``)."""
+    if isinstance(exc, OutputError) or not exc.strerror:
+        return str(exc)
+    name = exc.filename if exc.filename is not None else ""
+    return f"{name}: {exc.strerror}" if name != "" else exc.strerror
+
+
+def _print_warnings(command: str, caught: list) -> None:
+    """One line per distinct cause (the warning's class and the line of code that issued
+    it): the last message, and how many times it came."""
+    groups: dict[tuple, list] = {}
+    for w in caught:
+        groups.setdefault((w.category, w.filename, w.lineno), []).append(w)
+    for (category, _, _), ws in groups.items():
+        times = f"; {len(ws)} times, the last shown" if len(ws) > 1 else ""
+        _warn(command, f"{ws[-1].message} ({category.__name__}{times})")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 2 usage or input error)."""
+    """Run the command line; returns the exit status (0 ok, 2 usage or input error, 1 an
+    operating-system error, 130 interrupted, 141 the reader of stdout went away).
+
+    Warnings are collected while a command runs and printed on stderr at its end, one line
+    per distinct cause (:func:`_print_warnings`)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
-    try:
-        return args.func(args, sys.stdout)
-    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as cat does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error
-        return 141
-    except HiddenStateError as exc:
-        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # e.g. no permission to write --out
-        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            status = args.func(args, sys.stdout)
+            sys.stdout.flush()  # a closed pipe shows here, not at exit
+            return status
+        except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as cat does
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error
+            return 141
+        except HiddenStateError as exc:
+            print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:  # a full disk, an I/O error
+            print(f"{PROG} {args.command}: error: {format_os_error(exc)}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+            return 130
+        finally:
+            _print_warnings(args.command, caught)
 
 
 if __name__ == "__main__":  # pragma: no cover

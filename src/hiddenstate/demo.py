@@ -13,9 +13,11 @@
   and PROPS, a streaming 3-state HMM and the black box alone are compared on the rest.
 
 It prints the summary table and writes ``DIR/index.html`` (plus ``DIR/summary.json`` and the
-models). Everything is seeded, so two runs give the same numbers. It is equivalent to::
+models), whole or not at all, replacing an earlier demo's ``DIR``. Everything is seeded, so
+two runs give the same numbers. It is equivalent to::
 
-    hiddenstate personalize --reference <extract> --target <logbook> --words 2000 --out DIR
+    hiddenstate personalize --reference <extract> --target <logbook> --words 2000 --out DIR \
+        --overwrite
 """
 
 from __future__ import annotations
@@ -75,13 +77,15 @@ def corpus_sentences(n: int | None = None, min_len: int = 4, max_len: int = 40,
 def main(argv: list[str] | None = None) -> int:
     from . import cli
     from .errors import HiddenStateError
-    from .personalize import format_summary_table, personalize
+    from .personalize import format_summary_table
 
     parser = argparse.ArgumentParser(
         prog="python -m hiddenstate.demo",
         description="Personalise an n-gram model trained on WikiText-2 to a sailing logbook "
                     "with PROPS and write an HTML report.")
-    parser.add_argument("--out", default="demo-report", help="report directory (demo-report)")
+    parser.add_argument("--out", default="demo-report",
+                        help="report folder (demo-report); an earlier demo's folder is "
+                             "replaced whole, a folder holding other files is refused")
     parser.add_argument("--words", type=int, default=2000,
                         help="personalisation words (2000); the rest of the logbook is "
                              "the evaluation text")
@@ -94,18 +98,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"demo: reference = the bundled WikiText-2 extract ({ref.name}); user text = a "
           f"sailing logbook written for the demo ({target.name})")
     print(f"demo: the same as `hiddenstate personalize --reference {ref} --target {target} "
-          f"--words {args.words} --seed {args.seed} --out {args.out}`\n")
+          f"--words {args.words} --seed {args.seed} --out {args.out} --overwrite`\n")
     show = sys.stderr.isatty() if args.progress is None else args.progress
     progress, close = cli.stage_progress(show)
     start = time.perf_counter()
     try:
         cli.require_report_plots()
-        result = personalize(ref, target, args.out, words=args.words, seed=args.seed,
-                             progress=progress)
-        cli.write_personalize_report(result)
+        result = cli.personalize_into(args.out, overwrite=True, report=True, reference=ref,
+                                      target=target, words=args.words, seed=args.seed,
+                                      progress=progress)
     except HiddenStateError as exc:
         print(f"demo: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"demo: error: {cli.format_os_error(exc)}", file=sys.stderr)
+        return 1
     finally:
         close()
     s = result.summary

@@ -10,11 +10,11 @@ time, for measuring how streaming learners track a moving target.
     ``n`` independent sequences of length ``T`` from one fixed categorical HMM, vectorised
     over the sequences (:meth:`hiddenstate.HMM.sample` draws one sequence per call).
 
-Both teachers share one interface: :meth:`~_DriftingTeacher.sample` returns ``(X,
+Both teachers share one interface: :meth:`~JumpingTeacher.sample` returns ``(X,
 lengths)`` for the next ``n`` sequences of length ``T`` (``X`` an ``(n * T, 1)`` column of
 symbols, as :meth:`hiddenstate.HMM.partial_fit` takes it), optionally with the teacher of
-every sequence; :meth:`~_DriftingTeacher.chunks` yields such blocks one after the other;
-:attr:`~_DriftingTeacher.current` is the teacher that emitted the most recent sequence (an
+every sequence; :meth:`~JumpingTeacher.chunks` yields such blocks one after the other;
+:attr:`~JumpingTeacher.current` is the teacher that emitted the most recent sequence (an
 :class:`~hiddenstate.HMM` with its parameters set, usable by
 :func:`hiddenstate.metrics.kl_divergence` and :func:`hiddenstate.metrics.divergence_rate`).
 
@@ -79,12 +79,37 @@ def _as_hmm(params: Params) -> HMM:
 
 @dataclass(frozen=True)
 class TeacherPath:
-    """The teacher of each sequence of a block: sequence ``i`` of the block was emitted by
-    ``(startprob[index[i]], transmat[index[i]], emissionprob[index[i]])``.
+    """The teacher of each sequence of a block.
 
-    Distinct teachers are stored once (a jumping teacher's block holds a few), so ``path[i]``
-    is the ``(startprob, transmat, emissionprob)`` tuple of sequence ``i`` (views, do not
-    modify) and ``len(path)`` the number of sequences.
+    Sequence ``i`` of the block was emitted by ``(startprob[index[i]], transmat[index[i]],
+    emissionprob[index[i]])``. Distinct teachers are stored once (a jumping teacher's block
+    holds a few), so ``path[i]`` is the ``(startprob, transmat, emissionprob)`` tuple of
+    sequence ``i`` (views, do not modify) and ``len(path)`` the number of sequences.
+    Returned by ``sample(..., return_teachers=True)`` of the drifting teachers.
+
+    Parameters
+    ----------
+    startprob : ndarray of shape (E, K)
+        The initial distributions of the ``E`` distinct teachers.
+    transmat : ndarray of shape (E, K, K)
+        Their transition matrices.
+    emissionprob : ndarray of shape (E, K, W)
+        Their emission matrices.
+    index : ndarray of shape (n,), dtype int64
+        The teacher of each sequence, an index into the first axis of the three arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.drift import JumpingTeacher
+    >>> a = (np.full(2, 0.5), np.array([[0.9, 0.1], [0.2, 0.8]]), np.full((2, 3), 1 / 3))
+    >>> b = (a[0], a[1][::-1], a[2])
+    >>> X, lengths, path = JumpingTeacher([a, b], every=2).sample(3, T=5, return_teachers=True)
+    >>> len(path), path.index, path.transmat.shape
+    (3, array([0, 0, 1]), (2, 2, 2))
+    >>> path[2][1]                       # the transition matrix of sequence 2: teacher b
+    array([[0.2, 0.8],
+           [0.9, 0.1]])
     """
 
     startprob: np.ndarray       # (E, K)
@@ -144,19 +169,53 @@ def _as_stream(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def sample_sequences(teacher, n: int, T: int, random_state=None
                      ) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` independent sequences of length ``T`` from one categorical HMM.
+    """Sample ``n`` independent sequences of length ``T`` from one categorical HMM.
+
+    Vectorised over the sequences (:meth:`hiddenstate.HMM.sample` draws one sequence per
+    call): one uniform number per sequence for the first state, then per position one for
+    the symbol and (from the second position) one for the next state, each inverting the
+    cumulative distribution of the row.
 
     Parameters
     ----------
-    teacher : a categorical :class:`~hiddenstate.HMM` with parameters, or a
-        ``(startprob, transmat, emissionprob)`` tuple.
-    n, T : number of sequences and their length (>= 1 each).
-    random_state : seed, numpy Generator (used and advanced) or None.
+    teacher : HMM or tuple of ndarray
+        A categorical :class:`~hiddenstate.HMM` with parameters (fitted or set by hand),
+        or a ``(startprob, transmat, emissionprob)`` tuple.
+    n : int
+        The number of sequences (>= 1).
+    T : int
+        Their length (>= 1).
+    random_state : int, numpy.random.Generator or None, default=None
+        A seed, a Generator (used as is and advanced) or None (fresh entropy).
 
     Returns
     -------
-    ``(X, lengths)``: ``X`` an ``(n * T, 1)`` int64 column, the sequences one after the
-    other; ``lengths`` ``n`` times ``T``.
+    X : ndarray of shape (n * T, 1), dtype int64
+        The sequences one after the other, a column of symbols.
+    lengths : ndarray of shape (n,), dtype int64
+        ``n`` times ``T``.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``n`` or ``T`` is not a positive integer, or ``teacher`` is not a categorical
+        HMM with valid parameters.
+    hiddenstate.errors.InsufficientMemoryError
+        If the block of sequences would not fit in memory (checked before allocating).
+
+    See Also
+    --------
+    JumpingTeacher, RandomWalkTeacher : Teachers whose parameters change over time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.drift import sample_sequences
+    >>> teacher = (np.full(2, 0.5), np.array([[0.9, 0.1], [0.2, 0.8]]),
+    ...            np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]]))
+    >>> X, lengths = sample_sequences(teacher, n=3, T=4, random_state=0)
+    >>> X.shape, lengths
+    ((12, 1), array([4, 4, 4]))
     """
     n = check_positive_int(n, "n")
     T = check_positive_int(T, "T")
@@ -181,31 +240,60 @@ class _DriftingTeacher:
 
     @property
     def params(self) -> Params:
-        """``(startprob, transmat, emissionprob)`` of :attr:`current` (copies)."""
+        """``(startprob, transmat, emissionprob)`` of :attr:`current`, as copies."""
         raise NotImplementedError
 
     @property
     def current(self) -> HMM:
-        """The teacher of the most recent sequence, as a categorical
-        :class:`~hiddenstate.HMM` (a new object on every access; changing it does not
-        change the stream)."""
+        """The teacher of the most recent sequence, as a categorical HMM.
+
+        A new :class:`~hiddenstate.HMM` on every access, its parameters set (changing it
+        does not change the stream); usable by :func:`hiddenstate.metrics.kl_divergence`
+        and :func:`hiddenstate.metrics.divergence_rate`.
+        """
         return _as_hmm(self.params)
 
     @property
     def n_states(self) -> int:
+        """The number of hidden states of the teachers."""
         return self.params[0].size
 
     @property
     def n_symbols(self) -> int:
+        """The number of symbols of the teachers."""
         return self.params[2].shape[1]
 
     def sample(self, n: int, T: int, return_teachers: bool = False):
-        """The next ``n`` sequences of length ``T``.
+        """Sample the next ``n`` sequences of length ``T`` of the stream.
 
-        Returns ``(X, lengths)`` (``X`` an ``(n * T, 1)`` int64 column, ``lengths`` ``n``
-        times ``T``), or ``(X, lengths, path)`` with ``return_teachers=True``, ``path`` a
-        :class:`TeacherPath` whose ``path[i]`` emitted sequence ``i`` of the block.
         Afterwards :attr:`current` is the teacher of the block's last sequence.
+
+        Parameters
+        ----------
+        n : int
+            The number of sequences (>= 1).
+        T : int
+            Their length (>= 1).
+        return_teachers : bool, default=False
+            Also return the teacher of every sequence.
+
+        Returns
+        -------
+        X : ndarray of shape (n * T, 1), dtype int64
+            The sequences one after the other, a column of symbols.
+        lengths : ndarray of shape (n,), dtype int64
+            ``n`` times ``T``.
+        path : TeacherPath
+            Only with ``return_teachers=True``: ``path[i]`` emitted sequence ``i`` of the
+            block.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``n`` or ``T`` is not a positive integer, ``return_teachers`` not a bool, or
+            a jumping teacher given as a list runs out of teachers.
+        hiddenstate.errors.InsufficientMemoryError
+            If the block would not fit in memory (checked before allocating).
         """
         n = check_positive_int(n, "n")
         T = check_positive_int(T, "T")
@@ -220,8 +308,32 @@ class _DriftingTeacher:
 
     def chunks(self, n: int, T: int, n_chunks: int | None = None
                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield :meth:`sample` ``(n, T)`` blocks, ``n_chunks`` of them (None: forever).
-        Read :attr:`current` between blocks for the teacher of the latest sequence."""
+        """Yield blocks of the stream, one :meth:`sample` call after the other.
+
+        Read :attr:`current` between blocks for the teacher of the latest sequence.
+
+        Parameters
+        ----------
+        n : int
+            The number of sequences per block (>= 1).
+        T : int
+            Their length (>= 1).
+        n_chunks : int or None, default=None
+            The number of blocks; None: forever.
+
+        Yields
+        ------
+        X : ndarray of shape (n * T, 1), dtype int64
+            The block's sequences one after the other.
+        lengths : ndarray of shape (n,), dtype int64
+            ``n`` times ``T``.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``n_chunks`` is not a positive integer or None (``n`` and ``T`` are checked
+            by :meth:`sample`).
+        """
         if n_chunks is not None:
             n_chunks = check_positive_int(n_chunks, "n_chunks")
         count = 0
@@ -242,7 +354,8 @@ class JumpingTeacher(_DriftingTeacher):
 
     Parameters
     ----------
-    teachers : where the successive teachers come from; each is a categorical
+    teachers : callable or sequence
+        Where the successive teachers come from; each is a categorical
         :class:`~hiddenstate.HMM` with parameters or a ``(startprob, transmat,
         emissionprob)`` tuple, all with the same numbers of states and symbols.
 
@@ -251,8 +364,26 @@ class JumpingTeacher(_DriftingTeacher):
           that call's sequences), each from the object's generator;
         - a sequence of teachers, used in order; sampling past the last one's epoch is an
           error.
-    every : :math:`N`, sequences per teacher (>= 1).
-    random_state : seed, numpy Generator (used and advanced) or None.
+    every : int
+        :math:`N`, the number of sequences per teacher (>= 1).
+    random_state : int, numpy.random.Generator or None, default=None
+        A seed, a Generator (used as is and advanced) or None (fresh entropy).
+
+    Attributes
+    ----------
+    n_seen : int
+        The number of sequences emitted so far, over all calls.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``every`` is not a positive integer, ``teachers`` is neither a callable nor a
+        non-empty list, or the teachers differ in their numbers of states or symbols.
+
+    See Also
+    --------
+    RandomWalkTeacher : Gradual drift.
+    sample_sequences : Sequences from one fixed teacher.
 
     Examples
     --------
@@ -305,12 +436,15 @@ class JumpingTeacher(_DriftingTeacher):
 
     @property
     def epoch(self) -> int:
-        """Index :math:`\\lfloor (n_\\text{seen} - 1)/N \\rfloor` of the current teacher (0
-        before any sequence)."""
+        """The index of the current teacher, 0 before any sequence.
+
+        That is :math:`\\lfloor (n_\\text{seen} - 1)/N \\rfloor`, :math:`N` = ``every``.
+        """
         return max(self.n_seen - 1, 0) // self.every
 
     @property
     def params(self) -> Params:
+        """``(startprob, transmat, emissionprob)`` of :attr:`current`, as copies."""
         return tuple(p.copy() for p in self._teachers[self.epoch])
 
     def _advance(self, n: int) -> TeacherPath:
@@ -343,13 +477,13 @@ def _softmax(a: np.ndarray) -> np.ndarray:
 
 
 class RandomWalkTeacher(_DriftingTeacher):
-    r"""A teacher whose rows take a Gaussian random-walk step in softmax space before every
-    sequence (gradual drift).
+    r"""A teacher whose rows take a random-walk step before every sequence (gradual drift).
 
-    Every row :math:`\theta_r` (the initial distribution, each transition row, each emission
-    row) is kept as logits :math:`a_r` with :math:`\theta_r = \mathrm{softmax}(a_r)`,
-    starting from :math:`a_r^{(-1)} = \ln \theta_r` of the given teacher. Before sequence
-    :math:`i = 0, 1, \dots` every entry moves independently:
+    The step is Gaussian, in softmax (log-probability) space. Every row :math:`\theta_r`
+    (the initial distribution, each transition row, each emission row) is kept as logits
+    :math:`a_r` with :math:`\theta_r = \mathrm{softmax}(a_r)`, starting from
+    :math:`a_r^{(-1)} = \ln \theta_r` of the given teacher. Before sequence :math:`i = 0, 1,
+    \dots` every entry moves independently:
 
     .. math::
         a_{rj}^{(i)} = a_{rj}^{(i-1)} + \sigma\, \xi_{rj}^{(i)}, \qquad
@@ -371,12 +505,30 @@ class RandomWalkTeacher(_DriftingTeacher):
 
     Parameters
     ----------
-    teacher : the starting teacher: a categorical :class:`~hiddenstate.HMM` with parameters
-        or a ``(startprob, transmat, emissionprob)`` tuple.
-    step : :math:`\sigma` (a finite number >= 0; 0 gives a fixed teacher).
-    random_state : seed, numpy Generator (used and advanced) or None. Each :meth:`sample`
-        call draws the steps of its ``n`` sequences (``(n, K)`` for the initial
-        distribution, then ``(n, K, K)``, then ``(n, K, W)``), then the sequences.
+    teacher : HMM or tuple of ndarray
+        The starting teacher: a categorical :class:`~hiddenstate.HMM` with parameters or a
+        ``(startprob, transmat, emissionprob)`` tuple.
+    step : float
+        :math:`\sigma` (a finite number >= 0; 0 gives a fixed teacher).
+    random_state : int, numpy.random.Generator or None, default=None
+        A seed, a Generator (used as is and advanced) or None (fresh entropy). Each
+        :meth:`sample` call draws the steps of its ``n`` sequences (``(n, K)`` for the
+        initial distribution, then ``(n, K, K)``, then ``(n, K, W)``), then the sequences.
+
+    Attributes
+    ----------
+    n_seen : int
+        The number of sequences emitted so far, over all calls.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``step`` is not a finite number >= 0 or ``teacher`` is not a categorical HMM
+        with valid parameters.
+
+    See Also
+    --------
+    JumpingTeacher : Abrupt drift.
 
     Examples
     --------
@@ -401,6 +553,7 @@ class RandomWalkTeacher(_DriftingTeacher):
 
     @property
     def params(self) -> Params:
+        """``(startprob, transmat, emissionprob)`` of :attr:`current`, as new arrays."""
         return tuple(_softmax(a) for a in self._logits)
 
     def _advance(self, n: int) -> TeacherPath:

@@ -58,10 +58,38 @@ class LanePlan:
     """Rows that each lane of the lockstep kernels runs (see :mod:`hiddenstate.kernels`).
 
     Entry ``l`` runs rows ``first[l] .. end[l] - 1``; rows before ``lo[l]`` are a warm-up.
-    ``init[l]`` is 0 for the start of a sequence (prior ``startprob``) and 1 for a warm-up
-    (flat prior). ``seq[l]`` and ``part[l]`` name the sequence and its segment (``-1`` for
-    the padding entries that fill the last block of 8). Entries are sorted by decreasing
-    length so that the lanes of a block finish together.
+    Entries are sorted by decreasing length so that the lanes of a block finish together, and
+    padded to whole blocks of 8.
+
+    Parameters
+    ----------
+    first : ndarray of int64
+        The first row of each entry, warm-up included.
+    lo : ndarray of int64
+        The first row whose result is kept.
+    end : ndarray of int64
+        One past the last row.
+    init : ndarray of int64
+        0 for the start of a sequence (prior ``startprob``), 1 for a warm-up (flat prior).
+    seq : ndarray of int64
+        The sequence of each entry (``-1`` for the padding entries).
+    part : ndarray of int64
+        The segment of each entry within its sequence.
+    chunks : ndarray of int64
+        The bounds of the parallel chunks (blocks of 8 entries).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> startprob = np.array([0.6, 0.4])
+    >>> transmat = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> emissionprob = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    >>> seqs = inference.Sequences.from_lengths([3, 3])
+    >>> table = inference.EmissionTable.from_symbols(emissionprob, np.array([0, 0, 1, 2, 2, 2]))
+    >>> plan = inference.LanePlan.build(seqs.bounds)
+    >>> plan.first[:2], plan.end[:2], plan.seq[:3], plan.rows
+    (array([0, 3]), array([3, 6]), array([ 0,  1, -1]), 6)
     """
 
     first: np.ndarray
@@ -75,8 +103,27 @@ class LanePlan:
     @classmethod
     def build(cls, bounds: np.ndarray, segment: int | None = None, warmup: int = 0,
               only: np.ndarray | None = None) -> LanePlan:
-        """One entry per sequence, or per segment of at most ``segment`` rows (segments after
-        the first start ``warmup`` rows early); only the sequences selected by ``only``."""
+        """Build the plan of concatenated sequences.
+
+        One entry per sequence, or per segment of at most ``segment`` rows (segments after the
+        first start ``warmup`` rows early).
+
+        Parameters
+        ----------
+        bounds : ndarray of int64 of shape (n_sequences + 1,)
+            The sequences' offsets.
+        segment : int or None, default=None
+            The longest segment; None: whole sequences.
+        warmup : int, default=0
+            The warm-up rows before each further segment.
+        only : ndarray of bool of shape (n_sequences,) or None, default=None
+            The sequences to plan; None: all.
+
+        Returns
+        -------
+        LanePlan
+            The plan.
+        """
         lengths = np.diff(bounds)
         if segment is None:
             n_parts = np.ones(len(lengths), dtype=np.int64)
@@ -104,11 +151,12 @@ class LanePlan:
 
     @property
     def n_chunks(self) -> int:
+        """The number of parallel chunks."""
         return len(self.chunks) - 1
 
     @property
     def rows(self) -> int:
-        """Rows processed by all entries, warm-ups included."""
+        """The rows processed by all entries, warm-ups included."""
         return int((self.end - self.first).sum())
 
     def _by_sequence(self) -> list[np.ndarray]:
@@ -120,12 +168,31 @@ class LanePlan:
 
     def join(self, n_seq: int, total: np.ndarray, snap_lo: np.ndarray, snap_end: np.ndarray,
              agree, rerun) -> tuple[np.ndarray, np.ndarray]:
-        """Per-sequence sum of the entries' results, in segment order, after checking warm-ups.
+        """Sum the entries' results per sequence, in segment order, after checking the warm-ups.
 
-        ``agree(state, reference)`` says whether a warm-up reached the state that the
-        previous segment ended in; if not, ``rerun(l, reference)`` recomputes entry ``l``
-        from that state and returns its ``(total, end state)``. Returns the per-sequence
-        sums and end states.
+        Parameters
+        ----------
+        n_seq : int
+            The number of sequences.
+        total : ndarray of shape (n_entries,)
+            Each entry's result.
+        snap_lo : ndarray of shape (n_entries, K)
+            Each entry's state at the end of its warm-up.
+        snap_end : ndarray of shape (n_entries, K)
+            Each entry's state at its last row.
+        agree : callable
+            ``agree(state, reference)``: whether a warm-up reached the state that the previous
+            segment ended in.
+        rerun : callable
+            ``rerun(l, reference)``: recompute entry ``l`` from that state; returns its
+            ``(total, end state)``.
+
+        Returns
+        -------
+        sums : ndarray of shape (n_seq,)
+            The per-sequence sums.
+        last : ndarray of shape (n_seq, K)
+            The per-sequence end states.
         """
         out = np.zeros(n_seq)
         last = np.zeros((n_seq, snap_end.shape[1]))
@@ -146,13 +213,31 @@ class LanePlan:
 
     def join_backward(self, snap_g_end: np.ndarray, snap_g_lo: np.ndarray,
                       snap_b_lo: np.ndarray, agree, rerun) -> np.ndarray:
-        """The exact scaled beta at row ``end`` of every entry but the last of its sequence.
+        """Return the exact scaled beta at row ``end`` of every entry but the last of its sequence.
 
-        Goes through each sequence's segments from the last one: segment ``m``'s warm-up
-        must have reached (``agree``) the posterior that segment ``m + 1`` has on its first
-        row; if not, ``rerun(l, beta)`` recomputes entry ``l``'s backward pass from segment
-        ``m + 1``'s beta and returns its ``(gamma, beta)`` on row ``lo``. Updates
-        ``snap_g_lo`` and ``snap_b_lo`` in place.
+        Goes through each sequence's segments from the last one: segment ``m``'s warm-up must
+        have reached (``agree``) the posterior that segment ``m + 1`` has on its first row; if
+        not, ``rerun`` recomputes entry ``l``'s backward pass from segment ``m + 1``'s beta.
+        Updates ``snap_g_lo`` and ``snap_b_lo`` in place.
+
+        Parameters
+        ----------
+        snap_g_end : ndarray of shape (n_entries, K)
+            Each entry's posterior at its last row.
+        snap_g_lo : ndarray of shape (n_entries, K)
+            Each entry's posterior at row ``lo``.
+        snap_b_lo : ndarray of shape (n_entries, K)
+            Each entry's scaled beta at row ``lo``.
+        agree : callable
+            ``agree(state, reference)``: whether two posteriors agree.
+        rerun : callable
+            ``rerun(l, beta)``: recompute entry ``l`` from ``beta``; returns its
+            ``(gamma, beta)`` on row ``lo``.
+
+        Returns
+        -------
+        ndarray of shape (n_entries, K)
+            The beta each entry starts its backward pass from.
         """
         states = np.zeros_like(snap_b_lo)
         for group in self._by_sequence():
@@ -163,9 +248,19 @@ class LanePlan:
         return states
 
     def single(self, l: int) -> tuple[LanePlan, np.ndarray]:
-        """Entry ``l`` alone and without its warm-up, to run again from a given state.
+        """Return entry ``l`` alone and without its warm-up, to run again from a given state.
 
-        Returns the plan and its ``from_state`` flags (lane 0 starts from ``inits[0]``).
+        Parameters
+        ----------
+        l : int
+            The entry.
+
+        Returns
+        -------
+        plan : LanePlan
+            A block of 8 entries, ``l`` in the first lane and empty lanes after it.
+        from_state : ndarray of bool of shape (8,)
+            The lanes that start from a given state (lane 0).
         """
         plan = LanePlan(_lane0(self.lo[l]), _lane0(self.lo[l]), _lane0(self.end[l]), _lane0(0),
                         _lane0(self.seq[l]), _lane0(self.part[l]), np.array([0, 1], np.int64))
@@ -181,7 +276,26 @@ def _lane0(x) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Sequences:
-    """Layout of concatenated sequences: offsets, parallel chunks and the longest length."""
+    """Layout of concatenated sequences: offsets, parallel chunks and the longest length.
+
+    Parameters
+    ----------
+    lengths : ndarray of int64 of shape (n_sequences,)
+        The length of each sequence.
+    bounds : ndarray of int64 of shape (n_sequences + 1,)
+        Their offsets.
+    chunks : ndarray of int64
+        The bounds of the parallel chunks (groups of sequences).
+    max_len : int
+        The longest length.
+
+    Examples
+    --------
+    >>> from hiddenstate.inference import Sequences
+    >>> seqs = Sequences.from_lengths([3, 2])
+    >>> seqs.bounds, seqs.n_samples, seqs.max_len
+    (array([0, 3, 5]), 5, 3)
+    """
 
     lengths: np.ndarray
     bounds: np.ndarray
@@ -190,6 +304,18 @@ class Sequences:
 
     @classmethod
     def from_lengths(cls, lengths: np.ndarray) -> Sequences:
+        """Build the layout of sequences of the given lengths.
+
+        Parameters
+        ----------
+        lengths : array-like of int
+            The length of each sequence (positive; validated by the caller).
+
+        Returns
+        -------
+        Sequences
+            The layout.
+        """
         lengths = np.asarray(lengths, dtype=np.int64)
         bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=bounds[1:])
@@ -197,10 +323,12 @@ class Sequences:
 
     @property
     def n_samples(self) -> int:
+        """The number of rows of all the sequences."""
         return int(self.bounds[-1])
 
     @property
     def n_chunks(self) -> int:
+        """The number of parallel chunks."""
         return len(self.chunks) - 1
 
     @cached_property
@@ -224,17 +352,62 @@ class Sequences:
         return LanePlan.build(self.bounds, _SEGMENT, _WARMUP, only=self.lengths > _SEGMENT)
 
     def per_sequence_sum(self, values: np.ndarray) -> np.ndarray:
-        """Sum of a per-row array within each sequence."""
+        """Sum a per-row array within each sequence.
+
+        Parameters
+        ----------
+        values : ndarray of shape (n_samples,)
+            One value per row.
+
+        Returns
+        -------
+        ndarray of shape (n_sequences,)
+            The sums.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hiddenstate.inference import Sequences
+        >>> Sequences.from_lengths([3, 2]).per_sequence_sum(np.arange(5.0))
+        array([3., 7.])
+        """
         return np.add.reduceat(values, self.bounds[:-1]) if len(values) else values
 
 
 @dataclass(frozen=True)
 class Transitions:
-    r"""The allowed transitions of a structured model, by rows (CSR): row ``i`` may move to
-    the states ``indices[indptr[i]:indptr[i + 1]]`` (sorted). Transition probabilities
-    travel as one value per allowed entry (``(nnz,)``, :meth:`gather` / :meth:`dense`);
-    the sparse kernels (:mod:`hiddenstate.kernels.sparse`) cost :math:`O(\mathrm{nnz})`
-    per step."""
+    r"""The allowed transitions of a structured model, by rows (CSR).
+
+    Row ``i`` may move to the states ``indices[indptr[i]:indptr[i + 1]]`` (sorted).
+    Transition probabilities travel as one value per allowed entry (``(nnz,)``,
+    :meth:`gather` / :meth:`dense`); the sparse kernels (:mod:`hiddenstate.kernels.sparse`)
+    cost :math:`O(\mathrm{nnz})` per step.
+
+    Parameters
+    ----------
+    n_states : int
+        The number of states K.
+    indptr : ndarray of int64 of shape (K + 1,)
+        The offsets of each row's entries.
+    indices : ndarray of int64 of shape (nnz,)
+        The destination of each entry.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> transitions = inference.Transitions.band(4, below=0, above=1)   # left-to-right
+    >>> transmat = np.array([[0.9, 0.1, 0, 0], [0, 0.8, 0.2, 0], [0, 0, 0.7, 0.3],
+    ...                      [0, 0, 0, 1.0]])
+    >>> values = transitions.gather(transmat)
+    >>> startprob = np.array([1.0, 0, 0, 0])
+    >>> seqs = inference.Sequences.from_lengths([4])
+    >>> table = inference.EmissionTable.from_symbols(np.full((4, 3), 1 / 3), np.array([0, 1, 2, 0]))
+    >>> transitions.nnz, transitions.indices
+    (7, array([0, 1, 1, 2, 2, 3, 3]))
+    >>> values
+    array([0.9, 0.1, 0.8, 0.2, 0.7, 0.3, 1. ])
+    """
 
     n_states: int
     indptr: np.ndarray
@@ -242,6 +415,25 @@ class Transitions:
 
     @classmethod
     def from_mask(cls, mask: np.ndarray) -> Transitions:
+        """Build the transitions a boolean ``(K, K)`` mask allows.
+
+        Parameters
+        ----------
+        mask : ndarray of bool of shape (K, K)
+            The allowed transitions.
+
+        Returns
+        -------
+        Transitions
+            The transitions.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hiddenstate.inference import Transitions
+        >>> Transitions.from_mask(np.array([[True, True], [False, True]])).indices
+        array([0, 1, 1])
+        """
         rows, cols = np.nonzero(mask)
         indptr = np.zeros(len(mask) + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=len(mask)), out=indptr[1:])
@@ -249,8 +441,32 @@ class Transitions:
 
     @classmethod
     def band(cls, K: int, below: int, above: int) -> Transitions:
-        r"""Row ``i`` allows ``i - below .. i + above`` (clipped to the states); built in
-        :math:`O(\mathrm{nnz})`, without a ``(K, K)`` mask."""
+        r"""Build a band: row ``i`` allows ``i - below .. i + above`` (clipped to the states).
+
+        Built in :math:`O(\mathrm{nnz})`, without a ``(K, K)`` mask.
+
+        Parameters
+        ----------
+        K : int
+            The number of states.
+        below : int
+            The states allowed below the diagonal.
+        above : int
+            The states allowed above it.
+
+        Returns
+        -------
+        Transitions
+            The transitions.
+
+        Examples
+        --------
+        >>> from hiddenstate.inference import Transitions
+        >>> Transitions.band(3, below=1, above=0).mask().astype(int)
+        array([[1, 0, 0],
+               [1, 1, 0],
+               [0, 1, 1]])
+        """
         i = np.arange(K, dtype=np.int64)
         lo, hi = np.maximum(i - below, 0), np.minimum(i + above, K - 1)
         counts = hi - lo + 1
@@ -261,6 +477,7 @@ class Transitions:
 
     @property
     def nnz(self) -> int:
+        """The number of allowed transitions."""
         return int(self.indptr[-1])
 
     @cached_property
@@ -274,30 +491,97 @@ class Transitions:
         return self.rows * self.n_states + self.indices
 
     def mask(self) -> np.ndarray:
+        """Return the allowed transitions as a boolean matrix.
+
+        Returns
+        -------
+        ndarray of bool of shape (K, K)
+            The mask.
+        """
         out = np.zeros((self.n_states, self.n_states), dtype=bool)
         out[self.rows, self.indices] = True
         return out
 
     def gather(self, transmat: np.ndarray) -> np.ndarray:
-        """The allowed entries of a dense ``(K, K)`` matrix."""
+        """Return the allowed entries of a dense ``(K, K)`` matrix.
+
+        Parameters
+        ----------
+        transmat : array-like of shape (K, K)
+            The matrix.
+
+        Returns
+        -------
+        ndarray of shape (nnz,)
+            Its allowed entries, float64, in storage order.
+        """
         return np.ascontiguousarray(np.asarray(transmat)[self.rows, self.indices],
                                     dtype=np.float64)
 
     def dense(self, values: np.ndarray) -> np.ndarray:
+        """Return the dense ``(K, K)`` matrix of one value per allowed entry (zero elsewhere).
+
+        Parameters
+        ----------
+        values : ndarray of shape (nnz,)
+            The values.
+
+        Returns
+        -------
+        ndarray of shape (K, K)
+            The matrix.
+        """
         out = np.zeros((self.n_states, self.n_states))
         out[self.rows, self.indices] = values
         return out
 
     def row_sums(self, values: np.ndarray) -> np.ndarray:
+        """Sum the values of each row.
+
+        Parameters
+        ----------
+        values : ndarray of shape (nnz,)
+            The values.
+
+        Returns
+        -------
+        ndarray of shape (K,)
+            The sums.
+        """
         return np.add.reduceat(values, self.indptr[:-1]) if len(values) else values
 
     def position(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """The stored entry of each transition ``src -> dst`` (which must be allowed)."""
+        """Return the stored entry of each transition ``src -> dst`` (which must be allowed).
+
+        Parameters
+        ----------
+        src : ndarray of int
+            The origins.
+        dst : ndarray of int
+            The destinations.
+
+        Returns
+        -------
+        ndarray of int
+            The positions in the stored entries.
+        """
         return np.searchsorted(self.keys, src * self.n_states + dst)
 
     def successors(self, values: np.ndarray):
-        """``mask -> mask``: the states one positive allowed transition away (for
-        :func:`state_supports`)."""
+        """Return the successor function of the positive allowed transitions.
+
+        For :func:`state_supports`.
+
+        Parameters
+        ----------
+        values : ndarray of shape (nnz,)
+            The transition probabilities.
+
+        Returns
+        -------
+        callable
+            ``mask -> mask``: the states one positive allowed transition away.
+        """
         positive = values > 0
 
         def step(mask: np.ndarray) -> np.ndarray:
@@ -308,15 +592,51 @@ class Transitions:
 
 
 def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, int]:
-    r"""The states the chain can be in at each position of a sequence: :math:`S_0` = the
-    support of ``startprob``, :math:`S_{t+1}` = the states one positive transition away
-    from :math:`S_t`. The sequence of sets is eventually periodic; returns ``(masks, s, p)``
-    with ``masks[t]`` (bool, ``(M, K)``) for :math:`t < M` and
-    :math:`S_t` = ``masks[s + (t - s) % p]`` beyond (only the first ``max_len`` positions
-    are looked at). A state outside :math:`S_t` has probability exactly 0 at position
-    :math:`t`, whatever the data (:func:`emission_table` leaves it out of the row scaling).
-    ``transmat`` may also be a function from a mask to the next one
-    (:meth:`Transitions.successors`).
+    """Compute the states the chain can be in at each position of a sequence.
+
+    :math:`S_0` = the support of ``startprob``, :math:`S_{t+1}` = the states one positive
+    transition away from :math:`S_t`. The sequence of sets is eventually periodic: with
+    ``(masks, s, p)`` returned, :math:`S_t` is ``masks[t]`` for :math:`t < M` and
+    ``masks[s + (t - s) % p]`` beyond (only the first ``max_len`` positions are looked at). A
+    state outside :math:`S_t` has probability exactly 0 at position :math:`t`, whatever the
+    data (:func:`emission_table` leaves it out of the row scaling).
+
+    Parameters
+    ----------
+    startprob : array-like of shape (K,)
+        The initial distribution.
+    transmat : array-like of shape (K, K) or callable
+        The transition matrix, or a function from a mask to the next one
+        (:meth:`Transitions.successors`).
+    max_len : int
+        The longest sequence.
+
+    Returns
+    -------
+    masks : ndarray of bool of shape (M, K)
+        The supports of the first positions.
+    s : int
+        Where the period starts.
+    p : int
+        The period.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> transitions = inference.Transitions.band(4, below=0, above=1)   # left-to-right
+    >>> transmat = np.array([[0.9, 0.1, 0, 0], [0, 0.8, 0.2, 0], [0, 0, 0.7, 0.3],
+    ...                      [0, 0, 0, 1.0]])
+    >>> values = transitions.gather(transmat)
+    >>> startprob = np.array([1.0, 0, 0, 0])
+    >>> seqs = inference.Sequences.from_lengths([4])
+    >>> table = inference.EmissionTable.from_symbols(np.full((4, 3), 1 / 3), np.array([0, 1, 2, 0]))
+    >>> masks, s, p = inference.state_supports(startprob, transmat, max_len=10)
+    >>> masks.astype(int), s, p
+    (array([[1, 0, 0, 0],
+           [1, 1, 0, 0],
+           [1, 1, 1, 0],
+           [1, 1, 1, 1]]), 3, 1)
     """
     if callable(transmat):  # a structured model's successor function (Transitions)
         successors = transmat
@@ -339,17 +659,51 @@ def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, 
 
 def emission_table(family, params: dict, X: np.ndarray, startprob, transmat,
                    seqs: Sequences) -> EmissionTable:
-    """``family.table(params, X)`` with each row scaled by its largest log-likelihood over
-    the states the chain can be in at that row's position (:func:`state_supports`), the
-    others at probability 0.
+    """Build the emission table of the data, each row scaled over the states the chain can be in.
 
-    Scaling by the maximum over every state fails when a state the chain cannot be in beats
-    all those it can be in by more than ~745 nats: their probabilities underflow to 0 and a
-    possible observation looks impossible. EM makes such states when a state's posterior
-    underflows (its initial probability, or every transition into it, is then estimated as
-    0); a left-to-right model whose sequences start mid-way makes them by design. The table
-    is built once with the mask of most positions; the rows at other positions (typically
-    the first of each sequence, when ``startprob`` has zeros) are computed again.
+    ``family.table(params, X)`` with each row scaled by its largest log-likelihood over the
+    states the chain can be in at that row's position (:func:`state_supports`), the others at
+    probability 0. Scaling by the maximum over every state fails when a state the chain
+    cannot be in beats all those it can be in by more than ~745 nats: their probabilities
+    underflow to 0 and a possible observation looks impossible. EM makes such states when a
+    state's posterior underflows; a left-to-right model whose sequences start mid-way makes
+    them by design. The table is built once with the mask of most positions; the rows at
+    other positions are computed again.
+
+    Parameters
+    ----------
+    family : hiddenstate.families.EmissionFamily
+        The emission family.
+    params : dict
+        Its parameters.
+    X : ndarray
+        The validated observations.
+    startprob : array-like of shape (K,)
+        The initial distribution.
+    transmat : array-like of shape (K, K) or callable
+        The transition matrix (or its successor function, see :func:`state_supports`).
+    seqs : Sequences
+        The layout of ``X``.
+
+    Returns
+    -------
+    EmissionTable
+        The table.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> startprob = np.array([0.6, 0.4])
+    >>> transmat = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> emissionprob = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    >>> seqs = inference.Sequences.from_lengths([3, 3])
+    >>> table = inference.EmissionTable.from_symbols(emissionprob, np.array([0, 0, 1, 2, 2, 2]))
+    >>> from hiddenstate.families import CategoricalEmissions
+    >>> X = np.array([0, 0, 1, 2, 2, 2])
+    >>> inference.emission_table(CategoricalEmissions(2, 3), {"emissionprob": emissionprob}, X,
+    ...                          startprob, transmat, seqs).idx
+    array([0, 0, 1, 2, 2, 2])
     """
     masks, s, p = state_supports(startprob, transmat, seqs.max_len)
     base = masks[s] if p == 1 else masks[s:].any(axis=0)
@@ -372,16 +726,48 @@ def emission_table(family, params: dict, X: np.ndarray, startprob, transmat,
 
 def clamp_states(table: EmissionTable, states: np.ndarray, log_likelihood
                  ) -> tuple[EmissionTable, np.ndarray | None]:
-    r"""The emission table with every labelled row (``states[t] >= 0``) masked to its
-    label: :math:`p(x_t \mid z_t = k)\,[k = s_t]`, so that every path through another
-    state at a labelled step has probability 0 and the posterior at that step is the label
-    (semi-supervised learning; all rows labelled: the counts of supervised learning).
+    r"""Mask every labelled row of an emission table to its label.
 
-    Dense tables: each labelled row becomes the one-hot row of its label with the offset
+    :math:`p(x_t \mid z_t = k)\,[k = s_t]`, so that every path through another state at a
+    labelled step has probability 0 and the posterior at that step is the label
+    (semi-supervised learning; all rows labelled: the counts of supervised learning). Dense
+    tables: each labelled row becomes the one-hot row of its label with the offset
     ``log_likelihood(rows)[:, label]`` (computed afresh, so no scaled value underflows).
-    Shared (``by_idx``) tables: one extra row per (table row, label) pair that occurs;
-    returns ``fold``, the original table row of every row of the new table (sum the
-    posteriors of the new rows into the old ones with :func:`fold_rows`), else None.
+    Shared (``by_idx``) tables: one extra row per (table row, label) pair that occurs.
+
+    Parameters
+    ----------
+    table : EmissionTable
+        The table.
+    states : ndarray of int of shape (n_samples,)
+        The labels, ``-1`` where the state is unknown.
+    log_likelihood : callable
+        ``log_likelihood(rows)``: the ``(len(rows), K)`` log-likelihoods of those rows (dense
+        tables only).
+
+    Returns
+    -------
+    table : EmissionTable
+        The clamped table.
+    fold : ndarray of int64 or None
+        Shared tables: the original table row of every row of the new table (sum the
+        posteriors of the new rows into the old ones with :func:`fold_rows`); else None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> startprob = np.array([0.6, 0.4])
+    >>> transmat = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> emissionprob = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    >>> seqs = inference.Sequences.from_lengths([3, 3])
+    >>> table = inference.EmissionTable.from_symbols(emissionprob, np.array([0, 0, 1, 2, 2, 2]))
+    >>> labels = np.array([1, -1, -1, -1, -1, -1])   # the first step is in state 1
+    >>> clamped, fold = inference.clamp_states(table, labels, None)
+    >>> inference.forward_backward(startprob, transmat, clamped, seqs).post[3]  # its row
+    array([0., 1.])
+    >>> fold
+    array([0, 1, 2, 0])
     """
     rows = np.flatnonzero(states >= 0)
     if not len(rows):
@@ -410,11 +796,32 @@ def clamp_states(table: EmissionTable, states: np.ndarray, log_likelihood
 
 
 def clamp_log_likelihood(loglik: np.ndarray, states: np.ndarray) -> np.ndarray:
-    r"""Log-likelihood rows ``(N, K)`` with every labelled row (``states[t] >= 0``) masked
-    to its label, :math:`\log p(x_t \mid z_t = k) + \log [k = s_t]` (``-inf`` for every
-    other state): the clamp of :func:`clamp_states` before any table is built (what it
-    builds its rows from, and what the streaming learners that score a row at a time use).
-    Returns ``loglik`` itself when nothing is labelled, else a copy."""
+    r"""Mask every labelled row of a log-likelihood table to its label.
+
+    :math:`\log p(x_t \mid z_t = k) + \log [k = s_t]` (``-inf`` for every other state): the
+    clamp of :func:`clamp_states` before any table is built (what it builds its rows from,
+    and what the streaming learners that score a row at a time use).
+
+    Parameters
+    ----------
+    loglik : ndarray of shape (N, K)
+        The log-likelihoods.
+    states : ndarray of int of shape (N,)
+        The labels, ``-1`` where the state is unknown.
+
+    Returns
+    -------
+    ndarray of shape (N, K)
+        ``loglik`` itself when nothing is labelled, else a clamped copy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.inference import clamp_log_likelihood
+    >>> clamp_log_likelihood(np.log([[0.5, 0.25], [0.1, 0.2]]), np.array([1, -1])).round(3)
+    array([[  -inf, -1.386],
+           [-2.303, -1.609]])
+    """
     rows = np.flatnonzero(states >= 0)
     if not len(rows):
         return loglik
@@ -425,8 +832,31 @@ def clamp_log_likelihood(loglik: np.ndarray, states: np.ndarray) -> np.ndarray:
 
 
 def fold_rows(post: np.ndarray, fold: np.ndarray | None) -> np.ndarray:
-    """Posteriors summed per row of a clamped shared table (:func:`clamp_states`) back
-    onto the rows of the original table."""
+    """Sum the posteriors of a clamped shared table back onto the rows of the original table.
+
+    See :func:`clamp_states`.
+
+    Parameters
+    ----------
+    post : ndarray of shape (M, K)
+        The posteriors by row of the clamped table.
+    fold : ndarray of int64 or None
+        The original row of each row (None: nothing was clamped).
+
+    Returns
+    -------
+    ndarray
+        The posteriors by row of the original table.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.inference import fold_rows
+    >>> fold_rows(np.ones((4, 2)), np.array([0, 1, 2, 0]))
+    array([[2., 2.],
+           [1., 1.],
+           [1., 1.]])
+    """
     if fold is None:
         return post
     out = np.zeros((int(fold.max()) + 1, post.shape[1]))
@@ -435,7 +865,26 @@ def fold_rows(post: np.ndarray, fold: np.ndarray | None) -> np.ndarray:
 
 
 def all_occupied(K: int, occupied: np.ndarray | None) -> np.ndarray:
-    """``occupied`` as a bool array, every one of the ``K`` states when it is None."""
+    """Return ``occupied`` as a boolean array, every one of the ``K`` states when it is None.
+
+    Parameters
+    ----------
+    K : int
+        The number of states.
+    occupied : array-like of bool or None
+        The states.
+
+    Returns
+    -------
+    ndarray of bool of shape (K,)
+        The states.
+
+    Examples
+    --------
+    >>> from hiddenstate.inference import all_occupied
+    >>> all_occupied(3, None), all_occupied(3, [True, False, True])
+    (array([ True,  True,  True]), array([ True, False,  True]))
+    """
     return np.ones(K, np.bool_) if occupied is None else np.asarray(occupied, np.bool_)
 
 
@@ -443,10 +892,28 @@ def all_occupied(K: int, occupied: np.ndarray | None) -> np.ndarray:
 class EmissionTable:
     """Emission probabilities in the kernels' ``(emis, idx)`` form.
 
-    Row ``t`` of the data has emission probabilities ``emis[idx[t]] * exp(log_offset[t])``;
-    ``log_offset`` is ``None`` when the table is unscaled (categorical emissions).
-    ``by_idx`` says that rows of ``emis`` are shared by many observations (posteriors are
-    then accumulated per row of ``emis`` rather than stored per observation).
+    Row ``t`` of the data has emission probabilities ``emis[idx[t]] * exp(log_offset[t])``.
+
+    Parameters
+    ----------
+    emis : ndarray of shape (M, K)
+        The (scaled) emission probabilities.
+    idx : ndarray of int64 of shape (N,)
+        The row of ``emis`` of each observation.
+    log_offset : ndarray of shape (N,) or None
+        The log scale of each row; None when the table is unscaled (categorical emissions).
+    by_idx : bool
+        The rows of ``emis`` are shared by many observations (posteriors are then
+        accumulated per row of ``emis`` rather than stored per observation).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.inference import EmissionTable
+    >>> table = EmissionTable.from_log_likelihood(np.log([[0.5, 0.25], [1e-300, 1e-310]]))
+    >>> table.emis, table.log_offset.round(2).tolist()
+    (array([[1.e+00, 5.e-01],
+           [1.e+00, 1.e-10]]), [-0.69, -690.78])
     """
 
     emis: np.ndarray
@@ -457,12 +924,31 @@ class EmissionTable:
     @classmethod
     def from_log_likelihood(cls, log_frame: np.ndarray,
                             occupied: np.ndarray | None = None) -> EmissionTable:
-        """Scale a dense ``(N, K)`` log-likelihood table row by row so that its max over
-        the ``occupied`` states (default all; see :func:`emission_table`) is 1; the other
-        states get probability 0.
+        """Scale a dense ``(N, K)`` log-likelihood table row by row.
 
-        A row of all ``-inf`` (impossible in every state) stays a row of zeros with offset
-        ``-inf``.
+        Each row's maximum over the ``occupied`` states (default all; see
+        :func:`emission_table`) becomes 1; the other states get probability 0. A row of all
+        ``-inf`` (impossible in every state) stays a row of zeros with offset ``-inf``.
+
+        Parameters
+        ----------
+        log_frame : ndarray of shape (N, K)
+            The log-likelihoods.
+        occupied : ndarray of bool of shape (K,) or None, default=None
+            The states the scaling looks at.
+
+        Returns
+        -------
+        EmissionTable
+            The table.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hiddenstate.inference import EmissionTable
+        >>> EmissionTable.from_log_likelihood(np.array([[-1.0, -3.0]]),
+        ...                                   occupied=np.array([False, True])).emis
+        array([[0., 1.]])
         """
         log_frame = np.ascontiguousarray(log_frame, dtype=np.float64)
         shifted = np.empty_like(log_frame)
@@ -473,18 +959,55 @@ class EmissionTable:
 
     @classmethod
     def from_shifted(cls, shifted: np.ndarray, offset: np.ndarray) -> EmissionTable:
-        """The table of a log-likelihood already split as ``shifted[t] + offset[t]`` with
-        ``max(shifted[t]) = 0`` (or ``-inf`` everywhere); exponentiates ``shifted`` in place
-        (a C-contiguous float64 ``(N, K)`` array)."""
+        """Build the table of a log-likelihood already split as ``shifted[t] + offset[t]``.
+
+        ``max(shifted[t]) = 0`` (or ``-inf`` everywhere); ``shifted`` is exponentiated in place.
+
+        Parameters
+        ----------
+        shifted : ndarray of shape (N, K)
+            The shifted log-likelihoods (C-contiguous float64).
+        offset : ndarray of shape (N,)
+            The offsets.
+
+        Returns
+        -------
+        EmissionTable
+            The table.
+        """
         np.exp(shifted, out=shifted)
         return cls(shifted, np.arange(len(shifted), dtype=np.int64), offset, False)
 
     @classmethod
     def from_symbols(cls, emissionprob: np.ndarray, symbols: np.ndarray) -> EmissionTable:
-        """Categorical emissions: ``emissionprob`` is ``(K, W)``; no per-row table is built.
+        """Build the table of categorical emissions; no per-row table is built.
 
-        A missing symbol (``-1``) has no emission term: it reads an extra row of ones
-        (row ``W``), whose posterior sums the statistics leave out."""
+        A missing symbol (``-1``) has no emission term: it reads an extra row of ones (row
+        ``W``), whose posterior sums the statistics leave out.
+
+        Parameters
+        ----------
+        emissionprob : ndarray of shape (K, W)
+            The symbol probabilities of each state.
+        symbols : ndarray of int of shape (N,)
+            The observations.
+
+        Returns
+        -------
+        EmissionTable
+            The table (``by_idx``: one row per symbol).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hiddenstate.inference import EmissionTable
+        >>> table = EmissionTable.from_symbols(np.array([[0.7, 0.3], [0.1, 0.9]]),
+        ...                                    np.array([0, -1, 1]))
+        >>> table.emis, table.idx
+        (array([[0.7, 0.1],
+               [0.3, 0.9],
+               [1. , 1. ]]), array([0, 2, 1]))
+        """
         emis = _f64(np.asarray(emissionprob).T)
         idx = np.ascontiguousarray(symbols, dtype=np.int64)
         if len(idx) and idx.min() < 0:
@@ -494,10 +1017,29 @@ class EmissionTable:
         return cls(emis, idx, None, True)
 
     def log_emis(self) -> np.ndarray:
+        """Return the log of ``emis`` (``-inf`` where it is 0).
+
+        Returns
+        -------
+        ndarray of shape (M, K)
+            The log emission table.
+        """
         with np.errstate(divide="ignore"):
             return np.log(self.emis)
 
     def offset_per_sequence(self, seqs: Sequences) -> np.ndarray:
+        """Sum the row offsets within each sequence.
+
+        Parameters
+        ----------
+        seqs : Sequences
+            The layout of the data.
+
+        Returns
+        -------
+        ndarray of shape (n_sequences,)
+            The sums (zeros for an unscaled table).
+        """
         if self.log_offset is None:
             return np.zeros(len(seqs.lengths))
         return seqs.per_sequence_sum(self.log_offset)
@@ -505,7 +1047,33 @@ class EmissionTable:
 
 @dataclass
 class Posteriors:
-    """Output of the E-step: per-sequence log-likelihoods and sufficient statistics."""
+    """Output of the E-step: per-sequence log-likelihoods and sufficient statistics.
+
+    Parameters
+    ----------
+    loglik : ndarray of shape (n_sequences,)
+        The log-likelihood of each sequence.
+    start : ndarray of shape (K,)
+        The expected initial-state counts.
+    trans : ndarray of shape (K, K)
+        The expected transition counts (sparse: one per allowed entry, ``(nnz,)``).
+    post : ndarray of shape (M, K) or (N, K)
+        The state posteriors, summed by emission row if the table is ``by_idx``, else per
+        observation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> startprob = np.array([0.6, 0.4])
+    >>> transmat = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> emissionprob = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    >>> seqs = inference.Sequences.from_lengths([3, 3])
+    >>> table = inference.EmissionTable.from_symbols(emissionprob, np.array([0, 0, 1, 2, 2, 2]))
+    >>> posteriors = inference.forward_backward(startprob, transmat, table, seqs)
+    >>> posteriors.start.round(3), float(posteriors.trans.sum().round(6))   # 2 starts, 4 moves
+    (array([1.008, 0.992]), 4.0)
+    """
 
     loglik: np.ndarray  # (S,)
     start: np.ndarray  # (K,) expected initial-state counts
@@ -521,12 +1089,40 @@ def _f64(a) -> np.ndarray:
 
 
 def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences) -> Posteriors:
-    """Expected counts and state posteriors (scaled forward-backward, fused statistics).
+    """Compute the expected counts and state posteriors (scaled forward-backward).
 
-    Sequences of at most ``_SEGMENT`` rows run as one lane each; longer ones in segments
-    (see ``_segmented_forward_backward``). An impossible sequence (log-likelihood ``-inf``)
-    contributes exactly zero to every statistic and its rows of ``post`` (dense tables) are
-    zero.
+    Fused statistics. Sequences of at most ``_SEGMENT`` rows run as one lane each; longer
+    ones in segments. An impossible sequence (log-likelihood ``-inf``) contributes exactly
+    zero to every statistic and its rows of ``post`` (dense tables) are zero.
+
+    Parameters
+    ----------
+    startprob : array-like of shape (K,)
+        The initial distribution.
+    transmat : array-like of shape (K, K)
+        The transition matrix.
+    table : EmissionTable
+        The emission probabilities of the data.
+    seqs : Sequences
+        The layout of the data.
+
+    Returns
+    -------
+    Posteriors
+        The log-likelihoods and the statistics.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> startprob = np.array([0.6, 0.4])
+    >>> transmat = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> emissionprob = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    >>> seqs = inference.Sequences.from_lengths([3, 3])
+    >>> table = inference.EmissionTable.from_symbols(emissionprob, np.array([0, 0, 1, 2, 2, 2]))
+    >>> posteriors = inference.forward_backward(startprob, transmat, table, seqs)
+    >>> posteriors.loglik.round(3), posteriors.post.sum(axis=1)   # posteriors by symbol
+    (array([-2.833, -2.798]), array([2., 1., 3.]))
     """
     startprob, transmat = _f64(startprob), _f64(transmat)
     transmat_t = np.ascontiguousarray(transmat.T)
@@ -684,7 +1280,38 @@ def _segmented_forward_backward(startprob, transmat, transmat_t, table: Emission
 
 
 def log_likelihood(startprob, transmat, table: EmissionTable, seqs: Sequences) -> np.ndarray:
-    """Per-sequence log p(x) by the forward pass alone (long sequences in segments)."""
+    r"""Compute the log-likelihood of each sequence by the forward pass alone.
+
+    Long sequences run in segments.
+
+    Parameters
+    ----------
+    startprob : array-like of shape (K,)
+        The initial distribution.
+    transmat : array-like of shape (K, K)
+        The transition matrix.
+    table : EmissionTable
+        The emission probabilities of the data.
+    seqs : Sequences
+        The layout of the data.
+
+    Returns
+    -------
+    ndarray of shape (n_sequences,)
+        :math:`\log p(x)` of each sequence.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> startprob = np.array([0.6, 0.4])
+    >>> transmat = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> emissionprob = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    >>> seqs = inference.Sequences.from_lengths([3, 3])
+    >>> table = inference.EmissionTable.from_symbols(emissionprob, np.array([0, 0, 1, 2, 2, 2]))
+    >>> inference.log_likelihood(startprob, transmat, table, seqs).round(3)
+    array([-2.833, -2.798])
+    """
     startprob, transmat = _f64(startprob), _f64(transmat)
     loglik = _filter_segments(startprob, np.ascontiguousarray(transmat.T), table,
                               seqs.segments, len(seqs.lengths))
@@ -693,13 +1320,45 @@ def log_likelihood(startprob, transmat, table: EmissionTable, seqs: Sequences) -
 
 def filter_states(startprob, transmat, table: EmissionTable,
                   seqs: Sequences) -> tuple[np.ndarray, np.ndarray]:
-    r"""The forward filter of every row: ``(filtered (N, K), log_pred (N,))``.
+    r"""Run the forward filter and keep every row.
 
-    ``filtered[t]`` is :math:`p(z_t \mid x_{\le t})` (the normalised
-    :math:`\hat\alpha_t`) and ``log_pred[t]`` is :math:`\log p(x_t \mid x_{<t}) =
-    \log c_t` (plus the table's row offset), so ``log_pred`` summed over a sequence is its
-    log-likelihood. The same forward pass as :func:`log_likelihood`, keeping every row;
-    rows of an impossible sequence from the first impossible one on are 0 and ``-inf``.
+    ``filtered[t]`` is :math:`p(z_t \mid x_{\le t})` (the normalised :math:`\hat\alpha_t`)
+    and ``log_pred[t]`` is :math:`\log p(x_t \mid x_{<t}) = \log c_t` (plus the table's row
+    offset), so ``log_pred`` summed over a sequence is its log-likelihood. The same forward
+    pass as :func:`log_likelihood`; rows of an impossible sequence from the first impossible
+    one on are 0 and ``-inf``.
+
+    Parameters
+    ----------
+    startprob : array-like of shape (K,)
+        The initial distribution.
+    transmat : array-like of shape (K, K)
+        The transition matrix.
+    table : EmissionTable
+        The emission probabilities of the data.
+    seqs : Sequences
+        The layout of the data.
+
+    Returns
+    -------
+    filtered : ndarray of shape (n_samples, K)
+        The filtered posteriors.
+    log_pred : ndarray of shape (n_samples,)
+        The predictive log-probability of every row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> startprob = np.array([0.6, 0.4])
+    >>> transmat = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> emissionprob = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    >>> seqs = inference.Sequences.from_lengths([3, 3])
+    >>> table = inference.EmissionTable.from_symbols(emissionprob, np.array([0, 0, 1, 2, 2, 2]))
+    >>> filtered, log_pred = inference.filter_states(startprob, transmat, table, seqs)
+    >>> filtered[:2].round(2), seqs.per_sequence_sum(log_pred).round(3)
+    (array([[0.91, 0.09],
+           [0.97, 0.03]]), array([-2.833, -2.798]))
     """
     startprob, transmat = _f64(startprob), _f64(transmat)
     K = len(startprob)
@@ -719,9 +1378,40 @@ def filter_states(startprob, transmat, table: EmissionTable,
 
 
 def viterbi(startprob, transmat, table: EmissionTable, seqs: Sequences):
-    """Most probable state path of each sequence: returns (per-sequence log p(x, z*), states).
+    r"""Find the most probable state path of each sequence.
 
     Ties go to the lowest state index; an impossible sequence gets ``-inf`` and states -1.
+
+    Parameters
+    ----------
+    startprob : array-like of shape (K,)
+        The initial distribution.
+    transmat : array-like of shape (K, K)
+        The transition matrix.
+    table : EmissionTable
+        The emission probabilities of the data.
+    seqs : Sequences
+        The layout of the data.
+
+    Returns
+    -------
+    log_prob : ndarray of shape (n_sequences,)
+        :math:`\log p(x, z^*)` of each sequence.
+    states : ndarray of int64 of shape (n_samples,)
+        The paths, laid out like the data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> startprob = np.array([0.6, 0.4])
+    >>> transmat = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> emissionprob = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    >>> seqs = inference.Sequences.from_lengths([3, 3])
+    >>> table = inference.EmissionTable.from_symbols(emissionprob, np.array([0, 0, 1, 2, 2, 2]))
+    >>> log_prob, states = inference.viterbi(startprob, transmat, table, seqs)
+    >>> log_prob.round(3), states
+    (array([-3.044, -2.895]), array([0, 0, 0, 1, 1, 1]))
     """
     K = len(startprob)
     plan = seqs.segments
@@ -758,9 +1448,39 @@ def viterbi(startprob, transmat, table: EmissionTable, seqs: Sequences):
 
 def sample_posterior(startprob, transmat, table: EmissionTable, seqs: Sequences,
                      rng: np.random.Generator) -> np.ndarray:
-    """One draw of the hidden path of every sequence from p(z | x) (FFBS).
+    r"""Draw one hidden path of every sequence from :math:`p(z \mid x)` (FFBS).
 
     Uses one ``rng.random()`` draw per observation; an impossible sequence gets states -1.
+
+    Parameters
+    ----------
+    startprob : array-like of shape (K,)
+        The initial distribution.
+    transmat : array-like of shape (K, K)
+        The transition matrix.
+    table : EmissionTable
+        The emission probabilities of the data.
+    seqs : Sequences
+        The layout of the data.
+    rng : numpy.random.Generator
+        The generator.
+
+    Returns
+    -------
+    ndarray of int64 of shape (n_samples,)
+        The sampled paths, laid out like the data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> startprob = np.array([0.6, 0.4])
+    >>> transmat = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> emissionprob = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    >>> seqs = inference.Sequences.from_lengths([3, 3])
+    >>> table = inference.EmissionTable.from_symbols(emissionprob, np.array([0, 0, 1, 2, 2, 2]))
+    >>> inference.sample_posterior(startprob, transmat, table, seqs, np.random.default_rng(0))
+    array([0, 0, 0, 0, 1, 1])
     """
     startprob, transmat = _f64(startprob), _f64(transmat)
     uniforms = rng.random(seqs.n_samples)
@@ -773,7 +1493,32 @@ def sample_posterior(startprob, transmat, table: EmissionTable, seqs: Sequences,
 
 
 def sample_chain(startprob, transmat, n: int, rng: np.random.Generator) -> np.ndarray:
-    """A path of ``n`` states of the Markov chain."""
+    """Draw a path of ``n`` states of the Markov chain.
+
+    Parameters
+    ----------
+    startprob : array-like of shape (K,)
+        The initial distribution.
+    transmat : array-like of shape (K, K)
+        The transition matrix.
+    n : int
+        The length of the path.
+    rng : numpy.random.Generator
+        The generator.
+
+    Returns
+    -------
+    ndarray of int64 of shape (n,)
+        The states.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.inference import sample_chain
+    >>> sample_chain(np.array([1.0, 0.0]), np.array([[0.0, 1.0], [1.0, 0.0]]), 5,
+    ...              np.random.default_rng(0))
+    array([0, 1, 0, 1, 0])
+    """
     states = np.empty(n, dtype=np.int64)
     kernels.sample_states(_f64(startprob), _f64(transmat), rng.random(n), states)
     return states
@@ -781,9 +1526,45 @@ def sample_chain(startprob, transmat, n: int, rng: np.random.Generator) -> np.nd
 
 def sparse_forward_backward(startprob, transitions: Transitions, values,
                             table: EmissionTable, seqs: Sequences) -> Posteriors:
-    """:func:`forward_backward` over the allowed transitions only
-    (:func:`hiddenstate.kernels.sparse.sparse_forward_backward`): ``trans`` holds the
-    expected count of each stored entry of ``transitions`` (``(nnz,)``)."""
+    """Compute :func:`forward_backward` over the allowed transitions only.
+
+    See :func:`hiddenstate.kernels.sparse.sparse_forward_backward`.
+
+    Parameters
+    ----------
+    startprob : array-like of shape (K,)
+        The initial distribution.
+    transitions : Transitions
+        The allowed transitions.
+    values : array-like of shape (nnz,)
+        The probability of each allowed transition (:meth:`Transitions.gather`).
+    table : EmissionTable
+        The emission probabilities of the data.
+    seqs : Sequences
+        The layout of the data.
+
+    Returns
+    -------
+    Posteriors
+        The statistics; ``trans`` holds the expected count of each stored entry of
+        ``transitions`` (``(nnz,)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> transitions = inference.Transitions.band(4, below=0, above=1)   # left-to-right
+    >>> transmat = np.array([[0.9, 0.1, 0, 0], [0, 0.8, 0.2, 0], [0, 0, 0.7, 0.3],
+    ...                      [0, 0, 0, 1.0]])
+    >>> values = transitions.gather(transmat)
+    >>> startprob = np.array([1.0, 0, 0, 0])
+    >>> seqs = inference.Sequences.from_lengths([4])
+    >>> table = inference.EmissionTable.from_symbols(np.full((4, 3), 1 / 3), np.array([0, 1, 2, 0]))
+    >>> posteriors = inference.sparse_forward_backward(startprob, transitions, values, table,
+    ...                                                seqs)
+    >>> posteriors.trans.shape, float(posteriors.trans.sum().round(6))   # 3 moves
+    ((7,), 3.0)
+    """
     startprob, values = _f64(startprob), _f64(values)
     K = len(startprob)
     C = seqs.n_chunks
@@ -800,7 +1581,42 @@ def sparse_forward_backward(startprob, transitions: Transitions, values,
 
 def sparse_log_likelihood(startprob, transitions: Transitions, values, table: EmissionTable,
                           seqs: Sequences) -> np.ndarray:
-    """:func:`log_likelihood` over the allowed transitions only."""
+    r"""Compute :func:`log_likelihood` over the allowed transitions only.
+
+    Parameters
+    ----------
+    startprob : array-like of shape (K,)
+        The initial distribution.
+    transitions : Transitions
+        The allowed transitions.
+    values : array-like of shape (nnz,)
+        The probability of each allowed transition (:meth:`Transitions.gather`).
+    table : EmissionTable
+        The emission probabilities of the data.
+    seqs : Sequences
+        The layout of the data.
+
+    Returns
+    -------
+    ndarray of shape (n_sequences,)
+        :math:`\log p(x)` of each sequence.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> transitions = inference.Transitions.band(4, below=0, above=1)   # left-to-right
+    >>> transmat = np.array([[0.9, 0.1, 0, 0], [0, 0.8, 0.2, 0], [0, 0, 0.7, 0.3],
+    ...                      [0, 0, 0, 1.0]])
+    >>> values = transitions.gather(transmat)
+    >>> startprob = np.array([1.0, 0, 0, 0])
+    >>> seqs = inference.Sequences.from_lengths([4])
+    >>> table = inference.EmissionTable.from_symbols(np.full((4, 3), 1 / 3), np.array([0, 1, 2, 0]))
+    >>> bool(np.allclose(
+    ...     inference.sparse_log_likelihood(startprob, transitions, values, table, seqs),
+    ...     inference.log_likelihood(startprob, transmat, table, seqs)))
+    True
+    """
     loglik = np.empty(len(seqs.lengths))
     _call(kernels.sparse_log_likelihood, seqs.chunks, seqs.n_samples, len(startprob),
           _f64(startprob), transitions.indptr, transitions.indices, _f64(values), table.emis,
@@ -810,7 +1626,42 @@ def sparse_log_likelihood(startprob, transitions: Transitions, values, table: Em
 
 def sparse_viterbi(startprob, transitions: Transitions, values, table: EmissionTable,
                    seqs: Sequences):
-    """:func:`viterbi` over the allowed transitions only."""
+    r"""Compute :func:`viterbi` over the allowed transitions only.
+
+    Parameters
+    ----------
+    startprob : array-like of shape (K,)
+        The initial distribution.
+    transitions : Transitions
+        The allowed transitions.
+    values : array-like of shape (nnz,)
+        The probability of each allowed transition (:meth:`Transitions.gather`).
+    table : EmissionTable
+        The emission probabilities of the data.
+    seqs : Sequences
+        The layout of the data.
+
+    Returns
+    -------
+    log_prob : ndarray of shape (n_sequences,)
+        :math:`\log p(x, z^*)` of each sequence.
+    states : ndarray of int64 of shape (n_samples,)
+        The paths.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> transitions = inference.Transitions.band(4, below=0, above=1)   # left-to-right
+    >>> transmat = np.array([[0.9, 0.1, 0, 0], [0, 0.8, 0.2, 0], [0, 0, 0.7, 0.3],
+    ...                      [0, 0, 0, 1.0]])
+    >>> values = transitions.gather(transmat)
+    >>> startprob = np.array([1.0, 0, 0, 0])
+    >>> seqs = inference.Sequences.from_lengths([4])
+    >>> table = inference.EmissionTable.from_symbols(np.full((4, 3), 1 / 3), np.array([0, 1, 2, 0]))
+    >>> inference.sparse_viterbi(startprob, transitions, values, table, seqs)[1]
+    array([0, 0, 0, 0])
+    """
     K = len(startprob)
     with np.errstate(divide="ignore"):
         log_start, log_values = np.log(_f64(startprob)), np.log(_f64(values))
@@ -824,10 +1675,45 @@ def sparse_viterbi(startprob, transitions: Transitions, values, table: EmissionT
 
 
 def kbest(startprob, transmat, table: EmissionTable, seqs: Sequences, k: int):
-    """The ``k`` most probable state paths of each sequence.
+    r"""Find the ``k`` most probable state paths of each sequence.
 
-    Returns ``(logprob (S, k), paths (k, N))``: log p(x, z_r) in decreasing order and the
-    paths laid out like the data (``-inf`` and state -1 where fewer than k paths exist).
+    Parameters
+    ----------
+    startprob : array-like of shape (K,)
+        The initial distribution.
+    transmat : array-like of shape (K, K)
+        The transition matrix.
+    table : EmissionTable
+        The emission probabilities of the data.
+    seqs : Sequences
+        The layout of the data.
+    k : int
+        The number of paths.
+
+    Returns
+    -------
+    log_prob : ndarray of shape (n_sequences, k)
+        :math:`\log p(x, z_r)` in decreasing order (``-inf`` where fewer than ``k`` paths
+        exist).
+    paths : ndarray of int64 of shape (k, n_samples)
+        The paths laid out like the data (state -1 where fewer than ``k`` paths exist).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> startprob = np.array([0.6, 0.4])
+    >>> transmat = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> emissionprob = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    >>> seqs = inference.Sequences.from_lengths([3, 3])
+    >>> table = inference.EmissionTable.from_symbols(emissionprob, np.array([0, 0, 1, 2, 2, 2]))
+    >>> log_prob, paths = inference.kbest(startprob, transmat, table, seqs, 2)
+    >>> log_prob.round(3)
+    array([[-3.044, -4.836],
+           [-2.895, -6.073]])
+    >>> paths
+    array([[0, 0, 0, 1, 1, 1],
+           [0, 0, 1, 1, 1, 0]])
     """
     logprob = np.empty((len(seqs.lengths), k))
     paths = np.empty((k, seqs.n_samples), dtype=np.int64)
@@ -849,18 +1735,48 @@ def _running(n_chunks: int) -> int:
 
 def memory_estimate(op: str, K: int, seqs: Sequences, table_rows: int, by_idx: bool,
                     k: int = 1, n_transitions: int | None = None) -> dict[str, float]:
-    """Bytes that the inference function ``op`` allocates for ``K`` states and the layout
-    ``seqs``, with an emission table of ``table_rows`` rows (shared by observations if
-    ``by_idx``; the table itself is not counted). Split into the share that grows with the
-    number of states (``"n_states"``: ``K**2`` matrices, per-chunk ``K**2`` scratch, tables
-    over the alphabet) and the share that grows with the data (``"X"``: per-row arrays).
+    """Estimate the bytes an inference function allocates.
 
-    ``op``: ``"log_likelihood"``, ``"filter"``, ``"forward_backward"``, ``"viterbi"``,
-    ``"sample_posterior"`` or ``"kbest"`` (``k`` paths). The model follows the allocations
-    of the functions above and of their kernels (lane scratch of ``(K, 8)`` and, for the
-    backward pass, ``(K, K, 8)`` per running chunk). Measured peak resident memory was
-    within about 10% of it for K = 3000 or N = 2e6 (2 threads); ``tests/test_trust_params.py``
-    checks the NumPy share against ``tracemalloc``.
+    For ``K`` states and the layout ``seqs``, with an emission table of ``table_rows`` rows
+    (shared by observations if ``by_idx``; the table itself is not counted). Split into the
+    share that grows with the number of states (``"n_states"``: ``K**2`` matrices, per-chunk
+    ``K**2`` scratch, tables over the alphabet) and the share that grows with the data
+    (``"X"``: per-row arrays). The model follows the allocations of the functions above and
+    of their kernels (lane scratch of ``(K, 8)`` and, for the backward pass, ``(K, K, 8)``
+    per running chunk). Measured peak resident memory was within about 10% of it for
+    K = 3000 or N = 2e6 (2 threads); ``tests/test_trust_params.py`` checks the NumPy share
+    against ``tracemalloc``.
+
+    Parameters
+    ----------
+    op : {"log_likelihood", "filter", "forward_backward", "viterbi", "sample_posterior", "kbest"}
+        The inference function.
+    K : int
+        The number of states.
+    seqs : Sequences
+        The layout of the data.
+    table_rows : int
+        The rows of the emission table.
+    by_idx : bool
+        The table's rows are shared by observations.
+    k : int, default=1
+        The number of paths (``"kbest"``).
+    n_transitions : int or None, default=None
+        The allowed transitions of a structured model (the sparse kernels); None: dense.
+
+    Returns
+    -------
+    dict of str to float
+        ``{"n_states": bytes, "X": bytes}``.
+
+    Examples
+    --------
+    >>> from hiddenstate.inference import Sequences, memory_estimate
+    >>> seqs = Sequences.from_lengths([1000])
+    >>> small = memory_estimate("viterbi", 10, seqs, 10, True)
+    >>> large = memory_estimate("viterbi", 1000, seqs, 10, True)
+    >>> bool(large["n_states"] > 1000 * small["n_states"])   # K**2 matrices
+    True
     """
     F = _F64
     N = seqs.n_samples

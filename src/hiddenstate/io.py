@@ -35,13 +35,72 @@ def _deprecated(old: str, new: str) -> None:
 
 
 def load(path):
-    """Deprecated alias of :func:`hiddenstate.load`."""
+    """Load a saved estimator (deprecated alias of :func:`hiddenstate.load`).
+
+    Removed after 0.2; issues a ``FutureWarning``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The directory written by the estimator's ``save``.
+
+    Returns
+    -------
+    object
+        The estimator.
+
+    Raises
+    ------
+    hiddenstate.errors.ModelFileError
+        If the directory does not hold a valid saved model.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import hiddenstate as hs
+    >>> from hiddenstate import io
+    >>> model = hs.HMM(n_states=2, n_features=3)
+    >>> model.startprob_ = [0.6, 0.4]
+    >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+    >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+    >>> model.save("my-model")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     restored = io.load("my-model")
+    >>> type(restored).__name__, caught[0].category.__name__
+    ('HMM', 'FutureWarning')
+    """
     _deprecated("load", "hiddenstate.load")
     return persist.load(path)
 
 
 def save(model, path) -> None:
-    """Deprecated alias of ``model.save(path)``."""
+    """Save an estimator (deprecated alias of ``model.save(path)``).
+
+    Removed after 0.2; issues a ``FutureWarning``.
+
+    Parameters
+    ----------
+    model : object
+        A hiddenstate estimator.
+    path : str or os.PathLike
+        The directory to write.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import hiddenstate as hs
+    >>> from hiddenstate import io
+    >>> model = hs.HMM(n_states=2, n_features=3)
+    >>> model.startprob_ = [0.6, 0.4]
+    >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+    >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     io.save(model, "my-model")
+    >>> type(hs.load("my-model")).__name__, caught[0].category.__name__
+    ('HMM', 'FutureWarning')
+    """
     _deprecated("save", "model.save(path)")
     model.save(path)
 

@@ -126,8 +126,7 @@ def _all_sequences(W: int, T: int, first: int, stop: int) -> np.ndarray:
 
 
 def kl_divergence(p, q, T: int, max_sequences: int = MAX_SEQUENCES) -> float:
-    r"""Exact KL divergence between the distributions of two categorical HMMs on sequences
-    of length ``T``.
+    r"""Compute the exact KL divergence between two categorical HMMs on length-``T`` sequences.
 
     .. math::
         D_T(p \,\|\, q) = \sum_{x \in \{0..W-1\}^T} p(x) \log \frac{p(x)}{q(x)}
@@ -148,17 +147,45 @@ def kl_divergence(p, q, T: int, max_sequences: int = MAX_SEQUENCES) -> float:
 
     Parameters
     ----------
-    p, q : a categorical :class:`~hiddenstate.HMM` with parameters (fitted or set by hand),
+    p, q : HMM or tuple of ndarray
+        A categorical :class:`~hiddenstate.HMM` with parameters (fitted or set by hand),
         any object with ``startprob_``, ``transmat_`` and ``emissionprob_``, or a
         ``(startprob, transmat, emissionprob)`` tuple. The numbers of states may differ; the
         numbers of symbols must agree.
-    T : sequence length (>= 1).
-    max_sequences : refuse (:class:`~hiddenstate.InvalidInputError`) when :math:`W^T`
-        exceeds it.
+    T : int
+        The sequence length (>= 1).
+    max_sequences : int, default=2**20
+        The most sequences enumerated: :math:`W^T` above it is refused.
 
     Returns
     -------
-    The divergence in nats (``float``, possibly ``inf``).
+    float
+        The divergence in nats, possibly ``inf``.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If a model is not a categorical HMM with valid parameters, the alphabets differ,
+        ``T`` or ``max_sequences`` is not a positive integer, or :math:`W^T` exceeds
+        ``max_sequences``.
+
+    See Also
+    --------
+    kl_divergence_per_step : The same divided by ``T``.
+    divergence_rate : The limit per step for long sequences, by sampling; any family.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = (np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]]),
+    ...      np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]]))
+    >>> q = (np.array([0.5, 0.5]), np.array([[0.8, 0.2], [0.3, 0.7]]),
+    ...      np.array([[0.6, 0.3, 0.1], [0.1, 0.3, 0.6]]))
+    >>> from hiddenstate.metrics import kl_divergence
+    >>> round(kl_divergence(p, q, T=2), 4)
+    0.0583
+    >>> kl_divergence(p, p, T=5)
+    0.0
     """
     T = check_positive_int(T, "T")
     max_sequences = check_positive_int(max_sequences, "max_sequences")
@@ -210,28 +237,81 @@ def _kl_terms(log_p: np.ndarray, log_q: np.ndarray) -> np.ndarray:
 
 
 def kl_divergence_per_step(p, q, T: int, max_sequences: int = MAX_SEQUENCES) -> float:
-    r""":math:`D_T(p\,\|\,q) / T`, the exact KL divergence per observation (see
-    :func:`kl_divergence`). For ergodic models it tends to the divergence rate
-    (:func:`divergence_rate`) as ``T`` grows, with an :math:`O(1/T)` difference."""
+    r"""Compute the exact KL divergence per observation, :math:`D_T(p\,\|\,q) / T`.
+
+    For ergodic models it tends to the divergence rate (:func:`divergence_rate`) as ``T``
+    grows, with an :math:`O(1/T)` difference.
+
+    Parameters
+    ----------
+    p, q : HMM or tuple of ndarray
+        Categorical HMMs, as for :func:`kl_divergence`.
+    T : int
+        The sequence length (>= 1).
+    max_sequences : int, default=2**20
+        The most sequences enumerated: :math:`W^T` above it is refused.
+
+    Returns
+    -------
+    float
+        :math:`D_T(p\,\|\,q) / T` in nats per observation, possibly ``inf``.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        As :func:`kl_divergence`.
+
+    See Also
+    --------
+    kl_divergence : The divergence on whole sequences.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = (np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]]),
+    ...      np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]]))
+    >>> q = (np.array([0.5, 0.5]), np.array([[0.8, 0.2], [0.3, 0.7]]),
+    ...      np.array([[0.6, 0.3, 0.1], [0.1, 0.3, 0.6]]))
+    >>> from hiddenstate.metrics import kl_divergence_per_step
+    >>> round(kl_divergence_per_step(p, q, T=12), 4)    # towards the rate, about 0.038
+    0.0359
+    """
     return kl_divergence(p, q, T, max_sequences) / check_positive_int(T, "T")
 
 
 # -- divergence rate by sampling ---------------------------------------------------------------
 @dataclass(frozen=True)
 class DivergenceRate:
-    """An estimate of a divergence rate (nats per observation).
+    """An estimate of a divergence rate, in nats per observation.
 
-    Attributes
+    Returned by :func:`divergence_rate` and :func:`symmetric_divergence_rate`;
+    ``float(result)`` is its value.
+
+    Parameters
     ----------
-    value : the estimate.
-    stderr : its standard error (from the independent replicates).
-    length : the sequence length of the final estimate.
-    n_sequences : replicates per length.
-    converged : whether the convergence rule was met before ``max_length``.
-    history : ``(length, value, stderr)`` at every length the rule tried, in order (the
-        reported value is a further, independent estimate at ``length``).
-    components : for :func:`symmetric_divergence_rate`, the two one-sided estimates
+    value : float
+        The estimate.
+    stderr : float
+        Its standard error (from the independent replicates).
+    length : int
+        The sequence length of the final estimate.
+    n_sequences : int
+        The number of replicates per length.
+    converged : bool
+        Whether the convergence rule was met before ``max_length``.
+    history : tuple of (int, float, float), default=()
+        ``(length, value, stderr)`` at every length the rule tried, in order (the reported
+        value is a further, independent estimate at ``length``).
+    components : tuple of DivergenceRate, default=()
+        For :func:`symmetric_divergence_rate`, the two one-sided estimates
         ``(D(a, b), D(b, a))``; empty otherwise.
+
+    Examples
+    --------
+    >>> from hiddenstate.metrics import DivergenceRate
+    >>> rate = DivergenceRate(0.04, 0.002, length=256, n_sequences=32, converged=True)
+    >>> float(rate)
+    0.04
     """
 
     value: float
@@ -315,7 +395,7 @@ def _one_level(teacher, student, T: int, n: int, rng) -> tuple[float, float]:
 def divergence_rate(teacher, student, length: int = 128, n_sequences: int = 32,
                     rtol: float = 0.02, atol: float = 0.0, max_length: int = 2**15,
                     random_state=None) -> DivergenceRate:
-    r"""The Juang-Rabiner divergence rate of ``student`` from ``teacher``, by sampling.
+    r"""Estimate the Juang-Rabiner divergence rate of ``student`` from ``teacher``.
 
     .. math::
         D(\theta_0, \theta) = \lim_{T\to\infty} \frac{1}{T}
@@ -354,17 +434,60 @@ def divergence_rate(teacher, student, length: int = 128, n_sequences: int = 32,
 
     Parameters
     ----------
-    teacher, student : :class:`~hiddenstate.HMM` (any emission family, same observations),
-        or a ``(startprob, transmat, emissionprob)`` tuple for a categorical HMM.
-    length : first sequence length.
-    n_sequences : independent sequences per length (>= 2).
-    rtol, atol : tolerances of the rule (nats per step for ``atol``).
-    max_length : longest length tried (>= 2 * ``length``).
-    random_state : seed, numpy Generator or None; the same seed gives the same result.
+    teacher, student : HMM or tuple of ndarray
+        Fitted :class:`~hiddenstate.HMM` objects (any emission family, the same
+        observations) or objects with ``sample`` and ``score_sequences``, or a
+        ``(startprob, transmat, emissionprob)`` tuple for a categorical HMM.
+    length : int, default=128
+        The first sequence length.
+    n_sequences : int, default=32
+        The number of independent sequences per length (>= 2).
+    rtol : float, default=0.02
+        The relative tolerance of the rule.
+    atol : float, default=0.0
+        The absolute tolerance of the rule, in nats per step (``rtol`` and ``atol`` not
+        both 0).
+    max_length : int, default=2**15
+        The longest length tried (>= 2 * ``length``).
+    random_state : int, numpy.random.Generator or None, default=None
+        A seed, a Generator or None; the same seed gives the same result.
 
     Returns
     -------
-    :class:`DivergenceRate` (``float(result)`` is its value).
+    DivergenceRate
+        The estimate (``float(result)`` is its value), its standard error, the final
+        length and the rule's history.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If a model is neither a fitted model nor a valid tuple, the two describe different
+        observations, or an option is out of range.
+    hiddenstate.errors.NumericalError
+        If a log-likelihood is NaN, or the teacher gives probability zero to its own
+        sample.
+
+    Warns
+    -----
+    hiddenstate.errors.ConvergenceWarning
+        If the rule is not met by ``max_length``.
+
+    See Also
+    --------
+    symmetric_divergence_rate : The mean of the two directions.
+    kl_divergence_per_step : The exact value at one length, for small categorical models.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = (np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]]),
+    ...      np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]]))
+    >>> q = (np.array([0.5, 0.5]), np.array([[0.8, 0.2], [0.3, 0.7]]),
+    ...      np.array([[0.6, 0.3, 0.1], [0.1, 0.3, 0.6]]))
+    >>> from hiddenstate.metrics import divergence_rate
+    >>> rate = divergence_rate(p, q, rtol=0.1, random_state=0)
+    >>> round(rate.value, 3), rate.length, rate.converged
+    (0.04, 256, True)
     """
     teacher = _as_model(teacher, "teacher")
     student = _as_model(student, "student")
@@ -402,12 +525,56 @@ def divergence_rate(teacher, student, length: int = 128, n_sequences: int = 32,
 def symmetric_divergence_rate(a, b, length: int = 128, n_sequences: int = 32,
                               rtol: float = 0.02, atol: float = 0.0, max_length: int = 2**15,
                               random_state=None) -> DivergenceRate:
-    r""":math:`D_s(a, b) = [D(a, b) + D(b, a)] / 2` (Juang & Rabiner 1985).
+    r"""Estimate the symmetric divergence rate :math:`D_s(a, b) = [D(a, b) + D(b, a)] / 2`.
 
-    Both one-sided rates are estimated by :func:`divergence_rate` with the same settings and
-    one random stream (the first from sequences of ``a``, the second from sequences of
-    ``b``); they are in ``result.components``. ``value`` is their mean, ``stderr``
+    After Juang & Rabiner (1985). Both one-sided rates are estimated by
+    :func:`divergence_rate` with the same settings and one random stream (the first from
+    sequences of ``a``, the second from sequences of ``b``); they are in
+    ``result.components``. ``value`` is their mean, ``stderr``
     :math:`\sqrt{s_1^2 + s_2^2}/2`, ``length`` the longer of the two, ``converged`` both.
+
+    Parameters
+    ----------
+    a, b : HMM or tuple of ndarray
+        The two models, as ``teacher`` and ``student`` of :func:`divergence_rate`.
+    length : int, default=128
+        The first sequence length.
+    n_sequences : int, default=32
+        The number of independent sequences per length (>= 2).
+    rtol : float, default=0.02
+        The relative tolerance of the rule.
+    atol : float, default=0.0
+        The absolute tolerance of the rule, in nats per step.
+    max_length : int, default=2**15
+        The longest length tried (>= 2 * ``length``).
+    random_state : int, numpy.random.Generator or None, default=None
+        A seed, a Generator or None; the same seed gives the same result.
+
+    Returns
+    -------
+    DivergenceRate
+        The symmetric estimate, with the two one-sided ones in ``components``.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        As :func:`divergence_rate`.
+
+    See Also
+    --------
+    divergence_rate : One direction.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = (np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]]),
+    ...      np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]]))
+    >>> q = (np.array([0.5, 0.5]), np.array([[0.8, 0.2], [0.3, 0.7]]),
+    ...      np.array([[0.6, 0.3, 0.1], [0.1, 0.3, 0.6]]))
+    >>> from hiddenstate.metrics import symmetric_divergence_rate
+    >>> rate = symmetric_divergence_rate(p, q, rtol=0.1, random_state=0)
+    >>> round(rate.value, 3), len(rate.components)
+    (0.04, 2)
     """
     rng = make_rng(random_state)
     kwargs = dict(length=length, n_sequences=n_sequences, rtol=rtol, atol=atol,
@@ -421,12 +588,45 @@ def symmetric_divergence_rate(a, b, length: int = 128, n_sequences: int = 32,
 
 # -- evaluation on data ----------------------------------------------------------------------
 def perplexity(model, X, lengths=None) -> float:
-    r"""Per-observation perplexity :math:`\exp(-\log p(X) / N)`.
+    r"""Compute the per-observation perplexity :math:`\exp(-\log p(X) / N)`.
 
     ``log p(X)`` is ``model.score(X, lengths)`` (the sum over the sequences) and ``N`` the
     number of observations (rows of ``X``). For categorical data it is the effective number
     of equally likely symbols the model hesitates between; for continuous emissions it is
     the exponential of the per-observation negative log density (not scale-free).
+
+    Parameters
+    ----------
+    model : object
+        A fitted model with a ``score(X, lengths)`` method (a :class:`~hiddenstate.HMM`, a
+        :class:`~hiddenstate.PROPS`, ...).
+    X : array-like of shape (N, n_features)
+        The observations, the sequences one after the other.
+    lengths : array-like of int or None, default=None
+        The length of each sequence; None: one sequence.
+
+    Returns
+    -------
+    float
+        The perplexity (>= 1 for categorical data).
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``model`` has no ``score`` method or ``X`` is empty (and whatever
+        ``model.score`` raises for bad data).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.metrics import perplexity
+    >>> model = hs.HMM(2, emission="categorical", init_params="")
+    >>> model.startprob_ = np.array([0.5, 0.5])
+    >>> model.transmat_ = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> model.emissionprob_ = np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]])
+    >>> round(perplexity(model, np.array([[0], [1], [2], [2]])), 4)
+    3.2939
     """
     if not callable(getattr(model, "score", None)):
         raise InvalidInputError(
@@ -483,8 +683,7 @@ def _mapping(C: np.ndarray, mapping: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def tagging_accuracy(true_states, predicted_states, mapping: str = "one-to-one") -> float:
-    r"""Fraction of observations whose predicted state (tag) matches the true one, after
-    relabelling the predicted states.
+    r"""Compute the fraction of observations whose relabelled predicted state is the true one.
 
     Hidden states are identified only up to a permutation, so the predicted labels are first
     mapped onto the true ones:
@@ -502,6 +701,40 @@ def tagging_accuracy(true_states, predicted_states, mapping: str = "one-to-one")
 
     Labels may be any values ``numpy.unique`` can sort (ints, strings); ``-1`` (Viterbi's
     label for an impossible sequence) is just another label.
+
+    Parameters
+    ----------
+    true_states : array-like of shape (N,)
+        The true label of each observation (a column ``(N, 1)`` is accepted).
+    predicted_states : array-like of shape (N,)
+        The predicted label of each observation (decoded states, tags).
+    mapping : {"one-to-one", "many-to-one", "identity"}, default="one-to-one"
+        How predicted labels are mapped onto the true ones.
+
+    Returns
+    -------
+    float
+        The accuracy, in [0, 1].
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If the label arrays are empty, not 1-D, of different lengths, or ``mapping`` is
+        unknown.
+
+    See Also
+    --------
+    relabel : The predicted states in the true labels.
+    variation_of_information : A distance between the labellings that needs no mapping.
+
+    Examples
+    --------
+    >>> from hiddenstate.metrics import tagging_accuracy
+    >>> true, decoded = [0, 0, 1, 1, 2], [1, 1, 0, 0, 0]
+    >>> tagging_accuracy(true, decoded)                 # 1 -> 0, 0 -> 1: four of five
+    0.8
+    >>> tagging_accuracy(true, decoded, mapping="identity")
+    0.0
     """
     check_choice(mapping, "mapping", _MAPPINGS)
     if mapping == "identity":
@@ -519,11 +752,44 @@ def tagging_accuracy(true_states, predicted_states, mapping: str = "one-to-one")
 
 
 def relabel(true_states, predicted_states, mapping: str = "one-to-one", fill=-1) -> np.ndarray:
-    """The predicted states rewritten in the true labels by the mapping of
-    :func:`tagging_accuracy` (``"one-to-one"`` or ``"many-to-one"``).
+    """Rewrite the predicted states in the true labels, by the mapping of tagging_accuracy.
 
     Predicted labels that the one-to-one mapping leaves unmatched (when there are more
     predicted than true labels) become ``fill``.
+
+    Parameters
+    ----------
+    true_states : array-like of shape (N,)
+        The true label of each observation.
+    predicted_states : array-like of shape (N,)
+        The predicted label of each observation.
+    mapping : {"one-to-one", "many-to-one"}, default="one-to-one"
+        The mapping of :func:`tagging_accuracy`.
+    fill : scalar, default=-1
+        The label of the predicted labels left unmatched (converted to the dtype of the
+        true labels: ``"-1"`` for string labels).
+
+    Returns
+    -------
+    ndarray of shape (N,)
+        The predicted states in the true labels.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        As :func:`tagging_accuracy`.
+
+    See Also
+    --------
+    tagging_accuracy : The accuracy after this relabelling.
+
+    Examples
+    --------
+    >>> from hiddenstate.metrics import relabel
+    >>> relabel([0, 0, 1, 1, 2], [1, 1, 0, 0, 0])
+    array([0, 0, 1, 1, 1])
+    >>> relabel(["N", "N", "V", "V"], [1, 1, 0, 2], fill="?")   # state 2 is left over
+    array(['N', 'N', 'V', '?'], dtype='<U1')
     """
     check_choice(mapping, "mapping", _MAPPINGS[:2])
     C, t_values, _, p_idx = _contingency(true_states, predicted_states)
@@ -536,7 +802,7 @@ def relabel(true_states, predicted_states, mapping: str = "one-to-one", fill=-1)
 
 
 def variation_of_information(true_states, predicted_states) -> float:
-    r"""Variation of information between two labellings (Meila 2007), in nats.
+    r"""Compute the variation of information between two labellings (Meila 2007), in nats.
 
     .. math::
         VI = H(T \mid P) + H(P \mid T) = H(T) + H(P) - 2 I(T; P)
@@ -544,6 +810,35 @@ def variation_of_information(true_states, predicted_states) -> float:
     with entropies of the empirical joint distribution :math:`C_{ij}/N`. It is a metric on
     partitions: 0 exactly when the labellings agree up to a relabelling, at most
     :math:`\log N`; no mapping between the label sets is needed.
+
+    Parameters
+    ----------
+    true_states : array-like of shape (N,)
+        The true label of each observation.
+    predicted_states : array-like of shape (N,)
+        The predicted label of each observation.
+
+    Returns
+    -------
+    float
+        The variation of information, in nats.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If the label arrays are empty, not 1-D or of different lengths.
+
+    See Also
+    --------
+    tagging_accuracy : Agreement after the best mapping of the labels.
+
+    Examples
+    --------
+    >>> from hiddenstate.metrics import variation_of_information
+    >>> variation_of_information([0, 0, 1, 1], [1, 1, 0, 0]) == 0    # the same partition
+    True
+    >>> round(variation_of_information([0, 0, 1, 1], [0, 1, 0, 1]), 4)  # 2 log 2
+    1.3863
     """
     C, _, _, _ = _contingency(true_states, predicted_states)
     n = C.sum()
@@ -558,7 +853,33 @@ def variation_of_information(true_states, predicted_states) -> float:
 # -- parse trees ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TreeScores:
-    """Corpus-level parse scores (fractions in [0, 1]); see :func:`tree_scores`."""
+    """Corpus-level parse scores, fractions in [0, 1], returned by :func:`tree_scores`.
+
+    Parameters
+    ----------
+    labelled_tree : float
+        LT: the fraction of sentences whose predicted tree equals the gold one.
+    bracketed_tree : float
+        BT: the fraction whose predicted tree has the gold shape (labels removed).
+    zero_crossing : float
+        0-CB: the fraction whose predicted tree crosses no bracket of the gold one.
+    precision : float
+        Labelled bracket precision (PARSEVAL, summed over the corpus).
+    recall : float
+        Labelled bracket recall.
+    f1 : float
+        Their harmonic mean.
+    n_sentences : int
+        The number of sentences compared.
+
+    Examples
+    --------
+    >>> from hiddenstate.grammar import parse_brackets
+    >>> from hiddenstate.metrics import tree_scores
+    >>> gold = parse_brackets("(S (NP she) (VP (V eats) (NP fish)))")
+    >>> tree_scores(gold, gold).f1
+    1.0
+    """
 
     labelled_tree: float     # LT
     bracketed_tree: float    # BT
@@ -579,12 +900,12 @@ def _crosses(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def tree_scores(gold, predicted) -> TreeScores:
-    r"""Compare predicted parse trees with gold ones (:class:`hiddenstate.grammar.Tree`,
-    same sentences in the same order; a predicted ``None`` is a sentence left unparsed and
-    counts as wrong everywhere).
+    r"""Compare predicted parse trees with gold ones.
 
-    With :math:`G_i, P_i` the gold and predicted trees of sentence :math:`i` (Sato & Kubota,
-    "Viterbi training in PRISM", sec. 4.1, after Goodman 1996):
+    The trees are :class:`hiddenstate.grammar.Tree` objects of the same sentences in the
+    same order; a predicted ``None`` is a sentence left unparsed and counts as wrong
+    everywhere. With :math:`G_i, P_i` the gold and predicted trees of sentence :math:`i`
+    (Sato & Kubota, "Viterbi training in PRISM", sec. 4.1, after Goodman 1996):
 
     - LT = #{i : P_i = G_i} / n (labels and shape);
     - BT = #{i : unlabelled(P_i) = unlabelled(G_i)} / n (shape only: every label, part of
@@ -594,6 +915,33 @@ def tree_scores(gold, predicted) -> TreeScores:
     - precision / recall / F1 of labelled brackets ``(label, start, end)`` (multisets, the
       part-of-speech nodes left out, summed over the corpus: PARSEVAL / evalb's micro
       average).
+
+    Parameters
+    ----------
+    gold : iterable of Tree
+        The gold tree of each sentence.
+    predicted : iterable of Tree or None
+        The predicted tree of each sentence, None where it was left unparsed.
+
+    Returns
+    -------
+    TreeScores
+        LT, BT, 0-CB, precision, recall and F1 over the corpus.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If the lists differ in length, ``gold`` is empty, an entry is not a tree, or a
+        predicted tree has another number of leaves than its gold tree.
+
+    Examples
+    --------
+    >>> from hiddenstate.grammar import parse_brackets
+    >>> from hiddenstate.metrics import tree_scores
+    >>> gold = parse_brackets("(S (NP she) (VP (V eats) (NP fish)))")
+    >>> scores = tree_scores(gold * 2, [gold[0], None])     # the second is unparsed
+    >>> scores.labelled_tree, scores.precision, scores.recall
+    (0.5, 1.0, 0.5)
     """
     gold, predicted = list(gold), list(predicted)
     if len(gold) != len(predicted):

@@ -7,8 +7,9 @@ directory to the reader of that estimator, from a fixed registry (loading runs n
 from the file):
 
 - ``hiddenstate-model``: ``HMM``, ``PROPS``, ``PCFG``, ``PLCG``, ``TreeNet``,
-  ``NaiveBayesHidden``, read by :func:`hiddenstate.models._saving.restore` (format
-  versions 1 and 2; a PROPS model's sources come back with it);
+  ``NaiveBayesHidden``,
+  read by :func:`hiddenstate.models._saving.restore` (format versions 1 and 2; a PROPS
+  model's sources come back with it);
 - ``hiddenstate-program-params``: ``ProgramModel``, read by
   :func:`hiddenstate.programs.saving.restore`; a program is code and is not saved, so
   ``program=`` gives it (or a built-in example program of the saved name is rebuilt);
@@ -65,23 +66,56 @@ def _restore_lm(path: Path):
 
 
 def load(path, *, program=None):
-    """The estimator saved in the directory ``path`` by its ``save``: an ``HMM``,
-    ``PROPS``, ``PCFG``, ``PLCG``, ``TreeNet``, ``NaiveBayesHidden``, ``ProgramModel``,
-    ``BlockedHMMLM`` (torch needed) or a saved source (``KneserNeySource``, ``LSTMSource``).
+    """Load the estimator saved in the directory ``path`` by its ``save``.
 
-    ``program``: for a saved :class:`~hiddenstate.programs.ProgramModel` only, the program
-    whose switch probabilities were saved (any program declaring the same switches and
-    outcomes). Without it a built-in example program of the saved name (``"hmm"``,
-    ``"pcfg"``, ``"path"``) is rebuilt from the saved switches
-    (:func:`~hiddenstate.programs.examples.builtin_program`); any other program raises
-    :class:`~hiddenstate.errors.InvalidInputError` naming ``program``.
+    An ``HMM``, ``PROPS``, ``PCFG``, ``PLCG``, ``TreeNet``, ``NaiveBayesHidden``, ``ProgramModel``,
+    ``BlockedHMMLM`` (torch needed) or a saved source (``KneserNeySource``, ``LSTMSource``):
+    the reader is chosen by the ``format`` and ``class`` written in ``model.json``, from a
+    fixed registry; nothing in the file is run. A directory written by ``hiddenstate fit``
+    loads as its model.
 
-    A malformed, tampered or inconsistent directory, or a format this version does not
-    read, raises :class:`~hiddenstate.errors.ModelFileError`; nothing in the file is run.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The directory.
+    program : hiddenstate.programs.Program or None, default=None
+        For a saved :class:`~hiddenstate.programs.ProgramModel` only: the program whose
+        switch probabilities were saved (any program declaring the same switches and
+        outcomes). None: a built-in example program of the saved name (``"hmm"``,
+        ``"pcfg"``, ``"path"``) is rebuilt from the saved switches
+        (:func:`~hiddenstate.programs.examples.builtin_program`).
 
+    Returns
+    -------
+    object
+        The estimator (or source), as it was saved.
+
+    Raises
+    ------
+    hiddenstate.errors.ModelFileError
+        If the directory is malformed, tampered with or inconsistent, or holds a format this
+        version does not read.
+    hiddenstate.errors.InvalidInputError
+        If ``program`` is given for another file than a saved ProgramModel, or is missing
+        for a program that is not built in.
+    hiddenstate.errors.MissingDependencyError
+        If the file holds a ``BlockedHMMLM`` and torch is not installed.
+
+    Examples
+    --------
     >>> import hiddenstate as hs
-    >>> model = hs.load("my-model")            # doctest: +SKIP
-    >>> model = hs.load("my-program-model", program=my_program)  # doctest: +SKIP
+    >>> model = hs.HMM(n_states=2, n_features=3)
+    >>> model.startprob_ = [0.6, 0.4]
+    >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+    >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+    >>> model.save("my-model")
+    >>> restored = hs.load("my-model")
+    >>> type(restored).__name__, bool((restored.transmat_ == model.transmat_).all())
+    ('HMM', True)
+    >>> hs.load("no-such-dir")
+    Traceback (most recent call last):
+    ...
+    hiddenstate.errors.ModelFileError: path: no-such-dir is not a saved model ...
     """
     path = Path(path)
     fmt, cls = peek(path)

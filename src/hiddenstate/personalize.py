@@ -83,9 +83,39 @@ Progress = Callable[[str, int, int, float], None]
 
 def read_tokens(path, lowercase: bool = True, option: str = "--target",
                 encoding: str = "utf-8") -> list[list[str]]:
-    """Token lists, one per non-blank line of the text file ``path`` (lower-cased unless
-    ``lowercase=False``; see :func:`hiddenstate.textio.read_text_file` for ``encoding``);
-    errors name ``option``."""
+    r"""Read a text file as token lists, one per non-blank line.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The text file.
+    lowercase : bool, default=True
+        Lower-case every token.
+    option : str, default="--target"
+        The command-line option the error messages name.
+    encoding : str, default="utf-8"
+        The file's text encoding (see :func:`hiddenstate.textio.read_text_file`).
+
+    Returns
+    -------
+    list of list of str
+        The tokens of each line.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If the file cannot be read; the message names ``option``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate import personalize as pz
+    >>> reference_text = "the cat sat on the mat\nthe dog sat on the rug\n"
+    >>> _ = Path("reference.txt").write_text(reference_text * 30)
+    >>> _ = Path("target.txt").write_text("my cat sat on my mat\nmy dog ran\n" * 30)
+    >>> pz.read_tokens("target.txt")[:2]
+    [['my', 'cat', 'sat', 'on', 'my', 'mat'], ['my', 'dog', 'ran']]
+    """
     try:
         seqs = textio.read_text_sequences(path, encoding)
     except InvalidInputError as exc:
@@ -97,14 +127,56 @@ def read_tokens(path, lowercase: bool = True, option: str = "--target",
 
 def build_vocabulary(reference: Sequence[Sequence[str]], vocab_size: int = 10000
                      ) -> textio.Vocabulary:
-    """The ``vocab_size`` most frequent reference words (``<unk>`` included, id 0)."""
+    """Build the vocabulary of the most frequent reference words.
+
+    Parameters
+    ----------
+    reference : sequence of sequence of str
+        The reference corpus, as token lists.
+    vocab_size : int, default=10000
+        The largest vocabulary size, ``<unk>`` (id 0) included.
+
+    Returns
+    -------
+    hiddenstate.textio.Vocabulary
+        The vocabulary.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``vocab_size`` is not an integer >= 2 (the message names ``--vocab-size``).
+
+    Examples
+    --------
+    >>> from hiddenstate import personalize as pz
+    >>> pz.build_vocabulary([["the", "cat", "sat"], ["the", "dog"]], vocab_size=3).tokens
+    ['<unk>', 'the', 'cat']
+    """
     _check_int(vocab_size, "--vocab-size", 2)
     return textio.Vocabulary.build(reference, max_size=vocab_size)
 
 
 @dataclass
 class Stream:
-    """Sequences of a stretch of the target: the words, their ids and the layout."""
+    """Sequences of a stretch of the target: the words, their ids and the layout.
+
+    Parameters
+    ----------
+    tokens : list of list of str
+        The words of each sequence.
+    X : ndarray of int64 of shape (n_words,)
+        Their symbol ids (``-1``: a missing word).
+    lengths : ndarray of int64 of shape (n_sequences,)
+        The length of each sequence.
+
+    Examples
+    --------
+    >>> from hiddenstate import personalize as pz
+    >>> vocabulary = pz.build_vocabulary([["the", "cat", "sat"]])
+    >>> stream = pz.Stream.encode([["the", "dog", "sat"], ["cat"]], vocabulary)
+    >>> stream.X, stream.lengths, len(stream)
+    (array([3, 0, 2, 1]), array([3, 1]), 4)
+    """
 
     tokens: list[list[str]]
     X: np.ndarray  # (n,) int64 symbol ids
@@ -112,6 +184,7 @@ class Stream:
 
     @property
     def words(self) -> list[str]:
+        """The words of every sequence, one after the other."""
         return [w for s in self.tokens for w in s]
 
     @property
@@ -125,7 +198,29 @@ class Stream:
     @classmethod
     def encode(cls, tokens: list[list[str]], vocabulary: textio.Vocabulary,
                missing_token: str | None = None) -> Stream:
-        """Ids of the words; ``missing_token`` (if given) becomes the missing marker -1."""
+        """Encode token lists with a vocabulary.
+
+        Parameters
+        ----------
+        tokens : list of list of str
+            The words of each sequence (empty sequences are dropped).
+        vocabulary : hiddenstate.textio.Vocabulary
+            The vocabulary (words it lacks become ``<unk>``).
+        missing_token : str or None, default=None
+            A token that marks a missing word: it becomes the missing marker ``-1``.
+
+        Returns
+        -------
+        Stream
+            The stream.
+
+        Examples
+        --------
+        >>> from hiddenstate import personalize as pz
+        >>> vocabulary = pz.build_vocabulary([["the", "cat", "sat"]])
+        >>> pz.Stream.encode([["the", "???", "sat"]], vocabulary, missing_token="???").X
+        array([ 3, -1,  2])
+        """
         tokens = [s for s in tokens if s]
         lengths = np.array([len(s) for s in tokens], dtype=np.int64)
         X = vocabulary.encode(w for s in tokens for w in s)
@@ -134,15 +229,52 @@ class Stream:
         return cls(tokens, X, lengths)
 
     def write(self, path) -> None:
+        """Write the stream as text, one sequence per line.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (UTF-8).
+        """
         Path(path).write_text("".join(" ".join(s) + "\n" for s in self.tokens),
                               encoding="utf-8")
 
 
 def split_target(sequences: Sequence[Sequence[str]], words: int, eval_words: int | None = None
                  ) -> tuple[list[list[str]], list[list[str]]]:
-    """The first ``words`` words of the target and the next ``eval_words`` (default: the
-    rest, at most :data:`EVAL_WORDS_CAP`), each as a list of sequences. A line cut by a
-    boundary contributes its two parts as separate sequences."""
+    """Cut the target into the personalisation words and the evaluation words.
+
+    The first ``words`` words of the target and the next ``eval_words``, each as a list of
+    sequences. A line cut by a boundary contributes its two parts as separate sequences.
+
+    Parameters
+    ----------
+    sequences : sequence of sequence of str
+        The target's token lists.
+    words : int
+        The number of personalisation words (fewer than the target has).
+    eval_words : int or None, default=None
+        The number of evaluation words; None: the rest, at most :data:`EVAL_WORDS_CAP`.
+
+    Returns
+    -------
+    personalisation : list of list of str
+        The first ``words`` words.
+    evaluation : list of list of str
+        The next ``eval_words`` words.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``words`` leaves no word to evaluate on, or an argument is not a positive
+        integer (the messages name ``--words``, ``--eval-words``).
+
+    Examples
+    --------
+    >>> from hiddenstate import personalize as pz
+    >>> pz.split_target([["a", "b", "c"], ["d", "e"]], words=2, eval_words=2)
+    ([['a', 'b']], [['c'], ['d']])
+    """
     _check_int(words, "--words", 1)
     total = sum(len(s) for s in sequences)
     if total <= words:
@@ -181,7 +313,23 @@ def _check_int(value, option: str, minimum: int) -> int:
 
 
 def require_torch(option: str = "--source lstm") -> None:
-    """A clear error when torch (needed by the LSTM source) is missing."""
+    """Raise a clear error when torch (needed by the LSTM source) is missing.
+
+    Parameters
+    ----------
+    option : str, default="--source lstm"
+        The command-line option the error names.
+
+    Raises
+    ------
+    hiddenstate.errors.HiddenStateError
+        If torch is not installed.
+
+    Examples
+    --------
+    >>> from hiddenstate import personalize as pz
+    >>> pz.require_torch()  # doctest: +SKIP
+    """
     if importlib.util.find_spec("torch") is None:
         raise HiddenStateError(
             f"{option}: the LSTM source needs PyTorch, which is not installed; "
@@ -191,9 +339,54 @@ def require_torch(option: str = "--source lstm") -> None:
 def train_source(kind: str, X: np.ndarray, lengths: np.ndarray,
                  vocabulary: textio.Vocabulary, order: int = 3, seed: int = 0,
                  progress: Progress | None = None, options: dict | None = None) -> Source:
-    """Train the black box on the encoded reference: ``"ngram"`` (interpolated Kneser-Ney of
-    the given ``order``) or ``"lstm"`` (:class:`~hiddenstate.sources.LSTMSource` seeded with
-    ``seed``; ``options`` go to its constructor)."""
+    r"""Train the black box on the encoded reference.
+
+    Parameters
+    ----------
+    kind : {"ngram", "lstm"}
+        An interpolated Kneser-Ney model of order ``order``, or an
+        :class:`~hiddenstate.sources.LSTMSource` (the torch extra) seeded with ``seed``.
+    X : ndarray of int64
+        The reference's symbol ids.
+    lengths : ndarray of int64
+        The length of each reference sequence.
+    vocabulary : hiddenstate.textio.Vocabulary
+        The vocabulary of the ids (saved with the source).
+    order : int, default=3
+        The n-gram order.
+    seed : int, default=0
+        The LSTM's random seed.
+    progress : callable or None, default=None
+        ``progress(stage, done, total, value)``, called as the work advances (see the module
+        docstring).
+    options : dict or None, default=None
+        Keyword arguments of the source's constructor.
+
+    Returns
+    -------
+    hiddenstate.sources.Source
+        The trained source.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``kind`` or ``order`` is invalid.
+    hiddenstate.errors.HiddenStateError
+        If ``kind="lstm"`` and torch is not installed.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate import personalize as pz
+    >>> reference_text = "the cat sat on the mat\nthe dog sat on the rug\n"
+    >>> _ = Path("reference.txt").write_text(reference_text * 30)
+    >>> _ = Path("target.txt").write_text("my cat sat on my mat\nmy dog ran\n" * 30)
+    >>> reference = pz.read_tokens("reference.txt")
+    >>> vocabulary = pz.build_vocabulary(reference)
+    >>> ref = pz.Stream.encode(reference, vocabulary)
+    >>> pz.train_source("ngram", ref.X, ref.lengths, vocabulary, order=2).describe()
+    '2-gram interpolated Kneser-Ney (W=8)'
+    """
     if kind == "ngram":
         _check_int(order, "--order", 1)
         return KneserNeySource(order=order, **(options or {})).fit(
@@ -231,10 +424,56 @@ def _chunks(lengths: np.ndarray, chunk: int):
 
 def stream_fit(model, stream: Stream, chunk: int | None = None, progress: Progress | None = None,
                stage: str = "props") -> np.ndarray:
-    """Feed ``stream`` to a streaming (online-EM) ``model`` with ``partial_fit`` in chunks of
-    ``chunk`` words (default: a twentieth, at least 50), continuing sequences across chunk
-    boundaries, so the result equals one call; returns the prequential log-probability of
-    every word (the chunks' ``stream_log_prob_`` joined)."""
+    r"""Feed a stream to a streaming (online-EM) model in chunks.
+
+    ``partial_fit`` in chunks of ``chunk`` words, continuing sequences across chunk
+    boundaries, so the result equals one call.
+
+    Parameters
+    ----------
+    model : hiddenstate.HMM or hiddenstate.PROPS
+        A model with ``learn="online-em"``.
+    stream : Stream
+        The words to learn from.
+    chunk : int or None, default=None
+        The words per call; None: a twentieth of the stream, at least 50.
+    progress : callable or None, default=None
+        ``progress(stage, done, total, value)``, called as the work advances (see the module
+        docstring).
+    stage : str, default="props"
+        The stage name ``progress`` is called with.
+
+    Returns
+    -------
+    ndarray of shape (n_words,)
+        The prequential log-probability of every word (the chunks' ``stream_log_prob_``
+        joined).
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``chunk`` is invalid or the model is not a streaming learner.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate import personalize as pz
+    >>> reference_text = "the cat sat on the mat\nthe dog sat on the rug\n"
+    >>> _ = Path("reference.txt").write_text(reference_text * 30)
+    >>> _ = Path("target.txt").write_text("my cat sat on my mat\nmy dog ran\n" * 30)
+    >>> import hiddenstate as hs
+    >>> reference = pz.read_tokens("reference.txt")
+    >>> vocabulary = pz.build_vocabulary(reference)
+    >>> ref = pz.Stream.encode(reference, vocabulary)
+    >>> source = pz.train_source("ngram", ref.X, ref.lengths, vocabulary, order=2)
+    >>> first, second = pz.split_target(pz.read_tokens("target.txt"), words=200, eval_words=50)
+    >>> personalisation = pz.Stream.encode(first, vocabulary)
+    >>> evaluation = pz.Stream.encode(second, vocabulary)
+    >>> props = hs.PROPS([source], n_perturbation_states=1, random_state=0)
+    >>> curve = pz.stream_fit(props, personalisation, chunk=50)
+    >>> curve.shape
+    (200,)
+    """
     n = len(stream)
     chunk = max(50, -(-n // 20)) if chunk is None else _check_int(chunk, "chunk", 1)
     out = np.empty(n)
@@ -250,10 +489,30 @@ def stream_fit(model, stream: Stream, chunk: int | None = None, progress: Progre
 
 
 def predictive_summary(log_prob: np.ndarray, observed: np.ndarray | None = None) -> dict:
-    """``mean_prob`` (mean of p), ``perplexity`` (exp of minus the mean log p),
-    ``mean_log_prob`` and ``n_words`` of per-word log-probabilities; with ``observed``
-    (bool per word), over the observed words only (a missing word is predicted with
-    probability 1 and would flatter every number)."""
+    """Summarise per-word log-probabilities.
+
+    Parameters
+    ----------
+    log_prob : array-like of float
+        The log-probability of every word.
+    observed : array-like of bool or None, default=None
+        Whether each word is observed: the numbers are over the observed words only (a
+        missing word is predicted with probability 1 and would flatter every number).
+
+    Returns
+    -------
+    dict
+        ``n_words``, ``mean_prob`` (the mean of p), ``mean_log_prob`` and ``perplexity``
+        (exp of minus the mean log p).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import personalize as pz
+    >>> summary = pz.predictive_summary(np.log([0.5, 0.25, 1.0]), observed=[True, True, False])
+    >>> summary["n_words"], summary["mean_prob"], round(summary["perplexity"], 4)
+    (2, 0.375, 2.8284)
+    """
     lp = np.asarray(log_prob, dtype=np.float64)
     if observed is not None:
         lp = lp[np.asarray(observed, dtype=bool)]
@@ -265,7 +524,29 @@ def predictive_summary(log_prob: np.ndarray, observed: np.ndarray | None = None)
 
 @dataclass
 class Evaluation:
-    """Per-word outputs on the evaluation words (models frozen)."""
+    r"""Per-word outputs on the evaluation words (models frozen).
+
+    Parameters
+    ----------
+    props_log_prob : ndarray of shape (n_words,)
+        PROPS's predictive log-probability of each word.
+    hmm_log_prob : ndarray of shape (n_words,)
+        The streaming HMM's.
+    source_log_prob : ndarray of shape (n_words,)
+        The black box's alone.
+    membership_log_odds : ndarray of shape (n_words,)
+        PROPS's log-odds that the word comes from a perturbation state.
+    perturbation_prob : ndarray of shape (n_words,)
+        :math:`p_t = P(z_t \in K_p \mid y_{\le t})`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.personalize import Evaluation
+    >>> scores = Evaluation(*(np.zeros(3) for _ in range(5)))
+    >>> scores.props_log_prob.shape
+    (3,)
+    """
 
     props_log_prob: np.ndarray
     hmm_log_prob: np.ndarray
@@ -275,9 +556,54 @@ class Evaluation:
 
 
 def evaluate(props: PROPS, hmm: HMM, stream: Stream) -> Evaluation:
-    """Score ``stream`` with PROPS and the HMM frozen (``score_tokens``; the membership
-    log-odds from PROPS's filtered posteriors, as in :meth:`PROPS.token_scores`) and with the
-    black box alone (PROPS's first source)."""
+    r"""Score the evaluation words with PROPS and the HMM frozen, and with the black box alone.
+
+    ``score_tokens`` of both models; the membership log-odds from PROPS's filtered
+    posteriors (as in :meth:`hiddenstate.PROPS.token_scores`); the black box is PROPS's
+    first source.
+
+    Parameters
+    ----------
+    props : hiddenstate.PROPS
+        The personalised PROPS model.
+    hmm : hiddenstate.HMM
+        The streaming HMM.
+    stream : Stream
+        The evaluation words.
+
+    Returns
+    -------
+    Evaluation
+        The per-word outputs.
+
+    Raises
+    ------
+    NotFittedError
+        If a model is not fitted.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate import personalize as pz
+    >>> reference_text = "the cat sat on the mat\nthe dog sat on the rug\n"
+    >>> _ = Path("reference.txt").write_text(reference_text * 30)
+    >>> _ = Path("target.txt").write_text("my cat sat on my mat\nmy dog ran\n" * 30)
+    >>> import hiddenstate as hs
+    >>> reference = pz.read_tokens("reference.txt")
+    >>> vocabulary = pz.build_vocabulary(reference)
+    >>> ref = pz.Stream.encode(reference, vocabulary)
+    >>> source = pz.train_source("ngram", ref.X, ref.lengths, vocabulary, order=2)
+    >>> first, second = pz.split_target(pz.read_tokens("target.txt"), words=200, eval_words=50)
+    >>> personalisation = pz.Stream.encode(first, vocabulary)
+    >>> evaluation = pz.Stream.encode(second, vocabulary)
+    >>> props = hs.PROPS([source], n_perturbation_states=1, random_state=0)
+    >>> _ = pz.stream_fit(props, personalisation)
+    >>> hmm = hs.HMM(n_states=2, n_features=len(vocabulary), learn="online-em", random_state=0)
+    >>> _ = pz.stream_fit(hmm, personalisation, stage="hmm")
+    >>> scores = pz.evaluate(props, hmm, evaluation)
+    >>> bool(scores.props_log_prob.mean() > scores.source_log_prob.mean())
+    True
+    """
     X, lengths = stream.X, stream.lengths
     filtered = props.filter_proba(X, lengths)
     return Evaluation(props.score_tokens(X, lengths), hmm.score_tokens(X, lengths),
@@ -291,7 +617,47 @@ def evaluate(props: PROPS, hmm: HMM, stream: Stream) -> Evaluation:
 
 @dataclass
 class PersonalizeResult:
-    """Everything :func:`personalize` computed (``summary`` is what ``summary.json`` holds)."""
+    r"""Everything :func:`personalize` computed.
+
+    Parameters
+    ----------
+    summary : dict
+        What ``summary.json`` holds.
+    out : pathlib.Path
+        The output directory.
+    vocabulary : hiddenstate.textio.Vocabulary
+        The vocabulary.
+    source : hiddenstate.sources.Source
+        The black box.
+    props : hiddenstate.PROPS
+        The personalised PROPS model.
+    hmm : hiddenstate.HMM
+        The streaming HMM.
+    personalisation : Stream
+        The personalisation words.
+    evaluation : Stream
+        The evaluation words.
+    curves : dict of str to ndarray
+        The prequential log-probabilities on the personalisation stream (``"props"``,
+        ``"hmm"``, ``"black_box"``).
+    scores : Evaluation
+        The per-word outputs on the evaluation words.
+    index : pathlib.Path or None, default=None
+        ``index.html``, once a report writer has set it.
+    seconds : dict of str to float, default={}
+        The time of each stage.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate import personalize as pz
+    >>> reference_text = "the cat sat on the mat\nthe dog sat on the rug\n"
+    >>> _ = Path("reference.txt").write_text(reference_text * 30)
+    >>> _ = Path("target.txt").write_text("my cat sat on my mat\nmy dog ran\n" * 30)
+    >>> result = pz.personalize("reference.txt", "target.txt", "out", words=200, eval_words=50)
+    >>> sorted(result.curves), len(result.personalisation), len(result.evaluation)
+    (['black_box', 'hmm', 'props'], 200, 50)
+    """
 
     summary: dict
     out: Path
@@ -321,19 +687,90 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
                 source_options: dict | None = None, chunk: int | None = None,
                 n_report_words: int | None = None, encoding: str = "utf-8",
                 missing_token: str | None = None) -> PersonalizeResult:
-    """Run the whole pipeline (see the module docstring) and write its files to ``out``.
-
-    ``reference``/``target`` are text files; ``load_source_dir`` reuses a saved source (its
-    vocabulary then replaces the one built from ``reference``, which may be None);
-    ``encoding`` is both texts' (UTF-8 by default); ``missing_token`` marks missing words in
-    the target (see the module docstring; lower-cased with the text). Errors name the
-    command-line option to fix (``--words``, ``--target``, ...).
+    r"""Run the whole pipeline (see the module docstring) and write its files to ``out``.
 
     The HTML report is not written here: pass the result to
-    :func:`hiddenstate.report.personalize.write_personalize_report`. ``report`` and
-    ``n_report_words`` are deprecated (removed after 0.2): ``report=False`` and
-    ``n_report_words`` are ignored with a ``FutureWarning``, ``report=True`` is an
-    :class:`~hiddenstate.errors.InvalidInputError` that says what to call instead.
+    :func:`hiddenstate.report.personalize.write_personalize_report`. Errors name the
+    command-line option to fix (``--words``, ``--target``, ...).
+
+    Parameters
+    ----------
+    reference : str, os.PathLike or None, default=None
+        The reference corpus (a text file) the black box is trained on; may be None with
+        ``load_source_dir``.
+    target : str or os.PathLike
+        The user's text file.
+    out : str or os.PathLike
+        The output directory.
+    words : int, default=2000
+        The number of personalisation words.
+    eval_words : int or None, default=None
+        The number of evaluation words; None: the rest, at most :data:`EVAL_WORDS_CAP`.
+    source : {"ngram", "lstm"}, default="ngram"
+        The black box to train.
+    order : int, default=3
+        The n-gram order.
+    load_source_dir : str, os.PathLike or None, default=None
+        Reuse a saved source (its vocabulary then replaces the one built from
+        ``reference``).
+    vocab_size : int, default=10000
+        The largest vocabulary size.
+    perturbation_states : int, default=2
+        PROPS's learned states.
+    hmm_states : int, default=3
+        The streaming HMM's states.
+    seed : int, default=0
+        The random seed of every model.
+    lowercase : bool, default=True
+        Lower-case both texts.
+    progress : callable or None, default=None
+        ``progress(stage, done, total, value)``, called as the work advances (see the module
+        docstring).
+    report : bool or None, default=None
+        Deprecated (removed after 0.2): ``False`` is ignored with a ``FutureWarning``,
+        ``True`` raises an error that says what to call instead.
+    source_options : dict or None, default=None
+        Keyword arguments of the source's constructor.
+    chunk : int or None, default=None
+        The words per ``partial_fit`` call (see :func:`stream_fit`).
+    n_report_words : int or None, default=None
+        Deprecated and ignored (with a ``FutureWarning``).
+    encoding : str, default="utf-8"
+        Both texts' encoding.
+    missing_token : str or None, default=None
+        A token that marks missing words in the target (lower-cased with the text; see the
+        module docstring).
+
+    Returns
+    -------
+    PersonalizeResult
+        Everything computed; ``out`` holds ``summary.json``, the models (``props``, ``hmm``,
+        ``source``; :func:`hiddenstate.load` reads them back), ``vocabulary.json`` and the
+        two token streams as text.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If an argument or a file is invalid; the message names the option to fix.
+    hiddenstate.errors.ModelFileError
+        If ``load_source_dir`` does not hold a saved source.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate import personalize as pz
+    >>> reference_text = "the cat sat on the mat\nthe dog sat on the rug\n"
+    >>> _ = Path("reference.txt").write_text(reference_text * 30)
+    >>> _ = Path("target.txt").write_text("my cat sat on my mat\nmy dog ran\n" * 30)
+    >>> result = pz.personalize("reference.txt", "target.txt", "out", words=200, eval_words=50,
+    ...                         order=2, perturbation_states=1, hmm_states=2)
+    >>> sorted(path.name for path in Path("out").iterdir())  # doctest: +NORMALIZE_WHITESPACE
+    ['evaluation.txt', 'hmm', 'personalisation.txt', 'props', 'source', 'summary.json',
+     'vocabulary.json']
+    >>> models = result.summary["models"]
+    >>> perplexity = {name: model["evaluation"]["perplexity"] for name, model in models.items()}
+    >>> perplexity["props"] < perplexity["black_box"]
+    True
     """
     _check_report_args(report, n_report_words)
     times: dict[str, float] = {}
@@ -551,7 +988,35 @@ def _summary(*, reference, target, load_source_dir, source_kind, src, vocabulary
 
 
 def format_summary_table(summary: dict) -> str:
-    """The summary as a plain-text table (what the CLI and the demo print)."""
+    r"""Format a summary as a plain-text table (what the CLI and the demo print).
+
+    Parameters
+    ----------
+    summary : dict
+        The summary (:attr:`PersonalizeResult.summary`, or ``summary.json`` read back).
+
+    Returns
+    -------
+    str
+        The table: mean predictive probability and perplexity of each model on the
+        personalisation and the evaluation words.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate import personalize as pz
+    >>> reference_text = "the cat sat on the mat\nthe dog sat on the rug\n"
+    >>> _ = Path("reference.txt").write_text(reference_text * 30)
+    >>> _ = Path("target.txt").write_text("my cat sat on my mat\nmy dog ran\n" * 30)
+    >>> result = pz.personalize("reference.txt", "target.txt", "out", words=200, eval_words=50,
+    ...                         order=2, perturbation_states=1, hmm_states=2)
+    >>> print(pz.format_summary_table(result.summary))  # doctest: +NORMALIZE_WHITESPACE
+                                       personalisation (200 words)       evaluation (50 words)
+    model                               mean P(word)    perplexity  mean P(word)    perplexity
+    PROPS                                     0.3189           4.1        0.3622           3.8
+    HMM (streaming)                           0.2450           5.8        0.2970           4.2
+    black box                                 0.2526          61.3        0.2512          65.1
+    """
     n_p, n_e = summary["n_personalisation_words"], summary["n_evaluation_words"]
     head1 = f"{'':34}{'personalisation (' + str(n_p) + ' words)':>28}" \
             f"{'evaluation (' + str(n_e) + ' words)':>28}"

@@ -15,10 +15,48 @@ from tqdm.auto import tqdm
 class FitProgress:
     """A tqdm bar per restart, fed by ``bar(iteration, objective)``.
 
+    The ``callback(iteration, objective)`` of every ``fit`` that takes one (``HMM``,
+    ``TreeNet``, :func:`hiddenstate.distributed.fit`, the command line): one bar per restart,
+    the objective and its change since the previous iteration in the bar's postfix.
     ``iteration`` counts from 1 within a restart; a value not larger than the previous one
     starts the next restart's bar. ``enabled=False`` draws nothing (the callback still
     runs, so it can be passed unconditionally). Call :meth:`close` (or use it as a context
     manager) to end the last bar.
+
+    Parameters
+    ----------
+    n_iter : int
+        The length of each bar (the iteration limit of the fit).
+    n_init : int, default=1
+        The number of restarts; with more than one, each bar says ``init i/n_init``.
+    stream : file-like or None, default=None
+        Where the bars are drawn; None: standard error.
+    enabled : bool, default=True
+        Draw the bars (False: the callback does nothing visible).
+    label : str, default="log-lik"
+        The name of the objective in the postfix.
+    prefix : str, default="fit"
+        The bar's description.
+    show_delta : bool, default=True
+        Show the change of the objective since the previous iteration.
+    min_interval : float, default=0.1
+        The minimum number of seconds between redraws (tqdm's ``mininterval``).
+
+    Attributes
+    ----------
+    init : int
+        The number of bars started so far (the current restart).
+
+    Examples
+    --------
+    >>> import io
+    >>> from hiddenstate.progress import FitProgress
+    >>> screen = io.StringIO()
+    >>> with FitProgress(n_iter=3, stream=screen) as bar:
+    ...     for iteration, loglik in enumerate([-10.0, -9.0, -8.5], start=1):
+    ...         bar(iteration, loglik)
+    >>> "log-lik=-8.5, delta=+0.5" in screen.getvalue()
+    True
     """
 
     def __init__(self, n_iter: int, n_init: int = 1, *, stream=None, enabled: bool = True,
@@ -54,6 +92,7 @@ class FitProgress:
         self._last_iter, self._last_value = iteration, objective
 
     def close(self) -> None:
+        """End the current bar, if any."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None

@@ -79,19 +79,52 @@ _SUM_ATOL = 1e-5 + 1e-8
 
 
 class NotFittedError(errors.NotFittedError, _SklearnNotFittedError):
-    """A method needs parameters that are not set yet (caught by ``except`` clauses for
-    hiddenstate's and for scikit-learn's ``NotFittedError``)."""
+    """A method needs parameters that are not set yet.
+
+    Caught by ``except`` clauses for hiddenstate's and for scikit-learn's
+    ``NotFittedError`` alike (it derives from both).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.exceptions import NotFittedError
+    >>> from hiddenstate.compat import hmmlearn as hmm
+    >>> try:
+    ...     hmm.GaussianHMM(n_components=2).predict(np.zeros((3, 1)))
+    ... except NotFittedError:
+    ...     print("fit first")
+    fit first
+    """
 
 
 class ConvergenceMonitor:
-    """hmmlearn's convergence monitor: ``history`` of the log-likelihood per iteration
-    (at the parameters entering it), ``iter``, ``n_iter``, ``tol``, ``verbose``.
+    """The convergence monitor of hmmlearn: the log-likelihood of every EM iteration.
 
-    ``converged`` is True when the last iteration improved the log-likelihood by less than
-    ``tol``. Unlike hmmlearn it is *not* set merely because ``n_iter`` was reached: check
+    ``history`` holds the log-likelihood per iteration (at the parameters entering it);
+    ``iter``, ``n_iter``, ``tol``, ``verbose`` as in hmmlearn. :attr:`converged` is True
+    when the last iteration improved the log-likelihood by less than ``tol``. Unlike hmmlearn
+    it is *not* set merely because ``n_iter`` was reached: check
     ``monitor_.iter == monitor_.n_iter`` for that. A custom monitor (any object with
     ``report``, ``converged``, ``iter`` and ``_reset``) may replace ``model.monitor_``
     before ``fit``, as in hmmlearn.
+
+    Parameters
+    ----------
+    tol : float
+        The improvement below which EM has converged.
+    n_iter : int
+        The maximum number of iterations.
+    verbose : bool
+        Print each iteration to stderr.
+
+    Examples
+    --------
+    >>> from hiddenstate.compat.hmmlearn import ConvergenceMonitor
+    >>> monitor = ConvergenceMonitor(tol=0.01, n_iter=10, verbose=False)
+    >>> monitor.report(-10.0)
+    >>> monitor.report(-9.995)
+    >>> monitor.converged, monitor.iter
+    (True, 2)
     """
 
     _template = "{iter:>10d} {log_prob:>16.8f} {delta:>+16.8f}"
@@ -114,7 +147,16 @@ class ConvergenceMonitor:
         self.history.clear()
 
     def report(self, log_prob):
-        """Record the log-likelihood of one iteration (printed to stderr if verbose)."""
+        """Record the log-likelihood of one iteration.
+
+        Printed to stderr if ``verbose``; a decrease beyond rounding is logged as a warning
+        ("Model is not converging"), as hmmlearn does.
+
+        Parameters
+        ----------
+        log_prob : float
+            The log-likelihood of the data at the parameters entering the iteration.
+        """
         if self.verbose:
             delta = log_prob - self.history[-1] if self.history else np.nan
             print(self._template.format(iter=self.iter + 1, log_prob=log_prob, delta=delta),
@@ -175,6 +217,7 @@ class _HmmlearnHMM(HMM):
     # -- hiddenstate.HMM's names for hmmlearn's hyper-parameters --------------------------
     @property
     def n_states(self) -> int:
+        """The number of hidden states: ``n_components`` (hiddenstate's name)."""
         return self.n_components
 
     @property
@@ -186,12 +229,39 @@ class _HmmlearnHMM(HMM):
         self.n_features = value
 
     def prior(self, name: str):
-        """hmmlearn's priors act through the M-step whatever the mode: as set."""
+        """Return a prior as set: hmmlearn's priors act through the M-step whatever the mode.
+
+        Parameters
+        ----------
+        name : str
+            The prior's attribute name (``"transmat_prior"``, ...).
+
+        Returns
+        -------
+        float or ndarray
+            Its value.
+        """
         return _as_prior(getattr(self, name), name)
 
     def emission_family(self, n_features, X=None, n_states=None):
-        """The family with this class's hmmlearn priors (:meth:`_family_kwargs`; hmmlearn
-        fills in no prior from the data, so ``X`` is not read)."""
+        """Build the emission family with this class's hmmlearn priors.
+
+        hmmlearn fills in no prior from the data, so ``X`` is not read.
+
+        Parameters
+        ----------
+        n_features : int
+            The number of features (symbols).
+        X : ndarray or None, default=None
+            Unused.
+        n_states : int or None, default=None
+            The number of states; None: ``n_components``.
+
+        Returns
+        -------
+        hiddenstate.families.EmissionFamily
+            The family.
+        """
         K = self.n_components if n_states is None else n_states
         kwargs = self._family_kwargs()
         if self.emission == "gaussian" and self.covariance_type == "spherical":
@@ -308,8 +378,29 @@ class _HmmlearnHMM(HMM):
 
     # -- fitting ---------------------------------------------------------------------------
     def fit(self, X, lengths=None):
-        """Estimate the parameters by EM (hmmlearn's ``fit``: ``_init``, ``_check``, then
-        at most ``n_iter`` iterations until ``monitor_.converged``)."""
+        """Estimate the parameters by EM, as hmmlearn's ``fit``.
+
+        ``_init`` (hmmlearn's initialisation draws for the parameters ``init_params`` names, or
+        that are missing), ``_check``, then at most ``n_iter`` iterations until
+        ``monitor_.converged``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The observations, the sequences one after the other.
+        lengths : array-like of int or None, default=None
+            The length of each sequence; None: one sequence.
+
+        Returns
+        -------
+        object
+            The model itself, fitted.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter, the data or a parameter set by hand is invalid.
+        """
         self.check_hyperparameters()
         X = self._validate_X(X)
         if lengths is None:
@@ -346,21 +437,90 @@ class _HmmlearnHMM(HMM):
         return self.emission_family(self.n_features).log_likelihood(self.emission_params(), X)
 
     def score_samples(self, X, lengths=None):
-        """hmmlearn's meaning: ``(log p(X), state posteriors (n_samples, n_components))``
-        (:class:`hiddenstate.HMM` names these ``score`` and ``predict_proba``; its
-        ``score_samples`` is the log-likelihood of each sequence)."""
+        r"""Compute the log-likelihood and the state posteriors, as hmmlearn's ``score_samples``.
+
+        hmmlearn's meaning: ``(log p(X), state posteriors)``. :class:`hiddenstate.HMM`
+        names these ``score`` and ``predict_proba``; its ``score_samples`` is the
+        log-likelihood of each sequence.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The observations, the sequences one after the other.
+        lengths : array-like of int or None, default=None
+            The length of each sequence; None: one sequence.
+
+        Returns
+        -------
+        log_prob : float
+            :math:`\log p(X)`, summed over the sequences.
+        posteriors : ndarray of shape (n_samples, n_components)
+            :math:`p(z_t = k \mid X)` for every sample.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or parameters set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data are invalid.
+        """
         logprob, posteriors = self._posteriors(X, lengths)
         return float(logprob.sum()), posteriors
 
     def score(self, X, lengths=None) -> float:
-        """log p(X) (forward pass only)."""
+        r"""Compute the log-likelihood of the data (forward pass only).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The observations, the sequences one after the other.
+        lengths : array-like of int or None, default=None
+            The length of each sequence; None: one sequence.
+
+        Returns
+        -------
+        float
+            :math:`\log p(X)`, summed over the sequences.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or parameters set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data are invalid.
+        """
         return float(HMM.score_samples(self, X, lengths).sum())
 
     def decode(self, X, lengths=None, algorithm=None):
-        """Most likely states. ``"viterbi"`` returns (log p(X, z*), z*). ``"map"`` returns
-        the per-step posterior argmax and, as hmmlearn 0.3.3 does, the sum over samples of
-        the largest posterior *probability* (not a log-probability; ``score`` gives
-        log p(X)). ``algorithm=None`` uses ``self.algorithm``."""
+        r"""Find the most likely states.
+
+        ``"viterbi"`` returns :math:`(\log p(X, z^*), z^*)`. ``"map"`` returns the per-step
+        posterior argmax and, as hmmlearn 0.3.3 does, the sum over samples of the largest
+        posterior *probability* (not a log-probability; ``score`` gives :math:`\log p(X)`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The observations, the sequences one after the other.
+        lengths : array-like of int or None, default=None
+            The length of each sequence; None: one sequence.
+        algorithm : {"viterbi", "map"} or None, default=None
+            The decoder; None: ``self.algorithm``.
+
+        Returns
+        -------
+        log_prob : float
+            See above.
+        state_sequence : ndarray of shape (n_samples,)
+            The decoded states.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``algorithm`` is unknown or the data are invalid.
+        NotFittedError
+            Before ``fit`` (or parameters set by hand).
+        """
         algorithm = algorithm or self.algorithm
         if not isinstance(algorithm, str) or algorithm not in DECODER_ALGORITHMS:
             raise InvalidInputError(
@@ -371,12 +531,37 @@ class _HmmlearnHMM(HMM):
         return super().decode(X, lengths, algorithm)
 
     def predict(self, X, lengths=None):
-        """Most likely state of every sample (decoded with ``self.algorithm``)."""
+        """Find the most likely state of every sample, decoded with ``self.algorithm``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The observations, the sequences one after the other.
+        lengths : array-like of int or None, default=None
+            The length of each sequence; None: one sequence.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The decoded states.
+        """
         return self.decode(X, lengths)[1]
 
     def get_stationary_distribution(self) -> np.ndarray:
-        """Stationary distribution of the chain (left eigenvector of ``transmat_`` for the
-        largest eigenvalue)."""
+        """Compute the stationary distribution of the chain.
+
+        The left eigenvector of ``transmat_`` for the largest eigenvalue, normalised.
+
+        Returns
+        -------
+        ndarray of shape (n_components,)
+            The stationary distribution.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``transmat_`` is set.
+        """
         if not hasattr(self, "transmat_"):
             raise NotFittedError(
                 f"This {type(self).__name__} instance has no transmat_ yet; call fit first")
@@ -385,8 +570,32 @@ class _HmmlearnHMM(HMM):
         return eigvec / eigvec.sum()
 
     def sample(self, n_samples=1, random_state=None, currstate=None):
-        """Draw ``n_samples`` observations and their states, exactly as hmmlearn does
-        (same ``random_state`` -> same draws). ``currstate`` fixes the first state."""
+        """Draw observations and their states, exactly as hmmlearn does.
+
+        The same ``random_state`` gives the same draws.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            The number of samples.
+        random_state : int, numpy.random.RandomState or None, default=None
+            The seed; None: ``self.random_state``.
+        currstate : int or None, default=None
+            The first state; None: drawn from ``startprob_``.
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, n_features)
+            The observations.
+        state_sequence : ndarray of shape (n_samples,)
+            Their states.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``n_samples`` or ``currstate`` is out of range, or the samples would not fit in
+            memory.
+        """
         self.check_is_fitted()
         if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) \
                 or n_samples < 1:
@@ -421,8 +630,16 @@ class _HmmlearnHMM(HMM):
 
     # -- persistence -----------------------------------------------------------------------
     def to_hmm(self) -> HMM:
-        """The equivalent :class:`hiddenstate.HMM` (same parameters and fitted state;
-        prior hyper-parameters are not carried over)."""
+        """Return the equivalent :class:`hiddenstate.HMM`.
+
+        Same parameters and fitted state (the monitor's history included); prior
+        hyper-parameters are not carried over.
+
+        Returns
+        -------
+        hiddenstate.HMM
+            The native model.
+        """
         from ..learn import ConvergenceMonitor as NativeMonitor
 
         self.check_is_fitted()
@@ -450,8 +667,15 @@ class _HmmlearnHMM(HMM):
         return out
 
     def save(self, path) -> None:
-        """Save as the equivalent :class:`hiddenstate.HMM` (JSON + ``.npz``, no pickle);
-        :func:`hiddenstate.load` returns that ``HMM``."""
+        """Save as the equivalent :class:`hiddenstate.HMM` (JSON + ``.npz``, no pickle).
+
+        :func:`hiddenstate.load` returns that ``HMM``.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The directory.
+        """
         self.to_hmm().save(path)
 
 
@@ -473,11 +697,68 @@ class _EmissionRows:
 
 
 class CategoricalHMM(_EmissionRows, _HmmlearnHMM):
-    """Hidden Markov model with categorical (discrete) emissions (hmmlearn's
-    ``CategoricalHMM``). ``X`` holds integer symbols, shape ``(n_samples, 1)``.
+    """Hidden Markov model with categorical (discrete) emissions: hmmlearn's CategoricalHMM.
 
-    Attributes: ``n_features`` (number of symbols), ``monitor_``, ``startprob_``,
-    ``transmat_``, ``emissionprob_`` ``(n_components, n_features)``.
+    ``X`` holds integer symbols, shape ``(n_samples, 1)``. See the module docstring
+    (:mod:`hiddenstate.compat.hmmlearn`) for what is hmmlearn's and the deliberate
+    differences.
+
+    Parameters
+    ----------
+    n_components : int, default=1
+        The number of hidden states.
+    startprob_prior : float or array-like, default=1.0
+        The Dirichlet concentration of the initial distribution (the M-step adds
+        ``startprob_prior - 1`` to the counts, as hmmlearn does).
+    transmat_prior : float or array-like, default=1.0
+        The Dirichlet concentration of each transition row.
+    emissionprob_prior : float or array-like, default=1.0
+        The Dirichlet concentration of each emission row.
+    n_features : int or None, default=None
+        The number of symbols; None: the largest symbol of the data plus one.
+    algorithm : {"viterbi", "map"}, default="viterbi"
+        The decoder of :meth:`decode` and :meth:`predict`.
+    random_state : int, numpy.random.RandomState or None, default=None
+        Seeds hmmlearn's own initialisation draws (the same seed gives hmmlearn's starting
+        point) and :meth:`sample`.
+    n_iter : int, default=10
+        The maximum number of EM iterations.
+    tol : float, default=1e-2
+        EM stops when an iteration improves the log-likelihood by less than this.
+    verbose : bool, default=False
+        Print each iteration's log-likelihood to stderr (the monitor's ``report``).
+    params : str, default="ste"
+        The parameters EM updates: ``s`` start, ``t`` transitions, ``e`` emissions.
+    init_params : str, default="ste"
+        The parameters ``fit`` initialises.
+    implementation : {"log", "scaling"}, default="log"
+        Accepted for compatibility and ignored: hiddenstate always uses its scaled kernels.
+
+    Attributes
+    ----------
+    n_features : int
+        The number of symbols.
+    monitor_ : ConvergenceMonitor
+        The log-likelihood of every EM iteration.
+    startprob_ : ndarray of shape (n_components,)
+        The initial state distribution.
+    transmat_ : ndarray of shape (n_components, n_components)
+        The transition matrix.
+    emissionprob_ : ndarray of shape (n_components, n_features)
+        The emission probabilities.
+
+    See Also
+    --------
+    hiddenstate.HMM : The native estimator (``emission="categorical"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.compat import hmmlearn as hmm
+    >>> X = np.array([[0], [0], [1], [0], [2], [2], [1], [2]])
+    >>> model = hmm.CategoricalHMM(n_components=2, random_state=0).fit(X)
+    >>> model.n_features, model.emissionprob_.shape
+    (3, (2, 3))
     """
 
     emission = "categorical"
@@ -558,13 +839,84 @@ class CategoricalHMM(_EmissionRows, _HmmlearnHMM):
 
 
 class GaussianHMM(_HmmlearnHMM):
-    """Hidden Markov model with Gaussian emissions (hmmlearn's ``GaussianHMM``).
+    """Hidden Markov model with Gaussian emissions: hmmlearn's GaussianHMM.
 
-    ``covariance_type``: ``"spherical"``, ``"diag"`` (default), ``"full"`` or ``"tied"``.
     ``covars_`` reads as ``(n_components, n_features, n_features)`` matrices whatever the
     type and is set in the type's own shape (``(n_components,)``, ``(n_components,
     n_features)``, ``(n_components, n_features, n_features)`` or ``(n_features,
-    n_features)``); the stored form is ``_covars_``.
+    n_features)``); the stored form is ``_covars_``. See the module docstring
+    (:mod:`hiddenstate.compat.hmmlearn`) for what is hmmlearn's and the deliberate
+    differences.
+
+    Parameters
+    ----------
+    n_components : int, default=1
+        The number of hidden states.
+    covariance_type : {"spherical", "diag", "full", "tied"}, default="diag"
+        The form of the covariances.
+    min_covar : float, default=1e-3
+        The floor of every variance, applied at every M-step.
+    startprob_prior : float or array-like, default=1.0
+        The Dirichlet concentration of the initial distribution (the M-step adds
+        ``startprob_prior - 1`` to the counts, as hmmlearn does).
+    transmat_prior : float or array-like, default=1.0
+        The Dirichlet concentration of each transition row.
+    means_prior : float or array-like, default=0
+        The prior mean of the means.
+    means_weight : float or array-like, default=0
+        Its weight.
+    covars_prior : float or array-like, default=1e-2
+        The prior scatter of the covariances.
+    covars_weight : float or array-like, default=1
+        Its weight.
+    algorithm : {"viterbi", "map"}, default="viterbi"
+        The decoder of :meth:`decode` and :meth:`predict`.
+    random_state : int, numpy.random.RandomState or None, default=None
+        Seeds hmmlearn's own initialisation draws (the same seed gives hmmlearn's starting
+        point) and :meth:`sample`.
+    n_iter : int, default=10
+        The maximum number of EM iterations.
+    tol : float, default=1e-2
+        EM stops when an iteration improves the log-likelihood by less than this.
+    verbose : bool, default=False
+        Print each iteration's log-likelihood to stderr (the monitor's ``report``).
+    params : str, default="stmc"
+        The parameters EM updates: ``s``, ``t``, ``m`` means, ``c`` covariances.
+    init_params : str, default="stmc"
+        The parameters ``fit`` initialises.
+    implementation : {"log", "scaling"}, default="log"
+        Accepted for compatibility and ignored: hiddenstate always uses its scaled kernels.
+
+    Attributes
+    ----------
+    n_features : int
+        The number of features.
+    monitor_ : ConvergenceMonitor
+        The log-likelihood of every EM iteration.
+    startprob_ : ndarray of shape (n_components,)
+        The initial state distribution.
+    transmat_ : ndarray of shape (n_components, n_components)
+        The transition matrix.
+    means_ : ndarray of shape (n_components, n_features)
+        The means.
+    covars_ : ndarray of shape (n_components, n_features, n_features)
+        The covariances (set in the type's own shape).
+
+    See Also
+    --------
+    hiddenstate.HMM : The native estimator (``emission="gaussian"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.compat import hmmlearn as hmm
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([rng.normal(0, 1, (100, 1)), rng.normal(5, 1, (100, 1))])
+    >>> model = hmm.GaussianHMM(n_components=2, random_state=0).fit(X)
+    >>> np.sort(model.means_.ravel()).round(1)
+    array([0.1, 4.9])
+    >>> model.covars_.shape
+    (2, 1, 1)
     """
 
     emission = "gaussian"
@@ -629,6 +981,7 @@ class GaussianHMM(_HmmlearnHMM):
 
     @covars_.setter
     def covars_(self, value) -> None:
+        """Covariances as ``(n_components, n_features, n_features)`` matrices."""
         self._covars_ = _validate_covars(np.array(value, dtype=np.float64, copy=True),
                                          self.covariance_type, self.n_components)
 
@@ -689,15 +1042,71 @@ class GaussianHMM(_HmmlearnHMM):
 
 
 class PoissonHMM(_HmmlearnHMM):
-    """Hidden Markov model with Poisson emissions (hmmlearn's ``PoissonHMM``). ``X`` holds
-    non-negative integer counts, shape ``(n_samples, n_features)``.
+    """Hidden Markov model with Poisson emissions: hmmlearn's PoissonHMM.
 
+    ``X`` holds non-negative integer counts, shape ``(n_samples, n_features)``.
     ``lambdas_prior`` and ``lambdas_weight`` are the shape and rate of a Gamma prior on the
     rates; the M-step is the conjugate posterior mean
     ``(lambdas_prior + sum_t gamma_tk x_t) / (lambdas_weight + sum_t gamma_tk)``. With the
     default ``0, 0`` this is the maximum-likelihood estimate, identical to hmmlearn's. (With
     a non-zero prior hmmlearn 0.3.3 weighs the data by the total posterior mass of *all*
     states instead of state k's; we do not reproduce that.)
+
+    Parameters
+    ----------
+    n_components : int, default=1
+        The number of hidden states.
+    startprob_prior : float or array-like, default=1.0
+        The Dirichlet concentration of the initial distribution (the M-step adds
+        ``startprob_prior - 1`` to the counts, as hmmlearn does).
+    transmat_prior : float or array-like, default=1.0
+        The Dirichlet concentration of each transition row.
+    lambdas_prior : float or array-like, default=0.0
+        The shape of the Gamma prior on the rates.
+    lambdas_weight : float or array-like, default=0.0
+        Its rate.
+    algorithm : {"viterbi", "map"}, default="viterbi"
+        The decoder of :meth:`decode` and :meth:`predict`.
+    random_state : int, numpy.random.RandomState or None, default=None
+        Seeds hmmlearn's own initialisation draws (the same seed gives hmmlearn's starting
+        point) and :meth:`sample`.
+    n_iter : int, default=10
+        The maximum number of EM iterations.
+    tol : float, default=1e-2
+        EM stops when an iteration improves the log-likelihood by less than this.
+    verbose : bool, default=False
+        Print each iteration's log-likelihood to stderr (the monitor's ``report``).
+    params : str, default="stl"
+        The parameters EM updates: ``s``, ``t``, ``l`` rates.
+    init_params : str, default="stl"
+        The parameters ``fit`` initialises.
+    implementation : {"log", "scaling"}, default="log"
+        Accepted for compatibility and ignored: hiddenstate always uses its scaled kernels.
+
+    Attributes
+    ----------
+    n_features : int
+        The number of features.
+    monitor_ : ConvergenceMonitor
+        The log-likelihood of every EM iteration.
+    startprob_ : ndarray of shape (n_components,)
+        The initial state distribution.
+    transmat_ : ndarray of shape (n_components, n_components)
+        The transition matrix.
+    lambdas_ : ndarray of shape (n_components, n_features)
+        The rates.
+
+    See Also
+    --------
+    hiddenstate.HMM : The native estimator (``emission="poisson"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.compat import hmmlearn as hmm
+    >>> X = np.random.default_rng(0).poisson(3, size=(50, 2))
+    >>> hmm.PoissonHMM(n_components=2, random_state=0).fit(X).lambdas_.shape
+    (2, 2)
     """
 
     emission = "poisson"
@@ -769,24 +1178,95 @@ class PoissonHMM(_HmmlearnHMM):
 
 
 class GMMHMM(_HmmlearnHMM):
-    """Hidden Markov model with Gaussian-mixture emissions (hmmlearn's ``GMMHMM``): each
-    state emits from its own mixture of ``n_mix`` Gaussians.
+    """Hidden Markov model with Gaussian-mixture emissions: hmmlearn's GMMHMM.
 
-    Attributes (hmmlearn's shapes): ``weights_`` ``(n_components, n_mix)``, ``means_``
-    ``(n_components, n_mix, n_features)``, ``covars_`` ``(n_components, n_mix)``
-    (spherical), ``(n_components, n_mix, n_features)`` (diag), ``(n_components, n_mix,
-    n_features, n_features)`` (full) or ``(n_components, n_features, n_features)`` (tied:
-    one matrix per state, shared by its components).
+    Each state emits from its own mixture of ``n_mix`` Gaussians. hmmlearn's priors
+    (``weights_prior``, ``means_prior``, ``means_weight`` and its inverse-gamma /
+    inverse-Wishart ``covars_prior``, ``covars_weight``, with its covariance-type-dependent
+    defaults) are translated into the Gaussian family's ``(covars_prior, covars_weight)``
+    so that the M-step's numerator and denominator are hmmlearn's (``_family_kwargs``).
+    Differences: the covariance M-step sums the scatter about the new means (hmmlearn: about
+    the previous ones, which is not the EM update; the two agree when ``'m'`` is not in
+    ``params``); a denominator that hmmlearn's defaults make smaller than the posterior mass
+    (spherical with ``n_mix > n_features``) is the maximum-likelihood one here; variances are
+    floored at ``min_covar``.
 
-    hmmlearn's priors (``weights_prior``, ``means_prior``, ``means_weight`` and its
-    inverse-gamma / inverse-Wishart ``covars_prior``, ``covars_weight``, with its
-    covariance-type-dependent defaults) are translated into the Gaussian family's
-    ``(covars_prior, covars_weight)`` so that the M-step's numerator and denominator are
-    hmmlearn's (see :meth:`_family_kwargs`). Differences: the covariance M-step sums the
-    scatter about the new means (hmmlearn: about the previous ones, which is not the EM
-    update; the two agree when ``'m'`` is not in ``params``); a denominator that hmmlearn's
-    defaults make smaller than the posterior mass (spherical with ``n_mix > n_features``)
-    is the maximum-likelihood one here; variances are floored at ``min_covar``.
+    Parameters
+    ----------
+    n_components : int, default=1
+        The number of hidden states.
+    n_mix : int, default=1
+        The number of components per state.
+    min_covar : float, default=1e-3
+        The floor of every variance.
+    startprob_prior : float or array-like, default=1.0
+        The Dirichlet concentration of the initial distribution (the M-step adds
+        ``startprob_prior - 1`` to the counts, as hmmlearn does).
+    transmat_prior : float or array-like, default=1.0
+        The Dirichlet concentration of each transition row.
+    weights_prior : float or array-like, default=1.0
+        The Dirichlet concentration of the mixture weights.
+    means_prior : float or array-like, default=0.0
+        The prior mean of the components' means.
+    means_weight : float, default=0.0
+        Its weight (a single number here).
+    covars_prior : float or array-like or None, default=None
+        The covariance prior of hmmlearn; None: its default for the covariance type (diag
+        -1.5, spherical -(n_mix + 2)/2, full and tied 0).
+    covars_weight : float or None, default=None
+        The weight of that prior; None: its default (diag and spherical 0, full
+        -(n_features + 2), tied -(n_mix + n_features + 1)).
+    algorithm : {"viterbi", "map"}, default="viterbi"
+        The decoder of :meth:`decode` and :meth:`predict`.
+    covariance_type : {"spherical", "diag", "full", "tied"}, default="diag"
+        The form of the covariances (tied: one matrix per state, shared by its components).
+    random_state : int, numpy.random.RandomState or None, default=None
+        Seeds hmmlearn's own initialisation draws and :meth:`sample`.
+    n_iter : int, default=10
+        The maximum number of EM iterations.
+    tol : float, default=1e-2
+        EM stops when an iteration improves the log-likelihood by less than this.
+    verbose : bool, default=False
+        Print each iteration's log-likelihood to stderr.
+    params : str, default="stmcw"
+        The parameters EM updates: ``s``, ``t``, ``m``, ``c``, ``w`` weights.
+    init_params : str, default="stmcw"
+        The parameters ``fit`` initialises.
+    implementation : {"log", "scaling"}, default="log"
+        Accepted for compatibility and ignored: hiddenstate always uses its scaled kernels.
+
+    Attributes
+    ----------
+    n_features : int
+        The number of features.
+    monitor_ : ConvergenceMonitor
+        The log-likelihood of every EM iteration.
+    startprob_ : ndarray of shape (n_components,)
+        The initial state distribution.
+    transmat_ : ndarray of shape (n_components, n_components)
+        The transition matrix.
+    weights_ : ndarray of shape (n_components, n_mix)
+        The mixture weights.
+    means_ : ndarray of shape (n_components, n_mix, n_features)
+        The components' means.
+    covars_ : ndarray
+        hmmlearn's shapes: ``(n_components, n_mix)`` (spherical), ``(n_components, n_mix,
+        n_features)`` (diag), ``(n_components, n_mix, n_features, n_features)`` (full) or
+        ``(n_components, n_features, n_features)`` (tied).
+
+    See Also
+    --------
+    hiddenstate.HMM : The native estimator (``emission="gmm"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.compat import hmmlearn as hmm
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([rng.normal(0, 1, (100, 1)), rng.normal(5, 1, (100, 1))])
+    >>> model = hmm.GMMHMM(n_components=2, n_mix=2, random_state=0).fit(X)
+    >>> model.weights_.shape, model.means_.shape
+    ((2, 2), (2, 2, 1))
     """
 
     emission = "gmm"
@@ -980,13 +1460,65 @@ class GMMHMM(_HmmlearnHMM):
 
 
 class MultinomialHMM(_EmissionRows, _HmmlearnHMM):
-    """Hidden Markov model with multinomial emissions (hmmlearn 0.3's ``MultinomialHMM``):
-    each sample is a vector of counts over ``n_features`` categories from ``n_trials``
+    """Hidden Markov model with multinomial emissions: hmmlearn 0.3's MultinomialHMM.
+
+    Each sample is a vector of counts over ``n_features`` categories from ``n_trials``
     trials, ``X`` of shape ``(n_samples, n_features)``.
 
-    ``n_trials``: an int, or None, in which case ``fit`` sets it to the rows' totals (an
-    array, as hmmlearn does); sampling needs a single number. ``emissionprob_``
-    ``(n_components, n_features)``: the category probabilities of each state.
+    Parameters
+    ----------
+    n_components : int, default=1
+        The number of hidden states.
+    n_trials : int or None, default=None
+        The number of trials per sample; None: ``fit`` sets it to the rows' totals (an
+        array, as hmmlearn does). Sampling needs a single number.
+    startprob_prior : float or array-like, default=1.0
+        The Dirichlet concentration of the initial distribution (the M-step adds
+        ``startprob_prior - 1`` to the counts, as hmmlearn does).
+    transmat_prior : float or array-like, default=1.0
+        The Dirichlet concentration of each transition row.
+    algorithm : {"viterbi", "map"}, default="viterbi"
+        The decoder of :meth:`decode` and :meth:`predict`.
+    random_state : int, numpy.random.RandomState or None, default=None
+        Seeds hmmlearn's own initialisation draws (the same seed gives hmmlearn's starting
+        point) and :meth:`sample`.
+    n_iter : int, default=10
+        The maximum number of EM iterations.
+    tol : float, default=1e-2
+        EM stops when an iteration improves the log-likelihood by less than this.
+    verbose : bool, default=False
+        Print each iteration's log-likelihood to stderr (the monitor's ``report``).
+    params : str, default="ste"
+        The parameters EM updates: ``s``, ``t``, ``e`` emissions.
+    init_params : str, default="ste"
+        The parameters ``fit`` initialises.
+    implementation : {"log", "scaling"}, default="log"
+        Accepted for compatibility and ignored: hiddenstate always uses its scaled kernels.
+
+    Attributes
+    ----------
+    n_features : int
+        The number of categories.
+    monitor_ : ConvergenceMonitor
+        The log-likelihood of every EM iteration.
+    startprob_ : ndarray of shape (n_components,)
+        The initial state distribution.
+    transmat_ : ndarray of shape (n_components, n_components)
+        The transition matrix.
+    emissionprob_ : ndarray of shape (n_components, n_features)
+        The category probabilities of each state.
+
+    See Also
+    --------
+    hiddenstate.HMM : The native estimator (``emission="multinomial"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.compat import hmmlearn as hmm
+    >>> X = np.random.default_rng(0).multinomial(3, [0.2, 0.3, 0.5], size=40)
+    >>> hmm.MultinomialHMM(n_components=2, n_trials=3, random_state=0).fit(X).emissionprob_.shape
+    (2, 3)
     """
 
     emission = "multinomial"

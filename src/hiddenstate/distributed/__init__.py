@@ -6,7 +6,7 @@ a fixed order; :class:`DaskProblem` does the same for any model that hands the l
 :class:`~hiddenstate.learn.batch.Problem`. See ``docs/distributed.md``.
 """
 
-from .fit import fit, local_client
+from .fit import WORKER_CONFIG, fit, local_client
 from .partitions import (
     Partitions,
     from_arrays,
@@ -17,5 +17,5 @@ from .partitions import (
 )
 from .problem import DaskProblem
 
-__all__ = ["DaskProblem", "Partitions", "fit", "from_arrays", "from_bag", "from_files",
-           "from_list", "from_parquet", "local_client"]
+__all__ = ["WORKER_CONFIG", "DaskProblem", "Partitions", "fit", "from_arrays", "from_bag",
+           "from_files", "from_list", "from_parquet", "local_client"]

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import warnings
 from collections.abc import Callable
 
 import numpy as np
 
 from .._validation import make_rng
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, MissingDependencyError
 from ..inference import Sequences
 from ..learn import MODES
 from ..progress import FitProgress
+from .cluster import TIMEOUT, Shards, check_timeout, live_workers
 from .partitions import Partitions, as_partitions, named
 from .problem import DaskProblem
 
@@ -43,7 +43,7 @@ def _client_module():
     try:
         import distributed
     except ImportError as exc:  # pragma: no cover - the extra is missing
-        raise ImportError(
+        raise MissingDependencyError(
             "hiddenstate.distributed needs Dask's distributed scheduler: "
             "pip install 'hiddenstate[dask]'") from exc
     return distributed
@@ -56,8 +56,12 @@ def local_client(n_workers: int | None = None, **cluster_kwargs):
     on exit. The workers are started with :data:`WORKER_CONFIG`."""
     import dask
 
+    if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(
+            n_workers, (int, np.integer)) or n_workers < 1):
+        raise InvalidInputError(
+            f"n_workers: expected an int >= 1 or None (one per CPU), got {n_workers!r}")
     distributed = _client_module()
-    n = n_workers or os.cpu_count() or 1
+    n = int(n_workers or os.cpu_count() or 1)
     cluster_kwargs = {"processes": True, "threads_per_worker": 1, "dashboard_address": None,
                       **cluster_kwargs}
     with dask.config.set(WORKER_CONFIG), \
@@ -66,11 +70,7 @@ def local_client(n_workers: int | None = None, **cluster_kwargs):
         yield client
 
 
-def _is_delayed(source) -> bool:
-    return hasattr(source, "dask") and hasattr(source, "compute")
-
-
-def _read(source, model, n_features: int | None, name: str):
+def _read(source, name: str, model, n_features):
     """The validated ``(X, Sequences)`` of one source (a loader, or the computed list of a
     bag partition), as ``HMM.fit`` validates its input (``model.validate_data``)."""
     if isinstance(source, list):  # a bag partition: its elements are sequences
@@ -83,30 +83,44 @@ def _read(source, model, n_features: int | None, name: str):
     return named(name, model.validate_data, raw[0], raw[1], n_features)
 
 
-def _summary(source, model, n_features: int | None, name: str):
-    """Rows, the number of features the data imply, column sums (for VB's data-mean
-    priors) of one source (read, then dropped)."""
-    X, _ = _read(source, model, n_features, name)
+def _summary(data, name: str, model):
+    """Rows, the number of features the data imply, and per column the sum and the count
+    of the observed (not NaN) entries (for VB's data-mean priors) of one partition."""
+    X, _ = data
     inferred = named(name, model.resolve_n_features, X)
-    return len(X), inferred, np.asarray(X, dtype=np.float64).reshape(len(X), -1).sum(axis=0)
+    flat = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
+    seen = ~np.isnan(flat)
+    return len(X), inferred, np.where(seen, flat, 0.0).sum(axis=0), seen.sum(axis=0)
 
 
-class _HMMPart:
-    """``make_problem`` of an HMM: the model's own Problem on a source's sequences (read
-    and validated on the worker; the Problem is the only copy of the data it keeps)."""
-
-    def __init__(self, model, family, n_features: int):
-        self.model = model
-        self.family = family
-        self.n_features = n_features
-
-    def __call__(self, source, name: str):
-        X, seqs = _read(source, self.model, self.n_features, name)
-        return self.model.problem(self.family, X, seqs)
+def _to_problem(data, name: str, model, family, n_features, known: bool):
+    """The partition's own Problem (validated again against the fit's ``n_features`` when
+    it was inferred from the partitions; refused before allocating when its E-step would
+    not fit in the worker's memory)."""
+    X, seqs = data
+    if not known:
+        X, seqs = named(name, model.validate_data, X, seqs.lengths, n_features)
+    named(name, model.check_fit_memory, X, seqs, family)
+    return model.problem(family, X, seqs)
 
 
-def _data_of(problem):
+def _data_of(problem, name: str):
     return problem.X, problem.seqs.lengths
+
+
+def _n_features(summary: list, names: list):
+    """The number of features of the fit from each partition's: the largest alphabet
+    (categorical), feature by feature for several categorical features."""
+    first = summary[0][1]
+    if not isinstance(first, tuple):
+        return max(s[1] for s in summary)
+    for (_, nf, _, _), name in zip(summary, names, strict=True):
+        if not isinstance(nf, tuple) or len(nf) != len(first):
+            raise InvalidInputError(
+                f"X: {name} has {len(nf) if isinstance(nf, tuple) else 1} categorical "
+                f"feature(s), {names[0]} has {len(first)}; give every partition the same "
+                "columns")
+    return tuple(int(max(s[1][f] for s in summary)) for f in range(len(first)))
 
 
 def _progress(callback, model, enabled: bool):
@@ -124,9 +138,26 @@ def _progress(callback, model, enabled: bool):
     return step, bar.close
 
 
+def _check_model(model) -> None:
+    if not all(callable(getattr(model, hook, None)) for hook in
+               ("check_hyperparameters", "validate_data", "problem", "fit_problem")):
+        raise InvalidInputError(
+            f"model: expected a hiddenstate HMM (hs.HMM or a subclass), got "
+            f"{type(model).__name__}; other models: build a DaskProblem and call "
+            "hiddenstate.learn.fit")
+
+
+def _check_client(client, distributed):
+    if not isinstance(client, distributed.Client):
+        raise InvalidInputError(
+            f"client: expected a distributed.Client, got {type(client).__name__}; pass "
+            "Client('tcp://host:8786'), or None for a local cluster")
+
+
 def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = None,
         n_workers: int | None = None, init_rows: int = INIT_ROWS, progress: bool = False,
-        callback: Callable[[int, float], None] | None = None):
+        callback: Callable[[int, float], None] | None = None,
+        timeout: float | None = TIMEOUT):
     """Fit ``model`` (a :class:`hiddenstate.HMM` with a batch ``learn=`` mode) on ``data``
     with a Dask cluster; returns the model, fitted as by ``model.fit``.
 
@@ -142,63 +173,79 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
     ``LocalCluster`` of ``n_workers`` processes for this call. ``init_rows``: observations
     gathered on the client to initialise the parameters (every row of smaller data).
     ``progress``: a tqdm bar per restart; ``callback(iteration, objective)`` as in
-    ``HMM.fit``.
+    ``HMM.fit``. ``timeout``: the longest wait in seconds for any one step on the cluster
+    (a worker when there is none, loading the partitions, one E-step of a worker; default
+    600, None: no limit); past it a :class:`~hiddenstate.errors.ClusterError` names the
+    cluster and what it waited for.
     """
     distributed = _client_module()
+    _check_model(model)
     model.check_hyperparameters()
     if model.learn not in MODES:
         raise InvalidInputError(
             f"learn: the distributed fit runs the batch modes {MODES}; the streaming learner "
             f"{model.learn!r} sees each sequence once, in order (use model.partial_fit)")
-    if not isinstance(init_rows, (int, np.integer)) or init_rows < 1:
+    if isinstance(init_rows, bool) or not isinstance(init_rows, (int, np.integer)) \
+            or init_rows < 1:
         raise InvalidInputError(f"init_rows: expected an int >= 1, got {init_rows!r}")
+    if n_partitions is not None and (isinstance(n_partitions, bool) or not isinstance(
+            n_partitions, (int, np.integer)) or n_partitions < 1):
+        raise InvalidInputError(
+            f"n_partitions: expected an int >= 1 or None (one per worker), got "
+            f"{n_partitions!r}")
+    if callback is not None and not callable(callback):
+        raise InvalidInputError(
+            f"callback: expected a function callback(iteration, objective), got "
+            f"{type(callback).__name__}")
+    timeout = check_timeout(timeout)
     if client is None:
         try:
             client = distributed.default_client()
         except ValueError:  # no client yet: a local cluster for this call
             with local_client(n_workers) as own:
                 return fit(model, data, own, lengths=lengths, n_partitions=n_partitions,
-                           init_rows=init_rows, progress=progress, callback=callback)
+                           init_rows=init_rows, progress=progress, callback=callback,
+                           timeout=timeout)
+    _check_client(client, distributed)
+    workers = live_workers(client, timeout)
     if n_partitions is None:
-        n_partitions = max(1, len(client.nthreads()))
+        n_partitions = len(workers)
     parts = as_partitions(data, lengths, n_partitions)
     step, close = _progress(callback, model, progress)
     try:
-        return _fit(model, parts, client, init_rows, step)
+        return _fit(model, parts, client, int(init_rows), step, timeout)
     finally:
         close()
 
 
-def _fit(model, parts: Partitions, client, init_rows: int, callback):
+def _fit(model, parts: Partitions, client, init_rows: int, callback, timeout):
     names = list(parts.names)
-    n_features = model.resolve_n_features()
-    with warnings.catch_warnings():
-        # in-memory arrays travel inside their tasks on purpose: the scheduler keeps them,
-        # so a partition lost with its worker is rebuilt (scattered data would be lost)
-        warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
-        # a bag partition is computed once and kept; the other sources are read twice (a
-        # summary pass, then the Problem), so that a worker holds one copy of its data
-        sources = [client.compute(s) if _is_delayed(s) else s for s in parts.sources]
-        summary = client.gather([client.submit(_summary, s, model, n_features, n, pure=False)
-                                 for s, n in zip(sources, names, strict=True)])
-    rows = np.array([s[0] for s in summary])
-    if n_features is None:
-        n_features = max(s[1] for s in summary)
-    column_sum = summary[0][2]
-    for s in summary[1:]:
-        column_sum = column_sum + s[2]
-    # a one-row stand-in whose mean is the data's: all that the family reads from X
-    family = model.emission_family(n_features, (column_sum / rows.sum())[None, :])
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
-        problem = DaskProblem.build(client, sources, names,
-                                    _HMMPart(model, family, n_features))
-    X0 = seqs0 = None
-    if set(model.init_params) & (set("t") | set(family.letters)):
-        n_init_parts = max(1, int(np.searchsorted(np.cumsum(rows), init_rows, side="right")))
-        sample = client.gather([client.submit(_data_of, p, pure=False)
-                                for p in problem.problems[:n_init_parts]])
-        X0 = np.concatenate([x for x, _ in sample])
-        seqs0 = Sequences.from_lengths(np.concatenate([ln for _, ln in sample]))
-    return model.fit_problem(problem, family, n_features, X0, seqs0,
-                             make_rng(model.random_state), callback)
+    known = model.resolve_n_features()
+    shards = Shards(client, list(parts.sources), names, timeout)
+    try:
+        # each worker reads and validates its partitions once and keeps them
+        shards.load(_read, model, known)
+        summary = shards.map(_summary, model, what="summarising the partitions")
+        rows = np.array([s[0] for s in summary])
+        n_features = known if known is not None else _n_features(summary, names)
+        total, seen = summary[0][2], summary[0][3]
+        for s in summary[1:]:
+            total, seen = total + s[2], seen + s[3]
+        # a one-row stand-in whose column means (over the observed entries) are the
+        # data's: all that the family reads from X (NaN: a column without observations)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            family = model.emission_family(n_features, (total / seen)[None, :])
+        shards.map(_to_problem, model, family, n_features, known is not None, keep=True,
+                   what="building the partitions' Problems")
+        problem = DaskProblem.on(shards)
+        X0 = seqs0 = None
+        if set(model.init_params) & (set("t") | set(family.letters)):
+            n_init = max(1, int(np.searchsorted(np.cumsum(rows), init_rows, side="right")))
+            sample = shards.map(_data_of, indices=list(range(n_init)),
+                                what="gathering the initialisation sample")
+            X0 = np.concatenate([x for x, _ in sample])
+            seqs0 = Sequences.from_lengths(np.concatenate([ln for _, ln in sample]))
+        return model.fit_problem(problem, family, n_features, X0, seqs0,
+                                 make_rng(model.random_state), callback)
+    finally:
+        shards.close()

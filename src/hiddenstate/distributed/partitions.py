@@ -61,9 +61,17 @@ class ParquetPart:
     columns: tuple[str, ...] | None = None
 
     def load(self) -> tuple[np.ndarray, np.ndarray]:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pq.read_table(self.path)
+        if not os.path.exists(self.path):
+            raise InvalidInputError(f"{self.path}: file not found; check the path")
+        try:
+            table = pq.read_table(self.path)
+        except (OSError, pa.ArrowException) as exc:
+            raise InvalidInputError(
+                f"{self.path}: not a readable Parquet file ({exc}); write it with "
+                "pyarrow.parquet.write_table or DataFrame.to_parquet") from exc
         names = table.column_names
         if self.sequence_column not in names:
             raise InvalidInputError(
@@ -108,9 +116,10 @@ def from_arrays(X, lengths=None, n_partitions: int = 2) -> Partitions:
     contiguous groups of whole sequences of about equal total length."""
     from .._validation import check_lengths
 
-    X = np.asarray(X)
+    X = _array("X", X)
     lengths = check_lengths(lengths, len(X))
-    if not isinstance(n_partitions, (int, np.integer)) or n_partitions < 1:
+    if isinstance(n_partitions, bool) or not isinstance(n_partitions, (int, np.integer)) \
+            or n_partitions < 1:
         raise InvalidInputError(f"n_partitions: expected an int >= 1, got {n_partitions!r}")
     cuts = chunk_bounds(lengths, int(n_partitions))
     rows = np.concatenate(([0], np.cumsum(lengths)))
@@ -119,16 +128,56 @@ def from_arrays(X, lengths=None, n_partitions: int = 2) -> Partitions:
     return Partitions(parts, tuple(f"partition {i}" for i in range(len(parts))))
 
 
+def _array(name: str, X) -> np.ndarray:
+    """``X`` as an array of at least one dimension (its values are checked by the worker
+    that holds it)."""
+    try:
+        X = np.asarray(X)
+    except ValueError as exc:  # ragged nested lists
+        raise InvalidInputError(
+            f"{name}: not a rectangular array ({exc}); pass an array of observations "
+            "(sequences of different lengths: concatenate them and pass lengths)") from exc
+    if X.ndim == 0:
+        raise InvalidInputError(f"{name}: expected an array of observations, got a scalar")
+    return X
+
+
 def from_list(arrays: Sequence, lengths: Sequence | None = None) -> Partitions:
     """One partition per array; ``lengths[i]`` splits array ``i`` into sequences (default:
     each array is one sequence)."""
-    if lengths is not None and len(lengths) != len(arrays):
+    if not isinstance(arrays, (list, tuple)):
         raise InvalidInputError(
-            f"lengths: with a list of {len(arrays)} arrays, pass one lengths array per array "
-            f"(got {len(lengths)}), or None for one sequence per array")
-    parts = tuple(ArrayPart(np.asarray(a), None if lengths is None else lengths[i])
+            f"arrays: expected a list of arrays (one partition each), got "
+            f"{type(arrays).__name__}")
+    if lengths is not None and (not isinstance(lengths, (list, tuple))
+                                or len(lengths) != len(arrays)):
+        raise InvalidInputError(
+            f"lengths: with a list of {len(arrays)} arrays, pass a list of one lengths array "
+            "per array, or None for one sequence per array")
+    parts = tuple(ArrayPart(_array(f"partition {i}", a),
+                            None if lengths is None else lengths[i])
                   for i, a in enumerate(arrays))
     return Partitions(parts, tuple(f"partition {i}" for i in range(len(parts))))
+
+
+def _paths(paths) -> list[str]:
+    """``paths`` as a non-empty list of path strings."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        raise InvalidInputError(
+            f"paths: expected a list of files (one partition each), got the single path "
+            f"{paths!r}; pass [path]")
+    try:
+        paths = list(paths)
+    except TypeError:
+        raise InvalidInputError(
+            f"paths: expected a list of files, got {type(paths).__name__}") from None
+    if not paths:
+        raise InvalidInputError("paths: no files; pass at least one")
+    bad = [p for p in paths if not isinstance(p, (str, os.PathLike))]
+    if bad:
+        raise InvalidInputError(
+            f"paths: expected file paths (str or pathlib.Path), got {type(bad[0]).__name__}")
+    return [str(p) for p in paths]
 
 
 def from_files(paths: Sequence, lengths: Sequence | None = None, format: str | None = None,
@@ -136,8 +185,9 @@ def from_files(paths: Sequence, lengths: Sequence | None = None, format: str | N
                encoding: str = "utf-8") -> Partitions:
     """One partition per ``.npy`` / CSV / text file; ``lengths[i]`` is the lengths file of
     file ``i`` (default: each file is one sequence; text files have one sequence per line
-    and need the shared ``vocabulary``, e.g. ``textio.Vocabulary.build``)."""
-    paths = [str(p) for p in paths]
+    and need the shared ``vocabulary``, e.g. ``textio.Vocabulary.build``). The files are
+    read by the workers (a missing or unreadable file is reported naming it)."""
+    paths = _paths(paths)
     if lengths is not None and len(lengths) != len(paths):
         raise InvalidInputError(
             f"lengths: pass one lengths file per data file ({len(paths)}), got {len(lengths)}")
@@ -154,7 +204,12 @@ def from_files(paths: Sequence, lengths: Sequence | None = None, format: str | N
 def from_parquet(paths: Sequence, sequence_column: str = "sequence",
                  columns: Sequence[str] | None = None) -> Partitions:
     """One partition per Parquet file; each sequence lies within one file."""
-    paths = [str(p) for p in paths]
+    paths = _paths(paths)
+    if not isinstance(sequence_column, str):
+        raise InvalidInputError(
+            f"sequence_column: expected a column name (str), got {sequence_column!r}")
+    if isinstance(columns, str):
+        raise InvalidInputError(f"columns: expected a list of column names; pass [{columns!r}]")
     cols = None if columns is None else tuple(columns)
     return Partitions(tuple(ParquetPart(p, sequence_column, cols) for p in paths),
                       tuple(f"file {p}" for p in paths))
@@ -163,6 +218,10 @@ def from_parquet(paths: Sequence, sequence_column: str = "sequence",
 def from_bag(bag) -> Partitions:
     """A Dask bag whose elements are sequences (arrays of observations): one partition per
     bag partition, in the bag's order."""
+    if not callable(getattr(bag, "to_delayed", None)):
+        raise InvalidInputError(
+            f"bag: expected a dask.bag.Bag of sequences, got {type(bag).__name__}; "
+            "dask.bag.from_sequence(sequences, npartitions=...) makes one")
     parts = tuple(bag.to_delayed())
     return Partitions(parts, tuple(f"bag partition {i}" for i in range(len(parts))))
 
@@ -198,4 +257,7 @@ def named(name: str, fn, *args):
     try:
         return fn(*args)
     except HiddenStateError as exc:
-        raise type(exc)(f"{name}: {exc}") from exc
+        message = str(exc)
+        if name.startswith("file ") and message.startswith(name[5:] + ":"):
+            raise  # the message names the file already
+        raise type(exc)(f"{name}: {message}") from exc

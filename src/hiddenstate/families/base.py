@@ -21,11 +21,41 @@ DEAD_MASS = 1e-290
 
 
 class EmissionFamily(ABC):
-    """One emission distribution per hidden state.
+    """The seam between the models and the emission distributions: one per hidden state.
 
     A family holds its configuration (number of states and features, covariance type...),
     never learned values: parameters travel as a ``dict`` of arrays whose keys are the
-    estimator's attribute names without the trailing underscore.
+    estimator's attribute names without the trailing underscore. This is hmmlearn's
+    template methods made explicit (``_compute_log_likelihood`` ->
+    :meth:`log_likelihood`, ``_accumulate_sufficient_statistics`` -> :meth:`statistics`,
+    ``_do_mstep`` -> :meth:`mstep`); every learning mode of :class:`hiddenstate.HMM` (EM,
+    MAP, VB, Viterbi training, the streaming learners) talks to the emissions only through
+    these methods, so a new family subclasses this one and implements the abstract methods
+    (the variational ones where it has a conjugate treatment; the defaults refuse
+    ``learn="vb"``).
+
+    Parameters
+    ----------
+    n_states : int
+        The number of hidden states.
+    n_features : int
+        The number of features (of symbols for categorical emissions).
+
+    See Also
+    --------
+    hiddenstate.HMM : Builds the family of its ``emission`` (:data:`FAMILIES`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.families import EmissionFamily, PoissonEmissions
+    >>> family = PoissonEmissions(n_states=2, n_features=1)
+    >>> isinstance(family, EmissionFamily), family.letters
+    (True, {'l': 'lambdas'})
+    >>> params = {"lambdas": np.array([[1.0], [10.0]])}
+    >>> family.log_likelihood(params, np.array([[0.0], [10.0]])).round(3)
+    array([[ -1.   , -10.   ],
+           [-16.104,  -2.079]])
     """
 
     #: hmmlearn's ``params`` / ``init_params`` letters this family owns, letter -> key
@@ -37,56 +67,200 @@ class EmissionFamily(ABC):
 
     @abstractmethod
     def validate_X(self, X, fitted_n_features: int | None) -> np.ndarray:
-        """Check and convert observations (raises InvalidInputError)."""
+        """Check the observations and convert them to the form the other methods read.
+
+        Parameters
+        ----------
+        X : array-like
+            The observations as the user passed them.
+        fitted_n_features : int or None
+            The number of features (symbols) of a fitted model, which ``X`` must match;
+            None: not fitted yet.
+
+        Returns
+        -------
+        ndarray
+            The validated observations.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``X`` is not valid data of this family (the message names ``X``).
+        """
 
     @abstractmethod
     def infer_n_features(self, X: np.ndarray) -> int:
-        """Number of features (symbols for categorical) implied by validated data."""
+        """Return the number of features (of symbols for categorical) that data imply.
+
+        Parameters
+        ----------
+        X : ndarray
+            Observations as :meth:`validate_X` returns them (rows ``(N, D)``; symbols
+            ``(N,)`` for categorical emissions).
+
+        Returns
+        -------
+        int
+            The number of features.
+        """
 
     @abstractmethod
     def log_likelihood(self, params: dict, X: np.ndarray) -> np.ndarray:
-        """``(N, K)`` table of log p(x_t | z_t = k)."""
+        r"""Compute the log-likelihood of every observation under every state.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+        X : ndarray
+            Observations as :meth:`validate_X` returns them (rows ``(N, D)``; symbols
+            ``(N,)`` for categorical emissions).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_states)
+            :math:`\log p(x_t \mid z_t = k)`. A missing entry has no emission term (a row
+            with nothing observed: 0).
+        """
 
     def table(self, params: dict, X: np.ndarray,
               occupied: np.ndarray | None = None) -> EmissionTable:
-        """Emission probabilities in the kernels' form (dense, scaled per row by default).
+        """Return the emission probabilities in the kernels' form.
 
-        ``occupied`` (bool ``(K,)``, see :func:`hiddenstate.inference.emission_table`):
-        the states the chain can be in; the others get probability 0 and do not take part
-        in the row scaling (see :meth:`EmissionTable.from_log_likelihood`)."""
+        Dense and scaled per row by default (see
+        :meth:`hiddenstate.inference.EmissionTable.from_log_likelihood` and
+        :func:`hiddenstate.inference.emission_table`).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+        X : ndarray
+            Observations as :meth:`validate_X` returns them (rows ``(N, D)``; symbols
+            ``(N,)`` for categorical emissions).
+        occupied : ndarray of bool, shape (n_states,), or None, default=None
+            The states the chain can be in; the others get probability 0 and take no part
+            in the row scaling. None: every state.
+
+        Returns
+        -------
+        hiddenstate.inference.EmissionTable
+            The table the forward-backward and Viterbi kernels read.
+        """
         return EmissionTable.from_log_likelihood(self.log_likelihood(params, X), occupied)
 
     @abstractmethod
     def statistics(self, X: np.ndarray, post: np.ndarray) -> dict:
-        """Sufficient statistics from the E-step's posteriors (per row or per table row)."""
+        r"""Compute the sufficient statistics from the E-step's posteriors.
+
+        Parameters
+        ----------
+        X : ndarray
+            Observations as :meth:`validate_X` returns them (rows ``(N, D)``; symbols
+            ``(N,)`` for categorical emissions).
+        post : ndarray of shape (n_samples, n_states)
+            The E-step's state posteriors :math:`\gamma_{tk}` (a family with
+            ``table_by_symbol``: summed by symbol, ``(n_symbols, n_states)``).
+
+        Returns
+        -------
+        dict
+            The sufficient statistics (see :meth:`mstep`).
+        """
 
     @abstractmethod
     def merge_statistics(self, a: dict, b: dict) -> dict:
-        """The statistics of two disjoint sets of observations combined: what
-        :meth:`statistics` returns for their union, to rounding (the reduce step of an
-        E-step run over partitions; see :func:`hiddenstate.learn.merge_statistics`). Every
-        family writes its own: a plain sum is right only for statistics that are sums over
-        observations with the same keys in every part (not for statistics taken about a
-        per-part reference point, nor for keys present only where entries are missing)."""
+        """Combine the statistics of two disjoint sets of observations.
+
+        The result is what :meth:`statistics` returns for their union, to rounding (the
+        reduce step of an E-step run over partitions; see
+        :func:`hiddenstate.learn.merge_statistics`). Every family writes its own: a plain
+        sum is right only for statistics that are sums over observations with the same
+        keys in every part (not for statistics taken about a per-part reference point,
+        nor for keys present only where entries are missing).
+
+        Parameters
+        ----------
+        a, b : dict
+            The statistics of two disjoint sets of observations.
+
+        Returns
+        -------
+        dict
+            The statistics of the union.
+        """
 
     def statistics_at(self, params: dict, X: np.ndarray, post: np.ndarray) -> dict:
-        """:meth:`statistics` for a family whose statistics also depend on the parameters
-        of the E-step (a mixture's component responsibilities); the others ignore
-        ``params``."""
+        r"""Compute the statistics with the E-step's parameters at hand.
+
+        For a family whose statistics also depend on the parameters of the E-step (a
+        mixture's component responsibilities, a Gaussian's rows with missing entries);
+        the others ignore ``params`` and return :meth:`statistics`.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+        X : ndarray
+            Observations as :meth:`validate_X` returns them (rows ``(N, D)``; symbols
+            ``(N,)`` for categorical emissions).
+        post : ndarray of shape (n_samples, n_states)
+            The E-step's state posteriors :math:`\gamma_{tk}` (a family with
+            ``table_by_symbol``: summed by symbol, ``(n_symbols, n_states)``).
+
+        Returns
+        -------
+        dict
+            The sufficient statistics (see :meth:`mstep`).
+        """
         return self.statistics(X, post)
 
     @abstractmethod
     def mstep(self, params: dict, stats: dict, which: str) -> tuple[dict, list[int]]:
-        """Updated parameters for the keys whose letter is in ``which``.
+        """Update the parameters whose letter is in ``which`` from the statistics.
 
-        Returns the new parameters and the states whose estimate was degenerate (no
-        posterior mass, or a covariance floored) and kept or repaired.
+        The maximum-likelihood estimate, or the MAP estimate under the family's prior.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+        stats : dict
+            Sufficient statistics from :meth:`statistics` (merged over parts of the data by
+            :meth:`merge_statistics`).
+        which : str
+            The hmmlearn letters of the parameters to update; the others are kept.
+
+        Returns
+        -------
+        params : dict of str to ndarray
+            The updated parameters.
+        degenerate : list of int
+            The states whose estimate was degenerate (no posterior mass, or a covariance
+            floored) and kept or repaired.
         """
 
     @abstractmethod
     def log_prior(self, params: dict) -> float:
-        """log p(params) under the family's prior (0 for a flat prior): the MAP and VT
-        objectives add it to the data term."""
+        r"""Compute the log prior density of the parameters under the family's prior.
+
+        The MAP and Viterbi-training objectives add it to the data term.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+
+        Returns
+        -------
+        float
+            :math:`\log p(\text{params})`, up to a constant (0 for a flat prior).
+        """
 
     # -- variational Bayes: q(params) in the conjugate family -----------------------------------
     # A family without a conjugate variational treatment keeps these defaults, which refuse.
@@ -96,42 +270,192 @@ class EmissionFamily(ABC):
             "or 'kvt'")
 
     def vb_init(self, params: dict, n_virtual: float) -> dict:
-        """Posterior hyper-parameters centred on ``params``, as if each state had been
-        estimated from ``n_virtual`` observations."""
+        """Build variational posterior hyper-parameters centred on ``params``.
+
+        As if each state had been estimated from ``n_virtual`` observations.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+        n_virtual : float
+            The number of pseudo-observations per state.
+
+        Returns
+        -------
+        dict
+            The variational posterior's hyper-parameters.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the family has no variational treatment (the default).
+        """
         self._no_vb()
 
     def vb_update(self, q: dict, stats: dict, which: str) -> dict:
-        """Prior hyper-parameters plus the statistics (blocks whose letter is not in
-        ``which`` keep ``q``)."""
+        """Update the variational posterior: the prior's hyper-parameters plus the statistics.
+
+        Blocks whose letter is not in ``which`` keep ``q``.
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+        stats : dict
+            Sufficient statistics from :meth:`statistics` (merged over parts of the data by
+            :meth:`merge_statistics`).
+        which : str
+            The hmmlearn letters of the parameters to update; the others are kept.
+
+        Returns
+        -------
+        dict
+            The variational posterior's hyper-parameters.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the family has no variational treatment (the default).
+        """
         self._no_vb()
 
     def vb_expected(self, q: dict) -> dict:
-        """What the E-step uses under q: ``table(vb_expected(q), X)`` must give
-        exp E_q[log p(x_t | z_t = k)]."""
+        r"""Return the parameters the E-step uses under the variational posterior.
+
+        ``table(vb_expected(q), X)`` must give :math:`\exp E_q[\log p(x_t \mid z_t = k)]`.
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+
+        Returns
+        -------
+        dict
+            Parameters (possibly with extra keys such as ``log_offset``) that
+            :meth:`log_likelihood` reads.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the family has no variational treatment (the default).
+        """
         self._no_vb()
 
     def vb_kl(self, q: dict) -> float:
-        """KL(q || prior), summed over states."""
+        r"""Compute the KL divergence of the variational posterior from the prior.
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+
+        Returns
+        -------
+        float
+            :math:`\mathrm{KL}(q \,\|\, p)`, summed over states.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the family has no variational treatment (the default).
+        """
         self._no_vb()
 
     def vb_mean(self, q: dict) -> dict:
-        """Point estimate reported as the learned parameters (the posterior mean)."""
+        """Return the point estimate reported as the learned parameters: the posterior mean.
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+
+        Returns
+        -------
+        dict of str to ndarray
+            The parameters, keyed as ``params``.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the family has no variational treatment (the default).
+        """
         self._no_vb()
 
     @abstractmethod
     def initialize(self, X: np.ndarray, rng: np.random.Generator) -> dict:
-        """Data-driven random initial parameters for every key."""
+        """Draw data-driven random initial parameters for every key.
+
+        Parameters
+        ----------
+        X : ndarray
+            Observations as :meth:`validate_X` returns them (rows ``(N, D)``; symbols
+            ``(N,)`` for categorical emissions).
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The parameters, keyed as ``params``.
+        """
 
     @abstractmethod
     def check_params(self, params: dict) -> dict:
-        """Validate user-set parameters (shapes, ranges); return them as float64 arrays."""
+        """Check parameters a user set by hand (shapes, ranges).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+
+        Returns
+        -------
+        dict of str to ndarray
+            The parameters as float64 arrays.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a parameter has the wrong shape or a value out of range (the message names
+            the attribute, e.g. ``means_``).
+        """
 
     @abstractmethod
     def sample(self, params: dict, states: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """One observation per entry of ``states``."""
+        """Draw one observation per entry of ``states``.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+        states : ndarray of int, shape (n,)
+            The hidden state of each observation to draw.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        ndarray of shape (n, ...)
+            The observations, one row per state.
+        """
 
     def n_free_parameters(self) -> int:
-        """Number of free parameters (for AIC/BIC)."""
+        """Return the number of free parameters of the emissions, for AIC and BIC.
+
+        Returns
+        -------
+        int
+            The number of free parameters.
+        """
         raise NotImplementedError
 
     # -- what the HMM estimator asks of a family (defaults for an ordinary family) ------------
@@ -141,61 +465,144 @@ class EmissionFamily(ABC):
 
     @property
     def parameter_columns(self) -> int:
-        """Columns of the emission parameter per state as stored (the memory checks count
-        ``n_states x parameter_columns`` numbers)."""
+        """The columns of the emission parameter per state, as stored.
+
+        The memory checks count ``n_states x parameter_columns`` numbers.
+        """
         return self.n_features
 
     def table_build_copies(self) -> int:
-        """``(N, K)`` arrays alive at once while :meth:`table` builds a dense table
-        (measured; the memory checks count them)."""
+        """Return how many ``(N, K)`` arrays are alive at once while :meth:`table` builds.
+
+        Measured; the memory checks count them.
+
+        Returns
+        -------
+        int
+            The number of ``(N, K)`` arrays (4 by default).
+        """
         return 4
 
     def learned_part(self) -> tuple[EmissionFamily, int]:
-        """``(family, n_fixed)``: the family of the states whose emissions are learned and
-        the number of fixed states before them (the source states of
-        :class:`~.blackbox.BlackBoxEmissions`); ``(self, 0)`` for an ordinary family."""
+        """Return the family of the learned states and the number of fixed states before them.
+
+        The fixed states are the source states of :class:`~.blackbox.BlackBoxEmissions`.
+
+        Returns
+        -------
+        family : EmissionFamily
+            The family of the states whose emissions are learned; ``self`` for an
+            ordinary family.
+        n_fixed : int
+            The number of fixed states before them; 0 for an ordinary family.
+        """
         return self, 0
 
     def split(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(log f (N, n_fixed), observations of the learned states)`` of the rows ``X``:
-        the fixed states' log-likelihood columns that travel with the data and what the
-        learned family reads; ``((N, 0), X)`` for an ordinary family."""
+        """Split rows into the fixed states' log-likelihood columns and the learned observations.
+
+        Parameters
+        ----------
+        X : ndarray
+            Observations as :meth:`validate_X` returns them (rows ``(N, D)``; symbols
+            ``(N,)`` for categorical emissions).
+
+        Returns
+        -------
+        log_f : ndarray of shape (n_samples, n_fixed)
+            The fixed states' log-likelihood columns that travel with the data; ``(N, 0)``
+            for an ordinary family.
+        X : ndarray
+            What the learned family reads; ``X`` itself for an ordinary family.
+        """
         return np.empty((len(X), 0)), X
 
     def autocorrelation_data(self, X: np.ndarray) -> tuple[np.ndarray, bool]:
-        """The observations whose autocorrelation measures how persistent the hidden chain
-        is (:func:`hiddenstate.models.hmm.init.persistence`), and whether they are symbols
-        (compared by equality) rather than numbers (standardised per column)."""
+        """Return the observations whose autocorrelation measures how persistent the chain is.
+
+        See :func:`hiddenstate.models.hmm.init.persistence`.
+
+        Parameters
+        ----------
+        X : ndarray
+            Observations as :meth:`validate_X` returns them (rows ``(N, D)``; symbols
+            ``(N,)`` for categorical emissions).
+
+        Returns
+        -------
+        data : ndarray
+            The observations to correlate.
+        symbols : bool
+            Whether they are symbols (compared by equality) rather than numbers
+            (standardised per column).
+        """
         return X, False
 
     def labelled_start(self, params: dict, X: np.ndarray, states: np.ndarray,
                        init_params: str) -> dict:
-        r"""Initial parameters moved to labelled steps (``X``: their observations,
-        ``states``: their labels, all >= 0): for each state, the mean of its labelled
-        observations with the initial value as one more pseudo-observation,
-        :math:`(\sum_{t: s_t = k} v_t + p_k)/(n_k + 1)` (see :func:`labelled_mean`), for
-        the parameters whose letter is in ``init_params`` and that are such a mean
-        (categorical rows, Gaussian means, Poisson rates); the others, and families without
-        such a parameter, are kept. Without it a few labels cannot pull EM out of the local
-        optimum a random start falls into."""
+        r"""Move the initial parameters towards the observations of labelled steps.
+
+        For each state, the mean of its labelled observations with the initial value as
+        one more pseudo-observation, :math:`(\sum_{t: s_t = k} v_t + p_k)/(n_k + 1)` (see
+        :func:`labelled_mean`), for the parameters whose letter is in ``init_params`` and
+        that are such a mean (categorical rows, Gaussian means, Poisson rates); the others,
+        and families without such a parameter, are kept. Without it a few labels cannot
+        pull EM out of the local optimum a random start falls into.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The initial parameters.
+        X : ndarray
+            The observations of the labelled steps.
+        states : ndarray of int
+            Their labels (all >= 0).
+        init_params : str
+            The hmmlearn letters of the parameters being initialised.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The parameters, keyed as ``params``.
+        """
         return params
 
     # -- what online EM asks of a family of numbers ------------------------------------------
     def statistic_vector(self) -> tuple[str, int | None] | None:
-        """How online EM (:mod:`hiddenstate.learn.online.online_em`) accumulates this
-        family's statistics, one vector per state: ``(kind, n_mix)`` with ``kind``
-        ``"counts"`` (1, x), ``"diag"`` (1, x - a, (x - a)**2) or ``"full"``
-        (1, x - a, vec((x - a)(x - a)^T)) about a reference point a, and ``n_mix`` the
-        number of mixture components, each with its own vector (None: no mixture). None
-        when online EM has no such form for the family (symbols take the lazy path, see
-        :attr:`alphabets`)."""
+        """Tell how online EM accumulates this family's statistics, one vector per state.
+
+        See :mod:`hiddenstate.learn.online.online_em`.
+
+        Returns
+        -------
+        tuple of (str, int or None) or None
+            ``(kind, n_mix)`` with ``kind`` ``"counts"`` (1, x), ``"diag"`` (1, x - a,
+            (x - a)**2) or ``"full"`` (1, x - a, vec((x - a)(x - a)^T)) about a reference
+            point a, and ``n_mix`` the number of mixture components, each with its own
+            vector (None: no mixture). None when online EM has no such form for the family
+            (symbols take the lazy path, see :attr:`alphabets`).
+        """
         return None
 
     def streaming_mstep_family(self, params: dict, emissionprob_prior) -> EmissionFamily:
-        """The family whose :meth:`mstep` online EM runs on its running statistics: this
-        one (its own conjugate prior), or for categorical emission rows a copy whose
-        Dirichlet prior is the learner's ``emissionprob_prior(params["emissionprob"])``
-        (alpha > 1: a category not seen before the first M-step stays possible)."""
+        """Return the family whose :meth:`mstep` online EM runs on its running statistics.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+        emissionprob_prior : callable
+            ``emissionprob_prior(emissionprob) -> alpha``, the learner's Dirichlet prior
+            for categorical rows.
+
+        Returns
+        -------
+        EmissionFamily
+            This family (its own conjugate prior), or for categorical emission rows a copy
+            whose Dirichlet prior is ``emissionprob_prior(params["emissionprob"])``
+            (alpha > 1: a category not seen before the first M-step stays possible).
+        """
         return self
 
     # -- families of symbols: what the streaming learners ask ---------------------------------
@@ -212,24 +619,87 @@ class EmissionFamily(ABC):
             "streaming learners take categorical emissions")
 
     def feature_rows(self, emissionprob: np.ndarray) -> list[np.ndarray]:
-        """Each feature's emission rows ``(K, W_f)`` (a family of symbols)."""
+        """Split the emission parameter of a family of symbols into each feature's rows.
+
+        Parameters
+        ----------
+        emissionprob : ndarray
+            The emission parameter.
+
+        Returns
+        -------
+        list of ndarray
+            Each feature's emission rows ``(K, W_f)``.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the family does not emit symbols.
+        """
         self._not_symbols()
 
     def from_feature_rows(self, rows: list[np.ndarray]) -> np.ndarray:
-        """The emission parameter (a new array) from each feature's rows: the inverse of
-        :meth:`feature_rows`."""
+        """Build the emission parameter from each feature's rows: the inverse of feature_rows.
+
+        Parameters
+        ----------
+        rows : list of ndarray
+            Each feature's emission rows ``(K, W_f)``.
+
+        Returns
+        -------
+        ndarray
+            The emission parameter (a new array).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the family does not emit symbols.
+        """
         self._not_symbols()
 
     def validate_symbols(self, X) -> np.ndarray:
-        """The symbols of ``X`` checked against :attr:`alphabets` (``-1``: missing), as
-        int64 in the layout :meth:`log_likelihood` reads."""
+        """Check symbols against the family's alphabets.
+
+        Parameters
+        ----------
+        X : array-like
+            The symbols (``-1``: missing).
+
+        Returns
+        -------
+        ndarray of int64
+            The symbols in the layout :meth:`log_likelihood` reads.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a symbol is outside the alphabets, or the family does not emit symbols.
+        """
         self._not_symbols()
 
     def stream_symbols(self, X: np.ndarray) -> np.ndarray:
-        """``(N, F)`` int64: each row's symbol of every feature as a column of the
-        features' alphabets laid side by side (feature ``f`` starts at
-        ``sum(alphabets[:f])``), ``-1`` where missing: what online EM's lazy categorical
-        kernel reads. Symbols outside the alphabets raise :class:`InvalidInputError`."""
+        """Lay each row's symbols out as columns of the features' alphabets side by side.
+
+        What online EM's lazy categorical kernel reads.
+
+        Parameters
+        ----------
+        X : ndarray
+            The symbols, one column per feature (``-1``: missing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features), dtype int64
+            Each row's symbol of every feature as a column of the features' alphabets laid
+            side by side (feature ``f`` starts at ``sum(alphabets[:f])``), ``-1`` where
+            missing.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a symbol is outside the alphabets, or the family does not emit symbols.
+        """
         self._not_symbols()
 
 

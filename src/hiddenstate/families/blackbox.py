@@ -26,7 +26,36 @@ from .categorical import CategoricalEmissions
 
 
 class BlackBoxEmissions(EmissionFamily):
-    """``n_sources`` source states followed by the ``inner`` family's states."""
+    """Source states next to an ordinary emission family (PROPS, Wojnowicz & Zhao, sec. III).
+
+    ``n_sources`` source states, whose emission probabilities are the black-box predictions
+    that travel with the data, followed by the ``inner`` family's states, learned as usual
+    (see the module docstring, :mod:`hiddenstate.families.blackbox`). The family's rows are
+    ``[log f_1, ..., log f_Ks, x]``; :class:`hiddenstate.PROPS` builds them from its sources
+    (:meth:`join`), and its ``validate_X`` refuses data from anywhere else.
+
+    Parameters
+    ----------
+    n_sources : int
+        The number of source states :math:`K_s`.
+    inner : EmissionFamily
+        The family of the perturbation states.
+
+    See Also
+    --------
+    hiddenstate.PROPS : The model that uses this family.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.families import BlackBoxEmissions, CategoricalEmissions
+    >>> family = BlackBoxEmissions(1, CategoricalEmissions(n_states=1, n_features=3))
+    >>> rows = family.join(np.log([[0.5], [0.25]]), np.array([2, 0]))  # f(y_t), then y_t
+    >>> params = {"emissionprob": np.array([[0.2, 0.3, 0.5]])}
+    >>> np.exp(family.log_likelihood(params, rows))
+    array([[0.5 , 0.5 ],
+           [0.25, 0.2 ]])
+    """
 
     def __init__(self, n_sources: int, inner: EmissionFamily):
         super().__init__(n_sources + inner.n_states, inner.n_features)
@@ -36,7 +65,20 @@ class BlackBoxEmissions(EmissionFamily):
 
     # -- data -----------------------------------------------------------------------------------
     def split(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(log f (N, K_s), inner observations)`` of augmented rows."""
+        """Split augmented rows into the source log-probabilities and the inner observations.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_sources + n_inner)
+            Augmented rows.
+
+        Returns
+        -------
+        log_f : ndarray of shape (n_samples, n_sources)
+            The source log-probabilities.
+        Xi : ndarray
+            The inner family's observations (categorical: int64 symbols).
+        """
         Ks = self.n_sources
         Xi = X[:, Ks:]
         if isinstance(self.inner, CategoricalEmissions):
@@ -45,7 +87,21 @@ class BlackBoxEmissions(EmissionFamily):
 
     @staticmethod
     def join(log_f: np.ndarray, Xi: np.ndarray) -> np.ndarray:
-        """Augmented rows from source log-probabilities and inner observations."""
+        r"""Build augmented rows from source log-probabilities and inner observations.
+
+        Parameters
+        ----------
+        log_f : ndarray of shape (n_samples, n_sources)
+            The source log-probabilities :math:`\log f_k(y_t \mid y_{<t})`.
+        Xi : array-like
+            The inner family's observations (a symbol is stored as a float, exact below
+            :math:`2^{53}`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_sources + n_inner)
+            The rows ``[log f | x]``.
+        """
         Xi = np.asarray(Xi, dtype=np.float64)
         return np.hstack([log_f, Xi.reshape(len(Xi), -1)])
 
@@ -66,9 +122,23 @@ class BlackBoxEmissions(EmissionFamily):
         return EmissionTable.from_log_likelihood(self.log_likelihood(params, X), occupied)
 
     def statistics(self, X, post):
-        """The inner family's statistics from the perturbation columns of ``post`` (per row;
-        categorical counts are summed by symbol, as the inner family expects; a missing
-        symbol, ``-1``, counts for none)."""
+        r"""Compute the inner family's statistics from the perturbation columns of ``post``.
+
+        Per row; categorical counts are summed by symbol, as the inner family expects; a
+        missing symbol, ``-1``, counts for none.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+        post : ndarray of shape (n_samples, n_states)
+            The E-step's state posteriors :math:`\gamma_{tk}`.
+
+        Returns
+        -------
+        dict
+            The sufficient statistics (see :meth:`mstep`).
+        """
         _, Xi = self.split(X)
         post_p = post[:, self.n_sources:]
         if isinstance(self.inner, CategoricalEmissions):
@@ -83,8 +153,25 @@ class BlackBoxEmissions(EmissionFamily):
         return self.inner.statistics(Xi, post_p)
 
     def statistics_at(self, params, X, post):
-        """:meth:`statistics` with the E-step's parameters (the inner family's
-        ``statistics_at``: a Gaussian's rows with missing entries need them)."""
+        r"""Compute the statistics with the E-step's parameters at hand.
+
+        The inner family's ``statistics_at``: a Gaussian's rows with missing entries need them.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+        post : ndarray of shape (n_samples, n_states)
+            The E-step's state posteriors :math:`\gamma_{tk}`.
+
+        Returns
+        -------
+        dict
+            The sufficient statistics (see :meth:`mstep`).
+        """
         if isinstance(self.inner, CategoricalEmissions):
             return self.statistics(X, post)
         _, Xi = self.split(X)
@@ -95,16 +182,45 @@ class BlackBoxEmissions(EmissionFamily):
         return self.inner.merge_statistics(a, b)
 
     def learned_part(self):
-        """The inner family, after the ``n_sources`` source states."""
+        """Return the inner family, after the ``n_sources`` source states.
+
+        Returns
+        -------
+        family : EmissionFamily
+            The inner family.
+        n_fixed : int
+            ``n_sources``.
+        """
         return self.inner, self.n_sources
 
     def autocorrelation_data(self, X):
-        """The inner family's, of the inner observations (the source columns left out)."""
+        """Return the inner family's autocorrelation data, of the inner observations.
+
+        The source columns are left out.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+
+        Returns
+        -------
+        data : ndarray
+            The observations to correlate.
+        symbols : bool
+            Whether they are symbols.
+        """
         return self.inner.autocorrelation_data(self.split(X)[1])
 
     def table_build_copies(self):
-        """The inner family's, plus the source columns' log-likelihood and its shifted
-        copy."""
+        """Count the inner family's arrays, plus the source columns' log-likelihood and its copy.
+
+        Returns
+        -------
+        int
+            The number of ``(N, K)`` arrays alive at once (see
+            :meth:`EmissionFamily.table_build_copies`).
+        """
         return 2 + self.inner.table_build_copies()
 
     def statistic_vector(self):

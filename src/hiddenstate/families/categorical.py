@@ -16,7 +16,39 @@ MAX_INFERRED_SYMBOLS = 2**24
 
 
 class CategoricalEmissions(DirichletEmissionRows, EmissionFamily):
-    """``emissionprob`` ``(K, W)``: p(x = w | z = k). Observations are symbols 0..W-1."""
+    r"""Categorical emissions: ``emissionprob`` ``(K, W)``, :math:`p(x = w \mid z = k)`.
+
+    Observations are symbols ``0 .. W-1`` (``-1``: missing, no emission term). The rows are
+    one :class:`DirichletRows` block (see :mod:`hiddenstate.families.dirichlet` for the
+    estimates, the prior and the variational updates). Built by :class:`hiddenstate.HMM`
+    for ``emission="categorical"``; an alphabet inferred from the data may not exceed
+    2**24 symbols (pass ``n_features`` to go beyond).
+
+    Parameters
+    ----------
+    n_states : int
+        The number of hidden states K.
+    n_features : int
+        The number of symbols W.
+    emissionprob_prior : float or array-like, default=1.0
+        The Dirichlet :math:`\alpha` of the rows (1: maximum likelihood).
+
+    See Also
+    --------
+    MultinomialEmissions : Counts over W categories.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.families import CategoricalEmissions
+    >>> family = CategoricalEmissions(n_states=2, n_features=3)
+    >>> params = {"emissionprob": np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]])}
+    >>> X = family.validate_X(np.array([[0], [2], [-1]]), None)      # -1: missing
+    >>> np.exp(family.log_likelihood(params, X))
+    array([[0.7, 0.1],
+           [0.1, 0.7],
+           [1. , 1. ]])
+    """
 
     letters = {"e": "emissionprob"}
 
@@ -38,15 +70,51 @@ class CategoricalEmissions(DirichletEmissionRows, EmissionFamily):
         return W
 
     def log_likelihood(self, params, X):
-        """log p(x_t | z_t = k); 0 for a missing symbol (``-1``: no emission term)."""
+        r"""Compute :math:`\log p(x_t \mid z_t = k)`; 0 for a missing symbol.
+
+        A missing symbol, ``-1``, has no emission term.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+        X : ndarray
+            Observations as :meth:`validate_X` returns them (rows ``(N, D)``; symbols
+            ``(N,)`` for categorical emissions).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_states)
+            :math:`\log p(x_t \mid z_t = k)`.
+        """
         with np.errstate(divide="ignore"):
             out = np.log(params["emissionprob"].T[np.maximum(X, 0)])
         out[X < 0] = 0.0
         return out
 
     def table(self, params, X, occupied=None):
-        """The emission matrix itself, unscaled: nothing to underflow, so ``occupied`` is
-        not needed."""
+        """Return the emission matrix itself as the table, unscaled.
+
+        Nothing can underflow, so ``occupied`` is not needed.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+        X : ndarray
+            Observations as :meth:`validate_X` returns them (rows ``(N, D)``; symbols
+            ``(N,)`` for categorical emissions).
+        occupied : ndarray of bool or None, default=None
+            Unused.
+
+        Returns
+        -------
+        hiddenstate.inference.EmissionTable
+            The table by symbol (:meth:`EmissionTable.from_symbols
+            <hiddenstate.inference.EmissionTable.from_symbols>`).
+        """
         return EmissionTable.from_symbols(params["emissionprob"], X)
 
     def statistics(self, X, post):
@@ -59,15 +127,48 @@ class CategoricalEmissions(DirichletEmissionRows, EmissionFamily):
 
     @property
     def alphabets(self) -> tuple[int, ...]:
+        """The alphabet of the one feature: ``(n_features,)``."""
         return (self.n_features,)
 
     def autocorrelation_data(self, X):
-        """The symbols themselves (their persistence is that of one-hot indicators)."""
+        """Return the symbols themselves, whose persistence is that of one-hot indicators.
+
+        Parameters
+        ----------
+        X : ndarray
+            Observations as :meth:`validate_X` returns them (rows ``(N, D)``; symbols
+            ``(N,)`` for categorical emissions).
+
+        Returns
+        -------
+        data : ndarray
+            ``X``.
+        symbols : bool
+            True (compared by equality).
+        """
         return X, True
 
     def labelled_start(self, params, X, states, init_params):
-        """The rows moved to the one-hot labelled symbols (a missing one counts for
-        nothing), when ``"e"`` is initialised."""
+        """Move the rows towards the one-hot labelled symbols, when ``"e"`` is initialised.
+
+        A missing symbol counts for nothing (see :meth:`EmissionFamily.labelled_start`).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The initial parameters.
+        X : ndarray
+            The observations of the labelled steps.
+        states : ndarray of int
+            Their labels (all >= 0).
+        init_params : str
+            The hmmlearn letters of the parameters being initialised.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The parameters, keyed as ``params``.
+        """
         if "e" not in init_params:
             return params
         V = np.where(X[:, None] < 0, np.nan, X[:, None] == np.arange(self.n_features))
@@ -95,8 +196,25 @@ class CategoricalEmissions(DirichletEmissionRows, EmissionFamily):
         return np.ascontiguousarray(y[:, None], dtype=np.int64)
 
     def impute(self, params, X, post):
-        r"""Missing symbols (``-1``) replaced by the most probable symbol under the
-        posterior predictive :math:`p(x_t = w \mid X) = \sum_k \gamma_{tk} B_{kw}`."""
+        r"""Replace missing symbols by the most probable symbol under the posterior predictive.
+
+        :math:`p(x_t = w \mid X) = \sum_k \gamma_{tk} B_{kw}`.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+        X : ndarray
+            The symbols (``-1``: missing).
+        post : ndarray of shape (n_samples, n_states)
+            The state posteriors :math:`\gamma_{tk}`.
+
+        Returns
+        -------
+        ndarray
+            ``X`` with its missing entries filled in (a copy).
+        """
         out = X.copy()
         rows = np.flatnonzero(X < 0)
         out[rows] = np.argmax(post[rows] @ params["emissionprob"], axis=1)

@@ -20,10 +20,40 @@ from scipy.special import digamma, gammaln
 
 
 def estimate_rows(counts: np.ndarray, current: np.ndarray, prior=1.0) -> tuple[np.ndarray, list]:
-    """Row-normalised MAP estimate (MLE for ``prior == 1``) keeping structural zeros.
+    r"""Estimate categorical rows: the MAP estimate, the MLE for ``prior == 1``.
 
-    A row with no mass at all (a state never visited) keeps its current value; its index
-    is returned so the caller can warn.
+    :math:`\hat\theta_w \propto \max(n_w + \alpha_w - 1, 0)` along the last axis
+    (hmmlearn's convention); structural zeros of the current rows stay zero. A row with no
+    mass at all (a state never visited) keeps its current value; its index is returned so
+    the caller can warn.
+
+    Parameters
+    ----------
+    counts : ndarray
+        Expected counts, rows along the last axis (any number of axes).
+    current : ndarray
+        The current rows, of the shape of ``counts``.
+    prior : float or array-like, default=1.0
+        The Dirichlet :math:`\alpha`, a scalar or broadcastable to ``counts``.
+
+    Returns
+    -------
+    rows : ndarray
+        The estimated rows, each summing to one.
+    kept : list of int
+        The (flat) indices of the rows without mass, which kept their current value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.families import estimate_rows
+    >>> counts = np.array([[3.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    >>> current = np.array([[0.2, 0.3, 0.5], [0.5, 0.0, 0.5]])
+    >>> estimate_rows(counts, current)                  # row 1 saw nothing: kept
+    (array([[0.75, 0.25, 0.  ],
+           [0.5 , 0.  , 0.5 ]]), [1])
+    >>> estimate_rows(counts[:1], current[:1], prior=2.0)[0].round(3)
+    array([[0.571, 0.286, 0.143]])
     """
     est = np.maximum(counts + (np.asarray(prior, dtype=np.float64) - 1.0), 0.0)
     est = np.where(current == 0, 0.0, est)
@@ -42,10 +72,30 @@ def _support(theta: np.ndarray, alpha: np.ndarray) -> np.ndarray:
 
 
 class DirichletRows:
-    """A block of categorical rows (a vector, or a matrix of rows) with a Dirichlet prior.
+    r"""A block of categorical rows (a vector, or a matrix of rows) with a Dirichlet prior.
 
-    ``key`` names the parameter (``"startprob"``, ``"transmat"``, ``"emissionprob"``),
-    ``letter`` its hmmlearn flag, ``prior`` a scalar or an array broadcastable to the rows.
+    The conjugate block behind the initial distribution, every transition row and
+    categorical emissions; the module docstring (:mod:`hiddenstate.families.dirichlet`)
+    gives the MAP estimate, the log prior and the variational updates.
+
+    Parameters
+    ----------
+    key : str
+        The parameter's name (``"startprob"``, ``"transmat"``, ``"emissionprob"``).
+    letter : str
+        Its hmmlearn flag (``"s"``, ``"t"``, ``"e"``).
+    prior : float or array-like, default=1.0
+        The Dirichlet :math:`\alpha`, a scalar or an array broadcastable to the rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.families import DirichletRows
+    >>> rows = DirichletRows("transmat", "t", prior=2.0)
+    >>> theta = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> rows.mstep(theta, np.array([[8.0, 2.0], [1.0, 3.0]]), which="t")[0].round(3)
+    array([[0.75 , 0.25 ],
+           [0.333, 0.667]])
     """
 
     def __init__(self, key: str, letter: str, prior=1.0):
@@ -57,16 +107,60 @@ class DirichletRows:
         return np.broadcast_to(np.asarray(self.prior, dtype=np.float64), like.shape)
 
     def merge_statistics(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Counts of two disjoint data sets combined: their sum."""
+        """Combine the counts of two disjoint data sets: their sum.
+
+        Parameters
+        ----------
+        a, b : ndarray
+            The counts.
+
+        Returns
+        -------
+        ndarray
+            ``a + b``.
+        """
         return a + b
 
     # -- point estimates ------------------------------------------------------------------------
     def mstep(self, theta, counts, which):
+        """Estimate the rows from counts (:func:`estimate_rows` under the prior).
+
+        Parameters
+        ----------
+        theta : ndarray
+            The current rows.
+        counts : ndarray
+            The expected counts.
+        which : str
+            The hmmlearn letters to update; without this block's letter the rows are kept.
+
+        Returns
+        -------
+        rows : ndarray
+            The new rows.
+        kept : list of int
+            The rows without mass, which kept their value.
+        """
         if self.letter not in which:
             return theta, []
         return estimate_rows(counts, theta, self._alpha(theta))
 
     def log_prior(self, theta) -> float:
+        r"""Compute the Dirichlet log density of the rows.
+
+        :math:`\sum_w (\alpha_w - 1)\log\theta_w - \log B(\alpha)` over each row's
+        support; 0 for the flat prior (a constant, left out).
+
+        Parameters
+        ----------
+        theta : ndarray
+            The rows.
+
+        Returns
+        -------
+        float
+            The log density summed over the rows.
+        """
         theta = np.asarray(theta, dtype=np.float64)
         alpha = self._alpha(theta)
         if np.all(alpha == 1.0):
@@ -80,23 +174,80 @@ class DirichletRows:
 
     # -- variational Bayes ----------------------------------------------------------------------
     def vb_init(self, theta, n_virtual: float) -> np.ndarray:
-        """q centred on ``theta`` as if estimated from ``n_virtual`` observations per row."""
+        r"""Build the variational posterior centred on ``theta``.
+
+        As if estimated from ``n_virtual`` observations per row: :math:`\alpha + n\,\theta`.
+
+        Parameters
+        ----------
+        theta : ndarray
+            The rows.
+        n_virtual : float
+            The number of pseudo-observations per state.
+
+        Returns
+        -------
+        ndarray
+            The posterior's Dirichlet parameters, shaped like ``theta``.
+        """
         return self._alpha(theta) + n_virtual * np.asarray(theta)
 
     def vb_update(self, q, counts, which):
+        r"""Update the variational posterior: :math:`\hat\alpha = \alpha + n`.
+
+        Parameters
+        ----------
+        q : ndarray
+            The posterior's Dirichlet parameters.
+        counts : ndarray
+            The expected counts.
+        which : str
+            The hmmlearn letters to update; without this block's letter ``q`` is kept.
+
+        Returns
+        -------
+        ndarray
+            The new Dirichlet parameters.
+        """
         if self.letter not in which:
             return q
         return self._alpha(q) + counts
 
     def vb_expected(self, q) -> np.ndarray:
-        """exp E_q[log theta] (rows sum to less than one)."""
+        r"""Return :math:`\exp E_q[\log\theta]`, what the E-step uses.
+
+        :math:`\tilde\theta_w = \exp(\psi(\hat\alpha_w) - \psi(\sum_v \hat\alpha_v))`: the rows
+        sum to less than one.
+
+        Parameters
+        ----------
+        q : ndarray
+            The posterior's Dirichlet parameters.
+
+        Returns
+        -------
+        ndarray
+            The sub-normalised rows (0 where ``q`` is 0).
+        """
         with np.errstate(divide="ignore", invalid="ignore"):
             out = np.exp(digamma(q) - digamma(q.sum(axis=-1, keepdims=True)))
         return np.where(q > 0, out, 0.0)
 
     def vb_kl(self, q) -> float:
-        """KL(Dir(q) || Dir(prior)) summed over rows (entries with q = 0 excluded); every
-        row at once (rows along the last axis)."""
+        """Compute KL(Dir(q) || Dir(prior)), summed over the rows.
+
+        Entries with q = 0 are excluded; every row at once (rows along the last axis).
+
+        Parameters
+        ----------
+        q : ndarray
+            The posterior's Dirichlet parameters.
+
+        Returns
+        -------
+        float
+            The divergence.
+        """
         q = np.asarray(q, dtype=np.float64)
         alpha = self._alpha(q)
         s = q > 0
@@ -111,6 +262,18 @@ class DirichletRows:
         return float(np.sum(rows))
 
     def vb_mean(self, q) -> np.ndarray:
+        r"""Return the posterior mean rows :math:`\hat\alpha / \sum \hat\alpha`.
+
+        Parameters
+        ----------
+        q : ndarray
+            The posterior's Dirichlet parameters.
+
+        Returns
+        -------
+        ndarray
+            The rows.
+        """
         sums = q.sum(axis=-1, keepdims=True)
         return q / sums
 
@@ -188,7 +351,18 @@ class DirichletEmissionRows:
     counts_key = "counts"
 
     def merge_statistics(self, a, b):
-        """Posterior-weighted counts (and masses) of two disjoint data sets: their sums."""
+        """Combine the posterior-weighted counts (and masses) of two disjoint data sets.
+
+        Parameters
+        ----------
+        a, b : dict
+            The statistics of two disjoint sets of observations.
+
+        Returns
+        -------
+        dict
+            The sums, key by key.
+        """
         return {key: a[key] + b[key] for key in a}
 
     def mstep(self, params, stats, which):
@@ -199,7 +373,23 @@ class DirichletEmissionRows:
         return self.rows.log_prior(params["emissionprob"])
 
     def vb_init(self, params, n_virtual):
-        """q centred on ``params`` with ``n_virtual`` pseudo-counts per state."""
+        """Build the variational posterior centred on ``params``.
+
+        With ``n_virtual`` pseudo-counts per state (see :meth:`DirichletRows.vb_init`).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"emissionprob"``, ``"means"``, ``"covars"``, ...).
+        n_virtual : float
+            The number of pseudo-observations per state.
+
+        Returns
+        -------
+        dict
+            The variational posterior's hyper-parameters.
+        """
         return {"emissionprob": self.rows.vb_init(params["emissionprob"], n_virtual)}
 
     def vb_update(self, q, stats, which):

@@ -122,6 +122,59 @@ def full_covars(covars: np.ndarray, covariance_type: str, K: int, D: int) -> np.
 
 
 class GaussianEmissions(EmissionFamily):
+    r"""Gaussian emissions with spherical, diagonal, full or tied covariances.
+
+    Parameters ``means`` ``(K, D)`` and ``covars`` (``(K,)`` spherical, ``(K, D)`` diag,
+    ``(K, D, D)`` full, ``(D, D)`` tied). The M-step (Huang, Acero & Hon, as in hmmlearn),
+    its MAP prior, the Normal-Wishart variational posterior, the statistics about reference
+    points that make fits shift-invariant, the safeguards and the treatment of missing entries
+    (NaN, marginalised) are stated in the module docstring
+    (:mod:`hiddenstate.families.gaussian`). Built by :class:`hiddenstate.HMM` for
+    ``emission="gaussian"``.
+
+    Parameters
+    ----------
+    n_states : int
+        The number of hidden states K.
+    n_features : int
+        The number of features D.
+    covariance_type : {"spherical", "diag", "full", "tied"}, default="diag"
+        The form of the covariances.
+    min_covar : float, default=1e-3
+        The floor of every variance (covariance eigenvalue); a state raised to it gets a
+        :class:`~hiddenstate.errors.DegenerateStateWarning`.
+    means_prior : float or array-like, default=0.0
+        :math:`\mu_0`, the prior mean of the means (VB: :math:`m_0`).
+    means_weight : float or array-like, default=0.0
+        :math:`\lambda`, its weight in pseudo-observations (VB: :math:`\beta_0`, > 0).
+    covars_prior : float or array-like, default=0.0
+        :math:`\Psi`, the prior scatter of the covariances (VB: the covariance-like Wishart
+        scale :math:`S_0`, positive (definite)).
+    covars_weight : float or array-like, default=1.0
+        :math:`\nu`, its weight (VB: :math:`\nu_0`, > D - 1 for full/tied, > 0 otherwise).
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``covariance_type`` is not one of :data:`COVARIANCE_TYPES`.
+
+    See Also
+    --------
+    GMMEmissions : A mixture of Gaussians per state.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.families import GaussianEmissions
+    >>> family = GaussianEmissions(n_states=2, n_features=2, covariance_type="diag")
+    >>> params = {"means": np.array([[0.0, 0.0], [5.0, 5.0]]), "covars": np.ones((2, 2))}
+    >>> X = family.validate_X(np.array([[0.0, 0.5], [5.0, np.nan], [np.nan, np.nan]]), None)
+    >>> family.log_likelihood(params, X).round(3)            # NaN entries marginalised
+    array([[ -1.963, -24.463],
+           [-13.419,  -0.919],
+           [  0.   ,   0.   ]])
+    """
+
     letters = {"m": "means", "c": "covars"}
 
     def __init__(self, n_states, n_features, covariance_type="diag", min_covar=1e-3,
@@ -138,7 +191,27 @@ class GaussianEmissions(EmissionFamily):
         self.covars_weight = covars_weight
 
     def validate_X(self, X, fitted_n_features):
-        """Real rows; NaN marks a missing entry (see :meth:`log_likelihood`)."""
+        """Check real rows; NaN marks a missing entry (see :meth:`log_likelihood`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The observations.
+        fitted_n_features : int or None
+            The number of features of a fitted model, which ``X`` must match; None: not fitted
+            yet.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features), dtype float64
+            The rows.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``X`` is not a 2-D array of real numbers (infinities refused), or has another
+            number of features than the fitted model.
+        """
         return check_real_X(X, fitted_n_features, allow_missing=True)
 
     def infer_n_features(self, X):
@@ -164,7 +237,9 @@ class GaussianEmissions(EmissionFamily):
         return out, shift
 
     def log_likelihood(self, params, X):
-        r"""log N(x_t | means_k, covars_k), plus ``params["log_offset"][k]`` when present
+        r"""Compute the Gaussian log density of every row under every state.
+
+        :math:`\log N(x_t \mid \mu_k, \Sigma_k)`, plus ``params["log_offset"][k]`` when present
         (the variational view from :meth:`vb_expected`). Computed from the differences
         ``x_t - means_k`` (never from expanded squares), so it is as accurate for data far
         from the origin as near it.
@@ -175,7 +250,26 @@ class GaussianEmissions(EmissionFamily):
         exact :math:`E_q[\log N(x_o \mid \mu_o, \Sigma_{oo})]`: per observed dimension
         for diagonal and spherical covariances (``log_offset`` times :math:`|o|/D`), and
         for full/tied ones from the marginal posterior of :math:`\Sigma_{oo}`
-        (:meth:`_vb_marginal`)."""
+        (``_vb_marginal``: the inverse-Wishart block, Gupta & Nagar thm. 3.4.1).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_states)
+            :math:`\log p(x_t \mid z_t = k)`.
+
+        Raises
+        ------
+        hiddenstate.errors.NumericalError
+            If a full/tied covariance is not positive definite to working precision.
+        """
         miss = np.isnan(X)
         if miss.any():
             return self._missing_loglik(params, X, miss)
@@ -275,9 +369,27 @@ class GaussianEmissions(EmissionFamily):
             yield rows, m, filled, cov
 
     def impute(self, params, X, post):
-        r"""Missing entries replaced by the posterior predictive mean
+        r"""Replace missing entries by the posterior predictive mean.
+
         :math:`\sum_k \gamma_{tk} E[x_{t,m} \mid x_{t,o}, z_t = k]` (a row with nothing
-        observed: :math:`\sum_k \gamma_{tk}\mu_k`)."""
+        observed: :math:`\sum_k \gamma_{tk}\mu_k`), the conditional means of Ghahramani & Jordan
+        (1994).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        X : ndarray of shape (n_samples, n_features)
+            The rows (NaN: missing).
+        post : ndarray of shape (n_samples, n_states)
+            The E-step's state posteriors :math:`\gamma_{tk}`.
+
+        Returns
+        -------
+        ndarray
+            ``X`` with its missing entries filled in (a copy).
+        """
         out = X.copy()
         miss = np.isnan(X)
         for rows, m, filled, _ in self._conditionals(params, X, miss):
@@ -288,7 +400,28 @@ class GaussianEmissions(EmissionFamily):
         return out
 
     def table(self, params, X, occupied=None):
-        """Diagonal/spherical: scaled by the kernel as it computes the log-likelihood."""
+        """Return the emission table; diagonal/spherical: scaled by the kernel as it computes.
+
+        The kernel (:func:`~hiddenstate.kernels.gaussian_diag_loglik`) scales each row as it
+        computes the log-likelihood; full/tied covariances and rows with missing entries go
+        through :meth:`EmissionFamily.table`.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+        occupied : ndarray of bool, shape (n_states,), or None, default=None
+            The states the chain can be in; the others get probability 0 and take no part in
+            the row scaling. None: every state.
+
+        Returns
+        -------
+        hiddenstate.inference.EmissionTable
+            The table the forward-backward and Viterbi kernels read.
+        """
         if self.covariance_type in ("diag", "spherical") and not np.isnan(X).any():
             return EmissionTable.from_shifted(*self._diag_loglik(params, X, True, occupied))
         return super().table(params, X, occupied)
@@ -310,33 +443,71 @@ class GaussianEmissions(EmissionFamily):
         return cached[1], cached[2]
 
     def statistics_at(self, params, X, post):
-        """:meth:`statistics` with the E-step's parameters, which rows with missing entries
-        need for their conditional expectations."""
+        r"""Compute the statistics with the E-step's parameters at hand.
+
+        Rows with missing entries need them for their conditional expectations
+        (:meth:`statistics` with ``params``).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+        post : ndarray of shape (n_samples, n_states)
+            The E-step's state posteriors :math:`\gamma_{tk}`.
+
+        Returns
+        -------
+        dict
+            The sufficient statistics (see :meth:`mstep`).
+        """
         return self.statistics(X, post, params)
 
     def statistics(self, X, post, params=None):
-        r"""Weighted sums about a per-state reference point :math:`a_k` (``shift``,
-        (K, D)): :math:`n_k = \sum_t \gamma_{tk}`, ``obs`` :math:`\sum_t \gamma_{tk}
-        (x_t - a_k)` and ``obs**2`` :math:`\sum_t \gamma_{tk} (x_t - a_k)^2` (diagonal,
-        spherical) or ``obs*obs.T`` :math:`\sum_t \gamma_{tk} (x_t - a_k)(x_t - a_k)^\top`
-        (full, tied).
+        r"""Compute the weighted sums about a per-state reference point :math:`a_k`.
+
+        :math:`a_k` is ``shift`` (K, D): :math:`n_k = \sum_t \gamma_{tk}`, ``obs``
+        :math:`\sum_t \gamma_{tk} (x_t - a_k)` and ``obs**2``
+        :math:`\sum_t \gamma_{tk} (x_t - a_k)^2` (diagonal, spherical) or ``obs*obs.T``
+        :math:`\sum_t \gamma_{tk} (x_t - a_k)(x_t - a_k)^\top` (full, tied).
 
         Raw moments (:math:`a = 0`) would lose every digit of a variance that is small
         next to the squared mean (data with an offset of 1e8 and unit spread). Diagonal and
         spherical: :math:`a` is the :func:`~.base.reference_point` of ``X`` (column
         medians) and the sums come from one matrix product
-        :math:`\gamma^\top [1, X - a, (X - a)^2]` (:func:`_weighted_sums`); a state and
-        dimension whose second moment about :math:`a` exceeds ``_CANCEL`` times its centred
-        variance (a state far from the medians next to its spread) is summed again about
-        its own weighted mean. Full and tied: every state is summed about its own weighted
-        mean.
+        :math:`\gamma^\top [1, X - a, (X - a)^2]` (``_weighted_sums``); a state and
+        dimension whose second moment about :math:`a` exceeds ``_CANCEL`` (1e6) times its
+        centred variance (a state far from the medians next to its spread) is summed again
+        about its own weighted mean. Full and tied: every state is summed about its own
+        weighted mean.
 
         Missing entries (NaN): a row with nothing observed is left out; a row with some
         dimensions :math:`m` missing contributes, for state :math:`k`, its conditional
         expectations :math:`E[x \mid x_o, z=k]` and :math:`E[xx^\top \mid x_o, z=k]`
-        under the current parameters ``params`` (:meth:`_conditionals`): the E-step of
+        under the current parameters ``params`` (``_conditionals``): the E-step of
         EM with the missing entries as latent variables (Ghahramani & Jordan 1994), so
         every mode's M-step is unchanged.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+        post : ndarray of shape (n_samples, n_states)
+            The E-step's state posteriors :math:`\gamma_{tk}`.
+        params : dict of str to ndarray or None, default=None
+            The E-step's parameters; needed when ``X`` has missing entries.
+
+        Returns
+        -------
+        dict
+            ``post``, ``shift``, ``obs`` and ``obs**2`` or ``obs*obs.T``.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``X`` has missing entries and ``params`` is None.
         """
         miss = np.isnan(X)
         if miss.any():
@@ -354,13 +525,26 @@ class GaussianEmissions(EmissionFamily):
         return stats
 
     def merge_statistics(self, a, b):
-        r"""Statistics of two disjoint data sets, taken about ``a``'s reference points
-        :math:`a_k` (``b``'s where ``a`` has no mass): ``b``'s sums move from its points
-        :math:`b_k` by :math:`\delta = b_k - a_k` (the pairwise update of Chan, Golub &
-        LeVeque 1979): :math:`s_1 + n\delta`, :math:`s_2 + 2\delta s_1 + n\delta^2`,
+        r"""Combine the statistics of two disjoint data sets, moving ``b``'s sums to ``a``'s points.
+
+        The result is taken about ``a``'s reference points :math:`a_k` (``b``'s where ``a`` has no
+        mass): ``b``'s sums move from its points :math:`b_k` by :math:`\delta = b_k - a_k` (the
+        pairwise update of Chan, Golub & LeVeque 1979): :math:`s_1 + n\delta`,
+        :math:`s_2 + 2\delta s_1 + n\delta^2`,
         :math:`S + \delta s_1^\top + s_1\delta^\top + n\delta\delta^\top`. Both
         points lie near the state's data, so :math:`\delta` is small next to its spread
-        and no digits cancel."""
+        and no digits cancel.
+
+        Parameters
+        ----------
+        a, b : dict
+            The statistics of two disjoint sets of observations.
+
+        Returns
+        -------
+        dict
+            The statistics of the union.
+        """
         n_a, n_b = a["post"], b["post"]
         shift = np.where((n_a > 0)[:, None], a["shift"], b["shift"])
         d = b["shift"] - shift
@@ -376,18 +560,51 @@ class GaussianEmissions(EmissionFamily):
                 + n_b[:, None, None] * np.einsum("ki,kj->kij", d, d))
         return out
     def statistic_vector(self):
-        """Online EM accumulates (1, x - a, (x - a)**2) (diagonal, spherical) or
-        (1, x - a, vec((x - a)(x - a)^T)) (full, tied) about a per-state point a."""
+        """Tell online EM to accumulate centred moments about a per-state point a.
+
+        (1, x - a, (x - a)**2) (diagonal, spherical) or (1, x - a, vec((x - a)(x - a)^T))
+        (full, tied).
+
+        Returns
+        -------
+        tuple of (str, None)
+            ``("diag", None)`` or ``("full", None)``.
+        """
         return ("diag" if self.covariance_type in ("diag", "spherical") else "full"), None
 
     def table_build_copies(self):
-        """One for diagonal/spherical covariances (the kernel scales in place), two for
-        full/tied."""
+        """Return 1 for diagonal/spherical covariances (scaled in place), 2 for full/tied.
+
+        Returns
+        -------
+        int
+            The number of ``(N, K)`` arrays alive at once (see
+            :meth:`EmissionFamily.table_build_copies`).
+        """
         return 1 if self.covariance_type in ("diag", "spherical") else 2
 
     def labelled_start(self, params, X, states, init_params):
-        """The means moved to the labelled rows (a missing entry counts for nothing), when
-        ``"m"`` is initialised; the covariances keep their data-wide start."""
+        """Move the means towards the labelled rows, when ``"m"`` is initialised.
+
+        A missing entry counts for nothing; the covariances keep their data-wide start (see
+        :meth:`EmissionFamily.labelled_start`).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The initial parameters.
+        X : ndarray
+            The observations of the labelled steps.
+        states : ndarray of int
+            Their labels (all >= 0).
+        init_params : str
+            The hmmlearn letters of the parameters being initialised.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The parameters, keyed as ``params``.
+        """
         if "m" not in init_params:
             return params
         return {**params, "means": labelled_mean(params["means"], X, states)}
@@ -479,14 +696,26 @@ class GaussianEmissions(EmissionFamily):
                 and np.all(np.asarray(self.covars_prior) == 0) and self.covars_weight <= D1)
 
     def log_prior(self, params):
-        r"""The (unnormalised) log prior density whose joint maximiser with the data is
-        exactly :meth:`mstep`: with :math:`d_k = \mu_k - \mu_0`, :math:`b = \max(\nu-D', 0)`,
+        r"""Compute the log prior density whose joint maximiser with the data is the M-step.
+
+        The (unnormalised) density, with :math:`d_k = \mu_k - \mu_0`, :math:`b = \max(\nu-D', 0)`,
 
         .. math::
             \sum_k -\tfrac b2 \log|\Sigma_k| - \tfrac12\mathrm{tr}(\Psi\Sigma_k^{-1})
                     - \tfrac\lambda2 d_k^\top \Sigma_k^{-1} d_k
 
         (per dimension for diagonal/spherical covariances; one shared Σ when tied).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+
+        Returns
+        -------
+        float
+            :math:`\log p(\text{params})` up to a constant (0 for a flat prior).
         """
         if self._is_flat():
             return 0.0
@@ -591,14 +820,36 @@ class GaussianEmissions(EmissionFamily):
         return stats
 
     def vb_init(self, params, n_virtual):
-        r""":meth:`vb_update` of the prior with the statistics of ``n_virtual`` pseudo-
+        r"""Build the variational posterior centred on ``params``.
+
+        :meth:`vb_update` of the prior with the statistics of ``n_virtual`` pseudo-
         observations per state whose mean and covariance are ``params`` (the same
         "prior plus virtual counts" as :class:`~.dirichlet.DirichletRows`): for
-        ``n_virtual`` :math:`\to\infty`, :meth:`vb_mean` returns ``params``."""
+        ``n_virtual`` :math:`\to\infty`, :meth:`vb_mean` returns ``params``.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        n_virtual : float
+            The number of pseudo-observations per state.
+
+        Returns
+        -------
+        dict
+            ``means``, ``beta``, ``dof`` and ``scale`` (see the module docstring).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the prior is improper.
+        """
         return self.vb_update(None, self._vb_stats(params, n_virtual), "mc")
 
     def vb_update(self, q, stats, which):
-        r"""Conjugate update (Bishop, PRML eqs. 10.60-10.63; Beal 2003, sec. 3.3):
+        r"""Update the Normal-Wishart posterior (Bishop, PRML 10.60-10.63; Beal 2003, 3.3).
+
         :math:`\beta = \beta_0 + n`, :math:`m = (\beta_0 m_0 + \sum_t\gamma_t x_t)/\beta`,
         :math:`\nu = \nu_0 + n` and
 
@@ -612,8 +863,31 @@ class GaussianEmissions(EmissionFamily):
         tied: summed over states, with :math:`\nu = \nu_0 + \sum_k n_k`. With only ``m`` in
         ``which``, :math:`(\nu, S)` are kept; with only ``c``, :math:`(m, \beta)` are kept
         and :math:`S` uses the current :math:`m` (each is the exact coordinate update of the
-        bound). Raises :class:`~hiddenstate.errors.NumericalError` if a full/tied :math:`S`
-        is not positive definite to working precision."""
+        bound).
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+        stats : dict
+            Sufficient statistics from :meth:`statistics` (merged over parts of the data by
+            :meth:`merge_statistics`).
+        which : str
+            The hmmlearn letters of the parameters to update; the others are kept.
+
+        Returns
+        -------
+        dict
+            ``means``, ``beta``, ``dof`` and ``scale``.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the prior is improper.
+        hiddenstate.errors.NumericalError
+            If a full/tied :math:`S` is not positive definite to working precision.
+        """
         if "m" not in which and "c" not in which:
             return q
         p = self._vb_prior()
@@ -678,8 +952,9 @@ class GaussianEmissions(EmissionFamily):
         return half_gap - 0.5 * D / q["beta"]
 
     def vb_expected(self, q):
-        r"""What :meth:`log_likelihood` needs for :math:`E_q[\log N(x\mid\mu_k,
-        \Lambda_k^{-1})]` (Bishop, PRML eqs. 10.64-10.65):
+        r"""Return what :meth:`log_likelihood` needs for the expected log density under q.
+
+        :math:`E_q[\log N(x\mid\mu_k, \Lambda_k^{-1})]` (Bishop, PRML eqs. 10.64-10.65):
 
         .. math::
             \tfrac12 E\log|\Lambda_k| - \tfrac D2\log 2\pi
@@ -693,7 +968,19 @@ class GaussianEmissions(EmissionFamily):
         :math:`D(\psi(\tfrac\nu2) - \log\tfrac\nu2)` (diag) or
         :math:`D(\psi(\tfrac{D\nu}2) - \log\tfrac{D\nu}2)` (spherical). Full and tied
         views also carry ``dof`` :math:`\nu_k` and ``beta`` :math:`\beta_k`, which rows with
-        missing entries need (:meth:`_vb_marginal`)."""
+        missing entries need (``_vb_marginal``).
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+
+        Returns
+        -------
+        dict
+            ``means``, ``covars`` and ``log_offset`` (full/tied: also ``dof`` and ``beta``).
+        """
         view = {"means": q["means"], "covars": self._vb_covars(q),
                 "log_offset": self._vb_log_offset(q)}
         if self.covariance_type in ("full", "tied"):  # for rows with missing entries
@@ -703,7 +990,9 @@ class GaussianEmissions(EmissionFamily):
         return view
 
     def vb_kl(self, q):
-        r""":math:`\mathrm{KL}(q(\mu,\Lambda)\,\|\,p(\mu,\Lambda))` summed over states, in
+        r"""Compute the KL divergence of the Normal-Wishart posterior from the prior.
+
+        :math:`\mathrm{KL}(q(\mu,\Lambda)\,\|\,p(\mu,\Lambda))` summed over states, in
         closed form (Penny 2001, "KL-divergences of Normal, Gamma, Dirichlet and Wishart
         densities"): the Normal part, averaged over :math:`q(\Lambda)` (exact, since it is
         linear in :math:`\Lambda`),
@@ -715,7 +1004,19 @@ class GaussianEmissions(EmissionFamily):
         plus :math:`\mathrm{KL}(\mathcal W(\nu, S^{-1})\,\|\,\mathcal W(\nu_0, S_0^{-1}))`
         (full; once when tied), or the Gamma KLs per dimension (diag: shape
         :math:`\nu/2`, rate :math:`s_d/2`; spherical: shape :math:`D\nu/2`, rate
-        :math:`Ds/2`)."""
+        :math:`Ds/2`).
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+
+        Returns
+        -------
+        float
+            :math:`\mathrm{KL}(q \,\|\, p)`, summed over states.
+        """
         p = self._vb_prior()
         K, D, ct = self.n_states, self.n_features, self.covariance_type
         beta, b0 = q["beta"], p["beta"]
@@ -742,17 +1043,53 @@ class GaussianEmissions(EmissionFamily):
         return float(total)
 
     def vb_mean(self, q):
-        r"""``means`` :math:`m_k` (the posterior mean of :math:`\mu_k`) and ``covars``
+        r"""Return the posterior means and the inverse of the posterior mean precision.
+
+        ``means`` :math:`m_k` (the posterior mean of :math:`\mu_k`) and ``covars``
         :math:`S_k/\nu_k = (E_q\Lambda_k)^{-1}`, the inverse of the posterior mean
         precision (not :math:`E_q[\Sigma_k] = S_k/(\nu_k - D - 1)`, which needs
-        :math:`\nu_k > D + 1`); hmmlearn's ``VariationalGaussianHMM.covars_``."""
+        :math:`\nu_k > D + 1`); hmmlearn's ``VariationalGaussianHMM.covars_``.
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+
+        Returns
+        -------
+        dict
+            ``means`` and ``covars``.
+        """
         return {"means": q["means"].copy(), "covars": self._vb_covars(q)}
 
     # -- initialisation, checks, sampling -----------------------------------------------------
     def initialize(self, X, rng):
-        """Means by k-means (:func:`~.base.kmeans`, shift-invariant), every covariance the
+        """Initialise the means by k-means and every covariance at the data's.
+
+        Means by k-means (:func:`~.base.kmeans`, shift-invariant), every covariance the
         data's covariance plus ``min_covar`` (missing entries: their column's mean,
-        :func:`~.base.fill_missing`)."""
+        :func:`~.base.fill_missing`).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``means`` and ``covars``.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a column has no observed value.
+        hiddenstate.errors.NumericalError
+            If full/tied covariances start from a data covariance that is not positive definite.
+        """
         K, D = self.n_states, X.shape[1]
         X = fill_missing(X)
         if len(X) >= K:

@@ -62,13 +62,65 @@ _PRIOR_NDIM = {
 
 
 class GMMEmissions(EmissionFamily):
-    """``weights`` (K, M), ``means`` (K, M, D), ``covars`` (see :func:`gmm_covars_shape`).
+    """Gaussian-mixture emissions: each hidden state emits from its own mixture of Gaussians.
+
+    ``weights`` (K, M), ``means`` (K, M, D), ``covars`` (hmmlearn's GMMHMM shapes:
+    ``gmm_covars_shape``; tied is *one* full covariance per state, shared by its M
+    components). EM treats the pair (state, component) as the latent variable; the
+    components are :class:`GaussianEmissions` blocks and the weights a
+    :class:`DirichletRows` block (see the module docstring, :mod:`hiddenstate.families.gmm`,
+    for the exact covariance M-step that hmmlearn 0.3.3 lacks, and the variational
+    treatment). Built by :class:`hiddenstate.HMM` for ``emission="gmm"``.
 
     Priors: ``weights_prior`` (Dirichlet concentration, broadcast to (K, M)) and the
     Gaussian family's ``means_prior``, ``means_weight``, ``covars_prior``,
     ``covars_weight``, read per component as :class:`~.gaussian.GaussianEmissions` reads
     them per state; an array whose leading axis is the K states (``means_prior`` (K, M, D),
     ``covars_prior`` (K, M, D) for diag...) gives each state its own.
+
+    Parameters
+    ----------
+    n_states : int
+        The number of hidden states K.
+    n_features : int
+        The number of features D.
+    n_mix : int, default=1
+        The number of components M per state.
+    covariance_type : {"spherical", "diag", "full", "tied"}, default="diag"
+        The form of the components' covariances.
+    min_covar : float, default=1e-3
+        The floor of every variance (covariance eigenvalue).
+    weights_prior : float or array-like, default=1.0
+        The Dirichlet concentration of the weights.
+    means_prior : float or array-like, default=0.0
+        The prior mean of the components' means.
+    means_weight : float or array-like, default=0.0
+        Its weight in pseudo-observations.
+    covars_prior : float or array-like, default=0.0
+        The prior scatter of the covariances.
+    covars_weight : float or array-like, default=1.0
+        Its weight.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``covariance_type`` is not one of :data:`COVARIANCE_TYPES`.
+
+    See Also
+    --------
+    GaussianEmissions : One Gaussian per state.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.families import GMMEmissions
+    >>> family = GMMEmissions(n_states=1, n_features=1, n_mix=2)
+    >>> params = {"weights": np.array([[0.5, 0.5]]), "means": np.array([[[0.0], [4.0]]]),
+    ...           "covars": np.ones((1, 2, 1))}
+    >>> log_likelihood, resp = family.responsibilities(params, np.array([[0.0], [2.0]]))
+    >>> resp[:, 0].round(3)                     # x = 2 lies halfway between the components
+    array([[1. , 0. ],
+           [0.5, 0.5]])
     """
 
     letters = {"m": "means", "c": "covars", "w": "weights"}
@@ -106,8 +158,28 @@ class GMMEmissions(EmissionFamily):
         return value
 
     def validate_X(self, X, fitted_n_features):
-        """Real rows; NaN marks a missing entry (marginalised, as in
-        :class:`~.gaussian.GaussianEmissions`)."""
+        """Check real rows; NaN marks a missing entry.
+
+        Marginalised, as in :class:`~.gaussian.GaussianEmissions`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The observations.
+        fitted_n_features : int or None
+            The number of features of a fitted model, which ``X`` must match; None: not fitted
+            yet.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features), dtype float64
+            The rows.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``X`` is not a 2-D array of real numbers, or does not match the fitted model.
+        """
         return check_real_X(X, fitted_n_features, allow_missing=True)
 
     def infer_n_features(self, X):
@@ -142,19 +214,51 @@ class GMMEmissions(EmissionFamily):
 
     # -- likelihood and statistics ---------------------------------------------------------
     def log_likelihood(self, params, X):
-        """log sum_c w_kc N(x_t | mu_kc, Sigma_kc), summed in log space; with
-        ``params["log_offset"]`` (K, M) (the variational view from :meth:`vb_expected`)
-        each component's term gets its offset. Missing entries (NaN) are marginalised in
-        every component (:meth:`GaussianEmissions.log_likelihood
-        <.gaussian.GaussianEmissions.log_likelihood>`); a row with nothing observed has
-        log-likelihood 0."""
+        r"""Compute the mixture's log density of every row under every state, in log space.
+
+        :math:`\log \sum_c w_{kc} N(x_t \mid \mu_{kc}, \Sigma_{kc})`; with ``params["log_offset"]``
+        (K, M) (the variational view from :meth:`vb_expected`) each component's term gets its
+        offset. Missing entries (NaN) are marginalised in every component
+        (:meth:`GaussianEmissions.log_likelihood <.gaussian.GaussianEmissions.log_likelihood>`);
+        a row with nothing observed has log-likelihood 0.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_states)
+            :math:`\log p(x_t \mid z_t = k)`.
+        """
         return self.responsibilities(params, X)[0]
 
     def responsibilities(self, params: dict, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        r"""``(log-likelihood (N, K), r (N, K, M))``: :meth:`log_likelihood` and the
-        component responsibilities :math:`r_{tkc} = p(c \mid z_t = k, x_t) = w_{kc}
-        N(x_t\mid\mu_{kc},\Sigma_{kc}) / p(x_t \mid z_t = k)` (of the observed dimensions;
-        the weights for a row with nothing observed)."""
+        r"""Compute the log-likelihood and the component responsibilities.
+
+        :math:`r_{tkc} = p(c \mid z_t = k, x_t) = w_{kc} N(x_t\mid\mu_{kc},\Sigma_{kc}) /
+        p(x_t \mid z_t = k)` (of the observed dimensions; the weights for a row with nothing
+        observed).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+
+        Returns
+        -------
+        log_likelihood : ndarray of shape (n_samples, n_states)
+            :meth:`log_likelihood`.
+        resp : ndarray of shape (n_samples, n_states, n_mix)
+            :math:`r_{tkc}`.
+        """
         comp = self._component_loglik(params, X)
         with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
             # log-sum-exp about each row's largest term (scipy's logsumexp costs ten
@@ -172,35 +276,96 @@ class GMMEmissions(EmissionFamily):
             "call statistics_at(params, X, post)")
 
     def statistics_at(self, params, X, post):
-        r"""The K*M components' Gaussian statistics (:meth:`GaussianEmissions.statistics
-        <.gaussian.GaussianEmissions.statistics>`: centred about reference points) with
-        posterior weights :math:`\gamma_{tk} r_{tkc}`; their ``post`` (K*M,) are the
-        weights' counts. A partly missing row contributes each component's conditional
-        moments of its missing dimensions (the Gaussian family's, with the component as
-        one more latent variable); a row with nothing observed, its weight to the counts
-        only."""
+        r"""Compute the components' statistics, weighted by :math:`\gamma_{tk} r_{tkc}`.
+
+        The K*M components' statistics (:meth:`GaussianEmissions.statistics
+        <.gaussian.GaussianEmissions.statistics>`: centred about reference points); their
+        ``post`` (K*M,) are the weights' counts. A partly missing row contributes each
+        component's conditional moments of its missing dimensions (the Gaussian family's, with
+        the component as one more latent variable); a row with nothing observed, its weight to
+        the counts only.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+        post : ndarray of shape (n_samples, n_states)
+            The E-step's state posteriors :math:`\gamma_{tk}`.
+
+        Returns
+        -------
+        dict
+            The sufficient statistics (see :meth:`mstep`).
+        """
         resp = self.responsibilities(params, X)[1]
         weighted = (np.asarray(post)[:, :, None] * resp).reshape(len(X), -1)
         return self._flat.statistics(X, weighted, self._flat_params(params))
 
     def merge_statistics(self, a, b):
-        """The K*M components' Gaussian statistics merged as the Gaussian family merges
-        them (each part's sums are taken about its own reference points)."""
+        """Combine the components' statistics as the Gaussian family merges them.
+
+        Each part's sums are taken about its own reference points
+        (:meth:`GaussianEmissions.merge_statistics
+        <.gaussian.GaussianEmissions.merge_statistics>`).
+
+        Parameters
+        ----------
+        a, b : dict
+            The statistics of two disjoint sets of observations.
+
+        Returns
+        -------
+        dict
+            The statistics of the union.
+        """
         return self._flat.merge_statistics(a, b)
 
     def statistic_vector(self):
-        """One Gaussian vector per component (full for a tied mixture)."""
+        """Tell online EM to keep one Gaussian vector per component (full for a tied mixture).
+
+        Returns
+        -------
+        tuple of (str, int)
+            ``("diag" or "full", n_mix)``.
+        """
         return self._flat.statistic_vector()[0], self.n_mix
 
     def table_build_copies(self):
-        """The ``(N, K, M)`` component tables, then their sum."""
+        """Count the ``(N, K, M)`` component tables, then their sum.
+
+        Returns
+        -------
+        int
+            The number of ``(N, K)`` arrays alive at once (see
+            :meth:`EmissionFamily.table_build_copies`).
+        """
         return 3 * self.n_mix + 1
 
     def impute(self, params, X, post):
-        r"""Missing entries replaced by the posterior predictive mean
+        r"""Replace missing entries by the posterior predictive mean over the components.
+
         :math:`\sum_{k,c} \gamma_{tk} r_{tkc} E[x_{t,m} \mid x_{t,o}, z_t = k, c]`
-        (:meth:`GaussianEmissions.impute <.gaussian.GaussianEmissions.impute>` over the
-        K*M components)."""
+        (:meth:`GaussianEmissions.impute <.gaussian.GaussianEmissions.impute>` over the K*M
+        components).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        X : ndarray of shape (n_samples, n_features)
+            The rows (NaN: missing).
+        post : ndarray of shape (n_samples, n_states)
+            The E-step's state posteriors :math:`\gamma_{tk}`.
+
+        Returns
+        -------
+        ndarray
+            ``X`` with its missing entries filled in (a copy).
+        """
         resp = self.responsibilities(params, X)[1]
         flat_post = (np.asarray(post)[:, :, None] * resp).reshape(len(X), -1)
         return self._flat.impute(self._flat_params(params), X, flat_post)
@@ -226,17 +391,42 @@ class GMMEmissions(EmissionFamily):
                 sorted(set(int(k) for k in dead)))
 
     def log_prior(self, params):
-        """The weights' Dirichlet log density plus every state's Gaussian-family log prior
-        (whose joint maximiser with the data is :meth:`mstep`)."""
+        r"""Compute the weights' Dirichlet log density plus every state's Gaussian log prior.
+
+        The prior whose joint maximiser with the data is :meth:`mstep`.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+
+        Returns
+        -------
+        float
+            :math:`\log p(\text{params})` up to a constant (0 for a flat prior).
+        """
         return self.rows.log_prior(params["weights"]) + sum(
             fam.log_prior(self._state_params(params, k)) for k, fam in enumerate(self._states))
 
     def check_point_priors(self, learn: str) -> None:
-        """The priors of the point-estimate modes: ``means_weight`` and ``covars_weight``
-        single numbers (``means_weight >= 0``), ``means_prior`` finite and broadcastable to
-        (K, M, D), ``covars_prior`` broadcastable to the covariances' shape and
-        non-negative (positive semi-definite for full/tied). ``weights_prior`` is checked
-        with the Dirichlet priors."""
+        """Check the priors of the point-estimate modes.
+
+        ``means_weight`` and ``covars_weight`` single numbers (``means_weight >= 0``),
+        ``means_prior`` finite and broadcastable to (K, M, D), ``covars_prior`` broadcastable to
+        the covariances' shape and non-negative (positive semi-definite for full/tied).
+        ``weights_prior`` is checked with the Dirichlet priors.
+
+        Parameters
+        ----------
+        learn : str
+            The learning mode, for the message.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a prior fails a check.
+        """
         K, M, D, ct = self.n_states, self.n_mix, self.n_features, self.covariance_type
         for name, minimum in (("means_weight", 0.0), ("covars_weight", None)):
             arr = broadcast_param(name, getattr(self, name), None)
@@ -274,8 +464,24 @@ class GMMEmissions(EmissionFamily):
         return {key: np.stack([np.asarray(p[key]) for p in parts]) for key in parts[0]}
 
     def vb_init(self, params, n_virtual):
-        """Dirichlet(prior + n_virtual * weights) on the weights, and each component's
-        posterior as if estimated from ``n_virtual / n_mix`` observations."""
+        """Build the variational posterior centred on ``params``.
+
+        Dirichlet(prior + n_virtual * weights) on the weights, and each component's posterior
+        as if estimated from ``n_virtual / n_mix`` observations.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        n_virtual : float
+            The number of pseudo-observations per state.
+
+        Returns
+        -------
+        dict
+            The variational posterior's hyper-parameters.
+        """
         n = n_virtual / self.n_mix
         comps = self._stack([fam.vb_init(self._state_params(params, k), n)
                              for k, fam in enumerate(self._states)])
@@ -288,9 +494,23 @@ class GMMEmissions(EmissionFamily):
         return {"weights": weights, **comps}
 
     def vb_expected(self, q):
-        """``weights`` exp E[log w] (rows sum to less than one) and each component's
-        Gaussian view with its ``log_offset`` (see :meth:`GaussianEmissions.vb_expected
-        <.gaussian.GaussianEmissions.vb_expected>`)."""
+        """Return what the E-step uses under the variational posterior.
+
+        ``weights`` exp E[log w] (rows sum to less than one) and each component's Gaussian view
+        with its ``log_offset`` (see :meth:`GaussianEmissions.vb_expected
+        <.gaussian.GaussianEmissions.vb_expected>`).
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+
+        Returns
+        -------
+        dict
+            ``weights``, ``means``, ``covars`` and ``log_offset`` (K, M).
+        """
         comps = self._stack([fam.vb_expected(self._state_q(q, k))
                              for k, fam in enumerate(self._states)])
         return {"weights": self.rows.vb_expected(q["weights"]), **comps}
@@ -306,11 +526,25 @@ class GMMEmissions(EmissionFamily):
 
     # -- initialisation, checks, sampling -------------------------------------------------
     def initialize(self, X, rng):
-        """hmmlearn's scheme on shift-invariant k-means (:func:`~.base.kmeans`): K clusters,
-        then ``n_mix`` means by k-means within each (a cluster with fewer points than
-        ``n_mix`` gets its centre plus noise of the data's spread), uniform weights, every
-        covariance the data's covariance plus ``min_covar`` (missing entries: their column's
-        mean, :func:`~.base.fill_missing`)."""
+        """Initialise by hmmlearn's scheme on shift-invariant k-means.
+
+        K clusters by k-means (:func:`~.base.kmeans`), then ``n_mix`` means by k-means within
+        each (a cluster with fewer points than ``n_mix`` gets its centre plus noise of the data's
+        spread), uniform weights, every covariance the data's covariance plus ``min_covar``
+        (missing entries: their column's mean, :func:`~.base.fill_missing`).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``weights``, ``means`` and ``covars``.
+        """
         K, M, D = self.n_states, self.n_mix, X.shape[1]
         X = fill_missing(X)
         cv = np.atleast_2d(np.cov(X.T)) if len(X) > 1 else np.eye(D)
@@ -360,7 +594,23 @@ class GMMEmissions(EmissionFamily):
         return {"weights": weights, "means": means, "covars": covars}
 
     def sample(self, params, states, rng):
-        """A component from the state's weights, then a draw from that Gaussian."""
+        """Draw a component from the state's weights, then a draw from that Gaussian.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        states : ndarray of int, shape (n,)
+            The hidden state of each observation to draw.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        ndarray of shape (n, n_features)
+            The observations.
+        """
         cdf = np.cumsum(params["weights"], axis=1)
         u = rng.random(len(states)) * cdf[states, -1]
         comp = np.minimum((u[:, None] >= cdf[states]).sum(axis=1), self.n_mix - 1)

@@ -43,8 +43,42 @@ def check_n_trials(n_trials, name: str = "n_trials"):
 
 
 class MultinomialEmissions(DirichletEmissionRows, EmissionFamily):
-    """``emissionprob`` ``(K, W)``: the category probabilities of state k's trials.
-    Observations are ``(n_samples, W)`` count vectors."""
+    r"""Multinomial emissions: count vectors over W categories from :math:`n` trials.
+
+    ``emissionprob`` ``(K, W)``: the category probabilities of state k's trials; the rows are
+    a :class:`DirichletRows` block on the posterior-weighted counts (see the module
+    docstring, :mod:`hiddenstate.families.multinomial`). Observations are ``(n_samples, W)``
+    count vectors; with ``n_trials = 1`` the model is a categorical HMM on one-hot rows.
+    Built by :class:`hiddenstate.HMM` for ``emission="multinomial"`` (hmmlearn 0.3's
+    MultinomialHMM).
+
+    Parameters
+    ----------
+    n_states : int
+        The number of hidden states K.
+    n_features : int
+        The number of categories W.
+    n_trials : int or array-like of int or None, default=None
+        None: each row's total is its own number of trials; an int (or an ``(n_samples,)``
+        array) that every row's total must equal. Sampling needs a single int.
+    emissionprob_prior : float or array-like, default=1.0
+        The Dirichlet :math:`\alpha` of the rows (1: maximum likelihood).
+
+    See Also
+    --------
+    CategoricalEmissions : One symbol per observation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.families import MultinomialEmissions
+    >>> family = MultinomialEmissions(n_states=2, n_features=3, n_trials=2)
+    >>> params = {"emissionprob": np.array([[0.5, 0.5, 0.0], [0.1, 0.1, 0.8]])}
+    >>> X = family.validate_X(np.array([[1, 1, 0], [0, 0, 2]]), None)
+    >>> np.exp(family.log_likelihood(params, X)).round(3)
+    array([[0.5 , 0.02],
+           [0.  , 0.64]])
+    """
 
     letters = {"e": "emissionprob"}
     counts_key = "obs"   # the Poisson layout, which online EM accumulates
@@ -56,7 +90,7 @@ class MultinomialEmissions(DirichletEmissionRows, EmissionFamily):
         self.rows = DirichletRows("emissionprob", "e", emissionprob_prior)
 
     def validate_X(self, X, fitted_n_features):
-        X = check_counts(X, fitted_n_features)
+        X = check_counts(X, fitted_n_features, family="multinomial")
         if self.n_trials is not None:
             totals = X.sum(axis=1)
             want = np.broadcast_to(self.n_trials, totals.shape) \
@@ -76,8 +110,24 @@ class MultinomialEmissions(DirichletEmissionRows, EmissionFamily):
         return X.shape[1]
 
     def log_likelihood(self, params, X):
-        """The multinomial log pmf; a count in a category of probability 0 makes the row
-        impossible (-inf), a zero count there contributes nothing (0 log 0 = 0)."""
+        r"""Compute the multinomial log pmf of every row under every state.
+
+        A count in a category of probability 0 makes the row impossible (-inf), a zero count
+        there contributes nothing (0 log 0 = 0).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_states)
+            :math:`\log p(x_t \mid z_t = k)`.
+        """
         p = params["emissionprob"]
         with np.errstate(divide="ignore"):
             logp = np.log(p)
@@ -88,24 +138,74 @@ class MultinomialEmissions(DirichletEmissionRows, EmissionFamily):
         return out
 
     def statistics(self, X, post):
-        """``post`` (K,) posterior mass and ``obs`` (K, W) posterior-weighted counts (the
-        Poisson family's layout, which the online EM learner accumulates)."""
+        r"""Compute the posterior mass and the posterior-weighted counts.
+
+        ``post`` (K,) and ``obs`` (K, W): the Poisson family's layout, which the online EM
+        learner accumulates.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+        post : ndarray of shape (n_samples, n_states)
+            The E-step's state posteriors :math:`\gamma_{tk}`.
+
+        Returns
+        -------
+        dict
+            ``post`` and ``obs``.
+        """
         return {"post": post.sum(axis=0), "obs": post.T @ X}
 
     def statistic_vector(self):
-        """Online EM accumulates (1, x), the Poisson family's vector."""
+        """Tell online EM to accumulate (1, x), the Poisson family's vector.
+
+        Returns
+        -------
+        tuple of (str, None)
+            ``("counts", None)``.
+        """
         return "counts", None
 
     def streaming_mstep_family(self, params, emissionprob_prior):
-        """Multinomial rows are categorical rows: online EM estimates them under its own
-        Dirichlet prior ``emissionprob_prior(params["emissionprob"])``."""
+        """Return a copy under online EM's Dirichlet prior: the rows are categorical rows.
+
+        Online EM estimates them under its own prior ``emissionprob_prior(params["emissionprob"])``.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        emissionprob_prior : callable
+            ``emissionprob_prior(emissionprob) -> alpha``, the learner's Dirichlet prior.
+
+        Returns
+        -------
+        MultinomialEmissions
+            The family with that prior.
+        """
         return MultinomialEmissions(self.n_states, self.n_features, None,
                                     emissionprob_prior(params["emissionprob"]))
 
     def initialize(self, X, rng):
-        """k-means (:func:`~.base.kmeans`) on the rows' proportions: each state starts at
-        the pooled proportions of one cluster, mixed 99:1 with the overall proportions so
-        that no category is impossible in any state."""
+        """Initialise the rows by k-means on the rows' proportions.
+
+        Each state starts at the pooled proportions of one cluster (:func:`~.base.kmeans`),
+        mixed 99:1 with the overall proportions so that no category is impossible in any state.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``{"emissionprob": (K, W)}``.
+        """
         K, W = self.n_states, X.shape[1]
         totals = X.sum(axis=1, keepdims=True)
         prop = X / np.where(totals > 0, totals, 1.0)

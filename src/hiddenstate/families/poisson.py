@@ -38,6 +38,42 @@ from .base import DEAD_MASS, EmissionFamily, fill_missing, kmeans, labelled_mean
 
 
 class PoissonEmissions(EmissionFamily):
+    r"""Poisson emissions: rates ``lambdas`` ``(K, D)``, independent across features.
+
+    The log-likelihood, the M-step under a Gamma prior, the treatment of missing counts and
+    the variational posterior are stated in the module docstring
+    (:mod:`hiddenstate.families.poisson`). Built by :class:`hiddenstate.HMM` for
+    ``emission="poisson"``. Observations are non-negative counts (NaN: missing).
+
+    Parameters
+    ----------
+    n_states : int
+        The number of hidden states K.
+    n_features : int
+        The number of features D.
+    lambdas_prior : float or array-like, default=0.0
+        :math:`a` of the Gamma(:math:`a`, :math:`b`) prior (shape-rate; hmmlearn's
+        ``lambdas_prior``): the MAP M-step is :math:`(a + \sum_t \gamma_{tk} x_t)/(b + n_k)`.
+        VB needs :math:`a > -1`.
+    lambdas_weight : float or array-like, default=0.0
+        :math:`b` of that prior (hmmlearn's ``lambdas_weight``). VB needs :math:`b > 0`.
+
+    See Also
+    --------
+    hiddenstate.compat.hmmlearn.PoissonHMM : The hmmlearn PoissonHMM on this family.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.families import PoissonEmissions
+    >>> family = PoissonEmissions(n_states=2, n_features=1)
+    >>> params = {"lambdas": np.array([[1.0], [10.0]])}
+    >>> X = family.validate_X(np.array([[0.0], [10.0], [np.nan]]), None)   # NaN: missing
+    >>> family.log_likelihood(params, X).round(3)
+    array([[ -1.   , -10.   ],
+           [-16.104,  -2.079],
+           [  0.   ,   0.   ]])
+    """
     letters = {"l": "lambdas"}
 
     def __init__(self, n_states, n_features, lambdas_prior=0.0, lambdas_weight=0.0):
@@ -52,8 +88,27 @@ class PoissonEmissions(EmissionFamily):
         return X.shape[1]
 
     def log_likelihood(self, params, X):
-        """log p(x_t | lambdas_k); with ``params["log_lambdas"]`` (the variational view from
-        :meth:`vb_expected`) that replaces log(lambdas): E_q[log p(x_t | lambda_k)]."""
+        r"""Compute the Poisson log-likelihood of every row under every state.
+
+        :math:`\log p(x_t \mid \lambda_k)`; with ``params["log_lambdas"]`` (the variational view
+        from :meth:`vb_expected`) that replaces :math:`\log\lambda`:
+        :math:`E_q[\log p(x_t \mid \lambda_k)]`. A missing count has no emission term; a positive
+        count at a rate of 0 is impossible (:math:`-\infty`), a zero count there contributes
+        nothing.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_states)
+            :math:`\log p(x_t \mid z_t = k)`.
+        """
         lam = params["lambdas"]
         miss = np.isnan(X)
         if miss.any():  # no term for a missing count: its rate term is masked out too
@@ -78,8 +133,23 @@ class PoissonEmissions(EmissionFamily):
         return out
 
     def statistics(self, X, post):
-        r"""``post`` :math:`n_k`, ``obs`` :math:`\sum_t\gamma_{tk}x_t` and, with missing
-        counts, ``seen`` :math:`n_{kd}` (their sums over the observed entries only)."""
+        r"""Compute the posterior-weighted counts.
+
+        ``post`` :math:`n_k`, ``obs`` :math:`\sum_t\gamma_{tk}x_t` and, with missing counts,
+        ``seen`` :math:`n_{kd}` (their sums over the observed entries only).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+        post : ndarray of shape (n_samples, n_states)
+            The E-step's state posteriors :math:`\gamma_{tk}`.
+
+        Returns
+        -------
+        dict
+            The sufficient statistics (see :meth:`mstep`).
+        """
         miss = np.isnan(X)
         if not miss.any():
             return {"post": post.sum(axis=0), "obs": post.T @ X}
@@ -87,27 +157,81 @@ class PoissonEmissions(EmissionFamily):
                 "seen": post.T @ (~miss).astype(np.float64)}
 
     def merge_statistics(self, a, b):
-        """Sums, key by key; where only one part had missing counts, the other part's
-        ``seen`` is its ``post`` for every feature (all its counts observed)."""
+        """Combine the statistics of two disjoint data sets: sums, key by key.
+
+        Where only one part had missing counts, the other part's ``seen`` is its ``post`` for
+        every feature (all its counts observed).
+
+        Parameters
+        ----------
+        a, b : dict
+            The statistics of two disjoint sets of observations.
+
+        Returns
+        -------
+        dict
+            The statistics of the union.
+        """
         out = {"post": a["post"] + b["post"], "obs": a["obs"] + b["obs"]}
         if "seen" in a or "seen" in b:
             out["seen"] = _seen(a) + _seen(b)
         return out
 
     def statistic_vector(self):
-        """Online EM accumulates (1, x) per state."""
+        """Tell online EM to accumulate (1, x) per state.
+
+        Returns
+        -------
+        tuple of (str, None)
+            ``("counts", None)``.
+        """
         return "counts", None
 
     def labelled_start(self, params, X, states, init_params):
-        """The rates moved to the labelled counts (a missing count counts for nothing),
-        when ``"l"`` is initialised."""
+        """Move the rates towards the labelled counts, when ``"l"`` is initialised.
+
+        A missing count counts for nothing (see :meth:`EmissionFamily.labelled_start`).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The initial parameters.
+        X : ndarray
+            The observations of the labelled steps.
+        states : ndarray of int
+            Their labels (all >= 0).
+        init_params : str
+            The hmmlearn letters of the parameters being initialised.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The parameters, keyed as ``params``.
+        """
         if "l" not in init_params:
             return params
         return {**params, "lambdas": labelled_mean(params["lambdas"], X, states)}
 
     def impute(self, params, X, post):
-        r"""Missing counts replaced by the posterior predictive mean
-        :math:`\sum_k\gamma_{tk}\lambda_{kd}`."""
+        r"""Replace missing counts by the posterior predictive mean.
+
+        :math:`\sum_k\gamma_{tk}\lambda_{kd}`.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        X : ndarray of shape (n_samples, n_features)
+            The counts (NaN: missing).
+        post : ndarray of shape (n_samples, n_states)
+            The E-step's state posteriors :math:`\gamma_{tk}`.
+
+        Returns
+        -------
+        ndarray
+            ``X`` with its missing entries filled in (a copy).
+        """
         miss = np.isnan(X)
         return np.where(miss, post @ params["lambdas"], X)
 
@@ -128,8 +252,22 @@ class PoissonEmissions(EmissionFamily):
         return {"lambdas": lam}, dead.tolist()
 
     def log_prior(self, params):
-        """Gamma(a + 1, b) log density up to a constant: sum a log(lambda) - b lambda, the
-        prior whose joint maximiser with the data is :meth:`mstep`."""
+        r"""Compute the Gamma(a + 1, b) log density of the rates, up to a constant.
+
+        :math:`\sum a \log\lambda - b\lambda`: the prior whose joint maximiser with the data is
+        :meth:`mstep`.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+
+        Returns
+        -------
+        float
+            :math:`\log p(\text{params})` up to a constant (0 for a flat prior).
+        """
         a = np.asarray(self.lambdas_prior, dtype=np.float64)
         b = np.asarray(self.lambdas_weight, dtype=np.float64)
         if np.all(a == 0) and np.all(b == 0):
@@ -157,13 +295,58 @@ class PoissonEmissions(EmissionFamily):
         return a, b
 
     def vb_init(self, params, n_virtual):
-        """The prior updated with ``n_virtual`` pseudo-observations per state at the rates
-        ``params["lambdas"]`` (as :class:`~.dirichlet.DirichletRows`)."""
+        """Build the variational posterior centred on the rates.
+
+        The prior updated with ``n_virtual`` pseudo-observations per state at the rates
+        ``params["lambdas"]`` (as :class:`~.dirichlet.DirichletRows`).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters, keyed by the estimator's attribute names without the
+            trailing underscore (``"means"``, ``"covars"``, ...).
+        n_virtual : float
+            The number of pseudo-observations per state.
+
+        Returns
+        -------
+        dict
+            ``lambdas_shape`` and ``lambdas_rate`` (K, D).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the prior is improper (``lambdas_weight`` <= 0 or ``lambdas_prior`` <= -1).
+        """
         n = np.full(self.n_states, float(n_virtual))
         return self.vb_update(None, {"post": n, "obs": n[:, None] * params["lambdas"]}, "l")
 
     def vb_update(self, q, stats, which):
-        r""":math:`\hat a = a + 1 + \sum_t\gamma_{tk}x_t`, :math:`\hat b = b + n_k`."""
+        r"""Update the Gamma posterior by the statistics.
+
+        :math:`\hat a = a + 1 + \sum_t\gamma_{tk}x_t`, :math:`\hat b = b + n_k`.
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+        stats : dict
+            Sufficient statistics from :meth:`statistics` (merged over parts of the data by
+            :meth:`merge_statistics`).
+        which : str
+            The hmmlearn letters of the parameters to update; the others are kept.
+
+        Returns
+        -------
+        dict
+            ``lambdas_shape`` :math:`\hat a` and ``lambdas_rate`` :math:`\hat b` (K, D).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the prior is improper.
+        """
         if "l" not in which:
             return q
         a, b = self._vb_prior()
@@ -171,37 +354,91 @@ class PoissonEmissions(EmissionFamily):
                 "lambdas_rate": b + stats.get("seen", stats["post"][:, None])}
 
     def vb_expected(self, q):
-        r"""``lambdas`` :math:`E_q\lambda = \hat a/\hat b` and ``log_lambdas``
-        :math:`E_q\log\lambda = \psi(\hat a) - \log\hat b` (see :meth:`log_likelihood`)."""
+        r"""Return the expected rates and log rates under the posterior.
+
+        ``lambdas`` :math:`E_q\lambda = \hat a/\hat b` and ``log_lambdas``
+        :math:`E_q\log\lambda = \psi(\hat a) - \log\hat b` (see :meth:`log_likelihood`).
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+
+        Returns
+        -------
+        dict
+            ``lambdas`` and ``log_lambdas`` (K, D).
+        """
         shape, rate = q["lambdas_shape"], q["lambdas_rate"]
         return {"lambdas": shape / rate, "log_lambdas": digamma(shape) - np.log(rate)}
 
     def vb_kl(self, q):
-        r""":math:`\sum_{kd}\mathrm{KL}(\mathrm{Gamma}(\hat a, \hat b)\,\|\,\mathrm{Gamma}(a_0,
+        r"""Compute the KL divergence of the Gamma posteriors from the prior.
+
+        :math:`\sum_{kd}\mathrm{KL}(\mathrm{Gamma}(\hat a, \hat b)\,\|\,\mathrm{Gamma}(a_0,
         b_0))` with :math:`a_0 = a + 1`, :math:`b_0 = b` (Penny 2001):
         :math:`(\hat a - a_0)\psi(\hat a) - \log\Gamma(\hat a) + \log\Gamma(a_0)
-        + a_0(\log\hat b - \log b_0) + \hat a(b_0 - \hat b)/\hat b`."""
+        + a_0(\log\hat b - \log b_0) + \hat a(b_0 - \hat b)/\hat b`.
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+
+        Returns
+        -------
+        float
+            :math:`\mathrm{KL}(q \,\|\, p)`, summed over states.
+        """
         a0, b0 = self._vb_prior()
         a, b = q["lambdas_shape"], q["lambdas_rate"]
         return float(np.sum((a - a0) * digamma(a) - gammaln(a) + gammaln(a0)
                             + a0 * (np.log(b) - np.log(b0)) + a * (b0 - b) / b))
 
     def vb_mean(self, q):
-        """The posterior mean rates :math:`\\hat a/\\hat b`."""
+        r"""Return the posterior mean rates :math:`\hat a/\hat b`.
+
+        Parameters
+        ----------
+        q : dict
+            The variational posterior's hyper-parameters (from :meth:`vb_init` /
+            :meth:`vb_update`).
+
+        Returns
+        -------
+        dict
+            ``lambdas`` (K, D).
+        """
         return {"lambdas": q["lambdas_shape"] / q["lambdas_rate"]}
 
     def initialize(self, X, rng):
-        r"""Rates from k-means (:func:`~.base.kmeans`) on :math:`\sqrt{x}`, where Poisson
-        counts have about the same variance, 1/4, whatever their rate: each state's rates
-        are the mean counts of one cluster, so every state starts where some data are.
-        (Rates drawn around the overall mean, as hmmlearn does, put states many Poisson
-        standard deviations :math:`\sqrt\lambda` away from every observation once counts
-        are large; such a state's log-likelihood is then hundreds of nats below another
-        state's everywhere, its posterior underflows to 0 and EM never moves it.) With fewer
-        observations than states, or fewer distinct ones, some states share a cluster's
-        rates. A rate of 0 (a cluster of zero counts) is raised to 1e-3 times the feature's
-        mean count (1e-3 for an all-zero feature) so that every count stays possible in
-        every state."""
+        r"""Initialise the rates by k-means on :math:`\sqrt{x}`.
+
+        Poisson counts have about the same variance, 1/4, on that scale whatever their rate:
+        each state's rates are the mean counts of one cluster (:func:`~.base.kmeans`), so every
+        state starts where some data are. (Rates drawn around the overall mean, as hmmlearn does,
+        put states many Poisson standard deviations :math:`\sqrt\lambda` away from every
+        observation once counts are large; such a state's log-likelihood is then hundreds of nats
+        below another state's everywhere, its posterior underflows to 0 and EM never moves it.)
+        With fewer observations than states, or fewer distinct ones, some states share a
+        cluster's rates. A rate of 0 (a cluster of zero counts) is raised to 1e-3 times the
+        feature's mean count (1e-3 for an all-zero feature) so that every count stays possible in
+        every state.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The observations, as :meth:`validate_X` returns them.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``{"lambdas": (K, D)}``.
+        """
         K = self.n_states
         X = fill_missing(X)
         if len(X) >= K:

@@ -104,8 +104,46 @@ def _unary(lhs: str, child: str, by_lhs: dict) -> InvalidInputError:
 
 @dataclass
 class Grammar:
-    """A CNF grammar: ``nonterminals``, ``words`` (terminals), ``start`` (root
-    nonterminals), ``rules[A]`` (right-hand sides of ``A`` in order) and the kernel arrays."""
+    """A context-free grammar in Chomsky normal form, with the flat arrays of the kernels.
+
+    Build one with :meth:`from_rules` or :meth:`from_trees` (they check the rules and
+    compute the kernel arrays: ``offsets``, ``nt_index``, ``word_index``, the rule tables of
+    :meth:`kernel_args`); :class:`hiddenstate.PCFG` does it for its ``rules``.
+
+    Parameters
+    ----------
+    nonterminals : list of str
+        The left-hand sides, in order.
+    words : list of str
+        The terminals, sorted.
+    start : list of str
+        The nonterminals a sentence may start from (the start switch's outcomes).
+    rules : dict of str to list of tuple of str
+        ``rules[A]``, the right-hand sides of ``A`` in order: ``(word,)`` or ``(B, C)``.
+    offsets : dict, default={}
+        Switch name -> its first index in the flat parameter vector (the start switch
+        :data:`START` first).
+    nt_index : dict, default={}
+        Nonterminal -> its index.
+    word_index : dict, default={}
+        Word -> its index.
+
+    See Also
+    --------
+    hiddenstate.PCFG : The estimator over such a grammar.
+    hiddenstate.programs.grammar_program : The same grammar as a probabilistic program.
+
+    Examples
+    --------
+    >>> from hiddenstate.grammar import Grammar
+    >>> rules = [("S", ("NP", "VP")), ("NP", ("she",)), ("NP", ("fish",)),
+    ...          ("VP", ("V", "NP")), ("V", ("eats",))]
+    >>> g = Grammar.from_rules(rules, start="S")
+    >>> g.nonterminals, g.words, g.n_rules
+    (['S', 'NP', 'VP', 'V'], ['eats', 'fish', 'she'], 5)
+    >>> g.switches()
+    [('<start>', 0, 1), ('S', 1, 1), ('NP', 2, 2), ('VP', 4, 1), ('V', 5, 1)]
+    """
 
     nonterminals: list[str]
     words: list[str]
@@ -118,8 +156,7 @@ class Grammar:
     # -- construction ---------------------------------------------------------------------------
     @classmethod
     def from_rules(cls, rules, start) -> Grammar:
-        """``rules``: pairs ``(lhs, rhs)`` (or a dict ``lhs -> [rhs, ...]``), each ``rhs`` a
-        tuple ``(word,)`` or ``(B, C)``; ``start``: a nonterminal or a list of them.
+        """Build and check a grammar from its rules.
 
         Two common mistakes are refused rather than misread: a right-hand side written as a
         string (``"NP VP"``, which would otherwise become one word) and a one-symbol
@@ -138,7 +175,37 @@ class Grammar:
         A word that shares its name with a nonterminal (the word "X" and the treebank
         label ``X``; in a tag grammar the preterminal ``NN`` emits the word ``NN``) is
         written ``{"word": "X"}``: ``("NNP", {"word": "X"})``. :meth:`rule_list` writes
-        such rules that way, so a grammar read from trees saves and loads."""
+        such rules that way, so a grammar read from trees saves and loads.
+
+        Parameters
+        ----------
+        rules : list of (str, tuple) or dict of str to list of tuple
+            Pairs ``(lhs, rhs)`` (or a dict ``lhs -> [rhs, ...]``), each ``rhs`` a tuple
+            ``(word,)``, ``{"word": w}`` or ``(B, C)``; the rules of a left-hand side keep
+            their order.
+        start : str or list of str
+            The start nonterminal, or several (distinct, each with rules).
+
+        Returns
+        -------
+        Grammar
+            The grammar, its kernel arrays computed.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If there is no rule, a rule is malformed or given twice, a right-hand side is
+            a string or a unary rule, uses a nonterminal without rules or the reserved
+            name :data:`START`, or ``start`` is invalid.
+
+        Examples
+        --------
+        >>> from hiddenstate.grammar import Grammar
+        >>> Grammar.from_rules([("S", ("A",)), ("A", ("a",))], start="S")
+        Traceback (most recent call last):
+        ...
+        hiddenstate.errors.InvalidInputError: rules: S -> A is a unary rule ...
+        """
         pairs = _pairs(rules)
         if not pairs:
             raise InvalidInputError("rules: empty; a grammar needs at least one rule")
@@ -193,8 +260,38 @@ class Grammar:
 
     @classmethod
     def from_trees(cls, trees: Iterable[Tree]) -> tuple[Grammar, dict]:
-        """The grammar of CNF trees (see :func:`hiddenstate.grammar.trees.to_cnf`) and the
-        rule counts ``{switch name: counts in rule order}`` (the supervised estimate)."""
+        """Read the grammar of CNF trees and count its rules.
+
+        The start nonterminals are the trees' root labels; every word is written
+        ``{"word": w}``, so a word named like a nonterminal is no unary rule.
+
+        Parameters
+        ----------
+        trees : iterable of Tree
+            Trees in Chomsky normal form (see :func:`hiddenstate.grammar.to_cnf`).
+
+        Returns
+        -------
+        grammar : Grammar
+            The rules used by the trees, in order of first use.
+        counts : dict of str to ndarray
+            ``{switch name: counts in rule order}``, the start switch :data:`START`
+            included: the supervised estimate's counts.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If there is no tree, a node has no label, or a node is not in Chomsky normal
+            form.
+
+        Examples
+        --------
+        >>> from hiddenstate.grammar import Grammar, Tree
+        >>> tree = Tree.fromstring("(S (NP she) (VP (V eats) (NP fish)))")
+        >>> g, counts = Grammar.from_trees([tree])
+        >>> g.rules["NP"], counts["NP"]
+        ([('fish',), ('she',)], array([1., 1.]))
+        """
         counts: Counter = Counter()
         roots: Counter = Counter()
         order: dict[str, dict] = {}
@@ -274,30 +371,67 @@ class Grammar:
     # -- views ----------------------------------------------------------------------------------
     @property
     def n_rules(self) -> int:
+        """The number of rules (the start switch not counted)."""
         return self.n_params - len(self.start)
 
     def switches(self) -> list[tuple[str, int, int]]:
-        """``(switch name, first flat index, number of outcomes)``, start switch first."""
+        """List the categorical switches of the flat parameter vector.
+
+        Returns
+        -------
+        list of (str, int, int)
+            ``(switch name, first flat index, number of outcomes)``: the start switch
+            first, then one per left-hand side.
+        """
         out = [(START, 0, len(self.start))]
         out += [(a, self.offsets[a], len(self.rules[a])) for a in self.nonterminals]
         return out
 
     def kernel_args(self) -> tuple:
-        """``(N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param, root_nt,
-        root_param)``: what the kernels take after ``theta``."""
+        """Return the arrays the CKY kernels take after ``theta``.
+
+        Returns
+        -------
+        tuple
+            ``(N, bl_ptr, b_right, b_lhs, b_param, lx_ptr, lx_lhs, lx_param, root_nt,
+            root_param)``: the number of nonterminals, the binary rules grouped by left
+            child, the lexical rules grouped by word, and the start switch (see
+            :mod:`hiddenstate.kernels.cky`).
+        """
         return (len(self.nonterminals), self.bl_ptr, self.b_right, self.b_lhs, self.b_param,
                 self.lx_ptr, self.lx_lhs, self.lx_param, self.root_nt, self.root_param)
 
     def rule_list(self) -> list[list]:
-        """The rules as JSON-friendly ``[lhs, [rhs...]]`` pairs (how a model saves them); a
-        word with the name of a nonterminal as ``[lhs, {"word": w}]``."""
+        """Return the rules as JSON-friendly pairs, as a model saves them.
+
+        Returns
+        -------
+        list of list
+            ``[lhs, [rhs...]]`` pairs in order; a word with the name of a nonterminal as
+            ``[lhs, {"word": w}]``. :meth:`from_rules` reads them back.
+        """
         nts = self.nt_index
         return [[lhs, {WORD: rhs[0]} if len(rhs) == 1 and rhs[0] in nts else list(rhs)]
                 for lhs in self.nonterminals for rhs in self.rules[lhs]]
 
     def tree(self, derivation: np.ndarray, words: list[str]) -> Tree:
-        """The CNF tree of a kernel derivation (rows ``label, i, j, param``, pre-order,
-        the start-switch row first); built without recursion (a parse of any depth)."""
+        """Build the CNF tree of a kernel derivation.
+
+        Built without recursion (a parse of any depth).
+
+        Parameters
+        ----------
+        derivation : ndarray of shape (n_nodes + 1, 4), dtype int64
+            Rows ``(label, i, j, param)`` in pre-order, the start-switch row first, as the
+            Viterbi and sampling kernels return them.
+        words : list of str
+            The sentence.
+
+        Returns
+        -------
+        Tree
+            The parse tree (in Chomsky normal form).
+        """
         root = None
         open_nodes: list[Tree] = []  # binary nodes still waiting for a child
         names = self.nonterminals

@@ -38,7 +38,46 @@ _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 
 
 class Tree:
-    """A node: ``label`` (a string) and ``children`` (a list of sub-trees and word strings)."""
+    """A node of a bracketed parse tree: a label and its children.
+
+    Trees compare equal when they have the same labels, shape and words; ``str(tree)`` is
+    the bracketed form. No method recurses in Python, so a tree of any depth works.
+
+    Parameters
+    ----------
+    label : str
+        The node's label (``""`` for the unlabelled outer bracket of a treebank tree).
+    children : list of (Tree or str)
+        Its sub-trees and words, in order; a preterminal has one word,
+        ``Tree("NN", ["dog"])``.
+
+    Attributes
+    ----------
+    label : str
+        The node's label.
+    children : list of (Tree or str)
+        Its sub-trees and words.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``label`` is not a string, or ``children`` is not a list of trees and strings.
+
+    See Also
+    --------
+    parse_brackets : Every tree of a bracketed text.
+    read_trees : The trees of treebank files.
+
+    Examples
+    --------
+    >>> from hiddenstate.grammar import Tree
+    >>> tree = Tree.fromstring("(S (NP she) (VP (V eats) (NP fish)))")
+    >>> tree.label, tree.leaves()
+    ('S', ['she', 'eats', 'fish'])
+    >>> tree == Tree("S", [Tree("NP", ["she"]),
+    ...                    Tree("VP", [Tree("V", ["eats"]), Tree("NP", ["fish"])])])
+    True
+    """
 
     __slots__ = ("children", "label")
 
@@ -59,7 +98,24 @@ class Tree:
     # -- reading and writing ------------------------------------------------------------------
     @classmethod
     def fromstring(cls, text: str) -> Tree:
-        """One bracketed tree (see :func:`parse_brackets` for several)."""
+        """Read one bracketed tree.
+
+        Parameters
+        ----------
+        text : str
+            Exactly one bracketed tree, ``"(S (NP she) (VP ...))"``.
+
+        Returns
+        -------
+        Tree
+            The tree.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the brackets do not balance or ``text`` holds another number of trees
+            (:func:`parse_brackets` reads several).
+        """
         trees = parse_brackets(text)
         if len(trees) != 1:
             raise InvalidInputError(f"text: expected one bracketed tree, found {len(trees)}")
@@ -110,9 +166,23 @@ class Tree:
 
     # -- queries --------------------------------------------------------------------------------
     def is_preterminal(self) -> bool:
+        """Whether the node has exactly one child, a word (a part-of-speech node).
+
+        Returns
+        -------
+        bool
+            True for ``(NN dog)``.
+        """
         return len(self.children) == 1 and isinstance(self.children[0], str)
 
     def leaves(self) -> list[str]:
+        """Return the words of the tree, left to right.
+
+        Returns
+        -------
+        list of str
+            The leaves.
+        """
         out: list[str] = []
         stack: list = [self]
         while stack:
@@ -124,7 +194,20 @@ class Tree:
         return out
 
     def nodes(self) -> Iterator[tuple[Tree, int, int]]:
-        """Every node with its span ``(start, end)`` over the leaves, in pre-order."""
+        """Iterate over every node with its span over the leaves, in pre-order.
+
+        Returns
+        -------
+        iterator of (Tree, int, int)
+            ``(node, start, end)``: the node covers the leaves ``start .. end - 1``.
+
+        Examples
+        --------
+        >>> from hiddenstate.grammar import Tree
+        >>> tree = Tree.fromstring("(S (NP she) (VP (V eats) (NP fish)))")
+        >>> [(node.label, i, j) for node, i, j in tree.nodes()]
+        [('S', 0, 3), ('NP', 0, 1), ('VP', 1, 3), ('V', 1, 2), ('NP', 2, 3)]
+        """
         out: list = []
         pos = 0
         stack: list = [(self, iter(self.children), 0)]  # node, its children, its slot
@@ -145,7 +228,13 @@ class Tree:
         return iter(out)
 
     def unlabelled(self) -> Tree:
-        """The same shape with every label blank (BT compares these)."""
+        """Return the same shape with every label blank (the BT score compares these).
+
+        Returns
+        -------
+        Tree
+            A new tree, its labels ``""``, its words kept.
+        """
         return _rebuild(self, lambda node, kids: Tree("", kids))
 
 
@@ -170,7 +259,33 @@ def _rebuild(tree: Tree, build):
 
 
 def parse_brackets(text: str) -> list[Tree]:
-    """Every top-level bracketed tree in ``text``."""
+    """Read every top-level bracketed tree of a text.
+
+    A bracket's label is the token after ``(`` when it is not a bracket (the outer bracket
+    of a treebank tree has none).
+
+    Parameters
+    ----------
+    text : str
+        Bracketed trees, ``"(S (NP she) ...)"``, one after the other.
+
+    Returns
+    -------
+    list of Tree
+        The trees in order.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``text`` is not a string, the brackets do not balance, or a word lies outside
+        every bracket.
+
+    Examples
+    --------
+    >>> from hiddenstate.grammar import parse_brackets
+    >>> parse_brackets("(A x) (B (C y) z)")
+    [Tree.fromstring('(A x)'), Tree.fromstring('(B (C y) z)')]
+    """
     if not isinstance(text, str):
         raise InvalidInputError(
             f"text: expected a string of bracketed trees, got {type(text).__name__}"
@@ -206,7 +321,38 @@ def parse_brackets(text: str) -> list[Tree]:
 
 
 def read_trees(paths: str | Path | Iterable[str | Path]) -> list[Tree]:
-    """Trees of one or more bracketed files (``.mrg``), in file order."""
+    """Read the trees of one or more bracketed files (``.mrg``), in file order.
+
+    Files are read as UTF-8 (undecodable bytes replaced).
+
+    Parameters
+    ----------
+    paths : str, pathlib.Path or iterable of them
+        A file or a list of files.
+
+    Returns
+    -------
+    list of Tree
+        The trees of every file, in order.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If a path is not a readable file or a file's brackets do not balance (the message
+        names the file).
+
+    See Also
+    --------
+    normalise : Remove the treebank conventions.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate.grammar import read_trees
+    >>> _ = Path("wsj_0001.mrg").write_text("( (S (NP she) (VP eats)) )\\n( (S (NP he)) )\\n")
+    >>> [str(tree) for tree in read_trees("wsj_0001.mrg")]
+    ['( (S (NP she) (VP eats)))', '( (S (NP he)))']
+    """
     if isinstance(paths, (str, Path)):
         paths = [paths]
     try:
@@ -249,13 +395,50 @@ def _base_label(label: str) -> str:
 
 
 def normalise(tree: Tree, terminals: str = "words", strip_functions: bool = True) -> Tree | None:
-    """The treebank tree without its outer unlabelled bracket, empty elements (``-NONE-``),
-    constituents left empty, and (``strip_functions``) function tags; ``terminals="tags"``
-    replaces every word by its part-of-speech tag. None if nothing is left.
+    """Remove the treebank conventions from a tree.
+
+    The outer unlabelled bracket, empty elements (``-NONE-``), the constituents left empty
+    by them and (``strip_functions``) function tags and co-indices (``NP-SBJ-1`` -> ``NP``;
+    labels such as ``-LRB-`` stay) are removed; ``terminals="tags"`` replaces every word by
+    its part-of-speech tag.
 
     Every word must be the only child of its part-of-speech node (``(NN dog)``); a word
     beside other children (``(S hello (NP ...))``, ``(NP the dog)``) is an
-    :class:`~hiddenstate.errors.InvalidInputError`, not silently dropped."""
+    :class:`~hiddenstate.errors.InvalidInputError`, not silently dropped.
+
+    Parameters
+    ----------
+    tree : Tree
+        A treebank tree.
+    terminals : {"words", "tags"}, default="words"
+        Keep the words, or replace each by its part-of-speech tag.
+    strip_functions : bool, default=True
+        Strip function tags and co-indices from the labels.
+
+    Returns
+    -------
+    Tree or None
+        The normalised tree; None if nothing is left.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``tree`` is not a Tree, ``terminals`` is unknown, or a word is not the only child
+        of its node.
+
+    See Also
+    --------
+    to_cnf : The next step towards a grammar.
+
+    Examples
+    --------
+    >>> from hiddenstate.grammar import Tree, normalise
+    >>> tree = Tree.fromstring("( (S (NP-SBJ-1 (PRP She)) (VP (VBD saw) (NP (-NONE- *T*)))))")
+    >>> print(normalise(tree))
+    (S (NP (PRP She)) (VP (VBD saw)))
+    >>> print(normalise(tree, terminals="tags"))
+    (S (NP (PRP PRP)) (VP (VBD VBD)))
+    """
     _check_tree(tree)
     if terminals not in ("words", "tags"):
         raise InvalidInputError(f"terminals: expected 'words' or 'tags', got {terminals!r}")
@@ -290,7 +473,39 @@ def _check_label(label: str) -> None:
 
 
 def collapse_unaries(tree: Tree) -> Tree:
-    """Each chain of single-child nodes as one node labelled ``A+B+...``."""
+    """Collapse each chain of single-child nodes into one node labelled ``A+B+...``.
+
+    A chain ending in a part-of-speech node becomes a preterminal (``NP+PRP``).
+
+    Parameters
+    ----------
+    tree : Tree
+        A tree whose labels hold neither ``+`` nor ``|<``.
+
+    Returns
+    -------
+    Tree
+        The collapsed tree (a new one).
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``tree`` is not a Tree or a label holds ``+`` or ``|<``.
+
+    See Also
+    --------
+    expand_unaries : The inverse.
+
+    Examples
+    --------
+    >>> from hiddenstate.grammar import Tree, normalise
+    >>> tree = normalise(Tree.fromstring(
+    ...     "( (S (NP-SBJ (PRP She)) (VP (VBD saw) (NP (DT the) (NN dog)) (PP (IN with)"
+    ...     " (NP (NN fish))))))"))
+    >>> from hiddenstate.grammar import collapse_unaries
+    >>> print(collapse_unaries(tree))
+    (S (NP+PRP She) (VP (VBD saw) (NP (DT the) (NN dog)) (PP (IN with) (NP+NN fish))))
+    """
     def build(node: Tree, kids: list) -> Tree:
         _check_label(node.label)
         if len(kids) == 1 and isinstance(kids[0], Tree):  # the chain below, collapsed
@@ -301,7 +516,33 @@ def collapse_unaries(tree: Tree) -> Tree:
 
 
 def expand_unaries(tree: Tree) -> Tree:
-    """Inverse of :func:`collapse_unaries`."""
+    """Expand collapsed unary chains back into chains: the inverse of collapse_unaries.
+
+    Parameters
+    ----------
+    tree : Tree
+        A tree with collapsed chains (labels ``A+B+...``).
+
+    Returns
+    -------
+    Tree
+        The tree with each ``A+B`` node expanded into ``(A (B ...))`` (a new one).
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``tree`` is not a Tree.
+
+    Examples
+    --------
+    >>> from hiddenstate.grammar import Tree, normalise
+    >>> tree = normalise(Tree.fromstring(
+    ...     "( (S (NP-SBJ (PRP She)) (VP (VBD saw) (NP (DT the) (NN dog)) (PP (IN with)"
+    ...     " (NP (NN fish))))))"))
+    >>> from hiddenstate.grammar import collapse_unaries, expand_unaries
+    >>> expand_unaries(collapse_unaries(tree)) == tree
+    True
+    """
     def build(node: Tree, kids: list) -> Tree:
         labels = node.label.split(UNARY)
         out = Tree(labels[-1], kids)
@@ -321,9 +562,43 @@ def _check_markov(markov) -> int | None:
 
 
 def binarize(tree: Tree, markov: int | None = None) -> Tree:
-    """Right-factored binarisation: ``(A c1 c2 c3)`` -> ``(A c1 (A|<c2,c3> c2 c3))``; the
-    factor label keeps the labels of the remaining children, at most ``markov`` of them
-    (``None``: all)."""
+    """Binarise a tree by right factoring.
+
+    ``(A c1 c2 c3)`` becomes ``(A c1 (A|<c2,c3> c2 c3))``: the factor label keeps the
+    labels of the remaining children, at most ``markov`` of them (horizontal
+    Markovisation).
+
+    Parameters
+    ----------
+    tree : Tree
+        The tree.
+    markov : int or None, default=None
+        The most child labels a factor label keeps (>= 0); None: all.
+
+    Returns
+    -------
+    Tree
+        A tree whose nodes have at most two children (a new one).
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``tree`` is not a Tree or ``markov`` is not None or an integer >= 0.
+
+    See Also
+    --------
+    debinarize : The inverse.
+    to_cnf : Collapse unary chains, then binarise.
+
+    Examples
+    --------
+    >>> from hiddenstate.grammar import Tree, binarize
+    >>> tree = Tree.fromstring("(VP (V saw) (NP dog) (PP (P with) (NP fish)))")
+    >>> print(binarize(tree))
+    (VP (V saw) (VP|<NP,PP> (NP dog) (PP (P with) (NP fish))))
+    >>> print(binarize(tree, markov=1))
+    (VP (V saw) (VP|<NP> (NP dog) (PP (P with) (NP fish))))
+    """
     markov = _check_markov(markov)
 
     def build(node: Tree, kids: list) -> Tree:
@@ -341,7 +616,30 @@ def binarize(tree: Tree, markov: int | None = None) -> Tree:
 
 
 def debinarize(tree: Tree) -> Tree:
-    """Inverse of :func:`binarize`: splice out every node whose label has ``|<``."""
+    """Splice out every node whose label has ``|<``: the inverse of binarize.
+
+    Parameters
+    ----------
+    tree : Tree
+        A binarised tree.
+
+    Returns
+    -------
+    Tree
+        The tree without its factor nodes (a new one).
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``tree`` is not a Tree.
+
+    Examples
+    --------
+    >>> from hiddenstate.grammar import Tree, binarize, debinarize
+    >>> tree = Tree.fromstring("(VP (V saw) (NP dog) (PP (P with) (NP fish)))")
+    >>> debinarize(binarize(tree, markov=0)) == tree
+    True
+    """
     def build(node: Tree, kids: list) -> Tree:
         out: list = []
         for c in kids:
@@ -355,10 +653,75 @@ def debinarize(tree: Tree) -> Tree:
 
 
 def to_cnf(tree: Tree, markov: int | None = None) -> Tree:
-    """Collapse unary chains, then binarise: a tree of a CNF grammar."""
+    """Turn a tree into a tree of a grammar in Chomsky normal form.
+
+    :func:`collapse_unaries`, then :func:`binarize`. :func:`from_cnf` gives the tree back
+    for every normalised tree.
+
+    Parameters
+    ----------
+    tree : Tree
+        A (normalised) tree.
+    markov : int or None, default=None
+        Horizontal Markovisation of the factor labels (see :func:`binarize`).
+
+    Returns
+    -------
+    Tree
+        A CNF tree: every node has two sub-trees or one word.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        As :func:`collapse_unaries` and :func:`binarize`.
+
+    See Also
+    --------
+    hiddenstate.grammar.Grammar.from_trees : The grammar of CNF trees.
+    hiddenstate.PCFG.from_treebank : A PCFG learned from treebank trees.
+
+    Examples
+    --------
+    >>> from hiddenstate.grammar import Tree, normalise
+    >>> tree = normalise(Tree.fromstring(
+    ...     "( (S (NP-SBJ (PRP She)) (VP (VBD saw) (NP (DT the) (NN dog)) (PP (IN with)"
+    ...     " (NP (NN fish))))))"))
+    >>> from hiddenstate.grammar import from_cnf, to_cnf
+    >>> cnf = to_cnf(tree)
+    >>> print(cnf)
+    (S (NP+PRP She) (VP (VBD saw) (VP|<NP,PP> (NP (DT the) (NN dog))
+        (PP (IN with) (NP+NN fish)))))
+    >>> from_cnf(cnf) == tree
+    True
+    """
     return binarize(collapse_unaries(tree), markov)
 
 
 def from_cnf(tree: Tree) -> Tree:
-    """Inverse of :func:`to_cnf`."""
+    """Turn a CNF tree back into the tree it came from: the inverse of to_cnf.
+
+    :func:`debinarize`, then :func:`expand_unaries`.
+
+    Parameters
+    ----------
+    tree : Tree
+        A CNF tree (from :func:`to_cnf`, or a parse of a grammar read from such trees).
+
+    Returns
+    -------
+    Tree
+        The tree with its factor nodes spliced out and its unary chains expanded.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``tree`` is not a Tree.
+
+    Examples
+    --------
+    >>> from hiddenstate.grammar import Tree, from_cnf
+    >>> cnf = Tree.fromstring("(S (NP+PRP She) (VP (V saw) (VP|<NP> (NP it) (ADV too))))")
+    >>> print(from_cnf(cnf))
+    (S (NP (PRP She)) (VP (V saw) (NP it) (ADV too)))
+    """
     return expand_unaries(debinarize(tree))

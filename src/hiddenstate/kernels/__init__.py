@@ -17,6 +17,7 @@ are independent of its block-mates, so results are identical for any thread coun
 """
 
 from .blocked import blocked_counts, blocked_loglik
+from .compile_notice import install as _install_compile_notice
 from .emissions import gaussian_diag_loglik
 from .forward_backward import (
     LANES,
@@ -31,6 +32,8 @@ from .kbest import kbest_paths, path_counts
 from .sparse import sparse_forward_backward, sparse_log_likelihood, sparse_viterbi
 from .tables import shift_rows
 from .viterbi import viterbi_backtrack, viterbi_forward
+
+_install_compile_notice()
 
 __all__ = [
     "LANES",

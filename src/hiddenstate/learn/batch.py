@@ -19,24 +19,40 @@ mode      E-step                                       objective recorded per it
 
 EM and MAP maximise with the blocks' M-steps (MAP: under the blocks' priors); VB replaces
 q(θ) by prior plus statistics (MacKay 1997; Beal 2003, ch. 3); VT and k-best VT use the
-MAP M-step on hard counts and stop when the best paths stop changing (Viterbi training as
-in PRISM, Sato & Kameya) or, with ties, when the objective stops rising. Every objective is
-non-decreasing from one iteration to the next.
+MAP M-step on hard counts. Every objective is non-decreasing from one iteration to the next.
+
+**The learning policy** (the same for every model; ``docs/learning-modes.md``):
+
+- *Stop rule per mode* (:func:`fit`). EM, MAP and VB stop when an iteration gains less than
+  ``tol`` (``tol=-inf``: never), or after ``n_iter`` iterations. VT and k-best VT ignore
+  ``tol``: they stop when the explanations repeat (the M-step would return the same
+  parameters: a fixed point, Viterbi training as in PRISM, Sato & Kameya) or when the
+  objective no longer rises (explanations of equal probability can trade places through
+  rounding forever), or after ``n_iter`` iterations.
+- *Restarts and the best run* (:func:`fit_restarts`): ``n_init`` runs, each from its own
+  starting point and, with deterministic annealing, a sequence of stages at increasing
+  inverse temperatures; the run with the highest final objective of the mode is kept, the
+  earliest among equal ones (a NaN objective never wins; it cannot occur, since a non-finite
+  objective stops the fit with :class:`~hiddenstate.errors.NumericalError`).
+- *Warnings*: collected over the whole call and issued once per cause
+  (:mod:`.fit_warnings`).
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import DegenerateStateWarning, InvalidInputError, NumericalError
+from ..errors import InvalidInputError, NumericalError
+from .fit_warnings import FitWarnings
 from .monitor import ConvergenceMonitor
+from .problem import Block, Problem
 
 MODES = ("em", "map", "vb", "vt", "kvt")
+#: modes whose E-step deterministic annealing can temper
+ANNEALED_MODES = ("em", "map")
 _STALL = 1e-12  # relative gain below which Viterbi training has stopped moving
 
 #: what ``monitor_.history`` holds for each mode (for progress bars, reports and plots)
@@ -48,40 +64,8 @@ OBJECTIVES = {
     "kvt": "log-mass of the k best paths + log prior",
 }
 
-
-class Block(Protocol):
-    def merge_statistics(self, a, b): ...
-    def mstep(self, params, stats, which: str) -> tuple[Any, list]: ...
-    def log_prior(self, params) -> float: ...
-    def vb_init(self, params, n_virtual: float): ...
-    def vb_update(self, q, stats, which: str): ...
-    def vb_expected(self, q): ...
-    def vb_kl(self, q) -> float: ...
-    def vb_mean(self, q): ...
-
-
-class Problem(Protocol):
-    """What a model hands the learner.
-
-    The statistics of disjoint sets of sequences combine with :func:`merge_statistics`, so
-    a Problem over many partitions (:mod:`hiddenstate.distributed`) is again a Problem:
-    ``n_virtual`` must then be additive over the data (counts of observations or
-    sequences).
-    """
-
-    #: parameter blocks by name
-    blocks: dict[str, Block]
-    #: the letters (hmmlearn's ``params``) of each block; a block is learned if any of its
-    #: letters is in ``which``
-    letters: dict[str, str]
-    #: observations per state, used to centre the initial variational posteriors
-    n_virtual: dict[str, float]
-
-    def expected_counts(self, views: dict) -> tuple[float, dict]:
-        """Sum-product: (sum over sequences of log Z, statistics per block)."""
-
-    def path_counts(self, views: dict, k: int) -> tuple[float, dict, np.ndarray]:
-        """Max-product: (objective of the k best paths, statistics per block, the paths)."""
+__all__ = ["MODES", "OBJECTIVES", "Block", "Fitted", "Problem", "fit", "fit_restarts",
+           "merge_statistics"]
 
 
 def merge_statistics(blocks: dict, a: dict, b: dict) -> dict:
@@ -95,14 +79,20 @@ def merge_statistics(blocks: dict, a: dict, b: dict) -> dict:
 
 @dataclass
 class Fitted:
-    """Result of :func:`fit`: point parameters, variational posteriors (VB), monitor."""
+    """Result of :func:`fit` (one run) or :func:`fit_restarts` (the best run): point
+    parameters, variational posteriors (VB), the monitor of the run (of its last stage with
+    annealing); from :func:`fit_restarts` also ``stages`` (``(beta, history)`` of every
+    stage of the best run; one stage, beta 1, without annealing) and ``finals`` (the final
+    objective of every restart, in order)."""
 
     params: dict
     posterior: dict | None
     monitor: ConvergenceMonitor
+    stages: list | None = None
+    finals: list | None = None
 
 
-def _check_objective(value: float, monitor: ConvergenceMonitor) -> float:
+def _check_objective(value: float, monitor) -> float:
     if not np.isfinite(value):
         raise NumericalError(
             f"objective is {value} at iteration {monitor.iter}; check the data for extreme "
@@ -114,79 +104,180 @@ def _learned(problem: Problem, name: str, which: str) -> bool:
     return any(letter in which for letter in problem.letters[name])
 
 
-def _warn_degenerate(name: str, states: list) -> None:
-    if states:
-        warnings.warn(
-            f"{name}: states {states} had no posterior mass or a variance at the floor "
-            "(min_covar); their parameters were kept or floored", DegenerateStateWarning,
-            stacklevel=4)
-
-
-def fit(problem: Problem, mode: str, params: dict, monitor: ConvergenceMonitor, which: str,
-        k_best: int = 1, callback: Callable[[int, float], None] | None = None) -> Fitted:
-    """Run one learning mode from ``params`` until ``monitor`` says stop."""
+def check_mode(mode: str) -> str:
     if mode not in MODES:
         raise InvalidInputError(f"learn: {mode!r} is not one of {MODES}")
+    return mode
+
+
+def fit(problem: Problem, mode: str, params: dict, monitor, which: str, k_best: int = 1,
+        callback: Callable[[int, float], None] | None = None,
+        log: FitWarnings | None = None) -> Fitted:
+    """Run one learning mode from ``params`` until the mode's stop rule says stop (see the
+    module docstring): EM/MAP/VB ask ``monitor.report`` (its ``tol``); VT and k-best VT
+    record the objective (``monitor.record``) and stop on their explanations.
+
+    ``log``: the :class:`~.fit_warnings.FitWarnings` of the enclosing call
+    (:func:`fit_restarts`); without one, this call collects its own and warns once per
+    cause at its end."""
+    check_mode(mode)
+    own_log = log is None
+    log = FitWarnings() if own_log else log
+    if own_log:
+        log.start_restart()
+    if isinstance(monitor, ConvergenceMonitor):
+        monitor.log = log
     blocks = problem.blocks
 
     def mstep(theta, stats):
         new = {}
         for name, block in blocks.items():
             new[name], degenerate = block.mstep(theta[name], stats[name], which)
-            _warn_degenerate(name, degenerate)
+            log.degenerate(name, degenerate)
         return new
 
     def log_prior(theta):
         return sum(block.log_prior(theta[name]) for name, block in blocks.items())
 
-    def report(value):
-        stop = monitor.report(_check_objective(value, monitor))
+    def report(value, record_only=False):
+        value = _check_objective(value, monitor)
+        stop = monitor.record(value) if record_only else monitor.report(value)
         if callback is not None:
             callback(monitor.iter, value)
         return stop
 
-    if mode in ("em", "map"):
+    try:
+        if mode in ("em", "map"):
+            for _ in range(monitor.n_iter):
+                log.step()
+                loglik, stats = problem.expected_counts(params)
+                value = loglik + (log_prior(params) if mode == "map" else 0.0)
+                params = mstep(params, stats)
+                if report(value):
+                    break
+            return Fitted(params, None, monitor)
+
+        if mode in ("vt", "kvt"):  # tol is not used: the explanations decide
+            k = k_best if mode == "kvt" else 1
+            previous = None
+            for _ in range(monitor.n_iter):
+                log.step()
+                value, stats, paths = problem.path_counts(params, k)
+                value += log_prior(params)
+                # Stop when the explanations repeat (the M-step would return params
+                # unchanged) or the objective no longer rises: paths of equal probability
+                # can trade places through rounding forever (at the k-th place of a k-best
+                # list, say).
+                same = previous is not None and np.array_equal(paths, previous)
+                stalled = bool(monitor.history) and \
+                    value <= monitor.history[-1] + _STALL * abs(value)
+                if same or stalled:
+                    monitor.converged = True
+                    report(value, record_only=True)
+                    break
+                params = mstep(params, stats)
+                previous = paths
+                if report(value, record_only=True):
+                    break
+            return Fitted(params, None, monitor)
+
+        # variational Bayes: q(θ) for learned blocks, the point value for frozen ones
+        set_start = getattr(problem, "set_start", None)
+        if set_start is not None:
+            set_start(params)
+        learned = {name: _learned(problem, name, which) for name in blocks}
+        q = {name: blocks[name].vb_init(params[name], problem.n_virtual[name])
+             for name in blocks if learned[name]}
         for _ in range(monitor.n_iter):
-            loglik, stats = problem.expected_counts(params)
-            value = loglik + (log_prior(params) if mode == "map" else 0.0)
-            params = mstep(params, stats)
+            log.step()
+            views = {name: blocks[name].vb_expected(q[name]) if learned[name]
+                     else params[name] for name in blocks}
+            log_z, stats = problem.expected_counts(views)
+            value = log_z - sum(blocks[name].vb_kl(q[name]) for name in q)
+            q = {name: blocks[name].vb_update(q[name], stats[name], which) for name in q}
             if report(value):
                 break
-        return Fitted(params, None, monitor)
+        params = {name: blocks[name].vb_mean(q[name]) if learned[name] else params[name]
+                  for name in blocks}
+        return Fitted(params, q, monitor)
+    finally:
+        if isinstance(monitor, ConvergenceMonitor):
+            monitor.log = None  # the fitted model's monitor_ keeps no collector
+        if own_log:
+            log.issue()
 
-    if mode in ("vt", "kvt"):  # the monitor's tol is not used: the paths decide
-        k = k_best if mode == "kvt" else 1
-        previous = None
-        for _ in range(monitor.n_iter):
-            value, stats, paths = problem.path_counts(params, k)
-            value += log_prior(params)
-            # Stop when the explanations repeat (the M-step would return params unchanged)
-            # or the objective no longer rises: paths of equal probability can trade places
-            # through rounding forever (at the k-th place of a k-best list, say).
-            same = previous is not None and np.array_equal(paths, previous)
-            stalled = bool(monitor.history) and value <= monitor.history[-1] + _STALL * abs(value)
-            if same or stalled:
-                monitor.converged = True
-                report(value)
-                break
-            params = mstep(params, stats)
-            previous = paths
-            if report(value):
-                break
-        return Fitted(params, None, monitor)
 
-    # variational Bayes: q(θ) for learned blocks, the point value for frozen ones
-    learned = {name: _learned(problem, name, which) for name in blocks}
-    q = {name: blocks[name].vb_init(params[name], problem.n_virtual[name])
-         for name in blocks if learned[name]}
-    for _ in range(monitor.n_iter):
-        views = {name: blocks[name].vb_expected(q[name]) if learned[name] else params[name]
-                 for name in blocks}
-        log_z, stats = problem.expected_counts(views)
-        value = log_z - sum(blocks[name].vb_kl(q[name]) for name in q)
-        q = {name: blocks[name].vb_update(q[name], stats[name], which) for name in q}
-        if report(value):
-            break
-    params = {name: blocks[name].vb_mean(q[name]) if learned[name] else params[name]
-              for name in blocks}
-    return Fitted(params, q, monitor)
+def _better(final: float, best: float | None) -> bool:
+    """Whether a run ending at ``final`` replaces the best so far (ending at ``best``):
+    strictly higher, or the best is NaN and this is not (the earliest run wins ties)."""
+    if best is None:
+        return True
+    if np.isnan(final):
+        return False
+    return bool(np.isnan(best) or final > best)
+
+
+def fit_restarts(problem: Problem, mode: str, start: Callable[[int], dict], *,
+                 n_init: int = 1, n_iter: int = 100, tol: float = 1e-4, which: str,
+                 k_best: int = 1, verbose: bool = False,
+                 callback: Callable[[int, float], None] | None = None,
+                 anneal: Sequence[float] | None = None) -> Fitted:
+    """The one restart loop of every model: ``n_init`` runs of ``mode`` on ``problem``,
+    the best kept (highest final objective; the earliest among equals).
+
+    ``start(r)``: the starting parameters of restart ``r`` (0, 1, ...; called once per
+    restart, in order, just before it runs, so a model may draw them from its random
+    generator). ``n_iter``, ``tol``, ``verbose``: of each run's
+    :class:`~.monitor.ConvergenceMonitor` (``tol`` is EM's, MAP's and VB's stop rule; VT
+    and k-best VT ignore it, see :func:`fit`). ``which``: the letters of the learned
+    blocks. ``callback(iteration, objective)`` after every iteration (``iteration``
+    starts again at 1 with each run and stage).
+
+    ``anneal``: deterministic annealing (Ueda & Nakano 1998; PRISM's DAEM) for ``"em"``
+    and ``"map"``: strictly increasing inverse temperatures in (0, 1] ending at 1. A run is
+    then a sequence of stages, each run to convergence at its temperature from where the
+    previous one ended (``problem.set_temperature(beta)`` tempers the E-step); the run's
+    final objective is that of its last stage (beta = 1, the untempered objective).
+
+    Warnings of every run are collected and issued once per cause at the end, also when a
+    run fails (:mod:`.fit_warnings`)."""
+    check_mode(mode)
+    schedule = [1.0] if anneal is None else [float(b) for b in anneal]
+    if anneal is not None:
+        if mode not in ANNEALED_MODES:
+            raise InvalidInputError(
+                f"anneal: deterministic annealing tempers the E-step of 'em' and 'map', not "
+                f"learn={mode!r}; drop anneal or use learn='em'/'map'")
+        if not hasattr(problem, "set_temperature"):
+            raise InvalidInputError(
+                "anneal: this model's E-step cannot be tempered; drop anneal")
+        if not schedule or schedule[-1] != 1.0 or any(
+                not 0 < b <= 1 for b in schedule) or any(
+                b1 <= b0 for b0, b1 in zip(schedule, schedule[1:], strict=False)):
+            raise InvalidInputError(
+                f"anneal: expected strictly increasing inverse temperatures in (0, 1] ending "
+                f"at 1, got {list(anneal)!r}")
+    log = FitWarnings()
+    best, finals = None, []
+    try:
+        for r in range(n_init):
+            log.start_restart()
+            params = start(r)
+            stages = []
+            for beta in schedule:
+                if anneal is not None:
+                    problem.set_temperature(beta)
+                result = fit(problem, mode, params, ConvergenceMonitor(tol, n_iter, verbose),
+                             which, k_best, callback, log)
+                params = result.params
+                stages.append((beta, list(result.monitor.history)))
+            finals.append(result.monitor.history[-1])
+            if _better(finals[-1], None if best is None else best.monitor.history[-1]):
+                result.stages = stages
+                best = result
+    finally:
+        if anneal is not None:
+            problem.set_temperature(1.0)
+        log.issue()
+    best.finals = finals
+    return best

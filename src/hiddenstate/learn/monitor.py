@@ -1,10 +1,13 @@
-"""The convergence monitor shared by every batch learning mode."""
+"""The convergence monitor shared by every batch learning mode: the objective per
+iteration and the tolerance rule of EM, MAP and VB (Viterbi training stops by its own rule,
+in :func:`hiddenstate.learn.fit`)."""
 
 from __future__ import annotations
 
 import sys
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ConvergenceWarning
 
@@ -15,7 +18,9 @@ class ConvergenceMonitor:
 
     ``history[i]`` is the objective at the parameters *entering* iteration ``i`` (as in
     hmmlearn). EM has converged when an iteration improves the objective by less than
-    ``tol``; reaching ``n_iter`` first leaves ``converged`` False.
+    ``tol`` (:meth:`report`); reaching ``n_iter`` first leaves ``converged`` False.
+    ``log``: a :class:`~hiddenstate.learn.fit_warnings.FitWarnings` that collects a
+    falling objective (the learner sets it; without one the monitor warns at once).
     """
 
     tol: float
@@ -23,23 +28,33 @@ class ConvergenceMonitor:
     verbose: bool = False
     history: list[float] = field(default_factory=list)
     converged: bool = False
+    log: Any = field(default=None, repr=False, compare=False)
 
     @property
     def iter(self) -> int:
         return len(self.history)
 
-    def report(self, value: float) -> bool:
-        """Record an objective value; return True when learning should stop."""
+    def record(self, value: float) -> bool:
+        """Record an objective value (printed if ``verbose``; a decrease beyond rounding is
+        reported); return True when ``n_iter`` values have been recorded."""
         if self.verbose:
             delta = value - self.history[-1] if self.history else float("nan")
             print(f"{self.iter + 1:>6} {value:>20.10f} {delta:>+16.8g}", file=sys.stderr)
         if self.history:
             prev = self.history[-1]
             if value < prev - 1e-9 * max(1.0, abs(prev)):
-                warnings.warn(
-                    f"objective decreased at iteration {self.iter}: {prev:.12g} -> {value:.12g}",
-                    ConvergenceWarning, stacklevel=3)
-            if value - prev < self.tol:
-                self.converged = True
+                if self.log is not None:
+                    self.log.decreased(prev, value)
+                else:
+                    warnings.warn(
+                        f"objective decreased at iteration {self.iter}: {prev:.12g} -> "
+                        f"{value:.12g}", ConvergenceWarning, stacklevel=3)
         self.history.append(float(value))
-        return self.converged or self.iter >= self.n_iter
+        return self.iter >= self.n_iter
+
+    def report(self, value: float) -> bool:
+        """Record an objective value; return True when learning should stop: the gain
+        over the previous value is below ``tol``, or ``n_iter`` values were recorded."""
+        if self.history and value - self.history[-1] < self.tol:
+            self.converged = True
+        return self.record(value) or self.converged

@@ -29,7 +29,29 @@ __all__ = ["BrownClusters", "average_mutual_information", "brown_clusters",
 
 @dataclass(frozen=True)
 class BrownClusters:
-    """``words``, their bit-string ``paths`` and training ``counts`` (one entry per word)."""
+    """Brown clusters as a ``paths`` file holds them: one entry per word.
+
+    Parameters
+    ----------
+    words : list of str
+        The words.
+    paths : list of str
+        The bit string of each word; words with the same bit string share a cluster.
+    counts : list of int
+        The training count of each word.
+
+    Examples
+    --------
+    >>> from hiddenstate.lm import BrownClusters
+    >>> from hiddenstate.textio import Vocabulary
+    >>> clusters = BrownClusters(words=["the", "a", "cat"], paths=["0", "0", "1"],
+    ...                          counts=[40, 40, 20])
+    >>> clusters.n_clusters
+    2
+    >>> vocabulary = Vocabulary(["the", "a", "cat", "dog"])   # id 0 is <unk>
+    >>> clusters.word_cluster(vocabulary)   # <unk> and dog: the extra cluster
+    array([2, 0, 0, 1, 2])
+    """
 
     words: list[str]
     paths: list[str]
@@ -37,12 +59,25 @@ class BrownClusters:
 
     @property
     def n_clusters(self) -> int:
+        """The number of distinct bit strings (clusters)."""
         return len(set(self.paths))
 
     def word_cluster(self, vocabulary: Vocabulary) -> np.ndarray:
-        """Cluster id of every vocabulary id: clusters numbered in order of first
-        appearance in the file; vocabulary words the file lacks (``<eos>`` for the PTB
-        files) share one extra cluster after them."""
+        """Return the cluster id of every vocabulary id.
+
+        Clusters are numbered in order of first appearance in the file; vocabulary words the
+        file lacks (``<eos>`` for the PTB files) share one extra cluster after them.
+
+        Parameters
+        ----------
+        vocabulary : hiddenstate.textio.Vocabulary
+            The vocabulary of the model.
+
+        Returns
+        -------
+        ndarray of int64 of shape (len(vocabulary),)
+            The cluster of each word id.
+        """
         index: dict[str, int] = {}
         by_word = {}
         for w, p in zip(self.words, self.paths, strict=True):
@@ -52,7 +87,33 @@ class BrownClusters:
 
 
 def read_brown_paths(path) -> BrownClusters:
-    """Read a ``paths`` file (see the module docstring)."""
+    r"""Read a ``paths`` file (percyliang/brown-cluster's ``wcluster`` output).
+
+    One line per word: ``<bit-string>\t<word>\t<count>``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Returns
+    -------
+    BrownClusters
+        The clusters.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If a line is malformed or a word appears twice.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate.lm import read_brown_paths
+    >>> _ = Path("paths").write_text("0\tthe\t40\n0\ta\t40\n1\tcat\t20\n")
+    >>> read_brown_paths("paths")
+    BrownClusters(words=['the', 'a', 'cat'], paths=['0', '0', '1'], counts=[40, 40, 20])
+    """
     words, paths, counts = [], [], []
     for n, line in enumerate(read_text_file(path).split("\n"), 1):
         if not line.strip():
@@ -72,7 +133,24 @@ def read_brown_paths(path) -> BrownClusters:
 
 
 def write_brown_paths(clusters: BrownClusters, path) -> None:
-    """Write ``clusters`` in the ``paths`` format, grouped by cluster."""
+    """Write clusters in the ``paths`` format, grouped by cluster.
+
+    Parameters
+    ----------
+    clusters : BrownClusters
+        The clusters.
+    path : str or os.PathLike
+        The file to write.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate.lm import BrownClusters, write_brown_paths
+    >>> write_brown_paths(BrownClusters(["cat", "the"], ["1", "0"], [20, 40]), "paths")
+    >>> print(Path("paths").read_text(), end="")
+    0	the	40
+    1	cat	20
+    """
     order = sorted(range(len(clusters.words)),
                    key=lambda i: (clusters.paths[i], clusters.counts[i], clusters.words[i]))
     lines = [f"{clusters.paths[i]}\t{clusters.words[i]}\t{clusters.counts[i]}\n" for i in order]
@@ -86,9 +164,33 @@ def _bigrams(ids: np.ndarray, W: int):
 
 
 def average_mutual_information(ids, word_cluster) -> float:
-    r"""AMI (nats) of adjacent classes in the token stream ``ids``:
+    r"""Compute the average mutual information (nats) of adjacent classes in a token stream.
+
     :math:`\sum_{c,d} p(c,d) \log \frac{p(c,d)}{p(c) p(d)}` with the left and right marginals
-    of the class bigram counts."""
+    of the class bigram counts: the objective Brown clustering maximises.
+
+    Parameters
+    ----------
+    ids : array-like of int
+        The token ids.
+    word_cluster : array-like of int
+        The class of every word id.
+
+    Returns
+    -------
+    float
+        The average mutual information.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.lm import average_mutual_information
+    >>> ids = np.array([0, 1, 0, 1, 0])
+    >>> round(average_mutual_information(ids, [0, 1]), 4)  # ln 2: a class gives the next one
+    0.6931
+    >>> average_mutual_information(ids, [0, 0])
+    0.0
+    """
     ids = np.asarray(ids, dtype=np.int64)
     wc = np.asarray(word_cluster, dtype=np.int64)
     C = int(wc.max()) + 1
@@ -103,13 +205,47 @@ def average_mutual_information(ids, word_cluster) -> float:
 
 def brown_clusters(ids, n_clusters: int, n_words: int | None = None, max_iter: int = 30,
                    tol: float = 1e-3, verbose: bool = False) -> np.ndarray:
-    """Cluster the words of the token stream ``ids`` into ``n_clusters`` classes by the
-    exchange algorithm; returns the cluster of every word id ``0 .. n_words - 1``.
+    """Cluster the words of a token stream by the exchange algorithm.
 
     Start: the ``n_clusters - 1`` most frequent words each in a class of their own, every
     other word in the last class (Martin, Liermann & Ney 1998). Passes visit words by
     decreasing frequency and stop when fewer than ``tol`` of the words moved or after
-    ``max_iter`` passes. Words that never occur stay in the last class.
+    ``max_iter`` passes. Words that never occur stay in the last class. The objective is
+    :func:`average_mutual_information`.
+
+    Parameters
+    ----------
+    ids : array-like of int
+        The token ids.
+    n_clusters : int
+        The number of classes, 2 .. the number of words.
+    n_words : int or None, default=None
+        The number of word ids; None: ``max(ids) + 1``.
+    max_iter : int, default=30
+        The largest number of passes.
+    tol : float, default=1e-3
+        Stop when fewer than this fraction of the words moved in a pass.
+    verbose : bool, default=False
+        Print each pass's objective to stderr.
+
+    Returns
+    -------
+    ndarray of int64 of shape (n_words,)
+        The cluster of every word id.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``ids`` is not a stream of at least 2 ids >= 0, or ``n_clusters`` is out of range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.lm import brown_clusters
+    >>> ids = np.array([0, 2, 1, 3] * 10)   # words 0, 1 precede words 2, 3
+    >>> clusters = brown_clusters(ids, n_clusters=2)
+    >>> bool(clusters[0] == clusters[1] != clusters[2] == clusters[3])
+    True
     """
     ids = np.asarray(ids, dtype=np.int64)
     if ids.ndim != 1 or len(ids) < 2 or ids.min() < 0:

@@ -30,10 +30,30 @@ CORPORA = {
 
 
 class TokenIds(np.ndarray):
-    """int64 token ids that remember the :class:`~hiddenstate.textio.Vocabulary` that
-    encoded them (``.vocabulary``), so a model can refuse ids of another vocabulary
-    (:func:`read_lm_file` returns them). Slices keep the vocabulary; arithmetic and
-    comparisons give plain arrays."""
+    r"""Token ids (int64) that remember the vocabulary that encoded them.
+
+    ``.vocabulary`` is the :class:`~hiddenstate.textio.Vocabulary`, so a model can refuse
+    ids of another vocabulary (:func:`read_lm_file` returns them). Slices keep the
+    vocabulary; arithmetic and comparisons give plain arrays.
+
+    Parameters
+    ----------
+    ids : array-like of int
+        The token ids.
+    vocabulary : hiddenstate.textio.Vocabulary or None
+        The vocabulary that encoded them.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate.lm import read_lm_file
+    >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n" * 20)
+    >>> ids, vocabulary = read_lm_file("train.txt")
+    >>> type(ids).__name__, ids[:3].vocabulary is vocabulary
+    ('TokenIds', True)
+    >>> vocabulary.decode(ids[:4])
+    ['the', 'cat', 'sat', '<eos>']
+    """
 
     vocabulary: Vocabulary | None
 
@@ -80,9 +100,39 @@ def _lines(path, encoding: str = "utf-8") -> list[list[str]]:
 
 def read_lm_file(path, vocabulary: Vocabulary | None = None, encoding: str = "utf-8"
                  ) -> tuple[TokenIds, Vocabulary]:
-    """Token ids of a file (one ``<eos>`` after every line; :class:`TokenIds`, which know
-    their vocabulary) and the vocabulary (built from this file when ``vocabulary`` is
-    None); ``encoding``: the file's text encoding."""
+    r"""Read a text file as token ids, one ``<eos>`` after every line.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file: one sentence per line, tokens separated by whitespace.
+    vocabulary : hiddenstate.textio.Vocabulary or None, default=None
+        The vocabulary to encode with (words it lacks become ``<unk>``); None: built from
+        this file.
+    encoding : str, default="utf-8"
+        The file's text encoding.
+
+    Returns
+    -------
+    ids : TokenIds
+        The token ids (they know their vocabulary).
+    vocabulary : hiddenstate.textio.Vocabulary
+        The vocabulary.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If the vocabulary has no ``<eos>``, or the file cannot be read in ``encoding``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate.lm import read_lm_file
+    >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n")
+    >>> ids, vocabulary = read_lm_file("train.txt")
+    >>> vocabulary.decode(ids)
+    ['the', 'cat', 'sat', '<eos>', 'a', 'dog', 'ran', '<eos>']
+    """
     lines = _lines(path, encoding)
     if vocabulary is None:
         vocabulary = Vocabulary.build(lines)
@@ -93,8 +143,36 @@ def read_lm_file(path, vocabulary: Vocabulary | None = None, encoding: str = "ut
 
 
 def load_corpus(name: str, root="../shared/data") -> dict:
-    """``{"train", "valid", "test": ids, "vocabulary": Vocabulary}`` of ``"ptb"`` or
-    ``"wikitext-2"`` under ``root``."""
+    """Read the train, validation and test splits of a corpus.
+
+    ``"ptb"`` (``ptb/ptb.{train,valid,test}.txt``) or ``"wikitext-2"``
+    (``wikitext-2/wiki.{train,valid,test}.tokens``) under ``root``; the vocabulary is built
+    from the training split.
+
+    Parameters
+    ----------
+    name : {"ptb", "wikitext-2"}
+        The corpus.
+    root : str or os.PathLike, default="../shared/data"
+        The folder that holds the corpora.
+
+    Returns
+    -------
+    dict
+        ``{"train", "valid", "test": TokenIds, "vocabulary": Vocabulary}``.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``name`` is unknown or the corpus is not under ``root``.
+
+    Examples
+    --------
+    >>> from hiddenstate.lm import load_corpus
+    >>> corpus = load_corpus("ptb", root="../shared/data")  # doctest: +SKIP
+    >>> len(corpus["vocabulary"])  # doctest: +SKIP
+    10000
+    """
     if name not in CORPORA:
         raise InvalidInputError(f"name: expected one of {sorted(CORPORA)}, got {name!r}")
     folder, pattern = CORPORA[name]
@@ -110,10 +188,44 @@ def load_corpus(name: str, root="../shared/data") -> dict:
 
 def sentence_streams(ids: np.ndarray, eos_id: int, n_streams: int
                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Split ``ids`` into at most ``n_streams`` contiguous streams, each starting after an
-    ``<eos>`` (so each starts a sentence and the streams are independent), of nearly equal
-    length; returns ``(tokens (B, L), valid (B, L))``, padded at the end with ``eos_id``
-    and ``valid`` False."""
+    """Split a token-id stream into streams that each start a sentence.
+
+    At most ``n_streams`` contiguous streams, each starting after an ``<eos>`` (so the streams
+    are independent), of nearly equal length, padded at the end with ``eos_id``.
+
+    Parameters
+    ----------
+    ids : array-like of int
+        The token ids.
+    eos_id : int
+        The id of ``<eos>``.
+    n_streams : int
+        The largest number of streams.
+
+    Returns
+    -------
+    tokens : ndarray of int64 of shape (n_streams, length)
+        The streams.
+    valid : ndarray of bool of shape (n_streams, length)
+        False on the padding.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``ids`` is not a non-empty 1-D array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.lm import sentence_streams
+    >>> tokens, valid = sentence_streams(np.array([5, 1, 0, 6, 0, 7, 8, 0]), eos_id=0,
+    ...                                  n_streams=2)
+    >>> tokens
+    array([[5, 1, 0, 6, 0],
+           [7, 8, 0, 0, 0]])
+    >>> valid.sum(axis=1)
+    array([5, 3])
+    """
     ids = np.asarray(ids, dtype=np.int64)
     if ids.ndim != 1 or len(ids) == 0:
         raise InvalidInputError("X: expected a non-empty 1-D array of token ids")

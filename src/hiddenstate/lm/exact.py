@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InsufficientMemoryError
+from .._validation import check_memory as check_parts
 from ..kernels.blocked import (
     blocked_counts,
     blocked_loglik,
@@ -43,7 +43,7 @@ from ..kernels.blocked import (
 )
 from ..kernels.forward_backward import chunk_bounds
 
-__all__ = ["SentenceLayout", "available_memory", "dropout_counts", "exact_counts",
+__all__ = ["SentenceLayout", "dropout_counts", "exact_counts",
            "exact_log_likelihood"]
 
 #: default cap on the bytes of the per-chunk ``K x K`` transition accumulators
@@ -89,28 +89,13 @@ class SentenceLayout:
                               self.max_len)
 
 
-def available_memory() -> int:
-    """Bytes of RAM available now (``MemAvailable`` of ``/proc/meminfo``, else free pages)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    import os
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
-def check_memory(needed: int, what: str) -> None:
-    """Raise :class:`~hiddenstate.errors.InsufficientMemoryError` if ``needed`` bytes exceed
-    the available RAM."""
-    avail = available_memory()
-    if needed > avail:
-        raise InsufficientMemoryError(
-            f"n_states: {what} needs {needed / 1e9:.1f} GB but {avail / 1e9:.1f} GB of RAM is "
-            "available; use fewer states (states_per_cluster), or the torch E-step on a GPU "
-            "(device='cuda')")
+def check_memory(needed: float, what: str) -> None:
+    """Refuse (:class:`~hiddenstate.errors.InsufficientMemoryError`, before allocating) an
+    exact E-step whose ``needed`` bytes exceed the available RAM: the library's one memory
+    check (:func:`hiddenstate._validation.check_memory`), charged to ``n_states``."""
+    check_parts({"n_states": float(needed)}, what, {
+        "n_states": "use fewer states (states_per_cluster), or the torch E-step on a GPU "
+                    "(device='cuda')"})
 
 
 def n_accumulators(K: int, n_sentences: int, max_chunks: int = 4,

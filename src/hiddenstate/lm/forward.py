@@ -129,8 +129,51 @@ class BlockedForward(torch.autograd.Function):
 
 def blocked_log_likelihood(log_start, log_trans, log_emit, states, prev_states=None,
                            prev_alpha=None, reset=None, valid=None):
-    """Differentiable ``(loglik (B,), alpha (B, k))`` of :class:`BlockedForward` with
-    defaults: no previous token (every stream starts with a sentence), every step valid."""
+    r"""Compute the differentiable log-likelihood of token streams by the blocked forward algorithm.
+
+    :class:`~hiddenstate.lm.forward.BlockedForward` with defaults: no previous token (every
+    stream starts with a sentence), every step valid. Its gradient is the posterior
+    (:func:`expected_counts`).
+
+    Parameters
+    ----------
+    log_start : torch.Tensor of shape (K,)
+        The log start distribution.
+    log_trans : torch.Tensor of shape (K, K)
+        The log transition matrix.
+    log_emit : torch.Tensor of shape (B, T, k)
+        The log emission probability of each token from each of its states.
+    states : torch.Tensor of int64 of shape (B, T, k)
+        The state ids of each token.
+    prev_states : torch.Tensor of shape (B, k) or None, default=None
+        The previous token's states (None: every stream starts a sentence).
+    prev_alpha : torch.Tensor of shape (B, k) or None, default=None
+        The filtered distribution over ``prev_states``.
+    reset : torch.Tensor of bool of shape (B, T) or None, default=None
+        The steps that start a sentence (None: the first one only).
+    valid : torch.Tensor of bool of shape (B, T) or None, default=None
+        False on trailing padding (None: every step valid).
+
+    Returns
+    -------
+    loglik : torch.Tensor of shape (B,)
+        :math:`\log p(x)` of each stream.
+    alpha : torch.Tensor of shape (B, k)
+        The final filtered distribution (no gradient).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hiddenstate.lm import blocked_log_likelihood
+    >>> log_start = torch.tensor([0.5, 0.5], dtype=torch.float64).log()
+    >>> log_trans = torch.tensor([[0.9, 0.1], [0.2, 0.8]], dtype=torch.float64).log()
+    >>> emit = torch.tensor([[0.7, 0.1], [0.7, 0.1], [0.1, 0.6]], dtype=torch.float64)
+    >>> log_emit = emit.log()[None]          # one stream of 3 tokens, k = 2 states each
+    >>> states = torch.tensor([[[0, 1]] * 3])  # every token may come from states 0 and 1
+    >>> loglik, alpha = blocked_log_likelihood(log_start, log_trans, log_emit, states)
+    >>> loglik
+    tensor([-3.2735], dtype=torch.float64)
+    """
     B, T, k = log_emit.shape
     dev = log_emit.device
     if prev_states is None:
@@ -150,8 +193,54 @@ def blocked_log_likelihood(log_start, log_trans, log_emit, states, prev_states=N
 
 def expected_counts(log_start, log_trans, log_emit, states, prev_states=None, prev_alpha=None,
                     reset=None, valid=None):
-    """``(loglik, alpha, start_counts (K,), trans_counts (K, K), state_posteriors (B, T, k))``:
-    the EM statistics of a batch, as the gradient of the summed log-likelihood."""
+    r"""Compute the EM statistics of a batch, as the gradient of the summed log-likelihood.
+
+    Parameters
+    ----------
+    log_start : torch.Tensor of shape (K,)
+        The log start distribution.
+    log_trans : torch.Tensor of shape (K, K)
+        The log transition matrix.
+    log_emit : torch.Tensor of shape (B, T, k)
+        The log emission probability of each token from each of its states.
+    states : torch.Tensor of int64 of shape (B, T, k)
+        The state ids of each token.
+    prev_states : torch.Tensor of shape (B, k) or None, default=None
+        As :func:`blocked_log_likelihood`.
+    prev_alpha : torch.Tensor of shape (B, k) or None, default=None
+        As :func:`blocked_log_likelihood`.
+    reset : torch.Tensor of bool of shape (B, T) or None, default=None
+        As :func:`blocked_log_likelihood`.
+    valid : torch.Tensor of bool of shape (B, T) or None, default=None
+        As :func:`blocked_log_likelihood`.
+
+    Returns
+    -------
+    loglik : torch.Tensor of shape (B,)
+        :math:`\log p(x)` of each stream.
+    alpha : torch.Tensor of shape (B, k)
+        The final filtered distribution.
+    start_counts : torch.Tensor of shape (K,)
+        The expected number of sentence starts in each state.
+    trans_counts : torch.Tensor of shape (K, K)
+        The expected number of each transition.
+    state_posteriors : torch.Tensor of shape (B, T, k)
+        The posterior of each token's states.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hiddenstate.lm import expected_counts
+    >>> log_start = torch.tensor([0.5, 0.5], dtype=torch.float64).log()
+    >>> log_trans = torch.tensor([[0.9, 0.1], [0.2, 0.8]], dtype=torch.float64).log()
+    >>> emit = torch.tensor([[0.7, 0.1], [0.7, 0.1], [0.1, 0.6]], dtype=torch.float64)
+    >>> log_emit = emit.log()[None]          # one stream of 3 tokens, k = 2 states each
+    >>> states = torch.tensor([[[0, 1]] * 3])  # every token may come from states 0 and 1
+    >>> loglik, alpha, start, trans, post = expected_counts(log_start, log_trans, log_emit,
+    ...                                                     states)
+    >>> float(trans.sum()), post.sum(dim=2)   # 2 transitions; each token's posterior sums to 1
+    (2.0, tensor([[1., 1., 1.]], dtype=torch.float64))
+    """
     ls = log_start.detach().requires_grad_(True)
     lt = log_trans.detach().requires_grad_(True)
     le = log_emit.detach().requires_grad_(True)

@@ -59,19 +59,20 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator
 from tqdm.auto import tqdm
 
 from .._bundle import from_json, read_bundle, to_json, write_bundle
+from .._sklearn_base import BaseEstimator
+from .._validation import check_memory
 from ..errors import (
-    InsufficientMemoryError,
     InvalidInputError,
     ModelFileError,
     NotFittedError,
     NumericalError,
 )
+from ..learn import ConvergenceMonitor, check_possible
 from ..textio import Vocabulary
-from . import exact, triton_scan
+from . import triton_scan
 from .constraints import ConstraintSet, DroppedStates
 from .data import EOS, sentence_streams, vocabulary_difference
 from .exact import (
@@ -161,17 +162,6 @@ def check_device(device) -> torch.device:
     return dev
 
 
-def _check_free(device, need: int, what: str, fix: str) -> None:
-    """Raise :class:`~hiddenstate.errors.InsufficientMemoryError` (``what`` with ``{gb}``
-    filled in, then ``fix``) when ``need`` bytes exceed the free memory of ``device``."""
-    dev = torch.device(device)
-    free = int(torch.cuda.mem_get_info(dev)[0]) if dev.type == "cuda" \
-        else exact.available_memory()
-    if need > free:
-        raise InsufficientMemoryError(
-            f"{what.format(gb=need / 1e9)}, but {free / 1e9:.1f} GB is free on {dev}; {fix}")
-
-
 @dataclass
 class _Window:
     """The tensors of one batch: tokens ``x (B, T)``, ``valid``, ``reset``, the token before
@@ -185,54 +175,118 @@ class _Window:
 
 
 class BlockedHMMLM(BaseEstimator):
-    """HMM language model with blocked (sparse) emissions; see the module docstring.
+    r"""HMM language model with blocked (sparse) emissions (Chiu & Rush 2020).
 
+    Each word may only be emitted by its ``k`` states (:class:`ConstraintSet`), so the
+    forward recursion runs over ``k`` states per token; training, evaluation and checkpoints
+    are described in the module docstring (:mod:`hiddenstate.lm.model`) and ``docs/lm.md``.
     A scikit-learn estimator (``get_params``/``set_params``, ``sklearn.base.clone``); the
     constructor stores its arguments, which ``fit`` validates.
 
     Parameters
     ----------
-    constraint : "brown", "random" or "dense"
-        Brown: ``word_cluster`` passed to :meth:`fit` gives each cluster
-        ``states_per_cluster`` states (K = clusters x states_per_cluster). Random: each
-        word gets ``states_per_cluster`` random states of ``n_states``. Dense: every state
-        emits every word (K = ``n_states``).
-    states_per_cluster : int
-        k, the states of each word.
-    n_states : int or None
+    constraint : {"brown", "random", "dense"}, default="brown"
+        Brown: the ``word_cluster`` passed to :meth:`fit` gives each cluster
+        ``states_per_cluster`` states (K = clusters x states_per_cluster). Random: each word
+        gets ``states_per_cluster`` random states of ``n_states``. Dense: every state emits
+        every word (K = ``n_states``).
+    states_per_cluster : int, default=32
+        The states of each word, k.
+    n_states : int or None, default=None
         K for random and dense constraints.
-    parameterization : "scalar" or "neural"
-    hidden_size, tie_embeddings : neural parameterisation (embedding width, one table for
-        the two state embeddings).
-    state_dropout : int or None
-        States kept per cluster in each training batch or EM group (None: no dropout).
-    dropout_masks : int
-        Batch EM with ``state_dropout``: masks (groups of shuffled sentences) per
+    parameterization : {"scalar", "neural"}, default="scalar"
+        Logit tables, or the neural parameterisation (state and word embeddings).
+    hidden_size : int, default=256
+        The embedding width of the neural parameterisation.
+    tie_embeddings : bool, default=False
+        The neural parameterisation uses one table for the two state embeddings.
+    state_dropout : int or None, default=None
+        The states kept per cluster in each training batch or EM group (None: no dropout).
+    dropout_masks : int, default=32
+        Batch EM with ``state_dropout``: the masks (groups of shuffled sentences) per
         iteration. On PTB at K = 4,128 (exploratory runs), 8 masks per iteration reached
         validation perplexity 203.6 after 25 iterations, 32 masks 192.8; 128 tracked 32
         within 0.2 for the 8 iterations it ran, at three times the cost.
-    learn : "gradient", "em" or "stepwise-em" ("stepwise_em": deprecated spelling)
-    lr : AdamW learning rate; None: 0.05 for the scalar parameterisation, 0.01 (the
+    learn : {"gradient", "em", "stepwise-em"}, default="gradient"
+        The training (``"stepwise_em"``: the deprecated spelling).
+    lr : float or None, default=None
+        The AdamW learning rate; None: 0.05 for the scalar parameterisation, 0.01 (the
         reference's) for the neural one. Chosen on PTB (K = 1032, 150 batches of 64 x 32):
         scalar validation perplexity 320 with 0.05 against 1355 with 0.01.
-    clip, weight_decay, plateau_factor, plateau_patience, min_lr : gradient training.
-    prior : float or None
+    clip : float, default=5.0
+        The gradient norm is clipped to this.
+    weight_decay : float, default=0.0
+        AdamW's weight decay.
+    plateau_factor : float, default=0.25
+        The learning rate is multiplied by this when the validation perplexity has not
+        improved for ``plateau_patience`` evaluations.
+    plateau_patience : int, default=4
+        See ``plateau_factor``.
+    min_lr : float, default=1e-4
+        Gradient training stops when the learning rate falls below this.
+    prior : float or None, default=None
         EM: the Dirichlet concentration of every categorical row (MAP pseudo-count
         ``prior - 1``); None: 1.01.
-    stepwise_decay : stepwise EM's step decay.
-    em_patience : batch EM stops after this many iterations without a new best
-        validation perplexity (0: at the first rise) and restores the best parameters.
-    em_m_steps : batch EM with the neural parameterisation: AdamW steps (``lr``,
-        ``weight_decay``, ``clip``) per M-step.
-    batch_size : streams per batch; None: 16 on CPU, 256 on a GPU (``DEVICE_BATCH``).
-    bptt : tokens per stream per batch.
-    n_epochs, eval_every : epochs; validation every ``eval_every`` batches (None: per epoch).
-    init_scale : standard deviation of the initial scalar logits.
-    dtype : "float32" or "float64". device : "cpu", "cuda", ...
-    random_state : int seed of the initialisation, the dropout and nothing else.
-    progress : True (a tqdm bar on stderr), False (nothing) or "lines" (one line per
-        evaluation on stderr, for logs).
-    em_prior : deprecated: a pseudo-count, ``prior = 1 + em_prior`` (one release).
+    stepwise_decay : float, default=0.7
+        Stepwise EM's step decay: step ``(n + 2) ** -stepwise_decay``.
+    em_patience : int, default=0
+        Batch EM stops after this many iterations without a new best validation perplexity
+        (0: at the first rise) and restores the best parameters.
+    em_m_steps : int, default=10
+        Batch EM with the neural parameterisation: AdamW steps (``lr``, ``weight_decay``,
+        ``clip``) per M-step.
+    batch_size : int or None, default=None
+        The streams per batch; None: 16 on CPU, 256 on a GPU (``DEVICE_BATCH``).
+    bptt : int, default=32
+        The tokens per stream per batch.
+    n_epochs : int, default=1
+        The number of epochs.
+    eval_every : int or None, default=None
+        Validate every ``eval_every`` batches (None: once per epoch).
+    init_scale : float, default=1.0
+        The standard deviation of the initial scalar logits.
+    dtype : {"float32", "float64"}, default="float32"
+        The dtype of the parameters and the recursions.
+    device : str, default="cpu"
+        The torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"`` ...).
+    random_state : int, default=0
+        The seed of the initialisation and the dropout (and nothing else).
+    progress : bool or "lines", default=True
+        True: a tqdm bar on stderr; False: nothing; ``"lines"``: one line per evaluation on
+        stderr, for logs.
+    em_prior : float or None, default=None
+        Deprecated: a pseudo-count, ``prior = 1 + em_prior`` (one release).
+
+    Attributes
+    ----------
+    vocabulary_ : hiddenstate.textio.Vocabulary
+        The vocabulary of the training ids.
+    constraints_ : ConstraintSet
+        Which states emit which word.
+    n_states_ : int
+        The number of states K.
+    monitor_ : hiddenstate.learn.ConvergenceMonitor
+        The training curve in the estimator contract's form (see the property).
+    history_ : list of dict
+        One record per evaluation (``step``, ``epoch``, ``lr``, ``train_ppl``,
+        ``valid_ppl`` with validation data, ``tokens_per_s`` ...).
+    net_ : torch.nn.Module
+        The parameters.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate.lm import read_lm_file
+    >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n" * 20)
+    >>> ids, vocabulary = read_lm_file("train.txt")
+    >>> from hiddenstate.lm import BlockedHMMLM, brown_clusters
+    >>> word_cluster = brown_clusters(ids, n_clusters=3)
+    >>> model = BlockedHMMLM(states_per_cluster=2, learn="em", n_epochs=3, progress=False)
+    >>> model = model.fit(ids, vocabulary=vocabulary, word_cluster=word_cluster)
+    >>> model.n_states_, model.constraints_.k
+    (6, 2)
+    >>> model.perplexity(ids) < len(vocabulary)
+    True
     """
 
     def __init__(self, constraint: str = "brown", states_per_cluster: int = 32,
@@ -426,14 +480,44 @@ class BlockedHMMLM(BaseEstimator):
             params = K * K + K + V * k
         else:
             params = (2 * K + V + 4) * int(self.hidden_size)
-        _check_free(self.device, 4 * params * item + 4 * Kp * Kp * item,
-                    f"states_per_cluster: a model of K = {K} states ({self.parameterization}, "
-                    f"{self.dtype}) needs about {{gb:.1f}} GB for its parameters, their "
-                    "gradients and optimiser moments and one step's K' x K' transitions",
-                    "use fewer states or state_dropout")
+        check_memory({"states_per_cluster": 4 * params * item + 4 * Kp * Kp * item},
+                     f"a model of K = {K} states ({self.parameterization}, {self.dtype}): its "
+                     "parameters, their gradients and optimiser moments and one step's K' x K' "
+                     "transitions", {"states_per_cluster": "use fewer states or state_dropout"},
+                     device=str(self.device))
 
     def initialize(self, vocabulary: Vocabulary, word_cluster=None) -> BlockedHMMLM:
-        """Build the constraint set and draw the initial parameters (``fit`` calls it)."""
+        r"""Build the constraint set and draw the initial parameters (``fit`` calls it).
+
+        Parameters
+        ----------
+        vocabulary : hiddenstate.textio.Vocabulary
+            The vocabulary (holding ``<eos>``; :func:`read_lm_file` builds one).
+        word_cluster : array-like of int of shape (n_words,) or None, default=None
+            The cluster of every word id (``constraint="brown"`` needs it).
+
+        Returns
+        -------
+        BlockedHMMLM
+            The model itself, with initial parameters and no training state.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter, the vocabulary or ``word_cluster`` is invalid.
+        hiddenstate.errors.InsufficientMemoryError
+            If the model would not fit in memory (raised before allocating).
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> from hiddenstate.lm import read_lm_file
+        >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n" * 20)
+        >>> ids, vocabulary = read_lm_file("train.txt")
+        >>> from hiddenstate.lm import BlockedHMMLM
+        >>> BlockedHMMLM(constraint="dense", n_states=4).initialize(vocabulary).n_states_
+        4
+        """
         self._check_hyper()
         if not isinstance(vocabulary, Vocabulary) or EOS not in vocabulary:
             raise InvalidInputError(
@@ -464,6 +548,7 @@ class BlockedHMMLM(BaseEstimator):
 
     @property
     def n_states_(self) -> int:
+        """The number of states K of the fitted (or initialised) model."""
         self._check_fitted()
         return self.constraints_.n_states
 
@@ -553,14 +638,75 @@ class BlockedHMMLM(BaseEstimator):
 
     # ------------------------------------------------------------------ evaluation
     def score(self, X) -> float:
-        """Exact total ``log p(X)`` (nats) of a token-id stream with all states."""
+        r"""Compute the exact total log-likelihood of a token-id stream with all states.
+
+        Parameters
+        ----------
+        X : array-like of int
+            A token-id stream (:func:`read_lm_file`; ``<eos>`` ends every sentence).
+
+        Returns
+        -------
+        float
+            :math:`\log p(X)` in nats.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or ``initialize``).
+        hiddenstate.errors.InvalidInputError
+            If ``X`` is not a stream of ids of the model's vocabulary.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> from hiddenstate.lm import read_lm_file
+        >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n" * 20)
+        >>> ids, vocabulary = read_lm_file("train.txt")
+        >>> from hiddenstate.lm import BlockedHMMLM
+        >>> model = BlockedHMMLM(constraint="dense", n_states=4, learn="em", n_epochs=3,
+        ...                      progress=False).fit(ids, vocabulary=vocabulary)
+        >>> bool(abs(model.score(ids) - model.score_samples(ids).sum()) < 1e-6)
+        True
+        """
         return float(self.score_samples(X).sum())
 
     def score_samples(self, X) -> np.ndarray:
-        """Exact ``log p`` of every sentence of the token-id stream ``X`` (float64, one per
-        sentence: a sentence ends with ``<eos>``; trailing tokens without one form the last
-        sentence). On CPU (and for overlapping constraint sets) by the numba kernel over
-        whole sentences, elsewhere by the batched torch recursion."""
+        r"""Compute the exact log-likelihood of every sentence of a token-id stream.
+
+        A sentence ends with ``<eos>``; trailing tokens without one form the last sentence. On
+        CPU (and for overlapping constraint sets) by the numba kernel over whole sentences,
+        elsewhere by the batched torch recursion.
+
+        Parameters
+        ----------
+        X : array-like of int
+            A token-id stream (:func:`read_lm_file`; ``<eos>`` ends every sentence).
+
+        Returns
+        -------
+        ndarray of shape (n_sentences,)
+            :math:`\log p` of each sentence (float64, nats).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or ``initialize``).
+        hiddenstate.errors.InvalidInputError
+            If ``X`` is not a stream of ids of the model's vocabulary.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> from hiddenstate.lm import read_lm_file
+        >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n" * 20)
+        >>> ids, vocabulary = read_lm_file("train.txt")
+        >>> from hiddenstate.lm import BlockedHMMLM
+        >>> model = BlockedHMMLM(constraint="dense", n_states=4, learn="em", n_epochs=3,
+        ...                      progress=False).fit(ids, vocabulary=vocabulary)
+        >>> model.score_samples(ids[:8]).shape
+        (2,)
+        """
         self._check_fitted()
         ids = self._check_ids(X, "X")
         layout = SentenceLayout.from_ids(ids, self.eos_id_)
@@ -631,7 +777,39 @@ class BlockedHMMLM(BaseEstimator):
         return total
 
     def perplexity(self, X) -> float:
-        """``exp(-log p(X) / N)`` over the ``N`` tokens of ``X`` (``<eos>`` included)."""
+        r"""Compute the perplexity of a token-id stream.
+
+        :math:`\exp(-\log p(X) / N)` over the ``N`` tokens of ``X`` (``<eos>`` included).
+
+        Parameters
+        ----------
+        X : array-like of int
+            A token-id stream (:func:`read_lm_file`; ``<eos>`` ends every sentence).
+
+        Returns
+        -------
+        float
+            The perplexity.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or ``initialize``).
+        hiddenstate.errors.InvalidInputError
+            If ``X`` is not a stream of ids of the model's vocabulary.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> from hiddenstate.lm import read_lm_file
+        >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n" * 20)
+        >>> ids, vocabulary = read_lm_file("train.txt")
+        >>> from hiddenstate.lm import BlockedHMMLM
+        >>> model = BlockedHMMLM(constraint="dense", n_states=4, learn="em", n_epochs=3,
+        ...                      progress=False).fit(ids, vocabulary=vocabulary)
+        >>> model.perplexity(ids) < len(vocabulary)   # the uniform model's perplexity
+        True
+        """
         return math.exp(-self.score(X) / len(np.asarray(X)))
 
     # ------------------------------------------------------------------ training
@@ -639,16 +817,56 @@ class BlockedHMMLM(BaseEstimator):
             max_steps: int | None = None, resume: bool = False,
             checkpoint: str | Path | None = None, checkpoint_every: int = 500
             ) -> BlockedHMMLM:
-        """Train on the token-id stream ``X`` (see :func:`~.data.read_lm_file`).
+        r"""Train on a token-id stream.
 
-        ``valid``: ids for the plateau schedule, early stopping and the history;
-        ``max_steps``: stop after this many batches (EM: iterations) in this call;
-        ``resume``: continue from the current parameters and training state (after
-        :meth:`initialize`, :func:`load_checkpoint` or an earlier ``fit``; raise
-        ``n_epochs`` to train further) instead of starting afresh; ``checkpoint``: a
-        directory written every ``checkpoint_every`` batches and at the end. Ids that
-        remember another vocabulary than the model's (:class:`~.data.TokenIds`) are
-        refused.
+        Ids that remember another vocabulary than the model's (:class:`TokenIds`) are refused.
+
+        Parameters
+        ----------
+        X : array-like of int
+            A token-id stream (:func:`read_lm_file`; ``<eos>`` ends every sentence).
+        valid : array-like of int or None, default=None
+            Validation ids for the plateau schedule, early stopping and ``history_``.
+        vocabulary : hiddenstate.textio.Vocabulary or None, default=None
+            The vocabulary ``X`` was encoded with (needed unless ``resume``).
+        word_cluster : array-like of int of shape (n_words,) or None, default=None
+            The cluster of every word id (``constraint="brown"``): :func:`brown_clusters`, or
+            ``read_brown_paths(...).word_cluster(vocabulary)``.
+        max_steps : int or None, default=None
+            Stop after this many batches (EM: iterations) in this call.
+        resume : bool, default=False
+            Continue from the current parameters and training state (after :meth:`initialize`,
+            :func:`load_checkpoint` or an earlier ``fit``; raise ``n_epochs`` to train further)
+            instead of starting afresh.
+        checkpoint : str, os.PathLike or None, default=None
+            A directory written every ``checkpoint_every`` batches and at the end
+            (:meth:`save_checkpoint`).
+        checkpoint_every : int, default=500
+            See ``checkpoint``.
+
+        Returns
+        -------
+        BlockedHMMLM
+            The model itself, trained.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter, the ids, the vocabulary or ``word_cluster`` is invalid.
+        hiddenstate.errors.InsufficientMemoryError
+            If the model or a batch would not fit in memory (raised before allocating).
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> from hiddenstate.lm import read_lm_file
+        >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n" * 20)
+        >>> ids, vocabulary = read_lm_file("train.txt")
+        >>> from hiddenstate.lm import BlockedHMMLM
+        >>> model = BlockedHMMLM(constraint="dense", n_states=4, learn="em", n_epochs=3,
+        ...                      progress=False).fit(ids, vocabulary=vocabulary)
+        >>> len(model.history_)
+        3
         """
         if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(
                 max_steps, (int, np.integer)) or max_steps < 1):
@@ -734,11 +952,11 @@ class BlockedHMMLM(BaseEstimator):
     def _check_batch_memory(self) -> None:
         """Refuse a batch whose gathered ``k' x k'`` blocks do not fit the device."""
         kp = self.constraints_.k if self.state_dropout is None else int(self.state_dropout)
-        _check_free(self.device,
-                    4 * self._batch * int(self.bptt) * kp * kp * self._torch_dtype.itemsize,
-                    f"batch_size: {self._batch} streams x {self.bptt} tokens gather {kp} x "
-                    f"{kp} blocks per token, about {{gb:.1f}} GB",
-                    "pass a smaller batch_size or bptt")
+        check_memory({"batch_size": 4 * self._batch * int(self.bptt) * kp * kp
+                      * self._torch_dtype.itemsize},
+                     f"a batch of {self._batch} streams x {self.bptt} tokens gathering {kp} x "
+                     f"{kp} blocks per token", {"batch_size": "pass a smaller batch_size or bptt"},
+                     device=str(self.device))
 
     def _fit_em(self, ids, valid_ids, max_steps, checkpoint) -> BlockedHMMLM:
         """Batch EM with an exact E-step: one iteration per epoch (see the module
@@ -829,9 +1047,14 @@ class BlockedHMMLM(BaseEstimator):
                 break
             t0 = time.perf_counter()
             ll, counts = self._em_counts(layout, work)
-            if not math.isfinite(ll):
+            if not math.isfinite(ll):  # the zero-probability rule names the sentences
+                check_possible(exact_log_likelihood(layout, self.constraints_.word_states,
+                                                    *self._probabilities(work)),
+                               "training sentence", "a word that no state allowed to it can "
+                               "emit, or a transition of probability zero", "use prior > 1",
+                               argument="X")
                 raise NumericalError(
-                    "fit: a training sentence has probability 0 under the model; use "
+                    "fit: the training log-likelihood is not finite; use dtype='float64' or "
                     "prior > 1")
             if valid_ids is not None and "best_params" not in st:  # the starting point
                 st["best_params"] = {k: v.clone() for k, v in self.net_.state_dict().items()}
@@ -1016,12 +1239,67 @@ class BlockedHMMLM(BaseEstimator):
             torch.nn.utils.clip_grad_norm_(net.parameters(), self.clip)
             opt.step()
 
+    @property
+    def monitor_(self) -> ConvergenceMonitor:
+        """The training curve in the estimator contract's form (a fresh copy each call).
+
+        ``history`` holds the mean training log-likelihood per token of each evaluation
+        (``-log train_ppl`` of ``history_``'s records), ``iter`` their number, ``converged`` True
+        when training ended before ``n_epochs`` (EM's early stop on the validation perplexity, or
+        the gradient learning rate falling below ``min_lr``).
+        """
+        self._check_fitted()
+        mon = ConvergenceMonitor(tol=float("nan"), n_iter=int(self.n_epochs))
+        mon.history = [-math.log(r["train_ppl"]) for r in self.history_
+                       if r.get("train_ppl") is not None]
+        st = getattr(self, "_state", None)
+        mon.converged = bool(st["stopped"]) if st is not None else any(
+            r.get("undone", False) for r in self.history_)
+        return mon
+
     # ------------------------------------------------------------------ sampling
     def sample(self, n_samples: int = 1, random_state=None, *, n_tokens: int | None = None,
                seed: int | None = None) -> list[str]:
-        """``n_samples`` tokens drawn from the model (sentences restart after ``<eos>``);
-        ``random_state``: an int seed or a :class:`numpy.random.Generator` (None: fresh
-        entropy). ``n_tokens`` and ``seed`` are the deprecated names of the two."""
+        r"""Draw tokens from the model (sentences restart after ``<eos>``).
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            The number of tokens.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed; None: the estimator's own ``random_state`` (the estimator
+            contract).
+        n_tokens : int or None, default=None
+            Deprecated name of ``n_samples``.
+        seed : int or None, default=None
+            Deprecated name of ``random_state``.
+
+        Returns
+        -------
+        list of str
+            The tokens.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or ``initialize``).
+        hiddenstate.errors.InvalidInputError
+            If ``n_samples`` or ``random_state`` is invalid.
+        hiddenstate.errors.InsufficientMemoryError
+            If the tokens would not fit in memory.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> from hiddenstate.lm import read_lm_file
+        >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n" * 20)
+        >>> ids, vocabulary = read_lm_file("train.txt")
+        >>> from hiddenstate.lm import BlockedHMMLM
+        >>> model = BlockedHMMLM(constraint="dense", n_states=4, learn="em", n_epochs=3,
+        ...                      progress=False).fit(ids, vocabulary=vocabulary)
+        >>> len(model.sample(6, random_state=0))
+        6
+        """
         if n_tokens is not None:
             warnings.warn("sample(n_tokens=...) is deprecated; pass n_samples",
                           FutureWarning, stacklevel=2)
@@ -1034,17 +1312,16 @@ class BlockedHMMLM(BaseEstimator):
         if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) \
                 or n_samples < 1:
             raise InvalidInputError(f"n_samples: expected an integer >= 1, got {n_samples!r}")
-        if 100 * int(n_samples) > exact.available_memory():
-            raise InsufficientMemoryError(
-                f"n_samples: {n_samples} tokens need about {100 * n_samples / 1e9:.1f} GB "
-                "as Python strings; draw fewer at a time")
+        check_memory({"n_samples": 100 * int(n_samples)},
+                     f"sample: {n_samples} tokens as Python strings")
         if random_state is not None and not isinstance(random_state, np.random.Generator) \
                 and (isinstance(random_state, bool)
                      or not isinstance(random_state, (int, np.integer)) or random_state < 0):
             raise InvalidInputError(
                 f"random_state: expected None, an integer >= 0 or a numpy Generator, got "
                 f"{random_state!r}")
-        rng = np.random.default_rng(random_state)
+        rng = np.random.default_rng(self.random_state if random_state is None
+                                    else random_state)
         cs = self.constraints_
         d = cs.all_states(self.device)
         with torch.no_grad():
@@ -1066,8 +1343,40 @@ class BlockedHMMLM(BaseEstimator):
         return self.vocabulary_.decode(out)
 
     def state_usage(self, X) -> np.ndarray:
-        """Posterior mass of each state summed over ``X`` (all states; exact over whole
-        sentences: the numba kernel on CPU, the two-pass torch recursion elsewhere)."""
+        r"""Compute the posterior mass of each state summed over a token-id stream.
+
+        All states; exact over whole sentences (the numba kernel on CPU, the two-pass torch
+        recursion elsewhere).
+
+        Parameters
+        ----------
+        X : array-like of int
+            A token-id stream (:func:`read_lm_file`; ``<eos>`` ends every sentence).
+
+        Returns
+        -------
+        ndarray of shape (K,)
+            The expected number of tokens each state emits.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or ``initialize``).
+        hiddenstate.errors.InvalidInputError
+            If ``X`` is not a stream of ids of the model's vocabulary.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> from hiddenstate.lm import read_lm_file
+        >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n" * 20)
+        >>> ids, vocabulary = read_lm_file("train.txt")
+        >>> from hiddenstate.lm import BlockedHMMLM
+        >>> model = BlockedHMMLM(constraint="dense", n_states=4, learn="em", n_epochs=3,
+        ...                      progress=False).fit(ids, vocabulary=vocabulary)
+        >>> round(float(model.state_usage(ids[:8]).sum()), 6)
+        8.0
+        """
         self._check_fitted()
         ids = self._check_ids(X, "X")
         cs = self.constraints_
@@ -1093,7 +1402,34 @@ class BlockedHMMLM(BaseEstimator):
         return arrays
 
     def save(self, path) -> None:
-        """Write the model (hyper-parameters, vocabulary, parameters) to the directory."""
+        r"""Write the model (hyper-parameters, vocabulary, parameters) to a directory.
+
+        JSON + ``.npz``, no pickle; :func:`hiddenstate.load` reads it back.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The directory.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or ``initialize``).
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> from hiddenstate.lm import read_lm_file
+        >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n" * 20)
+        >>> ids, vocabulary = read_lm_file("train.txt")
+        >>> from hiddenstate.lm import BlockedHMMLM
+        >>> model = BlockedHMMLM(constraint="dense", n_states=4, learn="em", n_epochs=3,
+        ...                      progress=False).fit(ids, vocabulary=vocabulary)
+        >>> import hiddenstate as hs
+        >>> model.save("lm-model")
+        >>> bool(abs(hs.load("lm-model").score(ids) - model.score(ids)) < 1e-6)
+        True
+        """
         self._check_fitted()
         write_bundle(path, LM_FORMAT, self._meta(), self._arrays())
 
@@ -1104,7 +1440,39 @@ class BlockedHMMLM(BaseEstimator):
                 "history": to_json(self.history_)}
 
     def save_checkpoint(self, path) -> None:
-        """Write the model and its training state (see the module docstring)."""
+        r"""Write the model and its training state to a directory.
+
+        The parameters, the optimiser and scheduler state, the random generator, the carried
+        distribution and the position in the data (see the module docstring); resuming with
+        :func:`load_checkpoint` and ``fit(..., resume=True)`` gives bit-identical parameters to
+        an uninterrupted run.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The directory.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or ``initialize``).
+        NotFittedError
+            Without a training state (after :meth:`initialize` alone).
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> from hiddenstate.lm import read_lm_file
+        >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n" * 20)
+        >>> ids, vocabulary = read_lm_file("train.txt")
+        >>> from hiddenstate.lm import BlockedHMMLM
+        >>> model = BlockedHMMLM(constraint="dense", n_states=4, learn="em", n_epochs=3,
+        ...                      progress=False).fit(ids, vocabulary=vocabulary)
+        >>> from hiddenstate.lm import load_checkpoint
+        >>> model.save_checkpoint("checkpoint")
+        >>> load_checkpoint("checkpoint").n_states_
+        4
+        """
         self._check_fitted()
         st = self._state
         if st is None:
@@ -1212,8 +1580,30 @@ def restore(path) -> BlockedHMMLM:
 
 
 def load_model(path) -> BlockedHMMLM:
-    """Deprecated alias of :func:`hiddenstate.load` for a saved language model (removed
-    after 0.2); :func:`load_checkpoint` (resume training) stays."""
+    """Load a saved language model (deprecated alias of :func:`hiddenstate.load`).
+
+    Removed after 0.2; :func:`load_checkpoint` (to resume training) stays.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The directory written by :meth:`BlockedHMMLM.save`.
+
+    Returns
+    -------
+    BlockedHMMLM
+        The model (a checkpoint loads without its training state).
+
+    Raises
+    ------
+    hiddenstate.errors.ModelFileError
+        If the directory does not hold a valid language model.
+
+    Examples
+    --------
+    >>> import hiddenstate as hs
+    >>> model = hs.load("lm-model")  # doctest: +SKIP
+    """
     warnings.warn("hiddenstate.lm.load_model is deprecated; use hiddenstate.load(path)",
                   FutureWarning, stacklevel=2)
     return restore(path)
@@ -1232,8 +1622,41 @@ def _check_train_state(st: dict, where) -> None:
 
 
 def load_checkpoint(path) -> BlockedHMMLM:
-    """Load a checkpoint written by :meth:`BlockedHMMLM.save_checkpoint`; continue with
-    ``fit(X, valid, resume=True)``."""
+    r"""Load a checkpoint written by :meth:`BlockedHMMLM.save_checkpoint`.
+
+    Continue training with ``fit(X, valid, resume=True)``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The checkpoint directory.
+
+    Returns
+    -------
+    BlockedHMMLM
+        The model with its training state.
+
+    Raises
+    ------
+    hiddenstate.errors.ModelFileError
+        If the directory is not a valid checkpoint (a saved model without training state
+        included).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate.lm import read_lm_file
+    >>> _ = Path("train.txt").write_text("the cat sat\na dog ran\n" * 20)
+    >>> ids, vocabulary = read_lm_file("train.txt")
+    >>> from hiddenstate.lm import BlockedHMMLM
+    >>> model = BlockedHMMLM(constraint="dense", n_states=4, learn="em", n_epochs=3,
+    ...                      progress=False).fit(ids, vocabulary=vocabulary)
+    >>> from hiddenstate.lm import load_checkpoint
+    >>> model.save_checkpoint("checkpoint")
+    >>> resumed = load_checkpoint("checkpoint")
+    >>> resumed.set_params(n_epochs=4).fit(ids, resume=True).n_states_
+    4
+    """
     meta, arrays = read_bundle(path, LM_FORMAT, "language model checkpoint")
     model = _from_meta(path, meta, arrays)
     where = Path(path) / "model.json"

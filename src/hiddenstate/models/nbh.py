@@ -18,9 +18,9 @@ import warnings
 from collections.abc import Callable, Hashable
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .._deprecation import renamed_method
+from .._sklearn_base import BaseEstimator, ClassifierMixin
 from .._validation import (
     check_memory,
     check_number,
@@ -28,9 +28,8 @@ from .._validation import (
     check_stochastic,
     make_rng,
 )
-from ..errors import InvalidInputError, NotFittedError, ZeroProbabilityError
-from ..learn import MODES, ConvergenceMonitor
-from ..learn import fit as fit_mode
+from ..errors import InvalidInputError, NotFittedError
+from ..learn import MODES, ConvergenceMonitor, check_possible, fit_restarts
 from ..treenet.passes import categorical
 from .nbh_problem import NBHProblem, log_joint, logsumexp_rows, one_hot
 
@@ -175,7 +174,8 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         :math:`\alpha < 1`). ``None``: 2 for MAP/VT/kVT, 1 for VB; EM takes no prior.
     n_init : random restarts; the run with the highest final objective is kept.
     n_iter, tol : iteration cap and the absolute gain in the objective below which EM, MAP
-        and VB stop (VT stops when the clusters repeat).
+        and VB stop (``tol=-inf``: never); VT and k-best VT ignore ``tol`` and stop when
+        the clusters repeat or the objective stops rising (see ``docs/learning-modes.md``).
     k_best : clusters per sample for ``learn="kvt"``.
     missing_values : strings read as a missing value, besides ``None`` and NaN.
     random_state, verbose : seed (int, Generator or None); print the objective per iteration.
@@ -201,7 +201,9 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
     out exactly, in training and prediction. A value at predict time that training never showed is
     treated as missing, with an :class:`UnknownCategoryWarning`. A test sample that every
     class gives probability zero (possible with ``learn="em"``, whose estimates can be
-    zero) gets the class prior as its posterior, with a warning.
+    zero) scores ``-inf`` in :meth:`score_samples` and has no class posterior:
+    ``predict``/``predict_proba`` raise :class:`~hiddenstate.errors.ZeroProbabilityError`
+    naming it (the estimator contract's zero-probability rule).
     """
 
     def __init__(self, n_clusters: int = 15, learn: str = "map", prior: float | None = None,
@@ -227,7 +229,8 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         check_positive_int(self.k_best, "k_best")
         if self.learn not in MODES:
             raise InvalidInputError(f"learn: {self.learn!r} is not one of {MODES}")
-        check_number(self.tol, "tol", minimum=0)
+        if not (isinstance(self.tol, float) and self.tol == -np.inf):  # -inf: every iteration
+            check_number(self.tol, "tol", minimum=0)
         markers = self.missing_values
         if isinstance(markers, str) or not isinstance(markers, (list, tuple)) \
                 or not all(isinstance(m, str) for m in markers):
@@ -432,13 +435,9 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         problem = NBHProblem(codes, y_idx.ravel(), len(classes), self.n_clusters, n_values,
                              prior)
         rng = make_rng(self.random_state)
-        best = None
-        for _ in range(self.n_init):
-            monitor = ConvergenceMonitor(self.tol, self.n_iter, bool(self.verbose))
-            result = fit_mode(problem, self.learn, self._initial(problem, prior, rng), monitor,
-                              "cha", self.k_best, callback)
-            if best is None or result.monitor.history[-1] > best.monitor.history[-1]:
-                best = result
+        best = fit_restarts(problem, self.learn, lambda _: self._initial(problem, prior, rng),
+                            n_init=self.n_init, n_iter=self.n_iter, tol=self.tol, which="cha",
+                            k_best=self.k_best, verbose=bool(self.verbose), callback=callback)
         self.classes_, self.categories_ = classes, categories
         self.n_features_in_ = self.n_features_ = len(categories)
         self.monitor_ = best.monitor
@@ -456,19 +455,15 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         return log_joint(params, one_hot(codes, self._n_values()), self._n_values())
 
     def predict_log_proba(self, X) -> np.ndarray:
-        """log p(c | a) ``(n, n_classes)`` (eq. 8 before the argmax)."""
+        """log p(c | a) ``(n, n_classes)`` (eq. 8 before the argmax). A sample of
+        probability zero under every class (possible with ``learn='em'``, whose estimates
+        can be zero) has no class posterior:
+        :class:`~hiddenstate.errors.ZeroProbabilityError` naming it."""
         per_class = logsumexp_rows(self._log_joint(X))
         evidence = logsumexp_rows(per_class)
-        dead = ~np.isfinite(evidence)
-        if dead.any():
-            warnings.warn(
-                f"X: {int(dead.sum())} sample(s) have probability zero under every class "
-                "(values never seen with any class under learn='em'); their posterior is the "
-                "class prior. Use learn='map' (pseudo-counts) to avoid zeros",
-                UserWarning, stacklevel=2)
-            with np.errstate(divide="ignore"):
-                per_class[dead] = np.log(self.class_prior_)
-            evidence[dead] = 0.0
+        check_possible(evidence, "sample", "values never seen together with any class "
+                       "under learn='em'", "Use learn='map' (pseudo-counts) to avoid zeros",
+                       use="class posterior", given="under every class")
         return per_class - evidence[:, None]
 
     def predict_proba(self, X) -> np.ndarray:
@@ -490,14 +485,12 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
             np.argmax(logsumexp_rows(lj), axis=1)
         at = lj[np.arange(len(lj)), c]
         norm = logsumexp_rows(at)
-        dead = np.flatnonzero(~np.isfinite(norm))
-        if len(dead):
-            which = f"sample {dead[0]}" + (f" (and {len(dead) - 1} more)" if len(dead) > 1
-                                           else "")
-            raise ZeroProbabilityError(
-                f"X: {which} has probability zero at class {_plain(self.classes_[c[dead[0]]])!r}"
-                " (a value never seen with it under learn='em'), so it has no cluster "
-                "posterior; use learn='map' (pseudo-counts) to avoid zeros")
+        dead = c[~np.isfinite(norm)]
+        given = (f"at class {_plain(self.classes_[dead[0]])!r}" if len(set(dead.tolist())) == 1
+                 else "at their classes")
+        check_possible(norm, "sample", "a value never seen with the class under learn='em'",
+                       "Use learn='map' (pseudo-counts) to avoid zeros",
+                       use="cluster posterior", given=given)
         return np.exp(at - norm[:, None])
 
     def _class_index(self, y, n: int) -> np.ndarray:

@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from ..errors import ZeroProbabilityError
 from ..families import DirichletRows
+from ..learn import check_possible, kbest_weights
 
 
 def one_hot(codes: np.ndarray, n_values: list[int]) -> sparse.csr_matrix:
@@ -100,11 +100,9 @@ class NBHProblem:
         for c, rows in enumerate(self.by_class):
             class_params = {name: value[c:c + 1] for name, value in params.items()}
             out[rows] = log_joint(class_params, self.onehot_by_class[c], self.n_values)[:, 0]
-        dead = np.flatnonzero(np.all(np.isneginf(out), axis=1))
-        if len(dead):
-            raise ZeroProbabilityError(
-                f"X: training sample {dead[0]} has probability zero under the current "
-                "parameters; check hand-set parameters or use a prior (learn='map')")
+        check_possible(np.where(np.all(np.isneginf(out), axis=1), -np.inf, 0.0),
+                       "training sample", "a value the parameters give probability zero at "
+                       "its class", "check hand-set parameters or use a prior (learn='map')")
         return out
 
     def stats(self, resp: np.ndarray) -> dict:
@@ -135,9 +133,7 @@ class NBHProblem:
         lj = self.log_joint_observed(views)
         k = min(k, self.K)
         best = np.argsort(-lj, axis=1, kind="stable")[:, :k]
-        top = np.take_along_axis(lj, best, axis=1)
-        mass = logsumexp_rows(top)
+        weights, log_mass = kbest_weights(np.take_along_axis(lj, best, axis=1))
         resp = np.zeros_like(lj)
-        with np.errstate(invalid="ignore"):
-            np.put_along_axis(resp, best, np.exp(top - mass[:, None]), axis=1)
-        return float(mass.sum()), self.stats(resp), best
+        np.put_along_axis(resp, best, weights, axis=1)
+        return float(log_mass.sum()), self.stats(resp), best

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
+from .._sklearn_base import BaseEstimator
 from .._validation import (
     as_float_array,
     check_memory,
@@ -32,11 +32,10 @@ from .._validation import (
     check_stochastic,
     make_rng,
 )
-from ..errors import InvalidInputError, ZeroProbabilityError
+from ..errors import InvalidInputError
 from ..grammar import START, Grammar, Tree, from_cnf, normalise, read_trees, to_cnf
 from ..kernels import cky
-from ..learn import MODES, ConvergenceMonitor
-from ..learn import fit as fit_mode
+from ..learn import MODES, ConvergenceMonitor, check_possible, fit_restarts, kbest_weights
 from ..programs.problem import FlatSwitches, SwitchRows
 
 INITS = ("random", "uniform", "current")
@@ -101,13 +100,11 @@ class _PCFGProblem(FlatSwitches):
         for s in range(len(self.offsets) - 1):
             w = self.words[self.offsets[s]:self.offsets[s + 1]]
             score, out, found = _kbest(self.g, logtheta, w, k, "k_best")
-            _check_possible(score[:1], s)
-            top = score[:found]
-            weights = np.exp(top - top[0])
-            mass = weights.sum()
+            _check_possible(score[:1], index=[s])
+            weights, log_mass = kbest_weights(score[None, :found])
             for d in range(found):
-                np.add.at(counts, out[d, :, 3], weights[d] / mass)
-            total += float(top[0] + np.log(mass))
+                np.add.at(counts, out[d, :, 3], weights[0, d])
+            total += float(log_mass[0])
             sig.append(out[:found].ravel())
         return total, self._stats(counts), np.concatenate(sig)
 
@@ -132,13 +129,25 @@ def _check_switches(g: Grammar, theta: np.ndarray, name: str) -> np.ndarray:
     return theta
 
 
-def _check_possible(loglik: np.ndarray, offset: int = 0) -> None:
-    bad = np.flatnonzero(~np.isfinite(loglik))
-    if len(bad):
-        raise ZeroProbabilityError(
-            f"sentences: sentence {offset + int(bad[0])} has no parse of non-zero probability "
-            "under the current rule probabilities (no rule sequence derives it); check the "
-            "sentence against the grammar, or smooth the probabilities (learn='map')")
+def _check_possible(loglik, use: str | None = None, index=None, argument: str = "sentences",
+                    structural: bool = False) -> None:
+    """The zero-probability rule (:func:`hiddenstate.learn.check_possible`) for sentences:
+    while learning (``use`` None; ``structural``: no rule probabilities at all derive
+    them), or for a method that needs their ``use`` (a parse, a posterior)."""
+    if structural:
+        check_possible(loglik, "sentence", "no rule sequence of the grammar derives it",
+                       "check the sentence against the grammar (its words and rules)",
+                       argument=argument, index=index,
+                       given="whatever the rule probabilities")
+    elif use is None:
+        check_possible(loglik, "sentence", "no rule sequence derives it with non-zero "
+                       "probability", "check the sentence against the grammar, or smooth the "
+                       "probabilities (learn='map')", argument=argument, index=index)
+    else:
+        check_possible(loglik, "sentence", "no rule sequence derives it with non-zero "
+                       "probability", "Check the sentence against the grammar, or the zero "
+                       "probabilities of theta_ (set_probs)", argument=argument, index=index,
+                       use=use)
 
 
 def _viterbi(g: Grammar, logtheta, words, offsets) -> tuple[np.ndarray, np.ndarray]:
@@ -190,7 +199,7 @@ class PCFG(BaseEstimator):
     n_iter, tol : iteration limit; EM / MAP / VB stop when the objective gains less than
         ``tol`` (VT and k-best VT stop when their parses stop changing).
     n_init : random restarts (``init="random"``); the run with the best final objective is
-        kept (Sato & Kubota used 50).
+        kept, the earliest among equal ones (Sato & Kubota used 50).
     init : ``"random"`` (each switch drawn from a symmetric Dirichlet of concentration
         ``init_concentration``: large values give the paper's "random but almost uniform"
         starts), ``"uniform"`` or ``"current"`` (``theta_``: hand-set, read from trees or
@@ -479,7 +488,7 @@ class PCFG(BaseEstimator):
         theta = self._theta(g)
         # a sentence no parse derives (whatever the probabilities) is an input error
         _check_possible(self._inside_outside(g, (theta > 0) + 0.5 * (theta == 0), words,
-                                             offsets, False)[0])
+                                             offsets, False)[0], structural=True)
         prior = self._prior()
         problem = _PCFGProblem(self, g, words, offsets, theta, prior)
         best = self._best_restart(problem, theta, _LEARNED, callback)
@@ -494,21 +503,14 @@ class PCFG(BaseEstimator):
         return self
 
     def _best_restart(self, problem, theta: np.ndarray, which: str, callback):
-        """``n_init`` runs of the mode from :meth:`_start_point`; the one with the best final
-        objective."""
+        """:func:`~hiddenstate.learn.fit_restarts` from :meth:`_start_point` (shared with
+        :class:`~hiddenstate.PLCG`): the run with the best final objective."""
         rng = make_rng(self.random_state)
-        best = None
-        for _ in range(self.n_init):
-            views = self._start_point(problem, theta, rng)
-            if self.learn == "vb":
-                problem.set_start(views)
-            tol = -np.inf if self.learn in ("vt", "kvt") else self.tol
-            result = fit_mode(problem, self.learn, views,
-                              ConvergenceMonitor(tol, self.n_iter, self.verbose), which,
-                              self.k_best, callback)
-            if best is None or result.monitor.history[-1] > best.monitor.history[-1]:
-                best = result
-        return best
+        return fit_restarts(problem, self.learn,
+                            lambda _: self._start_point(problem, theta, rng),
+                            n_init=self.n_init, n_iter=self.n_iter, tol=self.tol,
+                            which=which, k_best=self.k_best, verbose=self.verbose,
+                            callback=callback)
 
     # -- inference ------------------------------------------------------------------------------
     def score_samples(self, sentences) -> np.ndarray:
@@ -530,7 +532,7 @@ class PCFG(BaseEstimator):
         words, offsets, _ = self._encode(g, sentences)
         _check_charts(g, offsets, "inside-outside")
         loglik, counts = self._inside_outside(g, self._theta(g), words, offsets, True)
-        _check_possible(loglik)
+        _check_possible(loglik, "posterior (expected rule counts)")
         return {(g.param_lhs[p], g.param_rhs[p]): float(counts[p]) for p in range(g.n_params)}
 
     def _logtheta(self, g: Grammar) -> np.ndarray:
@@ -552,7 +554,7 @@ class PCFG(BaseEstimator):
         _check_charts(g, offsets, "viterbi")
         score, out = _viterbi(g, self._logtheta(g), words, offsets)
         if errors == "raise":
-            _check_possible(score)
+            _check_possible(score, "parse")
         trees = []
         for s, toks in enumerate(tokens):
             if score[s] == -np.inf:
@@ -569,7 +571,7 @@ class PCFG(BaseEstimator):
         g = self._check_hyper()
         words, _, tokens = self._encode(g, [sentence], "sentence")
         score, out, found = _kbest(g, self._logtheta(g), words, k)
-        _check_possible(score[:1])
+        _check_possible(score[:1], "parse", argument="sentence")
         return [(float(score[d]), (lambda t: t if cnf else from_cnf(t))(
             g.tree(out[d], tokens[0]))) for d in range(found)]
 
@@ -583,12 +585,12 @@ class PCFG(BaseEstimator):
         _check_charts(g, offsets, "inside-outside",
                       extra=float(np.sum(lengths * (lengths + 1))) * len(g.nonterminals) * 8)
         logtheta = self._logtheta(g)
-        out = []
+        out, logps = [], np.empty(len(offsets) - 1)
         for s in range(len(offsets) - 1):
-            logp, mu = cky.span_posteriors(logtheta, *g.kernel_args(),
-                                           words[offsets[s]:offsets[s + 1]])
-            _check_possible(np.array([logp]), s)
+            logps[s], mu = cky.span_posteriors(logtheta, *g.kernel_args(),
+                                               words[offsets[s]:offsets[s + 1]])
             out.append(mu)
+        _check_possible(logps, "posterior (span marginals)")
         return out
 
     def sample_parses(self, sentence, n_samples: int = 1, random_state=None,
@@ -604,7 +606,7 @@ class PCFG(BaseEstimator):
         out = np.zeros((n_samples, 2 * len(words), 4), dtype=np.int64)
         logp = cky.sample_parses(self._logtheta(g), *g.kernel_args(), words,
                                  rng.random((n_samples, 2 * len(words))), out)
-        _check_possible(np.array([logp]))
+        _check_possible(np.array([logp]), "posterior sample of parses", argument="sentence")
         trees = [g.tree(out[d], tokens[0]) for d in range(n_samples)]
         return trees if cnf else [from_cnf(t) for t in trees]
 
@@ -619,12 +621,19 @@ class PCFG(BaseEstimator):
         the call raises an :class:`~hiddenstate.errors.InvalidInputError` naming
         ``max_words``. Before drawing, a grammar whose derivations are infinitely long on
         average is refused (see :func:`_expected_nodes`): sampling it would not end, or
-        would only return the rare short derivations."""
+        would only return the rare short derivations. A call whose trees would not fit in
+        memory (:data:`SAMPLE_NODE_BYTES` per expected node) raises
+        :class:`~hiddenstate.errors.InsufficientMemoryError` naming ``n_samples`` before
+        drawing."""
         n_samples = check_positive_int(n_samples, "n_samples")
         max_words = check_positive_int(max_words, "max_words")
         g = self._check_hyper()
         theta = self._theta(g)
-        _check_terminates(g, theta)
+        nodes = _check_terminates(g, theta)
+        check_memory({"n_samples": n_samples * SAMPLE_NODE_BYTES
+                      * (2.0 + min(nodes, 2.0 * max_words))},
+                     f"sample(n_samples={n_samples}) of derivations with {nodes:.3g} "
+                     "nonterminal nodes on average")
         rng = make_rng(self.random_state if random_state is None else random_state)
         cdf = {name: np.cumsum(theta[lo:lo + m]) for name, lo, m in g.switches()}
 
@@ -700,6 +709,12 @@ class PCFG(BaseEstimator):
         save(self, path)
 
 
+#: bytes per node of a sampled derivation: a :class:`~hiddenstate.grammar.Tree` (slots)
+#: with its list of children, and the node's share of the word list (the memory estimate
+#: of :meth:`PCFG.sample`)
+SAMPLE_NODE_BYTES = 160.0
+
+
 def _expected_nodes(g: Grammar, theta: np.ndarray):
     r"""``(x, M, keep)``: the expected number of nonterminal nodes of a derivation from each
     nonterminal reachable from the start symbols (``inf`` everywhere when it is infinite),
@@ -747,13 +762,15 @@ def _expected_nodes(g: Grammar, theta: np.ndarray):
     return x, M, keep
 
 
-def _check_terminates(g: Grammar, theta: np.ndarray) -> None:
-    """InvalidInputError when the expected derivation size is infinite (see
-    :func:`_expected_nodes`), naming the spectral radius and the most prolific
-    nonterminals."""
+def _check_terminates(g: Grammar, theta: np.ndarray) -> float:
+    """The expected number of nonterminal nodes of a derivation from the start symbols
+    (see :func:`_expected_nodes`); InvalidInputError when it is infinite, naming the
+    spectral radius and the most prolific nonterminals."""
     x, M, keep = _expected_nodes(g, theta)
     if np.all(np.isfinite(x)):
-        return
+        p = theta[g.root_param]
+        live = p > 0
+        return float(p[live] @ x[np.searchsorted(keep, g.root_nt[live])] / p[live].sum())
     rho = (f" has spectral radius {np.abs(np.linalg.eigvals(M.toarray())).max():.4g} >= 1"
            if len(keep) <= 2000 else " has spectral radius >= 1")
     rows = np.asarray(M.sum(axis=1)).ravel()

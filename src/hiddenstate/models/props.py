@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sklearn.base import clone
 
 from .._validation import (
     check_choice,
@@ -78,39 +77,108 @@ class TokenScores:
 
 
 class PROPS(HMM):
-    r"""PROPS: an HMM whose first ``len(sources)`` states emit from pre-trained black-box
-    sources and whose ``n_perturbation_states`` other states are learned.
+    r"""PROPS: an HMM whose first states emit from pre-trained black-box sources.
+
+    The first ``len(sources)`` states emit from the sources' predictions
+    :math:`f_k(y_t \mid y_{<t})`; the ``n_perturbation_states`` other states are learned (an
+    emission family of :class:`hiddenstate.HMM`), and so are the transitions. Everything
+    :class:`hiddenstate.HMM` does (decoding, filtering, scoring, streaming) works the same.
+    See ``docs/props.md`` and :mod:`hiddenstate.personalize`.
 
     Parameters
     ----------
-    sources : list of sources over the same ``n_symbols`` (and the same vocabulary, if they
-        have one): the source states, in order. A source is a
-        :class:`~hiddenstate.sources.Source` or any object with the protocol's ``reset()``,
-        ``step(y)`` and ``n_symbols`` (``snapshot()``/``restore(d)`` are needed only to
-        continue a sequence across :meth:`partial_fit` calls; what such an object returns
-        is checked: :class:`~hiddenstate.sources.ProtocolSource`).
-    n_perturbation_states : number of learned states :math:`K_p` (>= 0).
-    emission : emission family of the perturbation states: ``"categorical"`` (sources
-        predict symbols: :class:`~hiddenstate.sources.Source`), ``"gaussian"`` or
-        ``"poisson"`` (sources predict real vectors:
+    sources : sequence of Source, default=()
+        The source states, in order: sources over the same ``n_symbols`` (and the same
+        vocabulary, if they have one). A source is a :class:`~hiddenstate.sources.Source`
+        or any object with the protocol's ``reset()``, ``step(y)`` and ``n_symbols``
+        (``snapshot()``/``restore(d)`` are needed only to continue a sequence across
+        :meth:`partial_fit` calls; what such an object returns is checked:
+        :class:`~hiddenstate.sources.ProtocolSource`).
+    n_perturbation_states : int, default=1
+        The number of learned states :math:`K_p` (>= 0).
+    emission : {"categorical", "gaussian", "poisson"}, default="categorical"
+        The emission family of the perturbation states: symbols (the sources are
+        :class:`~hiddenstate.sources.Source`) or real vectors (the sources are
         :class:`~hiddenstate.sources.DensitySource`).
-    n_features : number of symbols (categorical) or features; must equal the sources'
+    n_features : int or None, default=None
+        The number of symbols (categorical) or features; it must equal the sources'
         ``n_symbols`` / ``n_features`` (None: theirs).
-    learn : ``"online-em"`` (default; one pass, :meth:`partial_fit` continues the stream)
-        or a batch mode ``"em"``, ``"map"``, ``"vb"``, ``"vt"``, ``"kvt"``.
-    learn_startprob : also learn the initial distribution (default: kept at its initial
-        value, uniform unless set and ``"s"`` is not in ``init_params``).
-    learner_options : options of the online EM learner (step size, warm-up, priors...).
-    n_iter, tol, n_init, k_best, init_params, params, random_state, verbose,
-    covariance_type, min_covar, startprob_prior, transmat_prior, emissionprob_prior,
-    means_prior, means_weight, covars_prior, covars_weight, lambdas_prior, lambdas_weight :
-        as :class:`hiddenstate.HMM` (emission priors apply to the perturbation states).
+    learn : {"online-em", "em", "map", "vb", "vt", "kvt"}, default="online-em"
+        Online EM (one pass; :meth:`partial_fit` continues the stream) or a batch mode.
+    learn_startprob : bool, default=False
+        Also learn the initial distribution (otherwise it keeps its initial value, uniform
+        unless set by hand and ``"s"`` is not in ``init_params``).
+    n_iter : int, default=100
+        As :class:`hiddenstate.HMM`.
+    tol : float, default=1e-4
+        As :class:`hiddenstate.HMM`.
+    n_init : int, default=1
+        As :class:`hiddenstate.HMM`.
+    k_best : int, default=1
+        As :class:`hiddenstate.HMM`.
+    init_params : str, default="stemclw"
+        As :class:`hiddenstate.HMM`.
+    params : str, default="stemclw"
+        As :class:`hiddenstate.HMM`.
+    random_state : int, numpy.random.Generator or None, default=None
+        As :class:`hiddenstate.HMM`.
+    verbose : bool, default=False
+        As :class:`hiddenstate.HMM`.
+    covariance_type : {"spherical", "diag", "full", "tied"}, default="diag"
+        As :class:`hiddenstate.HMM` (the perturbation states).
+    min_covar : float, default=1e-3
+        As :class:`hiddenstate.HMM`.
+    startprob_prior : float, array-like or None, default=None
+        As :class:`hiddenstate.HMM`.
+    transmat_prior : float, array-like or None, default=None
+        As :class:`hiddenstate.HMM`.
+    emissionprob_prior : float, array-like or None, default=None
+        As :class:`hiddenstate.HMM`; the emission priors apply to the perturbation states.
+    means_prior : float, array-like or None, default=None
+        As :class:`hiddenstate.HMM`.
+    means_weight : float, array-like or None, default=None
+        As :class:`hiddenstate.HMM`.
+    covars_prior : float, array-like or None, default=None
+        As :class:`hiddenstate.HMM`.
+    covars_weight : float, array-like or None, default=None
+        As :class:`hiddenstate.HMM`.
+    lambdas_prior : float, array-like or None, default=None
+        As :class:`hiddenstate.HMM`.
+    lambdas_weight : float, array-like or None, default=None
+        As :class:`hiddenstate.HMM`.
+    learner_options : dict or None, default=None
+        The options of the online EM learner (step size, warm-up, priors ...; see
+        :class:`hiddenstate.learn.online.OnlineEM`).
 
     Attributes
     ----------
-    startprob_ (K,), transmat_ (K, K); the perturbation states' emission parameters
-    (``emissionprob_`` (K_p, W), or ``means_``/``covars_`` (K_p, ...), or ``lambdas_``
-    (K_p, D)); n_features_, monitor_, (streaming) learner_state_ and stream_log_prob_.
+    startprob_ : ndarray of shape (n_states,)
+        The initial distribution.
+    transmat_ : ndarray of shape (n_states, n_states)
+        The transition matrix, source states first.
+    emissionprob_ : ndarray of shape (n_perturbation_states, n_features)
+        The perturbation states' symbol probabilities (categorical; ``means_``/``covars_``
+        or ``lambdas_`` for the other families).
+    monitor_ : hiddenstate.learn.ConvergenceMonitor
+        The objective of every iteration (batch modes).
+    learner_state_ : dict
+        The online learner's state, with the sources' positions in the stream.
+    stream_log_prob_ : ndarray of shape (n_samples,)
+        The prequential log-probability of each observation of the last streaming call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.sources import KneserNeySource
+    >>> source = KneserNeySource(order=2).fit(np.tile([0, 1, 2, 3], 50))
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([np.tile([0, 1, 2, 3], 10), rng.integers(0, 4, 40)])
+    >>> model = hs.PROPS(sources=[source], n_perturbation_states=1, random_state=0).fit(X)
+    >>> model.n_states, model.n_sources
+    (2, 1)
+    >>> model.predict(X[:8]), model.predict(X[40:48])
+    (array([0, 0, 0, 0, 0, 0, 0, 0]), array([1, 1, 1, 1, 1, 1, 1, 1]))
     """
 
     def __init__(self, sources: Sequence[Source] = (), n_perturbation_states: int = 1,
@@ -154,7 +222,10 @@ class PROPS(HMM):
         """``sklearn.base.clone``: the same hyper-parameters, unfitted, with the same
         sources. A pre-trained source is a fixed part of the model, not an estimator to
         learn again (scikit-learn would clone a :class:`~hiddenstate.sources.KneserNeySource`
-        to an empty one)."""
+        to an empty one). Only ``sklearn.base.clone`` calls this, so scikit-learn is
+        already imported."""
+        from sklearn.base import clone
+
         params = self.get_params(deep=False)
         return type(self)(**{k: v if k == "sources" else clone(v, safe=False)
                              for k, v in params.items()})
@@ -162,16 +233,25 @@ class PROPS(HMM):
     # -- configuration --------------------------------------------------------------------------
     @property
     def n_sources(self) -> int:
+        """The number of source states :math:`K_s` (``len(sources)``)."""
         return len(self.sources)
 
     @property
     def n_states(self) -> int:
-        """K = K_s + K_p."""
+        """The number of states, :math:`K = K_s + K_p`."""
         return len(self.sources) + self.n_perturbation_states
 
     def check_hyperparameters(self) -> None:
-        """The sources, the perturbation states' family and PROPS's learning modes, then
-        the HMM's hyper-parameters."""
+        """**Hook.** Validate the sources, the perturbation states' family and the learning mode.
+
+        Then the HMM's hyper-parameters (:meth:`hiddenstate.HMM.check_hyperparameters`).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter is invalid, or the sources do not share one alphabet (or feature
+            space) and vocabulary.
+        """
         if isinstance(self.sources, (str, bytes)) or not isinstance(self.sources, Sequence) \
                 or not self.sources:
             raise InvalidInputError(
@@ -222,27 +302,70 @@ class PROPS(HMM):
                 for i, src in enumerate(self.sources)]
 
     def validation_key(self) -> tuple:
-        """The sources (by identity) and HMM's key; the sources are checked at every call
-        (cheap next to computing their predictions)."""
+        """**Hook.** Return the sources (by identity) and the HMM's key.
+
+        The sources are checked at every call (cheap next to computing their predictions).
+
+        Returns
+        -------
+        tuple
+            The key.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter is invalid.
+        """
         self.check_hyperparameters()
         return (tuple(id(src) for src in self.sources), self.n_perturbation_states,
                 *super().validation_key())
 
     def emission_family(self, n_features: int, X: np.ndarray | None = None,
                         n_states: int | None = None):
-        """The source states' columns before the perturbation states' family (HMM's, of
-        ``n_perturbation_states`` states, on the inner observations)."""
+        """**Hook.** Return the source states' columns before the perturbation states' family.
+
+        Parameters
+        ----------
+        n_features : int
+            The number of symbols or features.
+        X : ndarray or None, default=None
+            The validated training data (``[log f_1 .. log f_Ks, y]`` rows), when fitting.
+        n_states : int or None, default=None
+            Ignored: the inner family has ``n_perturbation_states`` states.
+
+        Returns
+        -------
+        hiddenstate.families.BlackBoxEmissions
+            The family (HMM's family of the perturbation states on the inner observations).
+        """
         Xi = None if X is None else X[:, self.n_sources:]
         inner = super().emission_family(n_features, Xi, self.n_perturbation_states)
         return BlackBoxEmissions(self.n_sources, inner)
 
     def resolve_n_features(self, X: np.ndarray | None = None) -> int:
-        """The sources' ``n_symbols`` (or ``n_features``), whatever the data."""
+        """**Hook.** Return the sources' ``n_symbols`` (or ``n_features``), whatever the data.
+
+        Parameters
+        ----------
+        X : ndarray or None, default=None
+            Ignored.
+
+        Returns
+        -------
+        int
+            The sources' alphabet size or number of features.
+        """
         src = self._sources()[0]
         return int(src.n_features if isinstance(src, DensitySource) else src.n_symbols)
 
     def learned_letters(self) -> str:
-        """``params``, without ``"s"`` unless ``learn_startprob``."""
+        """**Hook.** Return the letters of the parameters the batch modes learn.
+
+        Returns
+        -------
+        str
+            ``params``, without ``"s"`` unless ``learn_startprob``.
+        """
         return self.params if self.learn_startprob else self.params.replace("s", "")
 
     def make_learner(self):
@@ -252,10 +375,38 @@ class PROPS(HMM):
     # -- data: symbols -> [log f_1 .. log f_Ks, y] ------------------------------------------------
     def validate_data(self, X, lengths, n_features, stream: bool = False,
                       continues: bool = False):
-        """``[log f_1 .. log f_Ks, y]`` rows of ``X`` and their layout. A missing observation
-        (symbol ``-1`` or masked; a row of NaN) has no emission term: its source columns are
-        0 (and so is the inner family's), and every source gets the marker in its history
-        (it must declare ``supports_missing``)."""
+        """**Hook.** Return the ``[log f_1 .. log f_Ks, y]`` rows of ``X`` and their layout.
+
+        A missing observation (symbol ``-1`` or masked; a row of NaN) has no emission term: its
+        source columns are 0 (and so is the inner family's), and every source gets the marker in
+        its history (it must declare ``supports_missing``).
+
+        Parameters
+        ----------
+        X : array-like
+            The observations.
+        lengths : array-like of int or None
+            The length of each sequence; None: one sequence.
+        n_features : int or None
+            The number of symbols or features.
+        stream : bool, default=False
+            The data feed the streaming learner (each source's position at the end is kept).
+        continues : bool, default=False
+            The first sequence continues the stream's last one.
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, n_sources + n_columns)
+            The sources' log-predictions, then the observations.
+        seqs : hiddenstate.inference.Sequences
+            Their layout.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the data are invalid, a row is partly missing, a source cannot take a missing
+            observation, or there is no stream to continue.
+        """
         W = self.resolve_n_features()
         dense = self.emission != "categorical"
         missing = None
@@ -325,16 +476,35 @@ class PROPS(HMM):
         return log_f, ends
 
     def extra_learner_state(self) -> dict:
-        """Each source's position at the end of the stream (``source.<k>.*``, from the last
-        :meth:`validate_data` of streamed data), to continue it later."""
+        """**Hook.** Return each source's position at the end of the stream, to continue it later.
+
+        From the last :meth:`validate_data` of streamed data.
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``source.<k>.*`` entries.
+        """
         ends = self.__dict__.pop("_source_ends")
         return {f"{_SOURCE_STATE}{k}.{key}": np.asarray(value)
                 for k, end in enumerate(ends) for key, value in end.items()}
 
     def check_learner_state(self, state) -> None:
-        """The learner's state (see :meth:`HMM.check_learner_state`) and the sources'
-        positions in the stream (``source.<k>.*``: none, or a valid position of every
-        source)."""
+        """**Hook.** Validate the learner's state and the sources' positions in the stream.
+
+        See :meth:`hiddenstate.HMM.check_learner_state`; the positions (``source.<k>.*``) are
+        none, or a valid position of every source.
+
+        Parameters
+        ----------
+        state : dict
+            The learner's state.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the state was modified or does not fit the learner and the sources.
+        """
         if isinstance(state, dict):
             odd = [k for k in state if not isinstance(k, str)]
             if odd:
@@ -356,12 +526,85 @@ class PROPS(HMM):
 
     # -- outputs --------------------------------------------------------------------------------
     def membership_log_odds(self, X, lengths=None) -> np.ndarray:
-        r""":math:`\log(p_t / (1 - p_t))`, :math:`p_t = P(z_t \in K_p \mid y_{\le t})` of every
-        symbol (``+inf``/``-inf`` where the filter is certain)."""
+        r"""Compute the log-odds that each observation comes from a perturbation state.
+
+        :math:`\log(p_t / (1 - p_t))` with :math:`p_t = P(z_t \in K_p \mid y_{\le t})`, the
+        filtered probability.
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: symbols ``(n_samples,)``
+            (categorical) or rows ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence; None: one sequence.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The log-odds (``+inf``/``-inf`` where the filter is certain).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, the sources or a parameter set by hand are invalid.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.sources import KneserNeySource
+        >>> source = KneserNeySource(order=2).fit(np.tile([0, 1, 2, 3], 50))
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.concatenate([np.tile([0, 1, 2, 3], 10), rng.integers(0, 4, 40)])
+        >>> model = hs.PROPS(sources=[source], n_perturbation_states=1, random_state=0).fit(X)
+        >>> model.membership_log_odds(X)[[5, 60]].round(1)
+        array([-3. , 10.5])
+        """
         return perturbation_log_odds(self.filter_proba(X, lengths), self.n_sources)
 
     def token_scores(self, X, lengths=None) -> TokenScores:
-        """Every per-token output at once (the model is not changed)."""
+        """Compute every per-token output at once (the model is not changed).
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: symbols ``(n_samples,)``
+            (categorical) or rows ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence; None: one sequence.
+
+        Returns
+        -------
+        hiddenstate.models.props.TokenScores
+            ``log_prob`` (predictive log-probability), ``source_log_prob`` (each source's),
+            ``filtered`` and ``smoothed`` state posteriors, the ``viterbi`` path and
+            ``membership_log_odds``, one row per observation.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, the sources or a parameter set by hand are invalid.
+        ZeroProbabilityError
+            If a sequence has probability zero under the model.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.sources import KneserNeySource
+        >>> source = KneserNeySource(order=2).fit(np.tile([0, 1, 2, 3], 50))
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.concatenate([np.tile([0, 1, 2, 3], 10), rng.integers(0, 4, 40)])
+        >>> model = hs.PROPS(sources=[source], n_perturbation_states=1, random_state=0).fit(X)
+        >>> scores = model.token_scores(X[:6])
+        >>> scores.filtered.shape, scores.viterbi.shape
+        ((6, 2), (6,))
+        """
         from .. import inference
 
         startprob, transmat, emis = self.checked_params()
@@ -382,19 +625,51 @@ class PROPS(HMM):
                            perturbation_log_odds(filtered, self.n_sources))
 
     def impute(self, X, lengths=None) -> np.ndarray:
-        r"""``X`` with its missing observations filled in from the posterior predictive given
-        all the observed data,
+        r"""Fill in the missing observations of ``X`` from the posterior predictive.
 
         .. math:: p(y_t = w \mid X) = \sum_k p(z_t = k \mid X)\, e_{k,t}(w),
 
-        where :math:`e_{k,t}` is source :math:`k`'s prediction at :math:`t` (from the
-        history before :math:`t`, holes included, by the source's missing-history rule) or
-        perturbation state :math:`k`'s emission distribution. Under that rule no later
-        source prediction depends on the missing value, so this is the model's exact
-        posterior predictive. Symbols: the most probable symbol; real rows: the mean
-        :math:`\sum_k p(z_t = k \mid X)\, E_{k,t}[x]` (a source's predictive distribution
-        needs a ``mean``, as a frozen ``scipy.stats`` distribution has). Missing entries are
-        ``-1`` or masked (symbols) or rows of NaN; observed entries are returned unchanged."""
+        where :math:`e_{k,t}` is source :math:`k`'s prediction at :math:`t` (from the history
+        before :math:`t`, holes included, by the source's missing-history rule) or perturbation
+        state :math:`k`'s emission distribution. Under that rule no later source prediction
+        depends on the missing value, so this is the model's exact posterior predictive.
+        Symbols: the most probable symbol; real rows: the mean
+        :math:`\sum_k p(z_t = k \mid X)\, E_{k,t}[x]` (a source's predictive distribution needs
+        a ``mean``, as a frozen ``scipy.stats`` distribution has).
+
+        Parameters
+        ----------
+        X : array-like
+            The observations with missing entries: ``-1`` or masked (symbols) or rows of NaN.
+        lengths : array-like of int or None, default=None
+            The length of each sequence; None: one sequence.
+
+        Returns
+        -------
+        ndarray
+            ``X`` with its missing observations filled in; observed entries are unchanged.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        hiddenstate.errors.InvalidInputError
+            If the data are invalid, or a source cannot take a missing observation.
+        ZeroProbabilityError
+            If a sequence has probability zero under the model.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.sources import KneserNeySource
+        >>> source = KneserNeySource(order=2).fit(np.tile([0, 1, 2, 3], 50))
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.concatenate([np.tile([0, 1, 2, 3], 10), rng.integers(0, 4, 40)])
+        >>> model = hs.PROPS(sources=[source], n_perturbation_states=1, random_state=0).fit(X)
+        >>> model.impute(np.array([0, 1, -1, 3]))
+        array([0, 1, 2, 3])
+        """
         from .. import inference
 
         startprob, transmat, emis = self.checked_params()
@@ -442,10 +717,47 @@ class PROPS(HMM):
         return out
 
     def sample(self, n_samples: int = 1, random_state=None):
-        """Draw one sequence ``(X, states)``: the state path from the chain, each observation
-        from its state's distribution (a source's predictive distribution given every
-        observation so far, whichever state emitted it; a :class:`DensitySource`'s
-        predictive distributions need a ``sample(rng)`` method)."""
+        """Draw one sequence from the model.
+
+        The state path from the chain, each observation from its state's distribution (a
+        source's predictive distribution given every observation so far, whichever state
+        emitted it; a :class:`~hiddenstate.sources.DensitySource`'s predictive distributions
+        need a ``sample(rng)`` method).
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            The length of the sequence.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed; None: the estimator's ``random_state``.
+
+        Returns
+        -------
+        X : ndarray
+            The observations (``(n_samples, 1)`` symbols or ``(n_samples, n_features)`` rows).
+        states : ndarray of shape (n_samples,)
+            The hidden states.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        hiddenstate.errors.InsufficientMemoryError
+            If the sample would not fit in memory (raised before anything is allocated).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.sources import KneserNeySource
+        >>> source = KneserNeySource(order=2).fit(np.tile([0, 1, 2, 3], 50))
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.concatenate([np.tile([0, 1, 2, 3], 10), rng.integers(0, 4, 40)])
+        >>> model = hs.PROPS(sources=[source], n_perturbation_states=1, random_state=0).fit(X)
+        >>> X_new, states = model.sample(6, random_state=0)
+        >>> X_new.shape, states.shape
+        ((6, 1), (6,))
+        """
         startprob, transmat, params = self.checked_params()
         n = check_positive_int(n_samples, "n_samples")
         rng = make_rng(self.random_state if random_state is None else random_state)
@@ -474,8 +786,33 @@ class PROPS(HMM):
         return (X if dense else X.astype(np.int64)), states
 
     def n_parameters(self) -> int:
-        """Free parameters: transitions, the initial distribution if learned, the
-        perturbation emissions (the sources are fixed)."""
+        """Count the free parameters.
+
+        The transitions, the initial distribution if learned and the perturbation emissions (the
+        sources are fixed).
+
+        Returns
+        -------
+        int
+            The number of free parameters.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.sources import KneserNeySource
+        >>> source = KneserNeySource(order=2).fit(np.tile([0, 1, 2, 3], 50))
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.concatenate([np.tile([0, 1, 2, 3], 10), rng.integers(0, 4, 40)])
+        >>> model = hs.PROPS(sources=[source], n_perturbation_states=1, random_state=0).fit(X)
+        >>> model.n_parameters()
+        5
+        """
         self.check_is_fitted()
         K = self.n_states
         start = K - 1 if self.learn_startprob else 0
@@ -483,9 +820,27 @@ class PROPS(HMM):
 
     # -- persistence ----------------------------------------------------------------------------
     def saved_params(self, parts: dict) -> dict:
-        """Hyper-parameters for ``model.json``; each source becomes the sub-bundle
-        ``source-<k>`` (its ``save`` is added to ``parts``, see
-        :func:`hiddenstate._bundle.write_bundle`: saved with the model, atomically)."""
+        """Return the hyper-parameters written to ``model.json``.
+
+        Each source becomes the sub-bundle ``source-<k>`` (its ``save`` is added to ``parts``,
+        see :func:`hiddenstate._bundle.write_bundle`: saved with the model, atomically).
+
+        Parameters
+        ----------
+        parts : dict
+            The sub-bundles to write, name -> save function; filled in.
+
+        Returns
+        -------
+        dict
+            The hyper-parameters, the sources by sub-bundle name.
+
+        Raises
+        ------
+        hiddenstate.errors.ModelFileError
+            If a source is not a ``KneserNeySource`` or ``LSTMSource`` (the sources that can be
+            read back).
+        """
         params = self.get_params(deep=False)
         for k, src in enumerate(self.sources):
             if not is_savable(src):
@@ -501,8 +856,25 @@ class PROPS(HMM):
 
     @classmethod
     def from_saved_params(cls, params: dict, part: Callable[[str], Path]) -> PROPS:
-        """The model from saved hyper-parameters; ``part(name)`` is the directory of the
-        sub-bundle ``name`` (a source)."""
+        """Build the model from saved hyper-parameters.
+
+        Parameters
+        ----------
+        params : dict
+            The hyper-parameters of ``model.json``.
+        part : callable
+            ``part(name)``: the directory of the sub-bundle ``name`` (a source).
+
+        Returns
+        -------
+        PROPS
+            The model, with its sources loaded (not yet its learned parameters).
+
+        Raises
+        ------
+        hiddenstate.errors.ModelFileError
+            If the list of saved sources is malformed.
+        """
         from ..sources import load_source
 
         names = params.get("sources")

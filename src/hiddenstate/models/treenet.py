@@ -15,8 +15,8 @@ import sys
 from collections.abc import Callable
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
+from .._sklearn_base import BaseEstimator
 from .._validation import (
     check_choice,
     check_memory,
@@ -27,8 +27,7 @@ from .._validation import (
 )
 from ..errors import InvalidInputError, NotFittedError
 from ..families import DirichletRows
-from ..learn import ConvergenceMonitor
-from ..learn import fit as fit_mode
+from ..learn import ConvergenceMonitor, fit_restarts
 from ..treenet import funk, passes
 from ..treenet.checks import (
     CHUNK,
@@ -125,46 +124,77 @@ def _chunks(evidence: list, n: int):
 class TreeNet(BaseEstimator):
     r"""A tree or DAG network of discrete variables (Funk 2015), a scikit-learn estimator.
 
+    Hidden variables with ``n_states`` states, observed leaves with ``observed`` symbols and
+    the arrows ``edges``; every arrow carries a table (a single-parent child) or a positive
+    factor (a child of several parents: eq. 8). See :mod:`hiddenstate.treenet` and
+    ``docs/treenet.md``.
+
     Parameters
     ----------
-    n_states : dict ``{hidden variable: number of states}``.
-    edges : list of ``(parent, child)`` names; a child with several parents draws from the
+    n_states : dict or None, default=None
+        ``{hidden variable: number of states}``.
+    edges : sequence of tuple of str, default=()
+        The arrows ``(parent, child)``; a child with several parents draws from the
         normalised product of its parents' rows (eq. 8).
-    observed : dict ``{observed leaf: number of symbols}``, the columns of ``X`` in this
-        order. Observed variables are leaves with at least one parent. Soft evidence
+    observed : dict or None, default=None
+        ``{observed leaf: number of symbols}``, the columns of ``X`` in this order. Observed
+        variables are leaves with at least one parent. Soft evidence
         :math:`P(X_v \mid v)` on hidden variables is passed per call as ``likelihoods``.
-    learn : ``"em"``, ``"map"``, ``"vb"``, ``"vt"`` (trees only: the batch modes of
-        :mod:`hiddenstate.learn.batch`, every arrow row a Dirichlet switch) or
-        ``"stochastic-em"`` (Funk's rule on mini-batches; trees and DAGs).
-    n_iter, tol : iterations (batch modes) or epochs (stochastic EM, which runs them all);
-        batch modes stop when the objective gains less than ``tol``.
-    prior : Dirichlet concentration of every row (``"map"``, ``"vb"``, ``"vt"``; None: 1).
-    learning_rate, batch_size : stochastic EM's step on log weights (per pattern, averaged
-        over the mini-batch) and mini-batch size.
-    soft_normalization : stochastic EM predicts a multi-parent child by the unnormalised
-        product of its parents' rows (Funk's soft constraint towards sums of one).
-    balance : stochastic EM's state-usage option (0: off; see :mod:`hiddenstate.treenet.funk`).
-    n_samples : DAG only: downward samples per pattern for ``score``, ``predict_proba`` and
+    learn : {"em", "map", "vb", "vt", "stochastic-em"}, default="em"
+        The batch modes of :mod:`hiddenstate.learn.batch` (trees only; every arrow row a
+        Dirichlet switch) or ``"stochastic-em"`` (Funk's rule on mini-batches; trees and
+        DAGs).
+    n_iter : int, default=100
+        The iterations (batch modes) or epochs (stochastic EM, which runs them all).
+    tol : float, default=1e-4
+        A batch mode stops when its objective gains less than ``tol``.
+    prior : float or None, default=None
+        The Dirichlet concentration of every row (``"map"``, ``"vb"``, ``"vt"``; None: 1).
+    learning_rate : float, default=1.0
+        Stochastic EM's step on the log weights (per pattern, averaged over the mini-batch).
+    batch_size : int, default=100
+        Stochastic EM's mini-batch size.
+    soft_normalization : bool, default=False
+        Stochastic EM predicts a multi-parent child by the unnormalised product of its
+        parents' rows (Funk's soft constraint towards sums of one).
+    balance : float, default=0.0
+        Stochastic EM's state-usage option (0: off; see :mod:`hiddenstate.treenet.funk`).
+    n_samples : int, default=100
+        DAG only: the downward samples per pattern of ``score``, ``predict_proba`` and
         ``decode`` (importance sampling with the downward pass as proposal).
-    correction : DAG only: how ``predict_proba`` uses its samples: ``"none"`` (plain
-        downward samples), ``"reject"`` (drop samples inconsistent with the evidence) or
-        ``"importance"`` (weight each sample by p(z, X) / q(z)).
-    warm_start : ``fit`` starts from the current ``weights_`` / ``priors_`` (hand-set or
-        learned) instead of a random initialisation.
-    random_state, verbose : seed (int, Generator or None); print the objective per iteration.
+    correction : {"importance", "reject", "none"}, default="importance"
+        DAG only: how ``predict_proba`` uses its samples: weight each sample by
+        :math:`p(z, X) / q(z)`, drop the samples inconsistent with the evidence, or use the
+        plain downward samples.
+    warm_start : bool, default=False
+        ``fit`` starts from the current ``weights_`` / ``priors_`` (hand-set or learned)
+        instead of a random initialisation.
+    random_state : int, numpy.random.Generator or None, default=None
+        The seed of the initialisation and the samplers.
+    verbose : bool, default=False
+        Print the objective of every iteration to stderr.
 
     Attributes
     ----------
-    weights_ : dict ``{"parent->child": (N_parent, N_child) array}``: conditional tables
-        (rows sum to one) for single-parent children, positive factors for multi-parent ones.
-    priors_ : dict ``{root: (N_root,) array}``.
-    monitor_ : objective per iteration (batch modes: the mode's; stochastic EM: per epoch,
-        the summed log importance weight of the training samples, which is the log-evidence
-        of each mini-batch before its step for a tree; samples inconsistent with the
-        evidence, possible in a DAG, are left out of the sum).
-    inconsistent_ : stochastic EM: the fraction of the last epoch's samples that were
-        inconsistent with the evidence (0 in a tree).
-    n_features_ : number of observed columns.
+    weights_ : dict of str to ndarray
+        ``{"parent->child": (N_parent, N_child) array}``: conditional tables (rows sum to
+        one) for single-parent children, positive factors for multi-parent ones.
+    priors_ : dict of str to ndarray
+        ``{root: (N_root,) array}``.
+    monitor_ : hiddenstate.learn.ConvergenceMonitor
+        The objective per iteration (batch modes: the mode's; stochastic EM: per epoch, the
+        summed log importance weight of the training samples, which is the log-evidence of
+        each mini-batch before its step for a tree; samples inconsistent with the evidence,
+        possible in a DAG, are left out of the sum).
+    inconsistent_ : float
+        Stochastic EM: the fraction of the last epoch's samples that were inconsistent with
+        the evidence (0 in a tree).
+    n_features_ : int
+        The number of observed columns.
+
+    See Also
+    --------
+    hiddenstate.treenet.layered : The structure of a layered network.
 
     Notes
     -----
@@ -190,6 +220,19 @@ class TreeNet(BaseEstimator):
     ``n_samples`` downward samples is consistent with its evidence has no estimate: an
     :class:`~hiddenstate.errors.InvalidInputError` naming ``n_samples`` (or
     ``max_tries``) and how many patterns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> model = hs.TreeNet(n_states={"Z": 2}, edges=[("Z", "A"), ("Z", "B")],
+    ...                    observed={"A": 3, "B": 3}, random_state=0)
+    >>> model.priors_ = {"Z": np.array([0.6, 0.4])}
+    >>> model.weights_ = {"Z->A": np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]),
+    ...                   "Z->B": np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]])}
+    >>> model.predict_proba([[0, 0], [2, 2]])["Z"].round(2)
+    array([[0.99, 0.01],
+           [0.03, 0.97]])
     """
 
     def __init__(self, n_states: dict | None = None, edges=(), observed: dict | None = None,
@@ -382,15 +425,52 @@ class TreeNet(BaseEstimator):
     # -- fitting --------------------------------------------------------------------------------
     def fit(self, X, likelihoods: dict | None = None,
             callback: Callable[[int, float], None] | None = None):
-        """Learn the weights with the mode chosen by ``learn``.
+        r"""Learn the weights with the mode ``learn`` chooses.
 
-        ``X`` ``(n_patterns, n_observed)``: integer symbols, ``-1`` for a missing one;
-        ``likelihoods``: optional soft evidence on hidden variables. ``callback(iteration,
-        objective)`` is called after every iteration or epoch (pass
-        :class:`hiddenstate.progress.FitProgress` for a progress bar). A pattern of
-        probability zero under the initial parameters (possible with hand-set zeros and
-        ``warm_start``, or impossible soft evidence) is a
-        :class:`~hiddenstate.errors.ZeroProbabilityError` naming it.
+        A pattern of probability zero under the initial parameters (possible with hand-set zeros
+        and ``warm_start``, or impossible soft evidence) is an error naming it.
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n_patterns, n_observed)
+            The observed symbols, one column per observed variable in the order of
+            ``observed``; ``-1`` for a missing one.
+        likelihoods : dict or None, default=None
+            Soft evidence :math:`P(X_v \mid v)` on hidden variables: ``{hidden variable:
+            (n_patterns, n_states) array}``.
+        callback : callable or None, default=None
+            ``callback(iteration, objective)``, called after every iteration or epoch (for
+            example a :class:`hiddenstate.progress.FitProgress`).
+
+        Returns
+        -------
+        TreeNet
+            The model itself, fitted.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter or the data are invalid (a batch mode on a DAG included).
+        ZeroProbabilityError
+            If a pattern has probability zero under the initial parameters.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> model = hs.TreeNet(n_states={"Z": 2}, edges=[("Z", "A"), ("Z", "B")],
+        ...                    observed={"A": 3, "B": 3}, random_state=0)
+        >>> model.priors_ = {"Z": np.array([0.6, 0.4])}
+        >>> model.weights_ = {"Z->A": np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]),
+        ...                   "Z->B": np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]])}
+        >>> X, Z = model.sample(500, random_state=1)
+        >>> fitted = hs.TreeNet(n_states={"Z": 2}, edges=[("Z", "A"), ("Z", "B")],
+        ...                     observed={"A": 3, "B": 3}, random_state=0).fit(X)
+        >>> fitted.monitor_.converged
+        True
+        >>> fitted.weights_["Z->A"].round(1)
+        array([[0.7, 0.2, 0.1],
+               [0. , 0.3, 0.7]])
         """
         s = self._check_hyper()
         if callback is not None and not callable(callback):
@@ -416,10 +496,9 @@ class TreeNet(BaseEstimator):
                 self._record(epoch + 1, value, callback)
             return self
         problem = _TreeProblem(s, evidence, n, 1.0 if self.prior is None else self.prior)
-        monitor = ConvergenceMonitor(-np.inf if self.learn == "vt" else self.tol, self.n_iter,
-                                     self.verbose)
-        result = fit_mode(problem, self.learn, problem.pack(weights, prior), monitor, "w",
-                          1, callback)
+        result = fit_restarts(problem, self.learn, lambda _: problem.pack(weights, prior),
+                              n_iter=self.n_iter, tol=self.tol, which="w", verbose=self.verbose,
+                              callback=callback)
         rows, prior = problem.unpack(result.params)
         self.monitor_ = result.monitor
         self._set_params(s, rows, prior)
@@ -459,10 +538,49 @@ class TreeNet(BaseEstimator):
         return total
 
     def partial_fit(self, X, likelihoods: dict | None = None):
-        """One pass of stochastic EM over ``X`` in mini-batches, continuing from the current
-        parameters (the first call initialises them). ``learn='stochastic-em'`` only. A
-        call that fails (bad data, a pattern of probability zero) leaves the model as it
-        was."""
+        r"""Run one pass of stochastic EM over ``X``, continuing from the current parameters.
+
+        In mini-batches, ``learn="stochastic-em"`` only; the first call initialises the
+        parameters. A call that fails (bad data, a pattern of probability zero) leaves the model
+        as it was.
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n_patterns, n_observed)
+            The observed symbols, one column per observed variable in the order of
+            ``observed``; ``-1`` for a missing one.
+        likelihoods : dict or None, default=None
+            Soft evidence :math:`P(X_v \mid v)` on hidden variables: ``{hidden variable:
+            (n_patterns, n_states) array}``.
+
+        Returns
+        -------
+        TreeNet
+            The model itself, updated.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``learn`` is not ``"stochastic-em"`` or the data are invalid.
+        ZeroProbabilityError
+            If a pattern has probability zero under the current parameters.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> model = hs.TreeNet(n_states={"Z": 2}, edges=[("Z", "A"), ("Z", "B")],
+        ...                    observed={"A": 3, "B": 3}, random_state=0)
+        >>> model.priors_ = {"Z": np.array([0.6, 0.4])}
+        >>> model.weights_ = {"Z->A": np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]),
+        ...                   "Z->B": np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]])}
+        >>> X, Z = model.sample(500, random_state=1)
+        >>> online = hs.TreeNet(n_states={"Z": 2}, edges=[("Z", "A"), ("Z", "B")],
+        ...                     observed={"A": 3, "B": 3}, learn="stochastic-em", random_state=0)
+        >>> online = online.partial_fit(X[:200]).partial_fit(X[200:])
+        >>> online.n_batches_, len(online.monitor_.history)
+        (5, 2)
+        """
         s = self._check_hyper()
         if self.learn != "stochastic-em":
             raise InvalidInputError(
@@ -519,12 +637,50 @@ class TreeNet(BaseEstimator):
 
     def score_samples(self, X, likelihoods: dict | None = None,
                       random_state=None) -> np.ndarray:
-        """log P(X) of each pattern (-inf for a pattern of probability zero): exact for a
-        tree; for a DAG the importance-sampling estimate
-        :math:`\\log \\frac1S \\sum_s p(z_s, X)/q(z_s)` with ``n_samples`` downward samples
-        (consistent; a lower bound in expectation). A DAG pattern of positive probability
-        none of whose samples is consistent with its evidence has no estimate: an
-        :class:`~hiddenstate.errors.InvalidInputError` naming ``n_samples``."""
+        r"""Compute :math:`\log P(X)` of each pattern.
+
+        Exact for a tree; for a DAG the importance-sampling estimate
+        :math:`\log \frac1S \sum_s p(z_s, X)/q(z_s)` with ``n_samples`` downward samples
+        (consistent; a lower bound in expectation).
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n_patterns, n_observed)
+            The observed symbols, one column per observed variable in the order of
+            ``observed``; ``-1`` for a missing one.
+        likelihoods : dict or None, default=None
+            Soft evidence :math:`P(X_v \mid v)` on hidden variables: ``{hidden variable:
+            (n_patterns, n_states) array}``.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed of a DAG's samples; None: the estimator's ``random_state``.
+
+        Returns
+        -------
+        ndarray of shape (n_patterns,)
+            The log-evidence of each pattern (``-inf`` for a pattern of probability zero).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or before the parameters are set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data or a parameter set by hand are invalid, or (a DAG) no sample of a pattern
+            is consistent with its evidence (the message names ``n_samples``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> model = hs.TreeNet(n_states={"Z": 2}, edges=[("Z", "A"), ("Z", "B")],
+        ...                    observed={"A": 3, "B": 3}, random_state=0)
+        >>> model.priors_ = {"Z": np.array([0.6, 0.4])}
+        >>> model.weights_ = {"Z->A": np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]),
+        ...                   "Z->B": np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]])}
+        >>> model.score_samples([[0, 0], [2, 2]]).round(3)
+        array([-1.079, -1.619])
+        >>> model.score_samples([[0, 0]], likelihoods={"Z": np.array([[1.0, 0.0]])}).round(3)
+        array([-1.091])
+        """
         s = self._check_hyper()
         k = 0 if s.is_tree else self.n_samples
         s, _, rows, prior, evidence, n = self._prepare(X, likelihoods, "score_samples", 8.0, k)
@@ -543,17 +699,90 @@ class TreeNet(BaseEstimator):
             return safe + np.log(np.mean(np.exp(log_w - safe), axis=0))
 
     def score(self, X, likelihoods: dict | None = None) -> float:
-        """Summed log P(X) over the patterns (see :meth:`score_samples`)."""
+        r"""Compute :math:`\log P(X)` summed over the patterns (see :meth:`score_samples`).
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n_patterns, n_observed)
+            The observed symbols, one column per observed variable in the order of
+            ``observed``; ``-1`` for a missing one.
+        likelihoods : dict or None, default=None
+            Soft evidence :math:`P(X_v \mid v)` on hidden variables: ``{hidden variable:
+            (n_patterns, n_states) array}``.
+
+        Returns
+        -------
+        float
+            The summed log-evidence.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or before the parameters are set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data or a parameter set by hand are invalid, or (a DAG) no sample of a pattern
+            is consistent with its evidence (the message names ``n_samples``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> model = hs.TreeNet(n_states={"Z": 2}, edges=[("Z", "A"), ("Z", "B")],
+        ...                    observed={"A": 3, "B": 3}, random_state=0)
+        >>> model.priors_ = {"Z": np.array([0.6, 0.4])}
+        >>> model.weights_ = {"Z->A": np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]),
+        ...                   "Z->B": np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]])}
+        >>> round(model.score([[0, 0], [2, 2]]), 3)
+        -2.698
+        """
         return float(self.score_samples(X, likelihoods).sum())
 
     def predict_proba(self, X, likelihoods: dict | None = None,
                       random_state=None) -> dict:
-        """Posterior marginals ``{hidden variable: (n_patterns, n_states)}``: exact for a
-        tree (eq. 3); for a DAG, averages of ``n_samples`` downward samples under
-        ``correction``. A pattern of probability zero has no posterior
-        (:class:`~hiddenstate.errors.ZeroProbabilityError`); nor does a DAG pattern none of
-        whose samples is consistent with the evidence under ``correction='importance'`` or
-        ``'reject'`` (:class:`~hiddenstate.errors.InvalidInputError` naming ``n_samples``)."""
+        r"""Compute the posterior marginals of the hidden variables.
+
+        Exact for a tree (eq. 3); for a DAG, averages of ``n_samples`` downward samples under
+        ``correction``.
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n_patterns, n_observed)
+            The observed symbols, one column per observed variable in the order of
+            ``observed``; ``-1`` for a missing one.
+        likelihoods : dict or None, default=None
+            Soft evidence :math:`P(X_v \mid v)` on hidden variables: ``{hidden variable:
+            (n_patterns, n_states) array}``.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed of a DAG's samples; None: the estimator's ``random_state``.
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``{hidden variable: (n_patterns, n_states) array}``.
+
+        Raises
+        ------
+        ZeroProbabilityError
+            If a pattern has probability zero under the model.
+        NotFittedError
+            Before ``fit`` (or before the parameters are set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data or a parameter set by hand are invalid, or (a DAG) no sample of a pattern
+            is consistent with its evidence (the message names ``n_samples``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> model = hs.TreeNet(n_states={"Z": 2}, edges=[("Z", "A"), ("Z", "B")],
+        ...                    observed={"A": 3, "B": 3}, random_state=0)
+        >>> model.priors_ = {"Z": np.array([0.6, 0.4])}
+        >>> model.weights_ = {"Z->A": np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]),
+        ...                   "Z->B": np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]])}
+        >>> model.predict_proba([[0, 0], [2, 2]])["Z"].round(2)
+        array([[0.99, 0.01],
+               [0.03, 0.97]])
+        """
         s = self._check_hyper()
         k = 0 if s.is_tree else self.n_samples
         width = 8.0 * sum(s.sizes[v] for v in s.hidden)
@@ -594,17 +823,61 @@ class TreeNet(BaseEstimator):
     def sample_posterior(self, X, likelihoods: dict | None = None, correction: str = "none",
                          max_tries: int = 100, random_state=None,
                          return_log_weights: bool = False):
-        """One posterior sample of the hidden variables per pattern ``(n, n_hidden)``, in
-        the order of ``n_states`` (downward sampling, eq. 5/7; exact for a tree). For a DAG,
-        ``correction="none"`` returns the downward samples as drawn (some may be
-        inconsistent with the evidence: log weight -inf), ``"reject"`` redraws the
-        inconsistent ones (up to ``max_tries`` rounds; patterns still without a consistent
-        sample are an :class:`~hiddenstate.errors.InvalidInputError` naming ``max_tries``)
-        and ``"importance"`` picks one of ``n_samples`` proposals with probability
-        proportional to its importance weight (sampling-importance-resampling; an error
-        naming ``n_samples`` if none is consistent). With ``return_log_weights`` also
-        returns log p(z, X)/q(z) of each returned sample. A pattern of probability zero has
-        no posterior sample: :class:`~hiddenstate.errors.ZeroProbabilityError`."""
+        r"""Draw one posterior sample of the hidden variables per pattern.
+
+        Downward sampling (eq. 5/7; exact for a tree). For a DAG, ``correction="none"`` returns
+        the downward samples as drawn (some may be inconsistent with the evidence: log weight
+        ``-inf``), ``"reject"`` redraws the inconsistent ones (up to ``max_tries`` rounds) and
+        ``"importance"`` picks one of ``n_samples`` proposals with probability proportional to
+        its importance weight (sampling-importance-resampling).
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n_patterns, n_observed)
+            The observed symbols, one column per observed variable in the order of
+            ``observed``; ``-1`` for a missing one.
+        likelihoods : dict or None, default=None
+            Soft evidence :math:`P(X_v \mid v)` on hidden variables: ``{hidden variable:
+            (n_patterns, n_states) array}``.
+        correction : {"none", "reject", "importance"}, default="none"
+            How a DAG's samples are corrected (a tree's are exact).
+        max_tries : int, default=100
+            The rounds of ``correction="reject"``.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed of a DAG's samples; None: the estimator's ``random_state``.
+        return_log_weights : bool, default=False
+            Also return :math:`\log p(z, X)/q(z)` of each returned sample.
+
+        Returns
+        -------
+        states : ndarray of int of shape (n_patterns, n_hidden)
+            The hidden states, in the order of ``n_states``.
+        log_weights : ndarray of shape (n_patterns,)
+            Only with ``return_log_weights``.
+
+        Raises
+        ------
+        ZeroProbabilityError
+            If a pattern has probability zero under the model.
+        NotFittedError
+            Before ``fit`` (or before the parameters are set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data or a parameter set by hand are invalid, or (a DAG) no sample of a pattern
+            is consistent with its evidence (the message names ``n_samples``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> model = hs.TreeNet(n_states={"Z": 2}, edges=[("Z", "A"), ("Z", "B")],
+        ...                    observed={"A": 3, "B": 3}, random_state=0)
+        >>> model.priors_ = {"Z": np.array([0.6, 0.4])}
+        >>> model.weights_ = {"Z->A": np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]),
+        ...                   "Z->B": np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]])}
+        >>> model.sample_posterior([[0, 0], [2, 2]], random_state=0)
+        array([[0],
+               [1]])
+        """
         check_choice(correction, "correction", CORRECTIONS)
         check_positive_int(max_tries, "max_tries")
         s = self._check_hyper()
@@ -646,12 +919,52 @@ class TreeNet(BaseEstimator):
         return (states, log_w) if return_log_weights else states
 
     def decode(self, X, likelihoods: dict | None = None, random_state=None):
-        """Most probable joint state of the hidden variables: ``(log p(X, z*) (n,),
-        z* (n, n_hidden))``. Exact max-product for a tree; for a DAG the best of
-        ``n_samples`` posterior samples (a lower bound on the maximum; an
-        :class:`~hiddenstate.errors.InvalidInputError` naming ``n_samples`` where none is
-        consistent with the evidence). A pattern of probability zero has no most probable
-        state: :class:`~hiddenstate.errors.ZeroProbabilityError`."""
+        r"""Find the most probable joint state of the hidden variables.
+
+        Exact max-product for a tree; for a DAG the best of ``n_samples`` posterior samples (a
+        lower bound on the maximum).
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n_patterns, n_observed)
+            The observed symbols, one column per observed variable in the order of
+            ``observed``; ``-1`` for a missing one.
+        likelihoods : dict or None, default=None
+            Soft evidence :math:`P(X_v \mid v)` on hidden variables: ``{hidden variable:
+            (n_patterns, n_states) array}``.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed of a DAG's samples; None: the estimator's ``random_state``.
+
+        Returns
+        -------
+        log_prob : ndarray of shape (n_patterns,)
+            :math:`\log p(X, z^*)` of each pattern.
+        states : ndarray of int of shape (n_patterns, n_hidden)
+            :math:`z^*`, in the order of ``n_states``.
+
+        Raises
+        ------
+        ZeroProbabilityError
+            If a pattern has probability zero under the model.
+        NotFittedError
+            Before ``fit`` (or before the parameters are set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data or a parameter set by hand are invalid, or (a DAG) no sample of a pattern
+            is consistent with its evidence (the message names ``n_samples``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> model = hs.TreeNet(n_states={"Z": 2}, edges=[("Z", "A"), ("Z", "B")],
+        ...                    observed={"A": 3, "B": 3}, random_state=0)
+        >>> model.priors_ = {"Z": np.array([0.6, 0.4])}
+        >>> model.weights_ = {"Z->A": np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]),
+        ...                   "Z->B": np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]])}
+        >>> log_prob, states = model.decode([[0, 0], [2, 2]])
+        >>> log_prob.round(3), states.ravel()
+        (array([-1.091, -1.65 ]), array([0, 1]))
+        """
         s = self._check_hyper()
         k = 0 if s.is_tree else self.n_samples
         s, _, rows, prior, evidence, n = self._prepare(X, likelihoods, "decode",
@@ -675,8 +988,42 @@ class TreeNet(BaseEstimator):
         return value, z[:, list(s.hidden)]
 
     def sample(self, n_samples: int = 1, random_state=None):
-        """Generate ``n_samples`` patterns: ``(X (n, n_observed), hidden states (n,
-        n_hidden))`` (``random_state=None``: the estimator's ``random_state``)."""
+        """Generate ``n_samples`` patterns from the model.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            The number of patterns.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed; None: the estimator's ``random_state``.
+
+        Returns
+        -------
+        X : ndarray of int of shape (n_samples, n_observed)
+            The observed symbols.
+        states : ndarray of int of shape (n_samples, n_hidden)
+            The hidden states.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or before the parameters are set by hand).
+        hiddenstate.errors.InsufficientMemoryError
+            If the sample would not fit in memory (raised before anything is allocated).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> model = hs.TreeNet(n_states={"Z": 2}, edges=[("Z", "A"), ("Z", "B")],
+        ...                    observed={"A": 3, "B": 3}, random_state=0)
+        >>> model.priors_ = {"Z": np.array([0.6, 0.4])}
+        >>> model.weights_ = {"Z->A": np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]),
+        ...                   "Z->B": np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]])}
+        >>> X, states = model.sample(4, random_state=1)
+        >>> X.shape, states.shape
+        ((4, 2), (4, 1))
+        """
         n = check_positive_int(n_samples, "n_samples")
         s = self._check_hyper()
         weights, prior = self._params(s)
@@ -689,8 +1036,19 @@ class TreeNet(BaseEstimator):
 
     # -- persistence ----------------------------------------------------------------------------
     def learned_arrays(self) -> dict[str, np.ndarray]:
-        """Parameters by name (``weights_:<parent>-><child>``, ``priors_:<root>``, and for
-        stochastic EM ``usage_:<variable>``): what :meth:`save` writes."""
+        """Return the parameters by name: what :meth:`save` writes.
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``weights_:<parent>-><child>``, ``priors_:<root>`` and, for stochastic EM,
+            ``usage_:<variable>``.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or before the parameters are set by hand).
+        """
         self._check_is_fitted()
         out = {"weights_:" + k: np.asarray(v, dtype=np.float64) for k, v in self.weights_.items()}
         out.update({"priors_:" + k: np.asarray(v, dtype=np.float64)
@@ -700,10 +1058,30 @@ class TreeNet(BaseEstimator):
         return out
 
     def learned_scalars(self) -> dict:
+        """Return the scalars :meth:`save` writes as JSON.
+
+        Returns
+        -------
+        dict
+            ``{"n_batches_": int}`` after stochastic EM, else empty.
+        """
         return {"n_batches_": int(self.n_batches_)} if hasattr(self, "n_batches_") else {}
 
     def set_learned(self, arrays: dict, scalars: dict) -> None:
-        """Restore what :meth:`learned_arrays` / :meth:`learned_scalars` returned."""
+        """Restore what :meth:`learned_arrays` and :meth:`learned_scalars` returned.
+
+        Parameters
+        ----------
+        arrays : dict of str to ndarray
+            The arrays, by name.
+        scalars : dict
+            The scalars, by name.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a name is not a learned array or scalar of TreeNet.
+        """
         groups: dict = {"weights_": {}, "priors_": {}, "usage_": {}}
         for key, value in arrays.items():
             head, _, name = key.partition(":")
@@ -727,9 +1105,35 @@ class TreeNet(BaseEstimator):
             check_stream(s, self.usage_, getattr(self, "n_batches_", 0))
 
     def save(self, path) -> None:
-        """Save to a directory ``path`` (``model.json`` with the structure + ``arrays.npz``;
-        no pickle); read back with :func:`hiddenstate.load`. Hand-set parameters can be
-        saved without ``fit``; they are validated first."""
+        """Save the model to the directory ``path``.
+
+        ``model.json`` with the structure + ``arrays.npz`` (no pickle); read it back with
+        :func:`hiddenstate.load`. Hand-set parameters can be saved without ``fit``; they are
+        validated first.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The directory.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter or a parameter set by hand is invalid.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> model = hs.TreeNet(n_states={"Z": 2}, edges=[("Z", "A"), ("Z", "B")],
+        ...                    observed={"A": 3, "B": 3}, random_state=0)
+        >>> model.priors_ = {"Z": np.array([0.6, 0.4])}
+        >>> model.weights_ = {"Z->A": np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]),
+        ...                   "Z->B": np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]])}
+        >>> model.save("tree-model")
+        >>> round(hs.load("tree-model").score([[0, 0]]), 3)
+        -1.079
+        """
         from ._saving import save
 
         s = self._check_hyper()

@@ -22,13 +22,12 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
 from .._deprecation import renamed_method
+from .._sklearn_base import BaseEstimator
 from .._validation import check_memory, check_positive_int, check_random_state, make_rng
 from ..errors import HiddenStateError, InvalidInputError, ProgramError
-from ..learn import MODES, ConvergenceMonitor
-from ..learn import fit as fit_mode
+from ..learn import MODES, fit_restarts
 from .graph import Explanation
 from .problem import LEARNED, ProgramProblem, check_possible
 from .program import Goal, Msw, Program, as_goals
@@ -40,6 +39,9 @@ INITS = ("random", "declared", "uniform")
 
 #: the most stages an annealing schedule may have (each runs EM to convergence)
 MAX_STAGES = 1000
+#: the least memory one run of :meth:`ProgramModel.sample` keeps: the result list's
+#: reference and the smallest Python object a sampler returns (the memory estimate)
+SAMPLE_RUN_BYTES = 64.0
 
 
 def geometric_schedule(beta0: float = 0.1, rate: float = 1.5) -> list[float]:
@@ -278,33 +280,20 @@ class ProgramModel(BaseEstimator):
         theta = self._theta()
         problem = ProgramProblem(graph, self.program.switches, theta, self.learn == "em")
         self._check_priors(problem)
+        problem.check_explainable()
         rng = make_rng(self.random_state)
-        schedule = self._schedule()
-        best = None
-        for _ in range(self.n_init):
-            views = self._start(problem, theta, rng)
-            stages = []
-            for beta in schedule:
-                problem.beta = beta
-                if self.learn == "vb":
-                    problem.set_start(views)
-                tol = -np.inf if self.learn in ("vt", "kvt") else self.tol
-                result = fit_mode(problem, self.learn, views,
-                                  ConvergenceMonitor(tol, self.n_iter, self.verbose), LEARNED,
-                                  self.k_best, callback)
-                views = result.params
-                stages.append((beta, list(result.monitor.history)))
-            if best is None or result.monitor.history[-1] > best[0].monitor.history[-1]:
-                best = (result, stages)
-        problem.beta = 1.0
-        result, stages = best
+        result = fit_restarts(problem, self.learn, lambda _: self._start(problem, theta, rng),
+                              n_init=self.n_init, n_iter=self.n_iter, tol=self.tol,
+                              which=LEARNED, k_best=self.k_best, verbose=self.verbose,
+                              callback=callback,
+                              anneal=None if self.anneal is None else self._schedule())
         flat = problem.flat(result.params)
         table = self.program.switches
         self.probs_ = {name: flat[table.offsets[s]:table.offsets[s + 1]].copy()
                        for s, name in enumerate(table.names)}
         self.posterior_ = problem.switch_posteriors(result.posterior, table)
         self.monitor_ = result.monitor
-        self.anneal_history_ = stages
+        self.anneal_history_ = result.stages
         return self
 
     # -- inference -----------------------------------------------------------------------------
@@ -327,7 +316,7 @@ class ProgramModel(BaseEstimator):
         goals = self._check_goals(goals)
         graph = self._graph(goals)
         ins, uses, counts = graph.expected(self._log_theta()[:graph.n_params])
-        check_possible(graph, ins[graph.roots])
+        check_possible(graph, ins[graph.roots], "posterior (expected counts and uses)")
         return graph, ins, uses, counts
 
     def expected_counts(self, goals) -> dict:
@@ -372,7 +361,7 @@ class ProgramModel(BaseEstimator):
         logtheta = self._log_theta()[:graph.n_params]
         vit, best = graph.viterbi(logtheta)
         root = int(graph.roots[0])
-        check_possible(graph, vit[graph.roots])
+        check_possible(graph, vit[graph.roots], "most probable explanation", "goal")
         steps = graph.walk(root, 0, best[:, None], None)
         return graph.explanation(steps, self._param_msw(), logtheta)
 
@@ -385,7 +374,7 @@ class ProgramModel(BaseEstimator):
         logtheta = self._log_theta()[:graph.n_params]
         score, alt, rank = graph.kbest(logtheta, k)
         root = int(graph.roots[0])
-        check_possible(graph, score[graph.roots, 0])
+        check_possible(graph, score[graph.roots, 0], "explanation", "goal")
         param_msw = self._param_msw()
         return [graph.explanation(graph.walk(root, r, alt, rank), param_msw, logtheta)
                 for r in range(k) if score[root, r] > -np.inf]
@@ -401,7 +390,7 @@ class ProgramModel(BaseEstimator):
         graph = self._graph(goals[:1])
         logtheta = self._log_theta()[:graph.n_params]
         ins, cond = graph.inside(logtheta)
-        check_possible(graph, ins[graph.roots])
+        check_possible(graph, ins[graph.roots], "posterior sample of explanations", "goal")
         rng = make_rng(self.random_state if random_state is None else random_state)
         draws = graph.sample(cond, np.full(n, graph.roots[0]), rng)
         param_msw = self._param_msw()
@@ -417,7 +406,10 @@ class ProgramModel(BaseEstimator):
         A run that draws more than ``max_draws`` outcomes stops with a
         :class:`~hiddenstate.errors.ProgramError` naming ``max_draws`` (a sampler that
         never terminates, e.g. a recursive grammar whose derivations are infinite on
-        average); any other exception of the sampler becomes a ProgramError naming it."""
+        average); any other exception of the sampler becomes a ProgramError naming it.
+        ``n_samples`` runs whose results cannot fit in memory (at least
+        :data:`SAMPLE_RUN_BYTES` each: the list's reference and the smallest result object)
+        raise :class:`~hiddenstate.errors.InsufficientMemoryError` before the first run."""
 
         n = check_positive_int(n_samples, "n_samples")
         max_draws = check_positive_int(max_draws, "max_draws")
@@ -431,6 +423,8 @@ class ProgramModel(BaseEstimator):
             raise InvalidInputError(
                 f"program {program.name!r} has no sampler; register one with "
                 "@program.sampler")
+        check_memory({"n_samples": SAMPLE_RUN_BYTES * n}, f"sample(n_samples={n})",
+                     {"n_samples": "run the sampler fewer times per call"})
         rng = make_rng(self.random_state if random_state is None else random_state)
         self._theta()  # every hand-set probability checked, not only those a run draws
         table = program.switches

@@ -18,24 +18,42 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ZeroProbabilityError
 from ..families import DirichletRows
+from ..learn import check_possible as learn_check_possible
+from ..learn import kbest_weights
 from .graph import ExplanationGraph
 from .switches import SwitchTable
 
 LEARNED, FIXED = "l", "f"
 
 
-def check_possible(graph: ExplanationGraph, logp: np.ndarray) -> None:
-    """ZeroProbabilityError naming the first observed goal whose ``logp`` is -inf."""
-    bad = np.flatnonzero(~np.isfinite(logp))
-    if len(bad):
-        goal = graph.goals[int(graph.roots[bad[0]])]
-        raise ZeroProbabilityError(
-            f"goal {goal!r} has probability zero under the current switch probabilities "
-            "(every explanation uses an outcome of probability 0); check the observation, "
-            "or start from probabilities that allow it (priors > 1 keep learned outcomes "
-            "above zero)")
+def check_possible(graph: ExplanationGraph, logp: np.ndarray, use: str | None = None,
+                   argument: str = "goals", structural: bool = False) -> None:
+    """The zero-probability rule (:func:`hiddenstate.learn.check_possible`) for observed
+    goals: a :class:`~hiddenstate.errors.ZeroProbabilityError` naming the goals whose
+    ``logp`` is -inf, while learning (``use`` None; ``structural``: no probabilities of the
+    learned switches explain them) or for a method that needs their ``use``."""
+    def label(i: int) -> str:
+        return repr(graph.goals[int(graph.roots[i])])
+
+    if structural:
+        learn_check_possible(
+            logp, "goal", "every explanation needs an outcome of a fixed switch of "
+            "probability 0, or a goal that fails (it has no explanation)",
+            "check the observation or the program", argument=argument, labels=label,
+            given="whatever the probabilities of the learned switches")
+    elif use is None:
+        learn_check_possible(
+            logp, "goal", "every explanation uses an outcome of probability 0",
+            "check the observation, or start from probabilities that allow it (priors > 1 "
+            "keep learned outcomes above zero)", argument=argument, labels=label,
+            given="under the current switch probabilities")
+    else:
+        learn_check_possible(
+            logp, "goal", "every explanation uses an outcome of probability 0, or it has "
+            "no explanation", "Check the observation, or the zero probabilities of the "
+            "switches (set_probs)", argument=argument, labels=label, use=use,
+            given="under the switch probabilities")
 
 
 class SwitchRows(DirichletRows):
@@ -96,6 +114,21 @@ class ProgramProblem(FlatSwitches):
             self.sids[name] = sids
         self.n_virtual = {name: 1.0 for name in self.blocks}
 
+    def set_temperature(self, beta: float) -> None:
+        """Deterministic annealing: the E-step at inverse temperature ``beta`` (see the
+        module docstring; :func:`hiddenstate.learn.fit_restarts` sets it per stage)."""
+        self.beta = float(beta)
+
+    def check_explainable(self) -> None:
+        """Refuse observed goals that no probabilities of the learned switches explain
+        (the fixed switches as they are): the fit-time half of the zero-probability rule."""
+        probe = self.base.copy()
+        for name, idx in self.index.items():
+            if self.letters[name] == LEARNED:
+                probe[idx] = 1.0 / idx.shape[1]
+        with np.errstate(divide="ignore"):
+            ins, _ = self.graph.inside(np.log(probe[:self.graph.n_params]))
+        check_possible(self.graph, ins[self.graph.roots], structural=True)
 
     def switch_posteriors(self, posterior: dict | None, table: SwitchTable) -> dict:
         """VB's Dirichlet posteriors (one row per switch of each block) by switch name."""
@@ -139,11 +172,9 @@ class ProgramProblem(FlatSwitches):
         score, alt, rank = g.kbest(logtheta, k, "k_best")
         top = score[g.roots]
         check_possible(self.graph, top[:, 0])
-        with np.errstate(invalid="ignore"):
-            w = np.where(np.isfinite(top), np.exp(top - top[:, :1]), 0.0)
-        mass = w.sum(axis=1, keepdims=True)
-        counts, uses = g.kbest_counts(alt, rank, w / mass)
+        weights, log_mass = kbest_weights(top)
+        counts, uses = g.kbest_counts(alt, rank, weights)
         used = uses > 0
         signature = np.concatenate((np.where(used, alt, -1).ravel(),
                                     np.where(used[:, :, None], rank, -1).ravel()))
-        return float(np.sum(top[:, 0] + np.log(mass[:, 0]))), self._stats(counts), signature
+        return float(np.sum(log_mass)), self._stats(counts), signature

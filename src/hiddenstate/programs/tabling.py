@@ -9,8 +9,10 @@ the "calls" relation between goals is acyclic, section 2.2). A search that needs
 
 The result is compiled to flat arrays in topological order (children first, see
 :mod:`hiddenstate.kernels.explanation_graph`). Goals that have no explanation, and the
-alternatives that use them, are pruned; an observed goal without explanation is a
-:class:`~hiddenstate.errors.ZeroProbabilityError` naming it.
+alternatives that use them, are pruned; an observed goal without explanation stays as a
+root without alternatives, whose probability is zero (it scores ``-inf``; the methods that
+need an explanation raise :class:`~hiddenstate.errors.ZeroProbabilityError` naming it, as
+for any goal of probability zero).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from itertools import islice
 
 import numpy as np
 
-from ..errors import HiddenStateError, InvalidInputError, ProgramError, ZeroProbabilityError
+from ..errors import HiddenStateError, InvalidInputError, ProgramError
 from ..kernels import explanation_graph as kg
 from .graph import ExplanationGraph
 from .program import Goal, Msw, Program, as_goals
@@ -239,11 +241,6 @@ def _compile(goal_list, goals, rank, first_alt, n_alts_of, item_ptr, items, root
     ok = np.zeros(n_goals, dtype=np.bool_)
     keep_alt = kg.derivable(node_ptr, item_ptr, items, ok)
     root_nodes = rank[roots]
-    dead = np.flatnonzero(~ok[root_nodes])
-    if len(dead):
-        raise ZeroProbabilityError(
-            f"goal {goals[int(dead[0])]!r} has no explanation: every alternative needs a goal "
-            "that fails (returns no alternatives); check the observation or the program")
     reach = np.zeros(n_goals, dtype=np.bool_)
     reach[root_nodes] = True
     kg.reachable(node_ptr, item_ptr, items, keep_alt, reach)

@@ -25,9 +25,12 @@ from ..errors import HiddenStateError
 from ..learn import OBJECTIVES
 from ..textio import top_symbols
 
-__all__ = ["write_report", "require_matplotlib", "top_symbols"]
+__all__ = ["REPORT_FILES", "write_report", "require_matplotlib", "top_symbols"]
 
 SECTION_IDS = ("summary", "loglik", "transitions", "emissions", "occupancy", "examples")
+#: every file :func:`write_report` may write
+REPORT_FILES = frozenset({"index.html", "loglik.png", "transmat.png", "top_symbols.png",
+                          "means.png", "categories.png", "rates.png", "occupancy.png"})
 
 
 def require_matplotlib() -> None:

@@ -29,9 +29,13 @@ import numpy as np
 from ..personalize import format_perplexity
 from . import _CSS, _esc, _img, _table, require_matplotlib
 
-__all__ = ["SECTION_IDS", "write_personalize_report", "diverging_hex"]
+__all__ = ["PERSONALIZE_REPORT_FILES", "SECTION_IDS", "write_personalize_report",
+           "diverging_hex"]
 
 SECTION_IDS = ("summary", "curves", "transitions", "perturbation", "words")
+#: every file :func:`write_personalize_report` may write
+PERSONALIZE_REPORT_FILES = frozenset({"index.html", "learning_curves.png",
+                                      "props_transmat.png"})
 
 _EXTRA_CSS = """
 .words { line-height: 2.0; font-size: .95em; margin: .4em 0 1.2em; }

@@ -45,20 +45,18 @@ Gaussian or Poisson perturbation states.
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 import numpy as np
 
-from .._validation import MISSING_SYMBOL, check_positive_int, check_symbols
+from .._validation import MISSING_SYMBOL, check_memory, check_positive_int, check_symbols
 from ..errors import InvalidInputError
 from ..textio import Vocabulary
 
 __all__ = ["MISSING", "CallableSource", "DensitySource", "ProtocolDensitySource", "ProtocolSource",
-           "Source", "as_source", "available_memory", "check_distribution", "check_memory",
-           "check_symbol", "require_missing_support", "resolve_alphabet",
-           "sequence_log_probs"]
+           "Source", "as_source", "check_distribution", "check_symbol",
+           "require_missing_support", "resolve_alphabet", "sequence_log_probs"]
 
 #: the marker of a missing symbol in a source's history (see the module docstring)
 MISSING = MISSING_SYMBOL
@@ -71,8 +69,37 @@ SPARSE_MIN = 1024
 
 
 def check_distribution(p, n_symbols: int, who: str) -> np.ndarray:
-    """``p`` as a float64 vector of ``n_symbols`` probabilities summing to one (within
-    :data:`SUM_TOL`), else an :class:`InvalidInputError` naming ``who``."""
+    """Check a predictive distribution returned by a source.
+
+    Parameters
+    ----------
+    p : array-like
+        What the source returned.
+    n_symbols : int
+        The size of its alphabet.
+    who : str
+        How the error names the source.
+
+    Returns
+    -------
+    ndarray of shape (n_symbols,), dtype float64
+        ``p``: finite, non-negative, summing to one within :data:`SUM_TOL` (1e-6).
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``p`` is not such a vector; the message names ``who``.
+
+    Examples
+    --------
+    >>> from hiddenstate.sources import check_distribution
+    >>> check_distribution([0.25, 0.75], 2, "source")
+    array([0.25, 0.75])
+    >>> check_distribution([0.5, 0.6], 2, "source")
+    Traceback (most recent call last):
+    ...
+    hiddenstate.errors.InvalidInputError: source: the predictive distribution sums to 1.1, ...
+    """
     try:
         p = np.asarray(p, dtype=np.float64)
     except (TypeError, ValueError, RuntimeError) as exc:  # RuntimeError: a torch tensor
@@ -90,41 +117,6 @@ def check_distribution(p, n_symbols: int, who: str) -> np.ndarray:
         raise InvalidInputError(
             f"{who}: the predictive distribution sums to {float(p.sum())!r}, not 1; normalise it")
     return p
-
-
-def available_memory(device: str = "cpu") -> int | None:
-    """Bytes that can be allocated now on ``device``: for the CPU the kernel's
-    ``MemAvailable`` (Linux), else the physical memory; for a CUDA device its free memory.
-    None when it cannot be told."""
-    if str(device).startswith("cuda"):
-        try:
-            import torch
-
-            return int(torch.cuda.mem_get_info(torch.device(device))[0])
-        except (ImportError, RuntimeError, AssertionError, ValueError):
-            return None
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
-def check_memory(nbytes: float, what: str, who: str, fix: str, device: str = "cpu") -> None:
-    """Refuse to allocate about ``nbytes`` for ``what`` when ``device`` has less memory
-    available: an :class:`InvalidInputError` naming ``who`` (the argument that sets the size)
-    and the ``fix``, before anything is allocated."""
-    free = available_memory(device)
-    if free is not None and nbytes > free:
-        raise InvalidInputError(
-            f"{who}: {what} would need about {nbytes / 2**30:,.1f} GiB, but {device} has "
-            f"{free / 2**30:,.1f} GiB available; {fix}")
 
 
 def resolve_alphabet(X, n_symbols, vocabulary, memory: Callable[[int], float] | None = None,
@@ -170,7 +162,7 @@ def resolve_alphabet(X, n_symbols, vocabulary, memory: Callable[[int], float] | 
             + (" (the vocabulary's ids)" if vocabulary is not None else "")
             + "; pass n_symbols (or a vocabulary) covering every symbol")
     if memory is not None:
-        check_memory(memory(W), f"{what} over {W:,} symbols", who, fix, device)
+        check_memory({who: memory(W)}, f"{what} over {W:,} symbols", {who: fix}, device)
     return y, W
 
 
@@ -187,8 +179,39 @@ def check_symbol(y, n_symbols: int, name: str = "y", allow_missing: bool = False
 
 
 def require_missing_support(source, who: str, reason: str, dense: bool) -> None:
-    """An :class:`InvalidInputError` (naming ``who``) unless ``source`` declares that it takes
-    missing history (:attr:`Source.supports_missing`); ``reason`` says what is missing."""
+    """Refuse a source that does not declare that it takes missing history.
+
+    PROPS calls it before computing anything where missing data meets a source.
+
+    Parameters
+    ----------
+    source : object
+        A source (or an adapter of one); it takes missing history when its
+        ``supports_missing`` is exactly True (:attr:`Source.supports_missing`).
+    who : str
+        How the error names the source.
+    reason : str
+        What is missing, for the message ("X has missing symbols").
+    dense : bool
+        Whether the source predicts vectors (its missing marker is a row of NaN) rather
+        than symbols (the marker :data:`MISSING`).
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If the source does not declare support; the message names ``who`` and says how to
+        add it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.sources import CallableSource, require_missing_support
+    >>> uniform = CallableSource(lambda history: np.full(3, 1 / 3), n_symbols=3)
+    >>> require_missing_support(uniform, "source", "X has missing symbols", dense=False)
+    Traceback (most recent call last):
+    ...
+    hiddenstate.errors.InvalidInputError: source (CallableSource) does not declare ...
+    """
     if getattr(source, "supports_missing", False) is True:
         return
     marker = "a row of NaN" if dense else f"the symbol {MISSING}"
@@ -203,10 +226,41 @@ def require_missing_support(source, who: str, reason: str, dense: bool) -> None:
 
 
 class Source(ABC):
-    """A stateful next-symbol predictor over ``n_symbols`` ids (see the module docstring).
+    """The source protocol: a stateful next-symbol predictor over ``n_symbols`` ids.
 
     Subclasses set ``n_symbols`` (and ``vocabulary`` for text sources, else None) and
-    implement :meth:`reset`, :meth:`step`, :meth:`snapshot` and :meth:`restore`.
+    implement :meth:`reset`, :meth:`step`, :meth:`snapshot` and :meth:`restore`; see the
+    module docstring (:mod:`hiddenstate.sources.base`) for the alignment of the
+    predictions and the rules for missing history. A plain object with ``reset``, ``step``
+    and ``n_symbols`` works too (:func:`as_source` wraps it).
+
+    See Also
+    --------
+    CallableSource : A function of the history as a source.
+    KneserNeySource, LSTMSource : Trained language models.
+    hiddenstate.PROPS : The model that personalises a source.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.sources import Source
+    >>> class Sticky(Source):
+    ...     # next symbol: the last one with probability 0.9
+    ...     n_symbols = 2
+    ...     def reset(self):
+    ...         self.last = None
+    ...         return np.array([0.5, 0.5])
+    ...     def step(self, y):
+    ...         self.last = y
+    ...         return np.where(np.arange(2) == y, 0.9, 0.1)
+    ...     def snapshot(self):
+    ...         return {"last": np.array([-2 if self.last is None else self.last])}
+    ...     def restore(self, snapshot):
+    ...         last = int(snapshot["last"][0])
+    ...         self.last = None if last == -2 else last
+    >>> src = Sticky()
+    >>> np.exp(src.log_probs(np.array([0, 0, 1])))
+    array([0.5, 0.9, 0.1])
     """
 
     n_symbols: int
@@ -217,24 +271,75 @@ class Source(ABC):
 
     @abstractmethod
     def reset(self) -> np.ndarray:
-        """Start a new sequence; return the distribution of its first symbol."""
+        """Start a new sequence.
+
+        Returns
+        -------
+        ndarray of shape (n_symbols,)
+            The predictive distribution of its first symbol.
+        """
 
     @abstractmethod
     def step(self, y: int) -> np.ndarray:
-        """Consume symbol ``y``; return the distribution of the next symbol."""
+        """Consume one symbol of the current sequence.
+
+        Its cost must not grow with the position (carry a state, never replay the history).
+
+        Parameters
+        ----------
+        y : int
+            The symbol, in ``0 .. n_symbols - 1``; :data:`MISSING` (``-1``) for a hole,
+            only where :attr:`supports_missing` is True.
+
+        Returns
+        -------
+        ndarray of shape (n_symbols,)
+            The predictive distribution of the next symbol.
+        """
 
     @abstractmethod
     def snapshot(self) -> dict[str, np.ndarray]:
-        """The position in the current sequence (arrays only)."""
+        """Return the position in the current sequence.
+
+        Returns
+        -------
+        dict of str to ndarray
+            Arrays only (so a checkpoint saves it as npz); :meth:`restore` returns to it.
+        """
 
     @abstractmethod
     def restore(self, snapshot: dict[str, np.ndarray]) -> None:
-        """Return to a position saved by :meth:`snapshot`."""
+        """Return to a position saved by :meth:`snapshot`.
+
+        Parameters
+        ----------
+        snapshot : dict of str to ndarray
+            What :meth:`snapshot` returned.
+        """
 
     def log_probs(self, y: np.ndarray) -> np.ndarray:
-        r""":math:`\log f(y_t \mid y_{<t})` for ``t = 0 .. len(y) - 1`` of one sequence
-        (resets the source; leaves it after the last symbol). A missing symbol
-        (:data:`MISSING`) scores 0 and is passed on to :meth:`step`."""
+        r"""Score every symbol of one sequence given the symbols before it.
+
+        Resets the source, then runs :meth:`step` over the sequence and leaves the source
+        there (after ``y[:-1]``). A missing symbol (:data:`MISSING`) scores 0 and is passed
+        on to :meth:`step`. A source may override this with a batched computation that
+        gives the same numbers.
+
+        Parameters
+        ----------
+        y : array-like of int, shape (T,)
+            The sequence.
+
+        Returns
+        -------
+        ndarray of shape (T,)
+            :math:`\log f(y_t \mid y_{<t})` for ``t = 0 .. T - 1``.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the source returns something that is not a distribution over its symbols.
+        """
         y = np.asarray(y, dtype=np.int64)
         W, who = self.n_symbols, self._who()
         out = np.empty(len(y))
@@ -248,10 +353,50 @@ class Source(ABC):
 
     def log_probs_from(self, y: np.ndarray, start: dict | None = None
                        ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        r"""Like :meth:`log_probs`, continuing the sequence at the position ``start`` (a
-        dict returned by an earlier call; None: a new sequence). Returns the log-probabilities
-        and the position after the last symbol: the snapshot plus ``"next"``, the
-        distribution of the symbol that would follow (arrays only, so it can be saved)."""
+        r"""Score symbols continuing a sequence from a saved position.
+
+        Like :meth:`log_probs`, but from the position ``start`` and returning the position
+        after the last symbol, so a stream cut mid-sequence continues exactly.
+
+        Parameters
+        ----------
+        y : array-like of int, shape (T,)
+            The next symbols of the sequence.
+        start : dict or None, default=None
+            A position returned by an earlier call; None: a new sequence.
+
+        Returns
+        -------
+        log_probs : ndarray of shape (T,)
+            :math:`\log f(y_t \mid \text{start}, y_{<t})`.
+        position : dict of str to ndarray
+            The snapshot after the last symbol plus ``"next"``, the distribution of the
+            symbol that would follow (arrays only, so it can be saved).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hiddenstate.sources import Source
+        >>> class Sticky(Source):
+        ...     # next symbol: the last one with probability 0.9
+        ...     n_symbols = 2
+        ...     def reset(self):
+        ...         self.last = None
+        ...         return np.array([0.5, 0.5])
+        ...     def step(self, y):
+        ...         self.last = y
+        ...         return np.where(np.arange(2) == y, 0.9, 0.1)
+        ...     def snapshot(self):
+        ...         return {"last": np.array([-2 if self.last is None else self.last])}
+        ...     def restore(self, snapshot):
+        ...         last = int(snapshot["last"][0])
+        ...         self.last = None if last == -2 else last
+        >>> src = Sticky()
+        >>> first, position = src.log_probs_from(np.array([0, 0]))
+        >>> rest, _ = src.log_probs_from(np.array([1]), position)   # resumes after 0, 0
+        >>> np.exp(np.concatenate([first, rest]))
+        array([0.5, 0.9, 0.1])
+        """
         y = np.asarray(y, dtype=np.int64)
         W, who = self.n_symbols, self._who()
         if start is None:
@@ -267,7 +412,13 @@ class Source(ABC):
             return np.log(out), {**self.snapshot(), "next": np.asarray(p, dtype=np.float64)}
 
     def describe(self) -> str:
-        """One line for reports."""
+        """Describe the source in one line, for reports.
+
+        Returns
+        -------
+        str
+            The class and its alphabet size, unless a subclass says more.
+        """
         return f"{type(self).__name__}(n_symbols={self.n_symbols})"
 
     def _who(self) -> str:
@@ -275,10 +426,24 @@ class Source(ABC):
         return f"source {type(self).__name__}"
 
     def check_position(self, position, prefix: str = "") -> None:
-        """Raise :class:`InvalidInputError` (naming ``prefix + key``) unless ``position`` is a
-        position :meth:`log_probs_from` could have returned: the keys of :meth:`snapshot`
-        (accepted by :meth:`restore`, which moves the source there) and, for a symbol
-        source, ``"next"``, a distribution over the ``n_symbols`` symbols."""
+        """Check a position that did not come from the source (a loaded checkpoint).
+
+        A valid position is one :meth:`log_probs_from` could have returned: the keys of
+        :meth:`snapshot` (accepted by :meth:`restore`, which moves the source there) and,
+        for a symbol source, ``"next"``, a distribution over the ``n_symbols`` symbols.
+
+        Parameters
+        ----------
+        position : dict
+            The position to check.
+        prefix : str, default=""
+            Prepended to the key in the error message (where the position came from).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``position`` is not such a position; the message names ``prefix + key``.
+        """
         expected = set(self.snapshot())
         if not isinstance(self, DensitySource):
             expected.add("next")
@@ -302,9 +467,11 @@ class Source(ABC):
 
 
 class DensitySource(Source):
-    r"""A source of real-valued observation vectors (``n_features`` columns), for PROPS with
-    Gaussian or Poisson perturbation states: :meth:`reset`, :meth:`step` (consuming an
-    observation ``x`` of shape ``(n_features,)``) and :meth:`predictive` return the
+    r"""The source protocol for real-valued observation vectors (predictive densities).
+
+    For PROPS with Gaussian or Poisson perturbation states, over ``n_features`` columns:
+    :meth:`reset`, :meth:`step` (consuming an observation ``x`` of shape
+    ``(n_features,)``) and :meth:`predictive` return the
     predictive distribution as an object with ``logpdf(x)``, the log-density of the vector
     ``x`` (an array of per-feature log-densities is summed: independent features, as a
     frozen univariate ``scipy.stats`` distribution gives) (and, for
@@ -314,6 +481,33 @@ class DensitySource(Source):
     :meth:`log_probs` gives :math:`\log f(x_t \mid x_{<t})` (log-densities); the position
     saved by :meth:`log_probs_from` is the snapshot alone (the predictive distribution is
     rebuilt by :meth:`predictive` after :meth:`restore`).
+
+    See Also
+    --------
+    Source : The protocol for symbols.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy import stats
+    >>> from hiddenstate.sources import DensitySource
+    >>> class RandomWalk(DensitySource):
+    ...     # x_{t+1} ~ N(x_t, 1), starting from N(0, 1)
+    ...     n_features = 1
+    ...     def reset(self):
+    ...         self.last = np.zeros(1)
+    ...         return self.predictive()
+    ...     def step(self, x):
+    ...         self.last = np.asarray(x, dtype=float)
+    ...         return self.predictive()
+    ...     def predictive(self):
+    ...         return stats.norm(self.last, 1.0)
+    ...     def snapshot(self):
+    ...         return {"last": self.last.copy()}
+    ...     def restore(self, snapshot):
+    ...         self.last = np.asarray(snapshot["last"], dtype=float)
+    >>> np.round(RandomWalk().log_probs(np.array([[0.0], [1.0], [3.0]])), 4)
+    array([-0.9189, -1.4189, -2.9189])
     """
 
     n_features: int
@@ -321,7 +515,14 @@ class DensitySource(Source):
 
     @abstractmethod
     def predictive(self):
-        """The predictive distribution at the current position."""
+        """Return the predictive distribution at the current position.
+
+        Returns
+        -------
+        object
+            A distribution with ``logpdf(x)`` (and ``sample(rng)`` for
+            :meth:`hiddenstate.PROPS.sample`), e.g. a frozen ``scipy.stats`` distribution.
+        """
 
     def log_probs(self, y: np.ndarray) -> np.ndarray:
         X = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
@@ -393,8 +594,20 @@ class _Adapter:
         return self.who
 
     def snapshot(self) -> dict[str, np.ndarray]:
-        """The object's ``snapshot()``, or ``{}`` when it has none (then :meth:`restore`
-        refuses: the position cannot be restored)."""
+        """Return the wrapped object's ``snapshot()``, or ``{}`` when it has none.
+
+        Without one :meth:`restore` refuses: the position cannot be restored.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The position.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the object's ``snapshot()`` does not return a dict keyed by strings.
+        """
         fn = getattr(self.obj, "snapshot", None)
         if fn is None:
             return {}
@@ -410,8 +623,15 @@ class _Adapter:
         self.obj.restore(snapshot)
 
     def check_restorable(self) -> None:
-        """An error unless the object has ``snapshot()`` and ``restore(d)``, which a stream
-        continued mid-sequence needs."""
+        """Refuse an object without ``snapshot()`` and ``restore(d)``.
+
+        A stream continued mid-sequence (``partial_fit(continues=True)``) needs both.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If either method is missing.
+        """
         if not callable(getattr(self.obj, "restore", None)) \
                 or not callable(getattr(self.obj, "snapshot", None)):
             raise InvalidInputError(
@@ -426,10 +646,39 @@ class _Adapter:
 
 
 class ProtocolSource(_Adapter, Source):
-    """A plain object that follows the source protocol (``reset()``, ``step(y)``, an integer
-    ``n_symbols``; optionally ``snapshot()``/``restore(d)``, ``vocabulary``, ``describe()``)
-    seen as a :class:`Source`; every distribution it returns is checked (shape, finite,
-    non-negative, sums to one). :class:`~hiddenstate.PROPS` wraps such objects itself."""
+    """A plain object that follows the source protocol, seen as a :class:`Source`.
+
+    The object has ``reset()``, ``step(y)`` and an integer ``n_symbols``; optionally
+    ``snapshot()``/``restore(d)``, ``vocabulary``, ``describe()`` and ``supports_missing``.
+    Every distribution it returns is checked (shape, finite, non-negative, sums to one).
+    :class:`~hiddenstate.PROPS` wraps such objects itself (:func:`as_source`).
+
+    Parameters
+    ----------
+    obj : object
+        The object.
+    who : str, default="source"
+        How errors name it.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``obj`` lacks ``reset``, ``step`` or a positive integer ``n_symbols``, or its
+        ``vocabulary`` does not match ``n_symbols``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.sources import ProtocolSource
+    >>> class Sticky:
+    ...     n_symbols = 2
+    ...     def reset(self):
+    ...         return [0.5, 0.5]
+    ...     def step(self, y):
+    ...         return [0.9, 0.1] if y == 0 else [0.1, 0.9]
+    >>> np.exp(ProtocolSource(Sticky()).log_probs(np.array([0, 0, 1])))
+    array([0.5, 0.9, 0.1])
+    """
 
     def __init__(self, obj, who: str = "source"):
         W = self._wrap(obj, who, ("reset", "step"), "n_symbols")
@@ -453,10 +702,42 @@ class ProtocolSource(_Adapter, Source):
 
 
 class ProtocolDensitySource(_Adapter, DensitySource):
-    """A plain object that follows the :class:`DensitySource` protocol (``reset()``,
-    ``step(x)``, ``predictive()``, an integer ``n_features``; optionally
-    ``snapshot()``/``restore(d)``) seen as a :class:`DensitySource`; every predictive
-    distribution must have ``logpdf``, and log-densities must not be NaN or ``+inf``."""
+    """A plain object that follows the density protocol, seen as a :class:`DensitySource`.
+
+    The object has ``reset()``, ``step(x)``, ``predictive()`` and an integer
+    ``n_features``; optionally ``snapshot()``/``restore(d)`` and ``supports_missing``.
+    Every predictive distribution must have ``logpdf``, and log-densities must not be NaN
+    or ``+inf``.
+
+    Parameters
+    ----------
+    obj : object
+        The object.
+    who : str, default="source"
+        How errors name it.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``obj`` lacks ``reset``, ``step``, ``predictive`` or a positive integer
+        ``n_features``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy import stats
+    >>> from hiddenstate.sources import ProtocolDensitySource
+    >>> class Still:
+    ...     n_features = 1
+    ...     def reset(self):
+    ...         return stats.norm(0.0, 1.0)
+    ...     def step(self, x):
+    ...         return stats.norm(x, 1.0)
+    ...     def predictive(self):
+    ...         return stats.norm(0.0, 1.0)
+    >>> np.round(ProtocolDensitySource(Still()).log_probs(np.array([[0.0], [0.0]])), 4)
+    array([-0.9189, -0.9189])
+    """
 
     def __init__(self, obj, who: str = "source"):
         self.n_features = self._wrap(obj, who, ("reset", "step", "predictive"), "n_features")
@@ -483,11 +764,42 @@ class ProtocolDensitySource(_Adapter, DensitySource):
 
 
 def as_source(obj, dense: bool, who: str = "source", needed_by: str = "the model") -> Source:
-    """``obj`` as a :class:`Source` (``dense=False``: predicts symbols) or a
-    :class:`DensitySource` (``dense=True``): a subclass is returned as it is, a plain object
-    that follows the protocol is wrapped (:class:`ProtocolSource`,
-    :class:`ProtocolDensitySource`); anything else is an :class:`InvalidInputError`
-    naming ``who``."""
+    """Return an object as a source of symbols or of vectors.
+
+    A :class:`Source` subclass is returned as it is, a plain object that follows the
+    protocol is wrapped (:class:`ProtocolSource`, :class:`ProtocolDensitySource`).
+
+    Parameters
+    ----------
+    obj : object
+        A source or a plain object that follows the protocol.
+    dense : bool
+        True: a source of real-valued vectors (a :class:`DensitySource`); False: of
+        symbols.
+    who : str, default="source"
+        How errors name it.
+    needed_by : str, default="the model"
+        What needs it, for the error message.
+
+    Returns
+    -------
+    Source
+        ``obj`` itself or its adapter.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``obj`` is a source of the other kind or does not follow the protocol; the
+        message names ``who``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.sources import CallableSource, as_source
+    >>> uniform = CallableSource(lambda history: np.full(3, 1 / 3), n_symbols=3)
+    >>> as_source(uniform, dense=False) is uniform
+    True
+    """
     if isinstance(obj, Source):
         if isinstance(obj, DensitySource) != dense:
             raise InvalidInputError(
@@ -499,15 +811,49 @@ def as_source(obj, dense: bool, who: str = "source", needed_by: str = "the model
 
 
 class CallableSource(Source):
-    """Adapter for ``fn(history) -> probabilities``: ``history`` is the 1-D int64 array of
-    the symbols seen so far in the sequence (empty at its start). The adapter keeps the
-    history, so each call costs whatever ``fn`` costs on it; every returned distribution is
-    checked (shape, non-negative, sums to one).
+    """A function of the history as a source.
+
+    ``fn(history)`` returns the probabilities of the next symbol; ``history`` is the 1-D
+    int64 array of the symbols seen so far in the sequence (empty at its start). The
+    adapter keeps the history, so each call costs whatever ``fn`` costs on it; every
+    returned distribution is checked (shape, non-negative, sums to one).
 
     ``supports_missing=True`` declares that ``fn`` handles holes: a missing symbol stays in
     the history as :data:`MISSING` (``-1``; careful, ``p[history[-1]]`` would silently read
     the last symbol's entry), and ``fn`` returns its prediction given that history. Without
-    it, data with missing symbols is refused."""
+    it, data with missing symbols is refused.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(history) -> probabilities`` over ``n_symbols`` symbols.
+    n_symbols : int
+        The alphabet size.
+    name : str or None, default=None
+        How reports and errors name it; None: ``fn.__name__``.
+    vocabulary : Vocabulary or None, default=None
+        The token mapping of a text source (``n_symbols`` tokens).
+    supports_missing : bool, default=False
+        Whether ``fn`` handles the missing marker in the history.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``fn`` is not callable, ``n_symbols`` is not a positive integer, or ``name``,
+        ``vocabulary`` or ``supports_missing`` is of the wrong kind.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.sources import CallableSource
+    >>> def repeat(history):                 # the last symbol again, with probability 0.8
+    ...     if len(history) == 0:
+    ...         return np.full(3, 1 / 3)
+    ...     return np.where(np.arange(3) == history[-1], 0.8, 0.1)
+    >>> src = CallableSource(repeat, n_symbols=3)
+    >>> np.round(np.exp(src.log_probs(np.array([2, 2, 0]))), 3)
+    array([0.333, 0.8  , 0.1  ])
+    """
 
     def __init__(self, fn: Callable[[np.ndarray], np.ndarray], n_symbols: int,
                  name: str | None = None, vocabulary=None, supports_missing: bool = False):
@@ -570,8 +916,30 @@ class CallableSource(Source):
 
 
 def sequence_log_probs(source: Source, y: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    r""":math:`\log f(y_t \mid y_{<t})` for concatenated sequences (each one restarts the
-    source), shape ``(len(y),)`` (``y``: symbols, or rows of a :class:`DensitySource`)."""
+    r"""Score concatenated sequences, each from the start of the source.
+
+    Parameters
+    ----------
+    source : Source
+        The source (:meth:`Source.log_probs` scores each sequence).
+    y : ndarray
+        The sequences one after the other: symbols, or rows of a :class:`DensitySource`.
+    lengths : array-like of int
+        The length of each sequence.
+
+    Returns
+    -------
+    ndarray of shape (len(y),)
+        :math:`\log f(y_t \mid y_{<t})` within each sequence.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.sources import CallableSource, sequence_log_probs
+    >>> uniform = CallableSource(lambda history: np.full(4, 0.25), n_symbols=4)
+    >>> np.exp(sequence_log_probs(uniform, np.array([0, 1, 2]), [2, 1]))
+    array([0.25, 0.25, 0.25])
+    """
     out = np.empty(len(y))
     start = 0
     for n in lengths:

@@ -199,6 +199,8 @@ def _count(y: np.ndarray, lengths: np.ndarray, order: int, W: int) -> list[dict]
 class KneserNeySource(Source):
     r"""Interpolated Kneser-Ney n-gram model over symbol ids ``0 .. n_symbols - 1``.
 
+    A :class:`~hiddenstate.sources.Source` for PROPS (Chen & Goodman 1998, §3-4):
+
     .. math::
 
         p_m(w \mid h) = \frac{\max(a(h w) - D_m, 0)}{a(h \bullet)}
@@ -211,19 +213,38 @@ class KneserNeySource(Source):
 
     Parameters
     ----------
-    order : int
-        n-gram order :math:`N \ge 1` (the prediction conditions on ``order - 1`` symbols).
-    discount : float or None
+    order : int, default=3
+        The n-gram order :math:`N \ge 1` (the prediction conditions on ``order - 1`` symbols).
+    discount : float or None, default=None
         ``None`` estimates :math:`D_m = n_1 / (n_1 + 2 n_2)` per order (clipped to
         ``[0.05, 0.95]``, 0.5 when undefined); a number in :math:`(0, 1)` is used at every
         order.
 
-    Attributes (after :meth:`fit`)
-    ------------------------------
+    Attributes
+    ----------
     n_symbols : int
+        The alphabet size (after :meth:`fit` or :meth:`load`).
     vocabulary : Vocabulary or None
+        The token mapping of a text source (after :meth:`fit` or :meth:`load`).
     discounts_ : ndarray of shape (order,)
-        The discount of each order, lowest first.
+        The discount of each order, lowest first (after :meth:`fit` or :meth:`load`).
+
+    See Also
+    --------
+    LSTMSource : A neural source.
+    hiddenstate.PROPS : Personalises a source with a few perturbation states.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.sources import KneserNeySource
+    >>> src = KneserNeySource(order=2).fit(np.array([0, 1, 2, 0, 1, 2, 0, 1]))
+    >>> src.discounts_
+    array([0.5, 0.2])
+    >>> np.round(src.reset(), 3)           # the first symbol: after the sequence start
+    array([0.9 , 0.05, 0.05])
+    >>> np.round(src.step(0), 3)           # after a 0
+    array([0.033, 0.95 , 0.017])
     """
 
     #: a missing symbol backs off to the context after it (see the module docstring)
@@ -235,7 +256,18 @@ class KneserNeySource(Source):
 
     # ------------------------------------------------------------------ hyper-parameters
     def get_params(self, deep: bool = True) -> dict:
-        """The constructor arguments (scikit-learn convention)."""
+        """Return the constructor arguments (scikit-learn convention).
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Unused (no sub-estimators).
+
+        Returns
+        -------
+        dict
+            ``{"order": ..., "discount": ...}``.
+        """
         return {"order": self.order, "discount": self.discount}
 
     def _check_hyper(self) -> tuple[int, float | None]:
@@ -244,12 +276,33 @@ class KneserNeySource(Source):
     # ------------------------------------------------------------------ fitting
     def fit(self, X, lengths=None, n_symbols: int | None = None,
             vocabulary: Vocabulary | None = None) -> KneserNeySource:
-        """Count the n-grams of the concatenated sequences ``X`` (1-D or ``(n, 1)`` integer
-        symbols) split by ``lengths`` (hmmlearn convention; ``None`` is one sequence).
+        """Count the n-grams of concatenated sequences.
 
         ``n_symbols`` defaults to ``len(vocabulary)`` when a vocabulary is given, else to
         ``max(X) + 1`` (refused when most of those ids never occur, and when the alphabet
         does not fit in memory: see :func:`~hiddenstate.sources.base.resolve_alphabet`).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_tokens,) or (n_tokens, 1)
+            The symbols of all sequences, one after the other.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (hmmlearn convention); None: one sequence.
+        n_symbols : int or None, default=None
+            The alphabet size.
+        vocabulary : Vocabulary or None, default=None
+            The token mapping of text data (kept on the source and saved with it).
+
+        Returns
+        -------
+        KneserNeySource
+            The source itself, fitted.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``order`` or ``discount`` is invalid, a symbol is out of range, the lengths
+            do not match ``X``, or the alphabet is too large.
         """
         order, discount = self._check_hyper()
         # each prediction builds a few float64 vectors over the alphabet
@@ -300,10 +353,12 @@ class KneserNeySource(Source):
     # ------------------------------------------------------------------ fitted state
     @property
     def order_(self) -> int:
+        """The fitted n-gram order."""
         return len(self._levels)
 
     @property
     def n_symbols(self) -> int:
+        """The alphabet size; :class:`~hiddenstate.errors.NotFittedError` before fit."""
         if not hasattr(self, "_levels"):
             raise NotFittedError(
                 f"This {type(self).__name__} has no counts yet; call fit (or load) first")
@@ -342,29 +397,74 @@ class KneserNeySource(Source):
         return p
 
     def reset(self) -> np.ndarray:
-        """Start a sequence (context ``(BOS)``); return the distribution of its first
-        symbol."""
+        """Start a sequence from the context ``(BOS)``.
+
+        Returns
+        -------
+        ndarray of shape (n_symbols,)
+            The distribution of its first symbol.
+
+        Raises
+        ------
+        hiddenstate.errors.NotFittedError
+            Before :meth:`fit` or :meth:`load`.
+        """
         self._check_is_fitted()
         self._ctx = self._trim([self._bos])
         return self._distribution(self._ctx)
 
     def step(self, y: int) -> np.ndarray:
-        """Consume symbol ``y`` (or :data:`~.base.MISSING`, a hole); return the
-        distribution of the next symbol. Only the last ``order - 1`` symbols are kept, so
-        the cost does not grow with the sequence."""
+        """Consume one symbol and predict the next.
+
+        Only the last ``order - 1`` symbols are kept, so the cost does not grow with the
+        sequence. After a hole the prediction backs off to the context after it (see the
+        module docstring).
+
+        Parameters
+        ----------
+        y : int
+            The symbol, or :data:`~.base.MISSING` (``-1``) for a hole.
+
+        Returns
+        -------
+        ndarray of shape (n_symbols,)
+            The distribution of the next symbol.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``y`` is not a symbol of the source or ``-1``.
+        """
         y = check_symbol(y, self.n_symbols, allow_missing=True)
         self._ctx = self._trim(self._ctx + [y])
         return self._distribution(self._ctx)
 
     def snapshot(self) -> dict[str, np.ndarray]:
-        """``{"context": ids}``: the last (up to ``order - 1``) symbols, oldest first; the id
-        ``n_symbols`` stands for the beginning-of-sequence marker, ``-1`` for a missing
-        symbol."""
+        """Return the position in the current sequence.
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``{"context": ids}``: the last (up to ``order - 1``) symbols, oldest first; the
+            id ``n_symbols`` stands for the beginning-of-sequence marker, ``-1`` for a
+            missing symbol.
+        """
         self._check_is_fitted()
         return {"context": np.array(self._ctx, dtype=np.int64)}
 
     def restore(self, snapshot: dict[str, np.ndarray]) -> None:
-        """Return to a position saved by :meth:`snapshot`."""
+        """Return to a position saved by :meth:`snapshot`.
+
+        Parameters
+        ----------
+        snapshot : dict of str to ndarray
+            ``{"context": ids}`` from :meth:`snapshot`.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``snapshot`` is not a context of this source.
+        """
         self._check_is_fitted()
         if not isinstance(snapshot, dict) or "context" not in snapshot:
             raise InvalidInputError(
@@ -384,11 +484,28 @@ class KneserNeySource(Source):
         self._ctx = [int(v) for v in ctx]
 
     def log_probs(self, y: np.ndarray) -> np.ndarray:
-        r""":math:`\log p(y_t \mid y_{<t})` for one sequence, vectorised over the tokens:
-        per order one binary search for the contexts and one for the n-grams, so only the
+        r"""Score every symbol of one sequence, vectorised over the tokens.
+
+        Per order one binary search for the contexts and one for the n-grams, so only the
         observed symbol's probability is computed. Equal to the :meth:`reset` /
         :meth:`step` loop (same floating-point operations); leaves the source where that
-        loop does (after ``y[:-1]``)."""
+        loop does (after ``y[:-1]``). A missing symbol scores 0.
+
+        Parameters
+        ----------
+        y : array-like of int, shape (T,)
+            The sequence.
+
+        Returns
+        -------
+        ndarray of shape (T,)
+            :math:`\log p(y_t \mid y_{<t})`.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a symbol is out of range.
+        """
         self._check_is_fitted()
         if np.asarray(y).size == 0:
             self.reset()
@@ -401,9 +518,30 @@ class KneserNeySource(Source):
 
     def log_probs_from(self, y: np.ndarray, start: dict | None = None
                        ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """:meth:`log_probs` continuing from the position ``start`` (see
-        :meth:`Source.log_probs_from`), vectorised the same way; the returned position
-        holds the context and the next symbol's distribution."""
+        """Score symbols continuing from a saved position, vectorised as log_probs.
+
+        See :meth:`Source.log_probs_from`.
+
+        Parameters
+        ----------
+        y : array-like of int, shape (T,)
+            The next symbols of the sequence.
+        start : dict or None, default=None
+            A position returned by an earlier call; None: a new sequence.
+
+        Returns
+        -------
+        log_probs : ndarray of shape (T,)
+            The log-probabilities.
+        position : dict of str to ndarray
+            The context after the last symbol and ``"next"``, the next symbol's
+            distribution.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a symbol is out of range or ``start`` is not a position of this source.
+        """
         self._check_is_fitted()
         if start is None:
             ctx = self._trim([self._bos])
@@ -481,9 +619,25 @@ class KneserNeySource(Source):
         return hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the source to the directory ``path`` (``model.json`` + ``arrays.<token>.npz``,
-        format ``"hiddenstate-source"``; no pickle), atomically (see
-        :func:`hiddenstate._bundle.write_bundle`)."""
+        """Write the source to a directory, atomically.
+
+        ``model.json`` + ``arrays.<token>.npz``, format ``"hiddenstate-source"``; no pickle
+        (see :func:`hiddenstate._bundle.write_bundle`).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The directory.
+
+        Raises
+        ------
+        hiddenstate.errors.NotFittedError
+            Before :meth:`fit`.
+
+        See Also
+        --------
+        hiddenstate.sources.load_source : Read a saved source of any class.
+        """
         self._check_is_fitted()
         meta = self._meta()
         arrays = {"discounts": self.discounts_}
@@ -495,8 +649,23 @@ class KneserNeySource(Source):
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> KneserNeySource:
-        """Read a source written by :meth:`save`; a modified, corrupted or inconsistent
-        directory raises :class:`~hiddenstate.errors.ModelFileError`."""
+        """Read a source written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The directory.
+
+        Returns
+        -------
+        KneserNeySource
+            The source, as saved.
+
+        Raises
+        ------
+        hiddenstate.errors.ModelFileError
+            If the directory is missing, modified, corrupted or inconsistent.
+        """
         meta, arrays = read_bundle(path, SOURCE_FORMAT, what="source")
         where = f"{os.fspath(path)}"
         if meta.get("class") != cls.__name__:

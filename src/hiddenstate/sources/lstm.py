@@ -143,35 +143,43 @@ def _check_device(torch, device: str):
 class LSTMSource(Source):
     r"""LSTM language model over symbol ids ``0 .. n_symbols-1``, usable as a PROPS source.
 
+    The network is :class:`torch.nn.LSTM` with a learned begin-of-sequence input and a
+    linear decoder (see the module docstring, :mod:`hiddenstate.sources.lstm`, for the
+    equations and the treatment of missing symbols). Needs the ``torch`` extra.
+
     Parameters
     ----------
-    n_symbols : int, optional
+    n_symbols : int or None, default=None
         Alphabet size. ``None``: ``len(vocabulary)`` when :meth:`fit` gets a vocabulary,
         else ``max(X) + 1`` (refused when most of those ids never occur). :meth:`fit`
         refuses an alphabet whose network would not fit in the device's available memory
         (:meth:`_training_bytes`), before allocating it.
-    embedding_dim, hidden_dim, num_layers : int
-        Embedding width, LSTM width and number of stacked LSTM layers.
-    dropout : float
+    embedding_dim : int, default=64
+        Embedding width.
+    hidden_dim : int, default=128
+        LSTM width.
+    num_layers : int, default=1
+        Number of stacked LSTM layers.
+    dropout : float, default=0.0
         Dropout probability in ``[0, 1)`` on the embeddings, between layers and on the top
         layer's output, during training only (inference never drops).
-    epochs : int
+    epochs : int, default=5
         Passes over the training data (``0`` keeps the random initialisation).
-    batch_size : int
+    batch_size : int, default=32
         Number of parallel training lanes (see :meth:`fit`).
-    bptt : int
+    bptt : int, default=64
         Truncated back-propagation length: gradients flow through at most this many steps.
-    lr : float
+    lr : float, default=3e-3
         Adam learning rate.
-    clip : float or None
+    clip : float or None, default=1.0
         Maximum global gradient norm (``None`` or ``0``: no clipping).
-    random_state : int or None
+    random_state : int or None, default=0
         Seed of the initialisation, dropout and shuffling; with an int, training on the CPU
         is deterministic (torch's global random state is left untouched).
-    device : str
-        torch device for training and inference (``"cpu"``, ``"cuda"``, ...); one this
+    device : str, default="cpu"
+        The torch device for training and inference (``"cpu"``, ``"cuda"``, ...); one this
         machine does not have is an :class:`~hiddenstate.errors.InvalidInputError`.
-    verbose : bool
+    verbose : bool, default=False
         Print the mean loss of each epoch to stderr.
 
     Attributes
@@ -183,6 +191,18 @@ class LSTMSource(Source):
     training_loss_ : list of float
         Mean training cross-entropy (nats per token) of each epoch, averaged while the epoch
         ran.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If a hyper-parameter is out of range or ``device`` does not exist here.
+    hiddenstate.errors.MissingDependencyError
+        If torch is not installed.
+
+    See Also
+    --------
+    KneserNeySource : An n-gram source (no torch needed).
+    hiddenstate.PROPS : Personalises a source with a few perturbation states.
 
     Notes
     -----
@@ -199,8 +219,15 @@ class LSTMSource(Source):
 
     Examples
     --------
-    >>> src = LSTMSource(hidden_dim=32, epochs=3).fit(X, lengths)   # doctest: +SKIP
-    >>> p = src.reset(); p = src.step(int(X[0]))                      # doctest: +SKIP
+    >>> import numpy as np
+    >>> from hiddenstate.sources import LSTMSource
+    >>> X = np.random.default_rng(0).integers(0, 5, size=300)
+    >>> src = LSTMSource(embedding_dim=8, hidden_dim=16, epochs=2).fit(X, lengths=[100] * 3)
+    >>> p = src.reset()                        # the distribution of a first symbol
+    >>> p.shape, bool(np.isclose(p.sum(), 1.0))
+    ((5,), True)
+    >>> src.log_probs(X[:4]).shape             # log f(y_t | y_<t) of one sequence
+    (4,)
     """
 
     #: a missing symbol is fed as its expected embedding (see the module docstring)
@@ -240,7 +267,13 @@ class LSTMSource(Source):
 
     # ------------------------------------------------------------------ hyper-parameters
     def get_params(self) -> dict[str, Any]:
-        """The constructor arguments."""
+        """Return the constructor arguments.
+
+        Returns
+        -------
+        dict
+            Every constructor argument by name (``n_symbols`` as given, not fitted).
+        """
         return {
             "n_symbols": self._n_symbols_param, "embedding_dim": self.embedding_dim,
             "hidden_dim": self.hidden_dim, "num_layers": self.num_layers,
@@ -309,20 +342,28 @@ class LSTMSource(Source):
 
         Parameters
         ----------
-        X : array of int, shape (n_tokens,) or (n_tokens, 1)
+        X : array-like of int, shape (n_tokens,) or (n_tokens, 1)
             Symbol ids of all sequences, one after another.
-        lengths : array of int, optional
-            Length of each sequence (default: one sequence).
-        vocabulary : Vocabulary, optional
+        lengths : array-like of int or None, default=None
+            Length of each sequence; None: one sequence.
+        vocabulary : Vocabulary or None, default=None
             Token mapping of text data (kept on the model and saved with it).
-        callback : callable, optional
+        callback : callable or None, default=None
             ``callback(epoch, mean_loss)`` after each epoch (``epoch`` counts from 1).
 
         Returns
         -------
-        self
-            Interrupted (e.g. Ctrl-C), the model keeps the weights trained so far; if the
-            loss becomes NaN or infinite it raises :class:`NumericalError` and is left unfitted.
+        LSTMSource
+            The source itself. Interrupted (e.g. Ctrl-C), the model keeps the weights
+            trained so far.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a symbol is out of range, the lengths do not match ``X``, ``callback`` is not
+            callable, or the network would not fit in the device's memory.
+        hiddenstate.errors.NumericalError
+            If the loss becomes NaN or infinite (the model is left unfitted).
 
         Notes
         -----
@@ -581,15 +622,44 @@ class LSTMSource(Source):
                 torch.zeros(shape, device=self._device))
 
     def reset(self) -> np.ndarray:
-        """Start a sequence: zero state, BOS input; the first symbol's distribution."""
+        """Start a sequence: the zero state with the BOS input.
+
+        Returns
+        -------
+        ndarray of shape (n_symbols,)
+            The distribution of the first symbol.
+
+        Raises
+        ------
+        hiddenstate.errors.NotFittedError
+            Before :meth:`fit` or :meth:`load`.
+        """
         self._require_fitted()
         self._h, self._c = self._zero_state()
         return self._feed(self.n_symbols)
 
     def step(self, y: int) -> np.ndarray:
-        """Consume ``y`` (O(1): one LSTM step from the carried ``(h, c)``; a missing
-        symbol, ``-1``, is fed as its expected embedding); the next symbol's distribution
-        (float64, softmax of the float32 logits in float64)."""
+        """Consume one symbol and predict the next, in one LSTM step.
+
+        O(1): one step from the carried ``(h, c)``; a missing symbol, ``-1``, is fed as its
+        expected embedding.
+
+        Parameters
+        ----------
+        y : int
+            The symbol, or ``-1`` (missing).
+
+        Returns
+        -------
+        ndarray of shape (n_symbols,)
+            The next symbol's distribution (float64, the softmax of the float32 logits
+            computed in float64).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``y`` is not a symbol of the source or ``-1``.
+        """
         self._require_fitted()
         y = check_symbol(y, self.n_symbols, allow_missing=True)
         if self._h is None:
@@ -597,9 +667,16 @@ class LSTMSource(Source):
         return self._feed_missing() if y == MISSING else self._feed(y)
 
     def snapshot(self) -> dict[str, np.ndarray]:
-        """``{"h", "c"}``: float64 arrays ``(num_layers, hidden_dim)``, the state after the
-        last consumed input (exact: the network runs in float32). The next distribution is a
-        function of this state, so nothing else is needed."""
+        """Return the LSTM state after the last consumed input.
+
+        The next distribution is a function of this state, so nothing else is needed.
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``{"h", "c"}``: float64 arrays ``(num_layers, hidden_dim)`` (exact: the network
+            runs in float32).
+        """
         self._require_fitted()
         if self._h is None:
             self.reset()
@@ -608,7 +685,18 @@ class LSTMSource(Source):
                 "c": self._c.detach().cpu().double().numpy().reshape(L, H)}
 
     def restore(self, snapshot: dict[str, np.ndarray]) -> None:
-        """Return to a position saved by :meth:`snapshot`."""
+        """Return to a position saved by :meth:`snapshot`.
+
+        Parameters
+        ----------
+        snapshot : dict of str to ndarray
+            ``{"h", "c"}`` from :meth:`snapshot`.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``snapshot`` is not a finite state of this network's shape.
+        """
         self._require_fitted()
         torch = self._torch
         L, H = int(self.num_layers), int(self.hidden_dim)
@@ -706,10 +794,27 @@ class LSTMSource(Source):
         return out, h, c, top
 
     def log_probs(self, y) -> np.ndarray:
-        r""":math:`\log f(y_t \mid y_{<t})` for one sequence in batched forward passes of
-        :attr:`chunk_size` tokens (state carried across chunks): the same numbers as the
-        :meth:`reset`/:meth:`step` loop up to float32 rounding. Like the default, it resets
-        the source and leaves it where that loop would (after ``y[-2]``)."""
+        r"""Score every symbol of one sequence in batched forward passes.
+
+        Passes of :attr:`chunk_size` tokens (state carried across chunks): the same numbers
+        as the :meth:`reset`/:meth:`step` loop up to float32 rounding. Like the default, it
+        resets the source and leaves it where that loop would (after ``y[-2]``).
+
+        Parameters
+        ----------
+        y : array-like of int, shape (T,)
+            The sequence (``-1``: missing, scored 0).
+
+        Returns
+        -------
+        ndarray of shape (T,)
+            :math:`\log f(y_t \mid y_{<t})`.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a symbol is out of range.
+        """
         self._require_fitted()
         y = self._check_sequence(y)
         if len(y) == 0:
@@ -721,10 +826,30 @@ class LSTMSource(Source):
 
     def log_probs_from(self, y, start: dict | None = None
                        ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        r"""Batched :meth:`Source.log_probs_from`: :math:`\log f(y_t \mid \text{start},
-        y_{<t})` continuing from ``start`` (a position returned by an earlier call, or None
-        for a new sequence), and the position after the last symbol (the snapshot plus
-        ``"next"``, the distribution of the following symbol)."""
+        r"""Score symbols continuing from a saved position, in batched passes.
+
+        The batched :meth:`Source.log_probs_from`.
+
+        Parameters
+        ----------
+        y : array-like of int, shape (T,)
+            The next symbols of the sequence.
+        start : dict or None, default=None
+            A position returned by an earlier call; None: a new sequence.
+
+        Returns
+        -------
+        log_probs : ndarray of shape (T,)
+            :math:`\log f(y_t \mid \text{start}, y_{<t})`.
+        position : dict of str to ndarray
+            The snapshot after the last symbol plus ``"next"``, the distribution of the
+            following symbol.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a symbol is out of range or ``start`` is not a position of this source.
+        """
         self._require_fitted()
         y = self._check_sequence(y)
         if start is None:
@@ -751,10 +876,22 @@ class LSTMSource(Source):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> None:
-        """Write the source to the directory ``path``: ``model.json`` (format
-        ``"hiddenstate-source"``, hyper-parameters, vocabulary, loss history) and
-        ``arrays.<token>.npz`` (the network's tensors as float64, exact for float32), atomically
-        (see :func:`hiddenstate._bundle.write_bundle`)."""
+        """Write the source to a directory, atomically.
+
+        ``model.json`` (format ``"hiddenstate-source"``, hyper-parameters, vocabulary, loss
+        history) and ``arrays.<token>.npz`` (the network's tensors as float64, exact for
+        float32); see :func:`hiddenstate._bundle.write_bundle`. No pickle.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The directory.
+
+        Raises
+        ------
+        hiddenstate.errors.NotFittedError
+            Before :meth:`fit`.
+        """
         self._require_fitted()
         meta = {
             "class": "LSTMSource",
@@ -769,8 +906,29 @@ class LSTMSource(Source):
 
     @classmethod
     def load(cls, path, device: str | None = None) -> LSTMSource:
-        """Read a source written by :meth:`save` (never unpickles: JSON and plain arrays,
-        checked against the manifest). ``device`` overrides the saved device."""
+        """Read a source written by :meth:`save`.
+
+        Never unpickles: JSON and plain arrays, checked against the manifest.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The directory.
+        device : str or None, default=None
+            The torch device to load onto; None: the saved one.
+
+        Returns
+        -------
+        LSTMSource
+            The source, as saved.
+
+        Raises
+        ------
+        hiddenstate.errors.ModelFileError
+            If the directory is missing, modified, corrupted or holds another class.
+        hiddenstate.errors.MissingDependencyError
+            If torch is not installed.
+        """
         torch = _torch()
         path = Path(path)
         meta, arrays = read_bundle(path, SOURCE_FORMAT, what="source")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_float_array, check_memory
-from ..errors import InvalidInputError, NumericalError, ZeroProbabilityError
+from ..errors import InvalidInputError, NumericalError
+from ..learn import check_possible as learn_check_possible
 from .structure import Structure
 
 #: patterns per chunk of the passes (bounds their working memory on large data)
@@ -140,24 +141,21 @@ def check_work(s: Structure, n: int, what: str, per_pattern: float = 0.0,
 
 def check_possible(loglik: np.ndarray, use: str | None = None,
                    index: np.ndarray | None = None) -> None:
-    """A :class:`ZeroProbabilityError` naming the patterns whose log-evidence is -inf:
-    while learning (``use`` None), or for a method whose ``use`` (a posterior, a state)
-    does not exist for them. ``index``: the pattern number of each entry (default: its
+    """The zero-probability rule (:func:`hiddenstate.learn.check_possible`) for patterns:
+    a :class:`ZeroProbabilityError` naming the patterns whose log-evidence is -inf: while
+    learning (``use`` None), or for a method whose ``use`` (a posterior, a state) does not
+    exist for them. ``index``: the pattern number of each entry (default: its
     position)."""
-    bad = np.flatnonzero(np.isneginf(loglik))
-    if not len(bad):
-        return
-    first = int(bad[0] if index is None else index[bad[0]])
-    which = f"pattern {first}" + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "")
     if use is None:
-        raise ZeroProbabilityError(
-            f"X: {which} has probability zero under the current parameters (an observed "
-            "symbol or a likelihood that no state allows); check the data, the likelihoods "
-            "or the zeros of the hand-set weights_ and priors_")
-    raise ZeroProbabilityError(
-        f"X: {which} has probability zero under the model (an observed symbol or a "
-        f"likelihood that no state allows), so it has no {use}; score_samples gives -inf "
-        "for it. Check the data or the likelihoods, or the zeros of weights_ and priors_")
+        learn_check_possible(
+            loglik, "pattern", "an observed symbol or a likelihood that no state allows",
+            "check the data, the likelihoods or the zeros of the hand-set weights_ and "
+            "priors_", index=index)
+    else:
+        learn_check_possible(
+            loglik, "pattern", "an observed symbol or a likelihood that no state allows",
+            "Check the data or the likelihoods, or the zeros of weights_ and priors_",
+            use=use, index=index)
 
 
 def check_consistent(ok: np.ndarray, k: int, use: str, argument: str = "n_samples") -> None:

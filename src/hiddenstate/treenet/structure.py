@@ -19,13 +19,45 @@ _NAME = re.compile(r"[A-Za-z0-9_.]+")
 
 @dataclass(frozen=True)
 class Structure:
-    """Variables in a topological order (every parent before its children).
+    """The checked graph of a network, its variables in a topological order.
 
-    ``names[v]``, ``sizes[v]`` (states, or symbols for an observed leaf), ``parents[v]`` and
-    ``children[v]`` (variable indices), ``edges`` (parent, child) index pairs in the order the
-    user declared them, ``edge_index[(p, c)]`` the position of an arrow in ``edges``,
-    ``observed`` the indices of the observed leaves in the user's column order, ``hidden``
-    the indices of the hidden variables in the user's order.
+    Every parent comes before its children. Variables are referred to by their index ``v``
+    in this order. Built by :func:`build` (which checks the declaration); the passes of
+    :class:`hiddenstate.TreeNet` take it as given.
+
+    Parameters
+    ----------
+    names : tuple of str
+        ``names[v]``, the name of variable ``v``.
+    sizes : tuple of int
+        ``sizes[v]``, its number of states (of symbols for an observed leaf).
+    parents : tuple of tuple of int
+        ``parents[v]``, the indices of its parents.
+    children : tuple of tuple of int
+        ``children[v]``, the indices of its children.
+    edges : tuple of tuple of int
+        ``(parent, child)`` index pairs in the order the user declared the arrows.
+    edge_index : dict
+        ``edge_index[(p, c)]``, the position of the arrow ``p -> c`` in ``edges``.
+    observed : tuple of int
+        The indices of the observed leaves, in the user's column order (the columns of
+        ``X``).
+    hidden : tuple of int
+        The indices of the hidden variables, in the user's order.
+
+    See Also
+    --------
+    build : Check a declared graph and build its structure.
+    hiddenstate.TreeNet : The estimator that learns a network of this structure.
+
+    Examples
+    --------
+    >>> from hiddenstate.treenet import build
+    >>> s = build({"h": 2, "g": 3}, [("h", "g"), ("g", "x"), ("h", "y")], {"x": 4, "y": 2})
+    >>> s.names, s.sizes
+    (('h', 'g', 'y', 'x'), (2, 3, 2, 4))
+    >>> s.observed, s.roots, s.is_tree
+    ((3, 2), (0,), True)
     """
 
     names: tuple[str, ...]
@@ -39,18 +71,32 @@ class Structure:
 
     @property
     def n_vars(self) -> int:
+        """The number of variables, hidden and observed."""
         return len(self.names)
 
     @property
     def roots(self) -> tuple[int, ...]:
+        """The indices of the variables without a parent, in topological order."""
         return tuple(v for v in range(self.n_vars) if not self.parents[v])
 
     @property
     def is_tree(self) -> bool:
-        """Every variable has at most one parent (a tree or a forest of trees)."""
+        """Whether every variable has at most one parent (a tree or a forest of trees)."""
         return all(len(p) <= 1 for p in self.parents)
 
     def edge_name(self, e: int) -> str:
+        """The arrow ``e`` as ``"parent->child"``, for messages and reports.
+
+        Parameters
+        ----------
+        e : int
+            The position of the arrow in :attr:`edges`.
+
+        Returns
+        -------
+        str
+            ``"{parent name}->{child name}"``.
+        """
         p, c = self.edges[e]
         return f"{self.names[p]}->{self.names[c]}"
 
@@ -74,11 +120,49 @@ def _check_names(mapping, arg: str) -> dict[str, int]:
 
 
 def build(n_states, edges, observed) -> Structure:
-    """Check the declared graph and order it topologically.
+    """Check a declared graph and order it topologically.
 
-    ``n_states``: hidden variable -> number of states; ``observed``: observed leaf -> number
-    of symbols (the columns of ``X``, in this order); ``edges``: (parent, child) names.
     Every observed leaf needs a parent and may have no child; the graph must be acyclic.
+    The order is Kahn's algorithm in declaration order (hidden variables first, then the
+    observed ones).
+
+    Parameters
+    ----------
+    n_states : dict of str to int
+        Hidden variable name -> number of states (at least one variable; names of letters,
+        digits, ``_`` or ``.``).
+    edges : iterable of (str, str)
+        The ``(parent, child)`` arrows, by name, each declared once.
+    observed : dict of str to int or None
+        Observed leaf name -> number of symbols; the columns of ``X``, in this order.
+        None: no observed variable.
+
+    Returns
+    -------
+    Structure
+        The checked graph, its variables in topological order.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If a name or a size is invalid, a name is both hidden and observed, an arrow names
+        an undeclared variable, is a self-loop, is declared twice or leaves an observed
+        variable, an observed variable has no parent, or the graph has a cycle.
+
+    See Also
+    --------
+    layered : The hyper-parameters of a layered network.
+
+    Examples
+    --------
+    >>> from hiddenstate.treenet import build
+    >>> s = build({"h": 2}, [("h", "x"), ("h", "y")], {"x": 3, "y": 3})
+    >>> s.names, s.edges
+    (('h', 'x', 'y'), ((0, 1), (0, 2)))
+    >>> build({"h": 2}, [("h", "x"), ("x", "h")], {"x": 3})
+    Traceback (most recent call last):
+    ...
+    hiddenstate.errors.InvalidInputError: edges: observed variable 'x' has a child 'h'; ...
     """
     hidden = _check_names(n_states, "n_states")
     obs = _check_names({} if observed is None else observed, "observed")
@@ -152,11 +236,49 @@ def build(n_states, edges, observed) -> Structure:
 
 def layered(layers, n_observed: int, n_symbols: int, fan_in: int | None = None,
             prefix: str = "h") -> dict:
-    """Hyper-parameters of a layered network: ``layers`` lists (variables, states) from the
-    top down; each variable is a child of every variable of the layer above (or of the
-    ``fan_in`` nearest ones, which with ``fan_in=1`` and shrinking layers gives a tree), and
+    """Build the hyper-parameters of a layered network.
+
+    Each variable is a child of every variable of the layer above (or of the ``fan_in``
+    nearest ones, which with ``fan_in=1`` and shrinking layers gives a tree), and
     ``n_observed`` leaves ``x0 .. x{n-1}`` over ``n_symbols`` symbols hang below the last
-    layer the same way. Returns ``{"n_states", "edges", "observed"}`` for :class:`TreeNet`.
+    layer the same way. Hidden variable ``i`` of layer ``d`` is named
+    ``{prefix}{d}_{i}``. The arguments are checked when the result is passed to
+    :class:`hiddenstate.TreeNet` (:func:`build`).
+
+    Parameters
+    ----------
+    layers : sequence of (int, int)
+        ``(variables, states)`` of each hidden layer, from the top down.
+    n_observed : int
+        The number of observed leaves.
+    n_symbols : int
+        The number of symbols of every observed leaf.
+    fan_in : int or None, default=None
+        The number of parents of each variable among the nearest variables of the layer
+        above; None: every variable of the layer above.
+    prefix : str, default="h"
+        The first letters of the hidden variables' names.
+
+    Returns
+    -------
+    dict
+        ``{"n_states": ..., "edges": ..., "observed": ...}``, the keyword arguments of
+        :class:`hiddenstate.TreeNet`.
+
+    See Also
+    --------
+    build : Check a declared graph and build its structure.
+
+    Examples
+    --------
+    >>> from hiddenstate.treenet import layered
+    >>> spec = layered([(2, 3), (1, 2)], n_observed=2, n_symbols=5)
+    >>> spec["n_states"]
+    {'h0_0': 3, 'h0_1': 3, 'h1_0': 2}
+    >>> spec["edges"]
+    [('h0_0', 'h1_0'), ('h0_1', 'h1_0'), ('h1_0', 'x0'), ('h1_0', 'x1')]
+    >>> import hiddenstate as hs
+    >>> model = hs.TreeNet(**spec)
     """
     n_states, edges, above = {}, [], []
     for depth, (width, states) in enumerate(layers):

@@ -24,8 +24,37 @@ ONLINE_MODES = tuple(ONLINE_LEARNERS)
 
 
 def make_learner(name: str, options: dict):
-    """The streaming learner ``name`` with keyword ``options`` (``learner_options``); an
-    option it does not have raises :class:`~hiddenstate.errors.InvalidInputError`."""
+    """Build the streaming learner of a ``learn=`` name.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`ONLINE_MODES`: ``"online-em"``, ``"bwo"``, ``"baldi-chauvin"``,
+        ``"bona"``, ``"mpa"``.
+    options : dict
+        The learner's keyword arguments (an estimator's ``learner_options``).
+
+    Returns
+    -------
+    OnlineLearner
+        The learner.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``options`` holds an option the learner does not have (the message lists its
+        options).
+
+    Examples
+    --------
+    >>> from hiddenstate.learn.online import make_learner
+    >>> make_learner("bwo", {"eta": 0.05}).eta
+    0.05
+    >>> make_learner("bwo", {"step": 0.05})
+    Traceback (most recent call last):
+    ...
+    hiddenstate.errors.InvalidInputError: learner_options: 'step' is not an option of ...
+    """
     cls = ONLINE_LEARNERS[name]
     known = list(inspect.signature(cls).parameters)
     unknown = [k for k in options if k not in known]

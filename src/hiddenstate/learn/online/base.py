@@ -29,28 +29,122 @@ from ...errors import InvalidInputError
 MAX_COUNT = 2**62
 
 
-class OnlineLearner(Protocol):
+# a protocol is never instantiated: no constructor parameters to document
+class OnlineLearner(Protocol):  # numpydoc ignore=PR01
+    """The protocol every streaming learner follows.
+
+    A learner object holds hyper-parameters only; its *state* is a flat ``dict`` of NumPy
+    arrays and Python scalars (see :mod:`hiddenstate.learn.online.base`), so that
+    ``state -> save -> load -> continue`` gives bit-identical results to an uninterrupted
+    run. Parameters travel as the batch learners' ``theta``: ``{"startprob": (K,),
+    "transmat": (K, K), "emission": {family keys...}}``. :class:`hiddenstate.HMM` drives a
+    learner through ``partial_fit`` (``learn=`` its :attr:`name`).
+
+    See Also
+    --------
+    make_learner : A learner by its ``learn=`` name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.families import CategoricalEmissions
+    >>> from hiddenstate.learn.online import make_learner
+    >>> family = CategoricalEmissions(n_states=2, n_features=3)
+    >>> theta = {"startprob": np.array([0.5, 0.5]),
+    ...          "transmat": np.array([[0.6, 0.4], [0.3, 0.7]]),
+    ...          "emission": {"emissionprob": np.array([[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]])}}
+    >>> learner = make_learner("bwo", {"eta": 0.1})
+    >>> state = learner.start(theta, family)
+    >>> state = learner.update(state, np.array([[0], [0], [2]]), None, family)
+    >>> state["n_sequences"], learner.params(state, family)["transmat"].shape
+    (1, (2, 2))
+    """
+
     #: the ``learn=`` name of the learner ("online-em", "bwo", ...)
     name: str
 
     def start(self, theta: dict, family, rng: np.random.Generator) -> dict:
-        """Initial state from initial parameters ``theta`` and the emission family."""
+        """Build the initial state from initial parameters and the emission family.
+
+        Parameters
+        ----------
+        theta : dict
+            Initial parameters: ``{"startprob": (K,), "transmat": (K, K), "emission":
+            {family keys...}}``.
+        family : EmissionFamily
+            The emission family (:mod:`hiddenstate.families`).
+        rng : numpy.random.Generator or None, default=None
+            The learner's randomness, if it has any.
+
+        Returns
+        -------
+        dict
+            The state: NumPy arrays and Python scalars.
+        """
 
     def update(self, state: dict, X: np.ndarray, lengths: np.ndarray, family,
                continues: bool = False, states: np.ndarray | None = None) -> dict:
-        """Consume the sequences ``X`` (concatenated, validated) in order; return the new
-        state. ``continues=True``: the first sequence continues the one the previous call
-        ended in (online EM only; per-sequence learners refuse it). ``states``: partial
-        state labels ``(len(X),)`` (``-1``: unknown); at a labelled step every other state
-        has emission probability 0 (:func:`hiddenstate.inference.clamp_states`)."""
+        """Consume the sequences ``X`` in order and return the new state.
+
+        Parameters
+        ----------
+        state : dict
+            The state to continue from (left unchanged).
+        X : ndarray of shape (n_samples, n_features)
+            The sequences, concatenated, validated by the family.
+        lengths : array-like of int or None
+            The length of each sequence; None: one sequence.
+        family : EmissionFamily
+            The emission family.
+        continues : bool, default=False
+            Whether the first sequence continues the one the previous call ended in
+            (online EM only; per-sequence learners refuse it).
+        states : ndarray of shape (n_samples,) or None, default=None
+            Partial state labels (``-1``: unknown); at a labelled step every other state
+            has emission probability 0 (:func:`hiddenstate.inference.clamp_states`).
+
+        Returns
+        -------
+        dict
+            The new state.
+        """
 
     def params(self, state: dict, family) -> dict:
-        """Current parameters ``theta`` (materialised from the state)."""
+        """Return the current parameters, materialised from the state.
+
+        Parameters
+        ----------
+        state : dict
+            The state.
+        family : EmissionFamily
+            The emission family.
+
+        Returns
+        -------
+        dict
+            ``theta``: ``{"startprob", "transmat", "emission"}``.
+        """
 
     def check_state(self, state: dict, theta: dict, family, prefix: str = "") -> None:
-        """Raise :class:`~hiddenstate.errors.InvalidInputError` (naming ``prefix + key``)
-        unless ``state`` is a state this learner could have reached from parameters of the
-        shapes of ``theta`` (valid parameters) with this family."""
+        """Check a state that did not come from the learner (a checkpoint, a dict by hand).
+
+        Parameters
+        ----------
+        state : dict
+            The state to check.
+        theta : dict
+            Valid parameters of the shapes the state must have.
+        family : EmissionFamily
+            The emission family.
+        prefix : str, default=""
+            Prepended to the key in the error message.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            Unless ``state`` is a state this learner could have reached from parameters of
+            the shapes of ``theta`` with this family; the message names ``prefix + key``.
+        """
 
 
 def template(learner, theta: dict, family, prefix: str) -> dict:
@@ -168,14 +262,49 @@ def check_sums(state: dict, key: str, total: float, prefix: str, what: str) -> N
 
 
 class StateRecord:
-    """What a checked state held (its dict and the objects in it), to tell cheaply whether
-    a model's ``learner_state_`` was replaced or edited since it was checked."""
+    """What a checked state held, to tell cheaply whether it was replaced or edited since.
+
+    Keeps the state dict and the objects in it; :class:`hiddenstate.HMM` checks its
+    ``learner_state_`` again only when :meth:`matches` says it changed.
+
+    Parameters
+    ----------
+    state : dict
+        A state that was just checked.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.learn.online import StateRecord
+    >>> state = {"t": 3, "phi": np.array([0.5, 0.5])}
+    >>> record = StateRecord(state)
+    >>> record.matches(state)
+    True
+    >>> state["t"] = 4
+    >>> record.matches(state)
+    False
+    """
 
     def __init__(self, state: dict):
         self.state = state
         self.items = dict(state)
 
     def matches(self, state) -> bool:
+        """Tell whether ``state`` is the recorded dict, holding the same objects.
+
+        An array counts as unchanged only when it is the same object (an array replaced
+        by an equal one counts as a change); scalars compare by value.
+
+        Parameters
+        ----------
+        state : dict
+            The state now.
+
+        Returns
+        -------
+        bool
+            True when nothing was replaced or added.
+        """
         if state is not self.state or state.keys() != self.items.keys():
             return False
         for key, value in state.items():

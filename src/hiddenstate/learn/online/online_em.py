@@ -179,29 +179,58 @@ def _is_number(x) -> bool:
 
 
 class OnlineEM:
-    r"""Online EM (Cappé 2011) for HMMs with categorical (one or several features per step),
-    Gaussian, Gaussian-mixture, Poisson or multinomial emissions (multinomial rows use the
-    learner's ``emissionprob_prior``, as categorical ones), with missing entries (partly
-    missing Gaussian, mixture and Poisson rows included; see the module docstring); partial
-    state labels clamp the filter.
+    r"""Online EM (Cappé 2011) for HMMs, one observation at a time.
+
+    For categorical (one or several features per step), Gaussian, Gaussian-mixture,
+    Poisson or multinomial emissions (multinomial rows use the learner's
+    ``emissionprob_prior``, as categorical ones), with missing entries (partly missing
+    Gaussian, mixture and Poisson rows included); partial state labels clamp the filter.
+    The module docstring (:mod:`hiddenstate.learn.online.online_em`) states the recursions,
+    the time indices, the priors and the state.
 
     Parameters
     ----------
-    step_scale, step_exponent : float
-        step size :math:`\gamma_t` = ``step_scale * t**(-step_exponent)``;
-        ``step_scale`` in (0, 1], ``step_exponent`` in [0, 1]
-        (0: constant step ``step_scale``, then < 1).
-    warmup : observations before the first M-step (>= 0; the first M-step follows
+    step_scale : float, default=1.0
+        The step size is :math:`\gamma_t` = ``step_scale * t**(-step_exponent)``;
+        ``step_scale`` in (0, 1] (< 1 for a constant step).
+    step_exponent : float, default=0.6
+        In [0, 1]; Cappé's setting is (0.5, 1]; 0 gives the constant step
+        ``step_scale``, which forgets the past geometrically and tracks drift.
+    warmup : int, default=20
+        Observations before the first M-step (>= 0; the first M-step follows
         observation ``max(warmup, 1)``).
-    averaging : report Polyak-Ruppert averages of the iterates from observation
-        ``average_start`` (default ``warmup``) on.
-    learn_startprob : learn the initial distribution from the sequence starts.
-    startprob_prior, transmat_prior, emissionprob_prior : Dirichlet :math:`\alpha`
-        (scalar or broadcastable array); None: :math:`1 + 10^{-6}/n` per entry (see the
-        module docstring). ``emissionprob_prior`` (categorical only) must be > 1.
-    block : window length B of the lazy categorical scheme (a power of two >= 2); None:
+    averaging : bool, default=False
+        Report Polyak-Ruppert averages of the iterates from observation
+        ``average_start`` on.
+    average_start : int or None, default=None
+        The first averaged observation; None: ``warmup``.
+    learn_startprob : bool, default=False
+        Learn the initial distribution from the sequence starts (else it stays fixed).
+    startprob_prior, transmat_prior, emissionprob_prior : float or array-like or None, default=None
+        Dirichlet :math:`\alpha` (scalar or broadcastable array); None:
+        :math:`1 + 10^{-6}/n` per entry (see the module docstring).
+        ``emissionprob_prior`` (categorical and multinomial only) must be > 1.
+    block : int or None, default=None
+        The window length B of the lazy categorical scheme (a power of two >= 2); None:
         the power of two at or above W, clipped to [1024, 65536] (and smaller for large K,
         so that the tree stays under 16 MB).
+
+    See Also
+    --------
+    BaumWelchOnline, BaldiChauvin, BayesianOnline, MeanPosterior : Per-sequence learners.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.drift import sample_sequences
+    >>> teacher = (np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]]),
+    ...            np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]]))
+    >>> X, lengths = sample_sequences(teacher, n=200, T=10, random_state=0)
+    >>> model = hs.HMM(2, emission="categorical", learn="online-em", random_state=0)
+    >>> model = model.partial_fit(X, lengths)        # each observation seen once
+    >>> np.sort(np.diag(model.transmat_)).round(1)   # the teacher's 0.8 and 0.9
+    array([0.8, 0.9])
     """
 
     name = "online-em"
@@ -296,7 +325,29 @@ class OnlineEM:
 
     # -- protocol -----------------------------------------------------------------------------
     def start(self, theta: dict, family, rng: np.random.Generator | None = None) -> dict:
-        """Initial state from ``theta`` (``rng`` is not used: the learner is deterministic)."""
+        """Build the initial state from initial parameters.
+
+        Parameters
+        ----------
+        theta : dict
+            Initial parameters: ``{"startprob": (K,), "transmat": (K, K), "emission":
+            {family keys...}}``.
+        family : EmissionFamily
+            The emission family (:mod:`hiddenstate.families`).
+        rng : numpy.random.Generator or None, default=None
+            Unused: the learner is deterministic.
+
+        Returns
+        -------
+        dict
+            The state at ``t = 0`` (see the module docstring).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter or a prior is invalid, or ``theta`` does not hold valid
+            parameters.
+        """
         self._check()
         K = family.n_states
         startprob = check_stochastic(theta["startprob"], (K,), "startprob_").copy()
@@ -358,16 +409,44 @@ class OnlineEM:
     def update(self, state: dict, X: np.ndarray, lengths: np.ndarray | None, family,
                continues: bool = False, log_pred: np.ndarray | None = None,
                states=None) -> dict:
-        r"""Consume the sequences ``X`` (concatenated) in order; return the new state.
+        r"""Consume the sequences ``X`` in order, one observation at a time.
 
-        ``log_pred`` (optional, ``(len(X),)``) receives the prequential log-probability
-        :math:`\log p(y_t \mid y_{<t}, \theta_{t-1})` of every observation: predicted with
-        the parameters learned from the stream before it (a learning curve for free; at a
-        labelled step :math:`\log p(y_t, z_t = s_t \mid y_{<t}, \theta_{t-1})`).
-        ``states``: partial state labels (``-1``: unknown); at a labelled step every other
-        state's emission probability is 0 (the clamp of
-        :func:`hiddenstate.inference.clamp_states`), in the filter and therefore in the
-        retrospective kernel and every statistic.
+        Parameters
+        ----------
+        state : dict
+            The state to continue from (left unchanged).
+        X : ndarray of shape (n_samples, n_features)
+            The sequences, concatenated, validated by the family.
+        lengths : array-like of int or None
+            The length of each sequence; None: one sequence.
+        family : EmissionFamily
+            The emission family.
+        continues : bool, default=False
+            Whether the first sequence continues the one the previous call ended in.
+        log_pred : ndarray of shape (n_samples,) or None, default=None
+            Receives the prequential log-probability
+            :math:`\log p(y_t \mid y_{<t}, \theta_{t-1})` of every observation: predicted
+            with the parameters learned from the stream before it (a learning curve for
+            free; at a labelled step :math:`\log p(y_t, z_t = s_t \mid y_{<t},
+            \theta_{t-1})`).
+        states : array-like of int or None, default=None
+            Partial state labels (``-1``: unknown); at a labelled step every other state's
+            emission probability is 0 (the clamp of
+            :func:`hiddenstate.inference.clamp_states`), in the filter and therefore in the
+            retrospective kernel and every statistic.
+
+        Returns
+        -------
+        dict
+            The new state (``state`` itself is left unchanged).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``continues`` is True before any observation, the lengths or labels do not
+            match ``X``, or a hyper-parameter is invalid.
+        hiddenstate.errors.ZeroProbabilityError
+            If an observation has probability zero under the running parameters.
         """
         self._check()
         state = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
@@ -395,8 +474,23 @@ class OnlineEM:
         return state
 
     def params(self, state: dict, family) -> dict:
-        """Current parameters (Polyak-Ruppert averages when ``averaging`` and at least one
-        iterate was averaged)."""
+        """Return the current parameters, materialised from the state.
+
+        Polyak-Ruppert averages when ``averaging`` and at least one iterate was averaged;
+        categorical emission matrices are built from the lazy statistics here.
+
+        Parameters
+        ----------
+        state : dict
+            The state.
+        family : EmissionFamily
+            The emission family.
+
+        Returns
+        -------
+        dict
+            ``theta``: ``{"startprob", "transmat", "emission"}``.
+        """
         n_avg = state["n_avg"]
         averaged = self.averaging and n_avg > 0
         if averaged:
@@ -418,15 +512,33 @@ class OnlineEM:
         return {"startprob": startprob, "transmat": transmat, "emission": emission}
 
     def check_state(self, state: dict, theta: dict, family, prefix: str = "") -> None:
-        """Check a state that did not come from :meth:`update` (a checkpoint, a dict set by
-        hand) before the kernels index with it: the keys, dtypes and shapes of
-        :meth:`start`'s state for ``theta`` (valid parameters) and ``family``; counters in
-        range (``t``, ``n_avg <= t``, zero without averaging); the parameters, the filter
-        and ``emission0`` are distributions; statistics and sums are finite and
-        non-negative, averaged sums add up to ``n_avg`` per row; for categorical
-        emissions the window position ``window < B``, every ``touch <= window`` and the
-        decay in ``[SCALE_FLOOR, 1]`` (1 at the window's start); for Gaussian/Poisson the
-        emission parameters (and their averages) are valid parameters of the family."""
+        """Check a state that did not come from :meth:`update`, before the kernels use it.
+
+        The keys, dtypes and shapes of :meth:`start`'s state for ``theta`` (valid
+        parameters) and ``family``; counters in range (``t``, ``n_avg <= t``, zero without
+        averaging); the parameters, the filter and ``emission0`` are distributions;
+        statistics and sums are finite and non-negative, averaged sums add up to ``n_avg``
+        per row; for categorical emissions the window position ``window < B``, every
+        ``touch <= window`` and the decay in ``[SCALE_FLOOR, 1]`` (1 at the window's
+        start); for Gaussian/Poisson the emission parameters (and their averages) are
+        valid parameters of the family.
+
+        Parameters
+        ----------
+        state : dict
+            The state (a checkpoint, a dict set by hand).
+        theta : dict
+            Valid parameters of the shapes the state must have.
+        family : EmissionFamily
+            The emission family.
+        prefix : str, default=""
+            Prepended to the key in the error message.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the state fails a check; the message names ``prefix + key``.
+        """
         self._check()
         state = check_layout(state, template(self, theta, family, prefix), prefix, self.name)
         t = check_count(state, "t", prefix, what="observations seen")

@@ -116,6 +116,7 @@ from ... import inference
 from ..._validation import check_lengths, check_states, check_stochastic
 from ...errors import InvalidInputError, NumericalError, ZeroProbabilityError
 from ...families.dirichlet import estimate_rows
+from ..problem import kbest_weights
 from .base import check_count, check_layout, check_nonneg, check_probabilities, template
 
 __all__ = [
@@ -253,21 +254,45 @@ class _ExpectedCounts:
 
 # -- Baum-Welch online ----------------------------------------------------------------------------
 class BaumWelchOnline:
-    r"""Baum-Welch online (BWO): :math:`\theta \leftarrow (1-\eta)\theta + \eta\,\hat\theta_{BW}(y)`
-    per row after each sequence (see the module docstring).
+    r"""Baum-Welch online (BWO), a convex step toward the one-sequence EM estimate.
+
+    After each sequence :math:`y`, every row moves
+    :math:`\theta \leftarrow (1-\eta)\theta + \eta\,\hat\theta_{BW}(y)` (Alamino &
+    Caticha; see the module docstring, :mod:`hiddenstate.learn.online.per_sequence`).
+    ``learn="bwo"``; categorical emissions.
 
     Parameters
     ----------
-    eta : learning rate in (0, 1]; constant, so old sequences are forgotten geometrically
-        (memory about 1/eta sequences). Default 0.005, chosen on the panel of
+    eta : float, default=0.005
+        The learning rate, in (0, 1]; constant, so old sequences are forgotten
+        geometrically (memory about 1/eta sequences). Default 0.005, chosen on the panel of
         ``experiments/defaults_panel.py``: one pass over 3,000 PTB sentences (K = 16) gave a
         held-out log-likelihood of -6.71 nats per token with 0.005 and -7.58 with 0.01;
         with 0.05 (the previous default) the pass stopped at sentence 2,144 with a
         ``ZeroProbabilityError`` (that sentence had probability zero under the running
         parameters).
 
+    See Also
+    --------
+    OnlineEM : One observation at a time.
+
+    Notes
+    -----
     State: ``startprob``, ``transmat``, ``emissionprob`` (the current parameters) and
     ``n_sequences``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.drift import sample_sequences
+    >>> teacher = (np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]]),
+    ...            np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]]))
+    >>> X, lengths = sample_sequences(teacher, n=50, T=10, random_state=0)
+    >>> model = hs.HMM(2, emission="categorical", learn="bwo",
+    ...                learner_options={"eta": 0.05}, random_state=0)
+    >>> model.partial_fit(X, lengths).learner_state_["n_sequences"]
+    50
     """
 
     name = "bwo"
@@ -282,6 +307,29 @@ class BaumWelchOnline:
         return float(eta)
 
     def start(self, theta: dict, family, rng: np.random.Generator | None = None) -> dict:
+        """Build the initial state: the parameters themselves.
+
+        Parameters
+        ----------
+        theta : dict
+            Initial parameters: ``{"startprob": (K,), "transmat": (K, K), "emission":
+            {family keys...}}``.
+        family : EmissionFamily
+            The emission family (:mod:`hiddenstate.families`).
+        rng : numpy.random.Generator or None, default=None
+            Unused: the learner is deterministic.
+
+        Returns
+        -------
+        dict
+            The state.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter is invalid, the family is not categorical, or ``theta``
+            does not hold valid parameters.
+        """
         self._check()
         _check_family(family, self.name)
         startprob, transmat, emis = _check_theta(theta, family)
@@ -290,8 +338,38 @@ class BaumWelchOnline:
 
     def update(self, state: dict, X, lengths, family, continues: bool = False,
                states=None) -> dict:
-        """Consume the sequences ``X`` in order; ``states``: partial state labels (``-1``:
-        unknown) that clamp each sequence's forward-backward."""
+        """Consume the sequences ``X`` in order, one update per sequence.
+
+        Parameters
+        ----------
+        state : dict
+            The state to continue from (left unchanged).
+        X : ndarray of shape (n_samples, n_features)
+            The sequences, concatenated, validated by the family.
+        lengths : array-like of int or None
+            The length of each sequence; None: one sequence.
+        family : EmissionFamily
+            The emission family.
+        continues : bool, default=False
+            Whether the first sequence continues the one the previous call ended in:
+            refused (sequences are consumed whole).
+        states : array-like of int or None, default=None
+            Partial state labels (``-1``: unknown) that clamp each sequence's
+            forward-backward.
+
+        Returns
+        -------
+        dict
+            The new state (``state`` itself is left unchanged).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``continues`` is True, the family is not categorical, the lengths or labels
+            do not match ``X``, or a hyper-parameter is invalid.
+        hiddenstate.errors.ZeroProbabilityError
+            If a sequence has probability zero under the running parameters.
+        """
         _refuse_continues(continues, self.name)
         _check_family(family, self.name)
         eta = self._check()
@@ -319,12 +397,45 @@ class BaumWelchOnline:
         state["n_sequences"] = int(state["n_sequences"]) + 1
 
     def params(self, state: dict, family) -> dict:
+        """Return the current parameters.
+
+        Parameters
+        ----------
+        state : dict
+            The state.
+        family : EmissionFamily
+            The emission family.
+
+        Returns
+        -------
+        dict
+            ``theta``: ``{"startprob", "transmat", "emission"}``.
+        """
         return _theta(state["startprob"].copy(), state["transmat"].copy(),
                       state["emissionprob"].copy())
 
     def check_state(self, state: dict, theta: dict, family, prefix: str = "") -> None:
-        """Check a state that did not come from :meth:`update`: the keys, dtypes and shapes
-        of :meth:`start`'s, ``n_sequences`` in range, the parameters distributions."""
+        """Check a state that did not come from :meth:`update`.
+
+        The keys, dtypes and shapes of :meth:`start`'s, ``n_sequences`` in range, the
+        parameters distributions.
+
+        Parameters
+        ----------
+        state : dict
+            The state (a checkpoint, a dict set by hand).
+        theta : dict
+            Valid parameters of the shapes the state must have.
+        family : EmissionFamily
+            The emission family.
+        prefix : str, default=""
+            Prepended to the key in the error message.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the state fails a check; the message names ``prefix + key``.
+        """
         state = _check_common(self, state, theta, family, prefix)
         check_probabilities(state, _BLOCKS, prefix)
 
@@ -338,16 +449,40 @@ def _softmax_rows(w: np.ndarray, lam: float) -> np.ndarray:
 
 
 class BaldiChauvin:
-    r"""Baldi-Chauvin: softmax weights :math:`w`, :math:`\Delta w_{rj} = \eta(n_{rj} -
-    n_{r\cdot}\theta_{rj})` after each sequence (see the module docstring).
+    r"""Baldi-Chauvin: a stochastic gradient step on softmax weights after each sequence.
+
+    Softmax weights :math:`w`, :math:`\Delta w_{rj} = \eta(n_{rj} -
+    n_{r\cdot}\theta_{rj})` (Baldi & Chauvin 1994; see the module docstring,
+    :mod:`hiddenstate.learn.online.per_sequence`). ``learn="baldi-chauvin"``; categorical
+    emissions.
 
     Parameters
     ----------
-    eta : learning rate (> 0); constant, so the learner tracks drift.
-    lam : the softmax gain :math:`\lambda` (> 0).
+    eta : float, default=0.2
+        The learning rate (> 0); constant, so the learner tracks drift.
+    lam : float, default=1.0
+        The softmax gain :math:`\lambda` (> 0).
 
+    See Also
+    --------
+    BaumWelchOnline : A convex step toward the one-sequence EM estimate.
+
+    Notes
+    -----
     State: ``w_startprob``, ``w_transmat``, ``w_emissionprob`` (``ln(theta) / lam`` at the
     start; ``-inf`` for structural zeros) and ``n_sequences``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.drift import sample_sequences
+    >>> teacher = (np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]]),
+    ...            np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]]))
+    >>> X, lengths = sample_sequences(teacher, n=50, T=10, random_state=0)
+    >>> model = hs.HMM(2, emission="categorical", learn="baldi-chauvin", random_state=0)
+    >>> sorted(model.partial_fit(X, lengths).learner_state_)
+    ['n_sequences', 'w_emissionprob', 'w_startprob', 'w_transmat']
     """
 
     name = "baldi-chauvin"
@@ -364,6 +499,29 @@ class BaldiChauvin:
         return float(self.eta), float(self.lam)
 
     def start(self, theta: dict, family, rng: np.random.Generator | None = None) -> dict:
+        """Build the initial state: the weights ``ln(theta) / lam``.
+
+        Parameters
+        ----------
+        theta : dict
+            Initial parameters: ``{"startprob": (K,), "transmat": (K, K), "emission":
+            {family keys...}}``.
+        family : EmissionFamily
+            The emission family (:mod:`hiddenstate.families`).
+        rng : numpy.random.Generator or None, default=None
+            Unused: the learner is deterministic.
+
+        Returns
+        -------
+        dict
+            The state.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter is invalid, the family is not categorical, or ``theta``
+            does not hold valid parameters.
+        """
         _, lam = self._check()
         _check_family(family, self.name)
         state = {}
@@ -375,8 +533,38 @@ class BaldiChauvin:
 
     def update(self, state: dict, X, lengths, family, continues: bool = False,
                states=None) -> dict:
-        """Consume the sequences ``X`` in order; ``states``: partial state labels (``-1``:
-        unknown) that clamp each sequence's forward-backward."""
+        """Consume the sequences ``X`` in order, one update per sequence.
+
+        Parameters
+        ----------
+        state : dict
+            The state to continue from (left unchanged).
+        X : ndarray of shape (n_samples, n_features)
+            The sequences, concatenated, validated by the family.
+        lengths : array-like of int or None
+            The length of each sequence; None: one sequence.
+        family : EmissionFamily
+            The emission family.
+        continues : bool, default=False
+            Whether the first sequence continues the one the previous call ended in:
+            refused (sequences are consumed whole).
+        states : array-like of int or None, default=None
+            Partial state labels (``-1``: unknown) that clamp each sequence's
+            forward-backward.
+
+        Returns
+        -------
+        dict
+            The new state (``state`` itself is left unchanged).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``continues`` is True, the family is not categorical, the lengths or labels
+            do not match ``X``, or a hyper-parameter is invalid.
+        hiddenstate.errors.ZeroProbabilityError
+            If a sequence has probability zero under the running parameters.
+        """
         _refuse_continues(continues, self.name)
         _check_family(family, self.name)
         eta, lam = self._check()
@@ -404,14 +592,46 @@ class BaldiChauvin:
         state["n_sequences"] = int(state["n_sequences"]) + 1
 
     def params(self, state: dict, family) -> dict:
+        """Return the current parameters.
+
+        Parameters
+        ----------
+        state : dict
+            The state.
+        family : EmissionFamily
+            The emission family.
+
+        Returns
+        -------
+        dict
+            ``theta``: ``{"startprob", "transmat", "emission"}`` (the softmax of the weights).
+        """
         lam = float(self.lam)
         return _theta(*(_softmax_rows(state["w_" + key], lam) for key in _BLOCKS))
 
     def check_state(self, state: dict, theta: dict, family, prefix: str = "") -> None:
-        """Check a state that did not come from :meth:`update`: the keys, dtypes and shapes
-        of :meth:`start`'s, ``n_sequences`` in range, weights finite or ``-inf``
-        (structural zeros) with ``lam * w`` finite and at least one finite weight per
-        row."""
+        """Check a state that did not come from :meth:`update`.
+
+        The keys, dtypes and shapes of :meth:`start`'s, ``n_sequences`` in range, weights
+        finite or ``-inf`` (structural zeros) with ``lam * w`` finite and at least one
+        finite weight per row.
+
+        Parameters
+        ----------
+        state : dict
+            The state (a checkpoint, a dict set by hand).
+        theta : dict
+            Valid parameters of the shapes the state must have.
+        family : EmissionFamily
+            The emission family.
+        prefix : str, default=""
+            Prepended to the key in the error message.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the state fails a check; the message names ``prefix + key``.
+        """
         keys = tuple("w_" + key for key in _BLOCKS)
         state = _check_common(self, state, theta, family, prefix, neg_inf=keys)
         _, lam = self._check()
@@ -564,13 +784,11 @@ def mixture_posterior(u: np.ndarray, layout: _Layout, x: np.ndarray, max_paths: 
             term = gammaln(us + c) - gammaln(us)
         term = np.where(support, term, np.where(c > 0, -np.inf, 0.0))
         logw[lo:hi] = term.sum(axis=1) - (gammaln(u0 + c0) - gammaln(u0)).sum(axis=1)
-    top = logw.max()
-    if not np.isfinite(top):
+    if not np.isfinite(logw.max()):
         raise ZeroProbabilityError("every hidden path of the sequence uses a structural zero")
-    w = np.exp(logw - top)
-    total = w.sum()
-    w /= total
-    out = {"log_evidence": float(top + np.log(total))}
+    w, log_evidence = kbest_weights(logw[None])
+    w = w[0]
+    out = {"log_evidence": float(log_evidence[0])}
     want_mean = "mean" in moments or "total_var" in moments
     mean_log = mean_counts = mean = mean_sq = within = 0.0
     # pass 2: weighted moments
@@ -704,10 +922,34 @@ class _DirichletOnline:
         return float(phi), int(mp)
 
     def start(self, theta: dict, family, rng: np.random.Generator | None = None) -> dict:
-        """Prior rows :math:`u_r = n_r \\theta_r` centred on ``theta`` with ``n_r =
-        prior_count`` pseudo-counts per row (None: the row's length, so a uniform row gives
-        the flat Dirichlet(1, ..., 1); with several features, its feature's alphabet). Zero
-        entries are structural zeros."""
+        """Build the initial state: Dirichlet rows centred on ``theta``.
+
+        Prior rows :math:`u_r = n_r \\theta_r` with ``n_r = prior_count`` pseudo-counts
+        per row (None: the row's length, so a uniform row gives the flat
+        Dirichlet(1, ..., 1); with several features, its feature's alphabet). Zero entries
+        are structural zeros.
+
+        Parameters
+        ----------
+        theta : dict
+            Initial parameters: ``{"startprob": (K,), "transmat": (K, K), "emission":
+            {family keys...}}``.
+        family : EmissionFamily
+            The emission family (:mod:`hiddenstate.families`).
+        rng : numpy.random.Generator or None, default=None
+            Unused: the learner is deterministic.
+
+        Returns
+        -------
+        dict
+            The state.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter is invalid, the family is not categorical, or ``theta``
+            does not hold valid parameters.
+        """
         self._check()
         _check_family(family, self.name)
         state = {}
@@ -728,8 +970,39 @@ class _DirichletOnline:
 
     def update(self, state: dict, X, lengths, family, continues: bool = False,
                states=None) -> dict:
-        """Consume the sequences ``X`` in order; ``states``: partial state labels (``-1``:
-        unknown): each mixture posterior sums over the paths that agree with them."""
+        """Consume the sequences ``X`` in order, one update per sequence.
+
+        Parameters
+        ----------
+        state : dict
+            The state to continue from (left unchanged).
+        X : ndarray of shape (n_samples, n_features)
+            The sequences, concatenated, validated by the family.
+        lengths : array-like of int or None
+            The length of each sequence; None: one sequence.
+        family : EmissionFamily
+            The emission family.
+        continues : bool, default=False
+            Whether the first sequence continues the one the previous call ended in:
+            refused (sequences are consumed whole).
+        states : array-like of int or None, default=None
+            Partial state labels (``-1``: unknown): each mixture posterior sums over the
+            paths that agree with them.
+
+        Returns
+        -------
+        dict
+            The new state (``state`` itself is left unchanged).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``continues`` is True, the family is not categorical, the lengths or labels
+            do not match ``X``, a hyper-parameter is invalid, or a sequence has more hidden
+            paths than ``max_paths`` (checked before learning anything).
+        hiddenstate.errors.ZeroProbabilityError
+            If a sequence has probability zero under the running parameters.
+        """
         _refuse_continues(continues, self.name)
         _check_family(family, self.name)
         phi, max_paths = self._check()
@@ -767,10 +1040,28 @@ class _DirichletOnline:
         return out
 
     def check_state(self, state: dict, theta: dict, family, prefix: str = "") -> None:
-        """Check a state that did not come from :meth:`update`: the keys, dtypes and shapes
-        of :meth:`start`'s, ``n_sequences`` in range, Dirichlet parameters ``u_*`` and
-        ``prior_*`` finite and non-negative with positive row sums, and zero in the same
-        places (structural zeros stay zero)."""
+        """Check a state that did not come from :meth:`update`.
+
+        The keys, dtypes and shapes of :meth:`start`'s, ``n_sequences`` in range, Dirichlet
+        parameters ``u_*`` and ``prior_*`` finite and non-negative with positive row sums,
+        and zero in the same places (structural zeros stay zero).
+
+        Parameters
+        ----------
+        state : dict
+            The state (a checkpoint, a dict set by hand).
+        theta : dict
+            Valid parameters of the shapes the state must have.
+        family : EmissionFamily
+            The emission family.
+        prefix : str, default=""
+            Prepended to the key in the error message.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the state fails a check; the message names ``prefix + key``.
+        """
         state = _check_common(self, state, theta, family, prefix)
         for key in _BLOCKS:
             u, prior = "u_" + key, "prior_" + key
@@ -782,7 +1073,20 @@ class _DirichletOnline:
                     "one positive entry per row); the state was modified or corrupted")
 
     def params(self, state: dict, family) -> dict:
-        """The posterior mean."""
+        """Return the posterior mean of the parameters.
+
+        Parameters
+        ----------
+        state : dict
+            The state.
+        family : EmissionFamily
+            The emission family.
+
+        Returns
+        -------
+        dict
+            ``theta``: ``{"startprob", "transmat", "emission"}`` (the posterior mean).
+        """
         return _theta(*(state["u_" + key] / state["u_" + key].sum(axis=-1, keepdims=True)
                         for key in _BLOCKS))
 
@@ -794,21 +1098,45 @@ def _mpa_rows(post: dict, u: np.ndarray, layout: _Layout) -> np.ndarray:
 
 
 class MeanPosterior(_DirichletOnline):
-    r"""Mean posterior approximation (MPA): the exact mixture posterior after each sequence,
-    projected onto Dirichlet rows with the same mean and the same total variance
-    :math:`\sum_j \mathrm{Var}(\theta_{rj})` (see the module docstring).
+    r"""Mean posterior approximation (MPA): the exact posterior, projected by its moments.
+
+    The exact mixture posterior after each sequence is projected onto Dirichlet rows with
+    the same mean and the same total variance :math:`\sum_j \mathrm{Var}(\theta_{rj})`
+    (Alamino & Caticha; the second moment is our choice, see the module docstring,
+    :mod:`hiddenstate.learn.online.per_sequence`). ``learn="mpa"``; categorical emissions.
 
     Parameters
     ----------
-    prior_count : pseudo-counts per row of the initial Dirichlet centred on the initial
+    prior_count : float or None, default=None
+        The pseudo-counts per row of the initial Dirichlet centred on the initial
         parameters (None: the row's length, i.e. Dirichlet(1, ..., 1) for a uniform row).
-    forgetting : factor in (0, 1] applied to the gathered counts before each update
-        (1: exact online Bayes; < 1 tracks drift with memory about 1 / (1 - forgetting)).
-    max_paths : longest enumeration allowed: a sequence of length T with K states has
-        K**T hidden paths.
+    forgetting : float, default=1.0
+        A factor in (0, 1] applied to the gathered counts before each update (1: exact
+        online Bayes; < 1 tracks drift with memory about 1 / (1 - forgetting)).
+    max_paths : int, default=100000
+        The longest enumeration allowed: a sequence of length T with K states has K**T
+        hidden paths.
 
+    See Also
+    --------
+    BayesianOnline : The KL projection of the same posterior.
+
+    Notes
+    -----
     State: ``u_startprob``, ``u_transmat``, ``u_emissionprob`` (Dirichlet parameters),
     ``prior_*`` (the initial ones, the target of forgetting) and ``n_sequences``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.drift import sample_sequences
+    >>> teacher = (np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]]),
+    ...            np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]]))
+    >>> X, lengths = sample_sequences(teacher, n=20, T=6, random_state=0)
+    >>> model = hs.HMM(2, emission="categorical", learn="mpa", random_state=0)
+    >>> model.partial_fit(X, lengths).learner_state_["n_sequences"]
+    20
     """
 
     name = "mpa"
@@ -819,10 +1147,46 @@ class MeanPosterior(_DirichletOnline):
 
 
 class BayesianOnline(_DirichletOnline):
-    r"""Bayesian online algorithm (BOnA): the exact mixture posterior after each sequence,
-    projected onto Dirichlet rows by minimising KL(posterior || projection), i.e. matching
-    :math:`\langle \ln\theta \rangle` by solving the digamma system (see the module
-    docstring). Same parameters and state as :class:`MeanPosterior`."""
+    r"""Bayesian online algorithm (BOnA): the exact posterior, projected by KL divergence.
+
+    The exact mixture posterior after each sequence is projected onto Dirichlet rows by
+    minimising KL(posterior || projection), i.e. matching :math:`\langle \ln\theta
+    \rangle` by solving the digamma system with Newton's method (Minka 2000), started
+    from the MPA solution (Alamino & Caticha; see the module docstring,
+    :mod:`hiddenstate.learn.online.per_sequence`). ``learn="bona"``; categorical emissions.
+
+    Parameters
+    ----------
+    prior_count : float or None, default=None
+        The pseudo-counts per row of the initial Dirichlet centred on the initial
+        parameters (None: the row's length, i.e. Dirichlet(1, ..., 1) for a uniform row).
+    forgetting : float, default=1.0
+        A factor in (0, 1] applied to the gathered counts before each update (1: exact
+        online Bayes; < 1 tracks drift with memory about 1 / (1 - forgetting)).
+    max_paths : int, default=100000
+        The longest enumeration allowed: a sequence of length T with K states has K**T
+        hidden paths.
+
+    See Also
+    --------
+    MeanPosterior : The moment projection of the same posterior.
+
+    Notes
+    -----
+    The same state as :class:`MeanPosterior`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.drift import sample_sequences
+    >>> teacher = (np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]]),
+    ...            np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]]))
+    >>> X, lengths = sample_sequences(teacher, n=20, T=6, random_state=0)
+    >>> model = hs.HMM(2, emission="categorical", learn="bona", random_state=0)
+    >>> model.partial_fit(X, lengths).learner_state_["n_sequences"]
+    20
+    """
 
     name = "bona"
     _moments = ("mean_log", "mean", "total_var", "mean_counts")

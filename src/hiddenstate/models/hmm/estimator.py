@@ -7,7 +7,8 @@ same steps, and a subclass (:class:`~hiddenstate.PROPS`, the hmmlearn classes of
 changes or reuses a step through the named methods below, never through the private ones.
 The rest lives in the package's other modules: :mod:`.chain` (allowed transitions, dense or
 sparse inference), :mod:`.problem` (the model as the batch learner's Problem),
-:mod:`.priors`, :mod:`.init` (initial parameters, the restart loop),
+:mod:`.priors`, :mod:`.init` (initial parameters; the restart loop is
+:func:`hiddenstate.learn.fit_restarts`),
 :mod:`.hyperparameters` and :mod:`.memory`.
 
 Extension points
@@ -75,21 +76,26 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
 from ... import inference
 from ..._deprecation import renamed_method
-from ..._validation import check_lengths, check_positive_int, check_states, make_rng
+from ..._sklearn_base import BaseEstimator
+from ..._validation import (
+    check_lengths,
+    check_positive_int,
+    check_sequence_list,
+    check_states,
+    make_rng,
+)
 from ..._validation import check_memory as check_parts
 from ...errors import InvalidInputError
 from ...families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
 from ...inference import Sequences, Transitions
-from ...learn import ConvergenceMonitor
-from ...learn import fit as fit_mode
+from ...learn import ConvergenceMonitor, fit_restarts
 from ...learn.online import ONLINE_MODES, StateRecord, make_learner
 from .chain import Chain, transitions_of
 from .hyperparameters import ALL_LETTERS, as_n_features, check_hyperparameters
-from .init import fit_restarts, initial_params, labelled_start
+from .init import initial_params, labelled_start
 from .memory import check_fit_memory, check_memory, sample_bytes
 from .parameters import POSTERIOR_SUFFIX, HMMParameters
 from .priors import build_family, prior_in_force
@@ -99,79 +105,154 @@ _STATE_PREFIX = "learner_state_."
 
 
 class HMM(HMMParameters, BaseEstimator):
-    r"""Hidden Markov model with categorical, Gaussian, Poisson, Gaussian-mixture or
-    multinomial emissions.
+    r"""Hidden Markov model with categorical, Gaussian, Poisson, mixture or multinomial emissions.
 
     .. math::
         p(x_{0:T}, z_{0:T}) = \pi_{z_0} \prod_{t\ge1} A_{z_{t-1} z_t}
                               \prod_t p(x_t \mid z_t)
 
+    The parameters are learned by the mode ``learn`` names (batch: EM, MAP, VB, Viterbi
+    training; streaming: online EM and the other learners of :mod:`hiddenstate.learn.online`)
+    and follow hmmlearn's names (``startprob_``, ``transmat_``, ``emissionprob_``, ``means_``,
+    ``covars_``, ``lambdas_``, ``weights_``). They can also be set by hand (every one of them,
+    before any inference method); they are validated at their first use after a change. The
+    hooks a subclass overrides and the entry points other layers call are listed in
+    :mod:`hiddenstate.models.hmm.estimator`.
+
     Parameters
     ----------
-    n_states : number of hidden states K.
-    emission : ``"categorical"`` (integer symbols), ``"gaussian"``, ``"poisson"``, ``"gmm"``
-        (a mixture of ``n_mix`` Gaussians per state) or ``"multinomial"`` (count vectors;
-        see ``docs/families.md``).
-    n_features : number of symbols (categorical) or features; inferred from the data if None.
+    n_states : int, default=2
+        The number of hidden states K.
+    emission : {"categorical", "gaussian", "poisson", "gmm", "multinomial"}, default="categorical"
+        The emission family: integer symbols, Gaussian vectors, Poisson counts, a mixture of
+        ``n_mix`` Gaussians per state, or count vectors (see ``docs/families.md``).
+    n_features : int, sequence of int or None, default=None
+        The number of symbols (categorical) or features; None: inferred from the data.
         Several categorical features per step (``X`` of shape ``(n, F)``, F > 1): a product
-        of per-feature categoricals; ``n_features`` is then the alphabet size of each
-        feature (a sequence of F ints), and ``emissionprob_`` has shape ``(F, K, W)`` with
+        of per-feature categoricals, ``n_features`` is then the alphabet size of each
+        feature (a sequence of F ints) and ``emissionprob_`` has shape ``(F, K, W)`` with
         ``W`` the largest alphabet (zeros past a feature's own).
-    covariance_type : ``"spherical"``, ``"diag"``, ``"full"`` or ``"tied"`` (Gaussian and
-        gmm; gmm's "tied" shares one matrix among a state's components).
-    n_mix : number of mixture components per state (``emission="gmm"``).
-    n_trials : trials per row (``emission="multinomial"``): None (each row's total) or an
-        int every row's total must equal (needed by ``sample``).
-    n_iter, tol : EM stops after ``n_iter`` iterations or when the log-likelihood improves by
-        less than ``tol`` (``tol=-inf`` runs all iterations).
-    n_init : random restarts; the run with the highest final log-likelihood is kept.
-    init_params : letters of the parameters initialised by ``fit`` (``s`` startprob, ``t``
-        transmat, ``e`` emissionprob, ``m`` means, ``c`` covars, ``l`` lambdas, ``w``
-        mixture weights); parameters
-        whose letter is absent must be set by the user before ``fit`` and are kept as set.
-    params : letters of the parameters updated by EM.
-    min_covar : floor on variances (and covariance eigenvalues), applied with a warning.
-    random_state : seed, numpy Generator or None.
-    verbose : print the objective per iteration to stderr.
-    learn : the learning mode (see :mod:`hiddenstate.learn.batch`): ``"em"`` (maximum
-        likelihood), ``"map"`` (posterior mode under the priors below), ``"vb"`` (mean-field
-        variational Bayes; posterior hyper-parameters in ``*_posterior_``), ``"vt"``
-        (Viterbi training: hard EM on the best path) or ``"kvt"`` (the ``k_best`` best paths).
-        Streaming learners (each observation or sequence seen once; ``fit`` is one pass and
-        :meth:`partial_fit` continues the stream): ``"online-em"`` (Cappé 2011),
-        ``"bwo"`` (Baum-Welch online), ``"baldi-chauvin"``, ``"bona"`` (Bayesian online)
-        and ``"mpa"`` (mean posterior approximation); see :mod:`hiddenstate.learn.online`.
-    k_best : number of paths for ``learn="kvt"``.
-    learner_options : keyword arguments of the streaming learner (e.g.
-        ``{"step_exponent": 0.7}`` for online EM, ``{"eta": 0.1}`` for BWO).
-    startprob_prior, transmat_prior, emissionprob_prior : Dirichlet concentrations.
-    means_prior, means_weight, covars_prior, covars_weight : Gaussian priors (hmmlearn's
-        names and meaning: prior mean and its weight, covariance scale and its weight).
-    lambdas_prior, lambdas_weight : Gamma prior on Poisson rates (shape - 1 and rate).
-    topology : ``"full"`` (every transition allowed), ``"left-right"`` (state ``i`` moves to
-        ``j >= i`` only; with ``bandwidth``, ``i <= j <= i + bandwidth``) or ``"banded"``
-        (``|i - j| <= bandwidth``).
-    bandwidth : see ``topology`` (needed by ``"banded"``).
-    transmat_mask : boolean ``(K, K)``, the transitions allowed (combined with
-        ``topology``). The other entries of ``transmat_`` are zero and stay exactly zero
-        in every mode; with few allowed transitions (at most a quarter of ``K**2``) the
-        sparse kernels run, at a cost proportional to their number.
-    weights_prior : Dirichlet concentration of the mixture weights (gmm); the gmm
-        components take the Gaussian priors above, per component.
-        Priors are used by every mode but ``"em"``; ``None`` takes the mode's default
-        (see ``docs/learning-modes.md``).
+    covariance_type : {"spherical", "diag", "full", "tied"}, default="diag"
+        The form of the covariances (``"gaussian"`` and ``"gmm"``; gmm's ``"tied"`` shares
+        one matrix among a state's components).
+    n_iter : int, default=100
+        The maximum number of iterations of a batch mode.
+    tol : float, default=1e-4
+        EM, MAP and VB stop when an iteration improves their objective by less than ``tol``
+        (``-inf``: run all ``n_iter`` iterations). VT and k-best VT ignore ``tol``: they stop
+        when their paths repeat (see :func:`hiddenstate.learn.fit_restarts`).
+    n_init : int, default=1
+        The number of random restarts; the run with the highest final objective of the mode
+        is kept (the earliest among equal ones).
+    init_params : str, default="stemclw"
+        The letters of the parameters ``fit`` initialises (``s`` startprob, ``t`` transmat,
+        ``e`` emissionprob, ``m`` means, ``c`` covars, ``l`` lambdas, ``w`` mixture
+        weights); a parameter whose letter is absent must be set by hand before ``fit`` and
+        starts from that value.
+    params : str, default="stemclw"
+        The letters of the parameters the batch modes update; the others keep their value.
+    min_covar : float, default=1e-3
+        The floor of the variances (and covariance eigenvalues), applied with a warning.
+    random_state : int, numpy.random.Generator or None, default=None
+        The seed of the initialisation, the restarts and the samplers.
+    verbose : bool, default=False
+        Print the objective of every iteration to stderr.
+    learn : str, default="em"
+        The learning mode (see :mod:`hiddenstate.learn`): ``"em"`` (maximum likelihood),
+        ``"map"`` (posterior mode under the priors below), ``"vb"`` (mean-field variational
+        Bayes; posterior hyper-parameters in ``*_posterior_``), ``"vt"`` (Viterbi training:
+        hard EM on the best path) or ``"kvt"`` (the ``k_best`` best paths). Streaming learners
+        (each observation or sequence seen once; ``fit`` is one pass and :meth:`partial_fit`
+        continues the stream): ``"online-em"`` (Cappé 2011), ``"bwo"`` (Baum-Welch online),
+        ``"baldi-chauvin"``, ``"bona"`` (Bayesian online) and ``"mpa"`` (mean posterior
+        approximation); see :mod:`hiddenstate.learn.online`.
+    k_best : int, default=1
+        The number of paths of ``learn="kvt"``.
+    startprob_prior : float, array-like or None, default=None
+        The Dirichlet concentration of the initial distribution.
+    transmat_prior : float, array-like or None, default=None
+        The Dirichlet concentration of each transition row.
+    emissionprob_prior : float, array-like or None, default=None
+        The Dirichlet concentration of each row of ``emissionprob_`` (categorical).
+    means_prior : float, array-like or None, default=None
+        The prior mean of the means (Gaussian, gmm; hmmlearn's meaning).
+    means_weight : float, array-like or None, default=None
+        The weight of ``means_prior``.
+    covars_prior : float, array-like or None, default=None
+        The scale of the covariances' prior.
+    covars_weight : float, array-like or None, default=None
+        The weight of ``covars_prior``.
+    lambdas_prior : float, array-like or None, default=None
+        The Gamma prior of the Poisson rates: its shape minus one.
+    lambdas_weight : float, array-like or None, default=None
+        The Gamma prior of the Poisson rates: its rate.
+    learner_options : dict or None, default=None
+        The keyword arguments of the streaming learner (``{"step_exponent": 0.7}`` for online
+        EM, ``{"eta": 0.1}`` for BWO); None: its defaults.
+    n_mix : int, default=1
+        The number of mixture components per state (``emission="gmm"``).
+    n_trials : int or None, default=None
+        The trials per row (``emission="multinomial"``): None, each row's total; an int,
+        the total every row must have (needed by :meth:`sample`).
+    weights_prior : float, array-like or None, default=None
+        The Dirichlet concentration of the mixture weights (gmm; its components take the
+        Gaussian priors above). The priors are used by every mode but ``"em"``; None takes
+        the mode's default (see ``docs/learning-modes.md``).
+    topology : {"full", "left-right", "banded"}, default="full"
+        The allowed transitions: all; state ``i`` to ``j >= i`` only (with ``bandwidth``,
+        ``i <= j <= i + bandwidth``); ``|i - j| <= bandwidth``.
+    bandwidth : int or None, default=None
+        See ``topology`` (needed by ``"banded"``).
+    transmat_mask : array-like of bool of shape (n_states, n_states) or None, default=None
+        The allowed transitions, combined with ``topology``. The other entries of
+        ``transmat_`` are zero and stay exactly zero in every mode; with few allowed
+        transitions (at most a quarter of ``K**2``) the sparse kernels run, at a cost
+        proportional to their number.
 
     Attributes
     ----------
-    startprob_ (K,), transmat_ (K, K), emissionprob_ (K, W), means_ (K, D),
-    covars_ (hmmlearn's getter: (K, D, D) whatever the type; set it in the type's own shape),
-    lambdas_ (K, D), weights_ (K, M) (gmm, whose ``means_`` are (K, M, D) and ``covars_``
-    hmmlearn's GMMHMM shapes), n_features_, monitor_ (``history``, ``converged``).
-    stream_log_prob_ (``learn="online-em"``): the prequential log-probability
-    log p(x_t | x_<t, θ_{t-1}) of each observation of the last ``fit``/``partial_fit``
-    call, predicted before the parameters learned from it (a running learning curve). It
-    uses the running iterate θ_{t-1}, also with Polyak-Ruppert averaging (whose averaged
-    parameters are what the attributes report).
+    startprob_ : ndarray of shape (n_states,)
+        The initial state distribution :math:`\pi`.
+    transmat_ : ndarray of shape (n_states, n_states)
+        The transition matrix :math:`A`.
+    emissionprob_ : ndarray of shape (n_states, n_features)
+        The symbol probabilities of each state (categorical; ``(F, K, W)`` for F features).
+    means_ : ndarray of shape (n_states, n_features)
+        The means (Gaussian; gmm: ``(n_states, n_mix, n_features)``).
+    lambdas_ : ndarray of shape (n_states, n_features)
+        The Poisson rates.
+    weights_ : ndarray of shape (n_states, n_mix)
+        The mixture weights (gmm).
+    monitor_ : hiddenstate.learn.ConvergenceMonitor
+        The objective of every iteration (``history``) and ``converged``.
+    stream_log_prob_ : ndarray of shape (n_samples,)
+        ``learn="online-em"``: the prequential log-probability
+        :math:`\log p(x_t \mid x_{<t}, \theta_{t-1})` of each observation of the last
+        ``fit``/``partial_fit`` call, predicted before the parameters learned from it (a
+        running learning curve; the running iterate, also with Polyak-Ruppert averaging).
+    learner_state_ : dict
+        The streaming learner's state (streaming modes).
+
+    See Also
+    --------
+    hiddenstate.compat.hmmlearn : The same model under hmmlearn's classes and meanings.
+
+    Examples
+    --------
+    >>> import hiddenstate as hs
+    >>> teacher = hs.HMM(n_states=2, n_features=3)
+    >>> teacher.startprob_ = [0.6, 0.4]
+    >>> teacher.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+    >>> teacher.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+    >>> X, states = teacher.sample(500, random_state=1)
+    >>> model = hs.HMM(n_states=2, n_iter=200, random_state=0).fit(X)
+    >>> model.monitor_.converged
+    True
+    >>> model.emissionprob_.round(1)
+    array([[0.8, 0.2, 0. ],
+           [0.1, 0.4, 0.5]])
+    >>> bool((model.predict(X) == states).mean() > 0.7)
+    True
     """
 
     def __init__(self, n_states: int = 2, emission: str = "categorical",
@@ -218,7 +299,16 @@ class HMM(HMMParameters, BaseEstimator):
 
     # -- hooks: configuration --------------------------------------------------------------------
     def check_hyperparameters(self) -> None:
-        """**Hook.** Validate the hyper-parameters (see :mod:`.hyperparameters`)."""
+        """**Hook.** Validate the hyper-parameters.
+
+        See :mod:`hiddenstate.models.hmm.hyperparameters`. Called first by ``fit``,
+        ``partial_fit`` and :func:`hiddenstate.distributed.fit`.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter is invalid; the message names it.
+        """
         check_hyperparameters(self)
 
     def _check_hyper(self) -> None:
@@ -227,23 +317,70 @@ class HMM(HMMParameters, BaseEstimator):
         self.check_hyperparameters()
 
     def prior(self, name: str):
-        """**Hook.** The prior hyper-parameter ``name`` in force for the learning mode:
-        flat for ``"em"``, else as set, else the mode's default (:mod:`.priors`)."""
+        """**Hook.** Return the prior hyper-parameter ``name`` in force for the learning mode.
+
+        Flat for ``"em"``, else as set, else the mode's default
+        (:mod:`hiddenstate.models.hmm.priors`).
+
+        Parameters
+        ----------
+        name : str
+            The name of a prior hyper-parameter (``"transmat_prior"``, ``"means_weight"`` ...).
+
+        Returns
+        -------
+        float, ndarray or None
+            The value in force.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> hs.HMM(learn="map", transmat_prior=2.0).prior("transmat_prior")
+        2.0
+        """
         return prior_in_force(self.learn, name, getattr(self, name))
 
     def emission_family(self, n_features, X: np.ndarray | None = None,
                         n_states: int | None = None):
-        """**Hook.** The emission family (of ``n_states`` states, default all); with data
-        (fitting) the priors are checked and VB's data-dependent prior defaults filled in
-        (:func:`.priors.build_family`)."""
+        """**Hook.** Return the emission family with the priors in force.
+
+        With data (fitting) the priors are checked and VB's data-dependent prior defaults filled
+        in (:func:`hiddenstate.models.hmm.priors.build_family`).
+
+        Parameters
+        ----------
+        n_features : int or tuple of int
+            The number of symbols or features.
+        X : ndarray or None, default=None
+            The validated training data, when fitting.
+        n_states : int or None, default=None
+            The number of states; None: ``n_states``.
+
+        Returns
+        -------
+        hiddenstate.families.EmissionFamily
+            The family.
+        """
         return build_family(self, n_features, X, n_states)
 
     def learned_letters(self) -> str:
-        """**Hook.** Letters of the parameters the batch modes learn."""
+        """**Hook.** Return the letters of the parameters the batch modes learn.
+
+        Returns
+        -------
+        str
+            ``params`` (PROPS leaves out the parameters its sources fix).
+        """
         return self.params
 
     def make_learner(self):
-        """**Hook.** The streaming learner of ``learn`` with ``learner_options``."""
+        """**Hook.** Return the streaming learner of ``learn`` with ``learner_options``.
+
+        Returns
+        -------
+        hiddenstate.learn.online.OnlineLearner
+            The learner (see :func:`hiddenstate.learn.online.make_learner`).
+        """
         return make_learner(self.learn, self.learner_options or {})
 
     def _transitions(self) -> Transitions | None:
@@ -257,9 +394,22 @@ class HMM(HMMParameters, BaseEstimator):
 
     # -- hooks: data ---------------------------------------------------------------------------
     def resolve_n_features(self, X: np.ndarray | None = None):
-        """**Hook.** ``n_features`` known before seeing data (given, or from a set
-        ``emissionprob_`` that ``fit`` keeps), or None; with validated ``X``, that number
-        else the one ``X`` implies."""
+        """**Hook.** Return the number of features known, or the one ``X`` implies.
+
+        Known before seeing data: ``n_features``, or the shape of an ``emissionprob_`` set by
+        hand that ``fit`` keeps.
+
+        Parameters
+        ----------
+        X : ndarray or None, default=None
+            Validated observations.
+
+        Returns
+        -------
+        int, tuple of int or None
+            The number known, else (with ``X``) the one ``X`` implies; None when nothing is known
+            yet.
+        """
         known = as_n_features(self.n_features)
         if self.n_features is None and "e" not in self.init_params \
                 and hasattr(self, "emissionprob_"):
@@ -274,8 +424,35 @@ class HMM(HMMParameters, BaseEstimator):
 
     def validate_data(self, X, lengths, n_features, stream: bool = False,
                       continues: bool = False):
-        """**Hook.** Validated observations and their layout. ``stream``/``continues``: the
-        data feed a streaming learner (and continue its last sequence)."""
+        """**Hook.** Validate the observations and return them with their layout.
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other.
+        lengths : array-like of int or None
+            The length of each sequence; None: one sequence.
+        n_features : int, tuple of int or None
+            The number of symbols or features; None before it is known.
+        stream : bool, default=False
+            The data feed a streaming learner.
+        continues : bool, default=False
+            The data continue the last sequence of the stream.
+
+        Returns
+        -------
+        X : ndarray
+            The observations as the emission family reads them.
+        seqs : hiddenstate.inference.Sequences
+            Their layout.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``X`` or ``lengths`` is invalid.
+        """
+        check_sequence_list(X, lengths, categorical=self.emission == "categorical",
+                            rows_declared=isinstance(n_features, tuple))
         if self.emission == "categorical" and (
                 isinstance(n_features, tuple) or (len(np.shape(X)) == 2
                                                   and np.shape(X)[1] > 1)):
@@ -288,32 +465,76 @@ class HMM(HMMParameters, BaseEstimator):
 
     # -- fitting ---------------------------------------------------------------------------------
     def problem(self, family, X, seqs: Sequences, states=None) -> HMMProblem:
-        """**Entry point.** The model on validated data ``X``/``seqs`` (``states``: partial
-        state labels) as a :class:`~hiddenstate.learn.batch.Problem`."""
+        """**Entry point.** Return the model on validated data as the batch learner's Problem.
+
+        Parameters
+        ----------
+        family : hiddenstate.families.EmissionFamily
+            The emission family (:meth:`emission_family`).
+        X : ndarray
+            The validated observations (:meth:`validate_data`).
+        seqs : hiddenstate.inference.Sequences
+            Their layout.
+        states : ndarray of int or None, default=None
+            Partial state labels (``-1``: unknown).
+
+        Returns
+        -------
+        hiddenstate.models.hmm.HMMProblem
+            The :class:`~hiddenstate.learn.batch.Problem` (its statistics merge with
+            :func:`hiddenstate.learn.merge_statistics`).
+        """
         return HMMProblem(family, X, seqs, self.prior("startprob_prior"),
                           self.prior("transmat_prior"), states, self._transitions())
 
-    def _monitor(self) -> ConvergenceMonitor:
-        tol = -np.inf if self.learn in ("vt", "kvt") else self.tol  # VT stops on paths
-        return ConvergenceMonitor(tol, self.n_iter, self.verbose)
-
     def fit(self, X, lengths=None, callback: Callable[[int, float], None] | None = None,
             states=None):
-        """Learn the parameters with the mode chosen by ``learn`` from one or more sequences.
+        """Learn the parameters with the mode ``learn`` chooses from one or more sequences.
 
-        ``X`` holds the sequences concatenated (categorical: integer symbols, shape
-        ``(n,)`` or ``(n, 1)``; Gaussian/Poisson: ``(n, n_features)``); ``lengths`` gives
-        each sequence's length (default: one sequence). ``callback(iteration, objective)``
-        is called after every iteration. With ``n_init > 1`` the run with the highest final
-        objective of the mode is kept.
+        With ``n_init > 1`` the run with the highest final objective of the mode is kept. A
+        streaming mode makes one pass over the data (from a fresh learner).
 
-        ``states``: known hidden states, ``(n,)`` integers with ``-1`` where the state is
-        unknown. Each labelled step's posterior is clamped to its label (its emission row
-        is masked to the label, :func:`inference.clamp_states`), in the E-step of every
-        mode: semi-supervised learning; with every step labelled, one iteration gives the
-        supervised estimates (counts, plus the priors of the mode). The streaming learners
-        clamp the same way (online EM's filter, each sequence's forward-backward for BWO and
-        Baldi-Chauvin, the paths that BOnA and MPA enumerate).
+        Known hidden states (``states``) clamp each labelled step's posterior to its label (its
+        emission row is masked to the label, :func:`hiddenstate.inference.clamp_states`), in
+        the E-step of every mode: semi-supervised learning; with every step labelled, one
+        iteration gives the supervised estimates (counts, plus the priors of the mode). The
+        streaming learners clamp the same way (online EM's filter, each sequence's
+        forward-backward for BWO and Baldi-Chauvin, the paths that BOnA and MPA enumerate).
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: categorical, integer symbols
+            of shape ``(n_samples,)`` or ``(n_samples, 1)`` (``(n_samples, F)`` for ``F``
+            categorical features); the other families, ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (they sum to ``n_samples``); None: one sequence.
+        callback : callable or None, default=None
+            ``callback(iteration, objective)``, called after every iteration of a batch mode
+            (for example a :class:`hiddenstate.progress.FitProgress`).
+        states : array-like of int of shape (n_samples,) or None, default=None
+            Known hidden states, ``-1`` where the state is unknown.
+
+        Returns
+        -------
+        HMM
+            The model itself, fitted.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter, the data or a parameter set by hand is invalid.
+        hiddenstate.errors.InsufficientMemoryError
+            If the fit would not fit in memory (raised before anything is allocated).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> X = np.array([0, 0, 1, 0, 2, 2, 1, 2, 0, 0, 1, 2, 2, 2])
+        >>> model = hs.HMM(n_states=2, n_init=3, random_state=0).fit(X, lengths=[6, 8])
+        >>> model.transmat_.shape, model.emissionprob_.shape
+        ((2, 2), (2, 3))
         """
         self.check_hyperparameters()
         streaming = self.learn in ONLINE_MODES
@@ -334,22 +555,50 @@ class HMM(HMMParameters, BaseEstimator):
 
     def fit_problem(self, problem, family, n_features, X, seqs: Sequences | None, rng,
                     callback=None, states=None) -> HMM:
-        """**Entry point.** The ``n_init`` restarts of the batch mode on ``problem``, each
-        started from :func:`.init.initial_params` of ``X``/``seqs`` (the data, or the
-        sample of it that :func:`hiddenstate.distributed.fit` gathers; None when nothing is
-        initialised from data) and, with partial state labels ``states``, emission
-        parameters from the labelled steps; keeps the run with the highest final objective
-        (:func:`.init.fit_restarts`) and returns the model."""
-        def run():
+        """**Entry point.** Run the ``n_init`` restarts of the batch mode on ``problem``.
+
+        Each restart starts from :func:`hiddenstate.models.hmm.init.initial_params` of ``X`` and
+        ``seqs`` (the data, or the sample of it that :func:`hiddenstate.distributed.fit`
+        gathers) and, with partial state labels ``states``, emission parameters from the
+        labelled steps; the run with the highest final objective is kept
+        (:func:`hiddenstate.learn.fit_restarts`, which owns the stop rules): its parameters
+        and ``monitor_``.
+
+        Parameters
+        ----------
+        problem : hiddenstate.learn.batch.Problem
+            The problem (one data set, or all the partitions of a distributed fit).
+        family : hiddenstate.families.EmissionFamily
+            The emission family.
+        n_features : int or tuple of int
+            The number of symbols or features (stored as ``n_features_``).
+        X : ndarray or None
+            The data the initial parameters are drawn from; None when nothing is initialised
+            from data.
+        seqs : hiddenstate.inference.Sequences or None
+            The layout of ``X``.
+        rng : numpy.random.Generator
+            The generator of the initialisations.
+        callback : callable or None, default=None
+            ``callback(iteration, objective)`` after every iteration.
+        states : ndarray of int or None, default=None
+            Partial state labels of ``X``.
+
+        Returns
+        -------
+        HMM
+            The model itself, fitted.
+        """
+        def start(_restart):
             startprob, transmat, emis = initial_params(self, X, family, rng, seqs,
                                                        values=True)
             if states is not None:
                 emis = labelled_start(family, X, states, emis, self.init_params)
-            theta = {"startprob": startprob, "transmat": transmat, "emission": emis}
-            return fit_mode(problem, self.learn, theta, self._monitor(),
-                            self.learned_letters(), self.k_best, callback)
+            return {"startprob": startprob, "transmat": transmat, "emission": emis}
 
-        best = fit_restarts(self.n_init, run)
+        best = fit_restarts(problem, self.learn, start, n_init=self.n_init,
+                            n_iter=self.n_iter, tol=self.tol, which=self.learned_letters(),
+                            k_best=self.k_best, verbose=self.verbose, callback=callback)
         self.monitor_ = best.monitor
         self.n_features_ = n_features
         transmat = best.params["transmat"]
@@ -361,13 +610,37 @@ class HMM(HMMParameters, BaseEstimator):
         return self
 
     def check_fit_memory(self, X, seqs: Sequences, family, started: bool = False) -> None:
-        """**Entry point.** Refuse a fit that would not fit in memory
-        (:func:`.memory.check_fit_memory`)."""
+        """**Entry point.** Refuse a fit that would not fit in memory.
+
+        See :func:`hiddenstate.models.hmm.memory.check_fit_memory`.
+
+        Parameters
+        ----------
+        X : ndarray
+            The validated observations.
+        seqs : hiddenstate.inference.Sequences
+            Their layout.
+        family : hiddenstate.families.EmissionFamily
+            The emission family.
+        started : bool, default=False
+            A streaming learner already holds its state (its arrays are not counted again).
+
+        Raises
+        ------
+        hiddenstate.errors.InsufficientMemoryError
+            If the fit would not fit in the available memory.
+        """
         check_fit_memory(self, X, seqs, family, started)
 
     # -- streaming -------------------------------------------------------------------------------
     def extra_learner_state(self) -> dict:
-        """**Hook.** Entries added to ``learner_state_`` after each streaming update."""
+        """**Hook.** Return the entries added to ``learner_state_`` after each streaming update.
+
+        Returns
+        -------
+        dict
+            Nothing for the plain HMM; PROPS adds the sources' positions in the stream.
+        """
         return {}
 
     def _stream(self, X, seqs, family, rng, n_features, continues: bool, states=None):
@@ -405,12 +678,44 @@ class HMM(HMMParameters, BaseEstimator):
     def partial_fit(self, X, lengths=None, continues: bool = False, states=None):
         """Continue the stream with the sequences ``X`` (streaming learners only).
 
-        Each sequence restarts the filter from ``startprob_``; learned statistics carry
-        over. ``continues=True`` makes the first sequence the continuation of the one the
-        previous call ended in (online EM). The first call initialises the learner from
-        ``init_params`` and its data. Results are identical whether a stream is fed in one
-        call or many, and across :meth:`save` / :func:`hiddenstate.load`. ``states``:
-        partial state labels of ``X`` (``-1``: unknown), clamped as in :meth:`fit`.
+        Each sequence restarts the filter from ``startprob_``; learned statistics carry over. The
+        first call initialises the learner from ``init_params`` and its data. Results are
+        identical whether a stream is fed in one call or many, and across :meth:`save` /
+        :func:`hiddenstate.load`.
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: categorical, integer symbols
+            of shape ``(n_samples,)`` or ``(n_samples, 1)`` (``(n_samples, F)`` for ``F``
+            categorical features); the other families, ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (they sum to ``n_samples``); None: one sequence.
+        continues : bool, default=False
+            The first sequence of ``X`` continues the one the previous call ended in (online EM).
+        states : array-like of int of shape (n_samples,) or None, default=None
+            Partial state labels of ``X`` (``-1``: unknown), clamped as in :meth:`fit`.
+
+        Returns
+        -------
+        HMM
+            The model itself, updated.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``learn`` is not a streaming learner, or the data are invalid.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, learn="online-em", random_state=0)
+        >>> rng = np.random.default_rng(0)
+        >>> for _ in range(3):
+        ...     model = model.partial_fit(rng.integers(0, 3, 200))
+        >>> model.stream_log_prob_.shape
+        (200,)
         """
         self.check_hyperparameters()
         if self.learn not in ONLINE_MODES:
@@ -453,23 +758,113 @@ class HMM(HMMParameters, BaseEstimator):
     def check_memory(self, op: str, X, seqs: Sequences, family, k: int = 1,
                      fixed: dict | None = None, what: str | None = None,
                      fixes: dict | None = None) -> None:
-        """**Entry point.** Refuse inference ``op`` on ``X`` when it would not fit in
-        memory (:func:`.memory.check_memory`)."""
+        """**Entry point.** Refuse inference ``op`` on ``X`` when it would not fit in memory.
+
+        See :func:`hiddenstate.models.hmm.memory.check_memory`.
+
+        Parameters
+        ----------
+        op : str
+            The inference function (see :func:`hiddenstate.inference.memory_estimate`).
+        X : ndarray
+            The validated observations.
+        seqs : hiddenstate.inference.Sequences
+            Their layout.
+        family : hiddenstate.families.EmissionFamily
+            The emission family.
+        k : int, default=1
+            The number of paths (k-best decoding).
+        fixed : dict or None, default=None
+            Further arrays the operation needs, name -> bytes.
+        what : str or None, default=None
+            The operation as the error message names it; None: ``op``.
+        fixes : dict or None, default=None
+            Remedies the error message suggests.
+
+        Raises
+        ------
+        hiddenstate.errors.InsufficientMemoryError
+            If the operation would not fit in the available memory.
+        """
         check_memory(self, op, X, seqs, family, k, fixed, what, fixes)
 
     def score_samples(self, X, lengths=None) -> np.ndarray:
-        """Log-likelihood log p(x) of each sequence, float64 ``(n_sequences,)`` (``-inf`` for
-        a sequence that has probability zero); forward pass only. (hmmlearn's
-        ``score_samples``, log p(X) with the posteriors, is ``score`` and
-        :meth:`predict_proba`; :mod:`hiddenstate.compat.hmmlearn` keeps it.)"""
+        r"""Compute the log-likelihood of each sequence (forward pass only).
+
+        hmmlearn's ``score_samples`` (log p(X) with the posteriors) is :meth:`score` and
+        :meth:`predict_proba` here; :mod:`hiddenstate.compat.hmmlearn` keeps hmmlearn's meaning.
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: categorical, integer symbols
+            of shape ``(n_samples,)`` or ``(n_samples, 1)`` (``(n_samples, F)`` for ``F``
+            categorical features); the other families, ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (they sum to ``n_samples``); None: one sequence.
+
+        Returns
+        -------
+        ndarray of shape (n_sequences,)
+            :math:`\log p(x)` of each sequence, float64 (``-inf`` for a sequence of probability
+            zero).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, or a parameter set by hand, are invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> model.score_samples([0, 0, 1, 2, 2, 2], lengths=[3, 3]).round(3)
+        array([-2.833, -2.798])
+        """
         chain, seqs, table = self._prepare(X, lengths, "log_likelihood", chain=True)
         return chain.log_likelihood(table, seqs)
 
     score_sequences = renamed_method("score_sequences", "score_samples")
 
     def score(self, X, lengths=None) -> float:
-        """Log-likelihood log p(X) of the sequences (summed; ``-inf`` if one of them has
-        probability zero)."""
+        r"""Compute the log-likelihood of the sequences, summed.
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: categorical, integer symbols
+            of shape ``(n_samples,)`` or ``(n_samples, 1)`` (``(n_samples, F)`` for ``F``
+            categorical features); the other families, ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (they sum to ``n_samples``); None: one sequence.
+
+        Returns
+        -------
+        float
+            :math:`\log p(X)` (``-inf`` if a sequence has probability zero).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, or a parameter set by hand, are invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> round(model.score([0, 0, 1, 2, 2, 2], lengths=[3, 3]), 3)
+        -5.631
+        """
         return float(self.score_samples(X, lengths).sum())
 
     def _posteriors(self, X, lengths=None):
@@ -483,34 +878,171 @@ class HMM(HMMParameters, BaseEstimator):
         return post.loglik, post.post
 
     def filter_proba(self, X, lengths=None) -> np.ndarray:
-        """Filtered state posteriors p(z_t | x_{0:t}) ``(n, K)``: what the model believes at
-        each step having seen only the past and present (:class:`ZeroProbabilityError` for
-        a sequence of probability zero)."""
+        r"""Compute the filtered state posteriors :math:`p(z_t \mid x_{0:t})`.
+
+        What the model believes at each step having seen only the past and present.
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: categorical, integer symbols
+            of shape ``(n_samples,)`` or ``(n_samples, 1)`` (``(n_samples, F)`` for ``F``
+            categorical features); the other families, ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (they sum to ``n_samples``); None: one sequence.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_states)
+            The filtered posteriors.
+
+        Raises
+        ------
+        ZeroProbabilityError
+            If a sequence has probability zero under the model.
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, or a parameter set by hand, are invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> model.filter_proba([0, 2, 2]).round(2)
+        array([[0.91, 0.09],
+               [0.47, 0.53],
+               [0.16, 0.84]])
+        """
         startprob, transmat, seqs, table = self._prepare(X, lengths, "filter")
         filtered, log_pred = inference.filter_states(startprob, transmat, table, seqs)
         check_possible(seqs.per_sequence_sum(log_pred), fitting=False)
         return filtered
 
     def score_tokens(self, X, lengths=None) -> np.ndarray:
-        """Predictive log-probability log p(x_t | x_{0:t-1}) of every observation ``(n,)``
-        (a sequence's entries sum to its log-likelihood; in a sequence of probability zero
-        they are ``-inf`` from the first impossible observation on)."""
+        r"""Compute the predictive log-probability of every observation.
+
+        :math:`\log p(x_t \mid x_{0:t-1})`; a sequence's entries sum to its log-likelihood (in
+        a sequence of probability zero they are ``-inf`` from the first impossible observation
+        on).
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: categorical, integer symbols
+            of shape ``(n_samples,)`` or ``(n_samples, 1)`` (``(n_samples, F)`` for ``F``
+            categorical features); the other families, ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (they sum to ``n_samples``); None: one sequence.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predictive log-probabilities.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, or a parameter set by hand, are invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> model.score_tokens([0, 0, 1]).round(3)
+        array([-0.777, -0.505, -1.552])
+        """
         startprob, transmat, seqs, table = self._prepare(X, lengths, "filter")
         return inference.filter_states(startprob, transmat, table, seqs)[1]
 
     def predict_proba(self, X, lengths=None) -> np.ndarray:
-        """State posteriors p(z_t | x_{0:T}) ``(n, K)`` (:class:`ZeroProbabilityError` for a
-        sequence of probability zero)."""
+        r"""Compute the state posteriors :math:`p(z_t \mid x_{0:T})`.
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: categorical, integer symbols
+            of shape ``(n_samples,)`` or ``(n_samples, 1)`` (``(n_samples, F)`` for ``F``
+            categorical features); the other families, ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (they sum to ``n_samples``); None: one sequence.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_states)
+            The posteriors (forward-backward).
+
+        Raises
+        ------
+        ZeroProbabilityError
+            If a sequence has probability zero under the model.
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, or a parameter set by hand, are invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> model.predict_proba([0, 2, 2]).round(2)
+        array([[0.65, 0.35],
+               [0.21, 0.79],
+               [0.16, 0.84]])
+        """
         return self._posteriors(X, lengths)[1]
 
     def impute(self, X, lengths=None) -> np.ndarray:
-        r"""``X`` with its missing entries filled in from the posterior predictive given all
-        the observed data: Gaussian and Poisson, the mean
-        :math:`\sum_k p(z_t = k \mid X)\, E[x_{t,m} \mid x_{t,o}, z_t = k]` (Gaussian:
-        given the row's observed dimensions :math:`o`); categorical, the most probable
-        symbol :math:`\arg\max_w \sum_k p(z_t = k \mid X) B_{kw}`. Missing entries are
-        NaN (Gaussian, Poisson), ``-1`` (categorical) or masked (``numpy.ma``); observed
-        entries are returned unchanged."""
+        r"""Fill in the missing entries of ``X`` from the posterior predictive.
+
+        Gaussian and Poisson: the mean
+        :math:`\sum_k p(z_t = k \mid X)\, E[x_{t,m} \mid x_{t,o}, z_t = k]` (Gaussian: given the
+        row's observed dimensions :math:`o`); categorical: the most probable symbol
+        :math:`\arg\max_w \sum_k p(z_t = k \mid X) B_{kw}`.
+
+        Parameters
+        ----------
+        X : array-like
+            The observations with missing entries: NaN (Gaussian, Poisson), ``-1``
+            (categorical) or masked (``numpy.ma``).
+        lengths : array-like of int or None, default=None
+            The length of each sequence; None: one sequence.
+
+        Returns
+        -------
+        ndarray
+            ``X`` with its missing entries filled in; observed entries are unchanged.
+
+        Raises
+        ------
+        ZeroProbabilityError
+            If a sequence has probability zero under the model.
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, or a parameter set by hand, are invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> model.impute([0, -1, 2, 2])
+        array([0, 0, 2, 2])
+        """
         emis = self.checked_params()[2]
         Xv = self.validate_data(X, lengths, self.n_features_)[0]
         post = self._posteriors(Xv, lengths)[1]
@@ -518,9 +1050,48 @@ class HMM(HMMParameters, BaseEstimator):
         return out.reshape(np.shape(X)) if self.emission == "categorical" else out
 
     def decode(self, X, lengths=None, algorithm: str = "viterbi"):
-        """Most likely states: ``"viterbi"`` (best joint path; returns log p(X, z*)) or
-        ``"map"`` (per-step posterior argmax; returns log p(X)). A sequence of probability
-        zero has no most likely path: :class:`ZeroProbabilityError`."""
+        r"""Find the most likely states.
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: categorical, integer symbols
+            of shape ``(n_samples,)`` or ``(n_samples, 1)`` (``(n_samples, F)`` for ``F``
+            categorical features); the other families, ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (they sum to ``n_samples``); None: one sequence.
+        algorithm : {"viterbi", "map"}, default="viterbi"
+            ``"viterbi"``: the best joint path; ``"map"``: the per-step posterior argmax.
+
+        Returns
+        -------
+        log_prob : float
+            ``"viterbi"``: :math:`\log p(X, z^*)`; ``"map"``: :math:`\log p(X)`.
+        state_sequence : ndarray of shape (n_samples,)
+            The decoded states.
+
+        Raises
+        ------
+        ZeroProbabilityError
+            If a sequence has probability zero under the model.
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, or a parameter set by hand, are invalid.
+        hiddenstate.errors.InvalidInputError
+            If ``algorithm`` is neither ``"viterbi"`` nor ``"map"``.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> log_prob, states = model.decode([0, 0, 2, 2, 2])
+        >>> states
+        array([0, 0, 1, 1, 1])
+        """
         if algorithm == "viterbi":
             chain, seqs, table = self._prepare(X, lengths, "viterbi", chain=True)
             logprob, states = chain.viterbi(table, seqs)
@@ -533,12 +1104,83 @@ class HMM(HMMParameters, BaseEstimator):
             f"algorithm: {algorithm!r} is not 'viterbi' or 'map'")
 
     def predict(self, X, lengths=None, algorithm: str = "viterbi") -> np.ndarray:
-        """Most likely state of every observation (see :meth:`decode`)."""
+        """Find the most likely state of every observation (see :meth:`decode`).
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: categorical, integer symbols
+            of shape ``(n_samples,)`` or ``(n_samples, 1)`` (``(n_samples, F)`` for ``F``
+            categorical features); the other families, ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (they sum to ``n_samples``); None: one sequence.
+        algorithm : {"viterbi", "map"}, default="viterbi"
+            The decoder.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The decoded states.
+
+        Raises
+        ------
+        ZeroProbabilityError
+            If a sequence has probability zero under the model.
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, or a parameter set by hand, are invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> model.predict([0, 0, 2, 2, 2], algorithm="map")
+        array([0, 0, 1, 1, 1])
+        """
         return self.decode(X, lengths, algorithm)[1]
 
     def sample_posterior(self, X, lengths=None, random_state=None) -> np.ndarray:
-        """One draw of the hidden path from p(z | x) (forward filtering, backward sampling;
-        :class:`ZeroProbabilityError` for a sequence of probability zero)."""
+        r"""Draw one hidden path from :math:`p(z \mid x)` (forward filtering, backward sampling).
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: categorical, integer symbols
+            of shape ``(n_samples,)`` or ``(n_samples, 1)`` (``(n_samples, F)`` for ``F``
+            categorical features); the other families, ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (they sum to ``n_samples``); None: one sequence.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed; None: the estimator's ``random_state``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The sampled states.
+
+        Raises
+        ------
+        ZeroProbabilityError
+            If a sequence has probability zero under the model.
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, or a parameter set by hand, are invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> model.sample_posterior([0, 0, 2, 2], random_state=0).shape
+        (4,)
+        """
         rng = make_rng(self.random_state if random_state is None else random_state)
         startprob, transmat, seqs, table = self._prepare(X, lengths, "sample_posterior")
         states = inference.sample_posterior(startprob, transmat, table, seqs, rng)
@@ -547,8 +1189,41 @@ class HMM(HMMParameters, BaseEstimator):
         return states
 
     def sample(self, n_samples: int = 1, random_state=None):
-        """Draw one sequence of ``n_samples`` steps: returns ``(X, states)``
-        (``random_state=None``: the estimator's ``random_state``)."""
+        """Draw one sequence of ``n_samples`` steps.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            The length of the sequence.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed; None: the estimator's ``random_state``.
+
+        Returns
+        -------
+        X : ndarray
+            The observations (categorical: ``(n_samples, 1)``; the other families
+            ``(n_samples, n_features)``).
+        states : ndarray of shape (n_samples,)
+            The hidden states.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InsufficientMemoryError
+            If the sample would not fit in memory (raised before anything is allocated).
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> X, states = model.sample(5, random_state=1)
+        >>> X.shape, states.shape
+        ((5, 1), (5,))
+        """
         startprob, transmat, emis = self.checked_params()
         n = check_positive_int(n_samples, "n_samples")
         rng = make_rng(self.random_state if random_state is None else random_state)
@@ -559,22 +1234,126 @@ class HMM(HMMParameters, BaseEstimator):
         return X, states
 
     def n_parameters(self) -> int:
-        """Number of free parameters (for AIC/BIC)."""
+        """Count the free parameters (for AIC and BIC).
+
+        Returns
+        -------
+        int
+            :math:`(K - 1) + K (K - 1)` plus the emission family's free parameters.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> model.n_parameters()
+        7
+        """
         self.check_is_fitted()
         K = self.n_states
         return (K - 1) + K * (K - 1) + self.emission_family(self.n_features_).n_free_parameters()
 
     def bic(self, X, lengths=None) -> float:
+        r"""Compute the Bayesian information criterion of the model on ``X``.
+
+        :math:`-2 \log p(X) + p \log n` with ``p`` free parameters (:meth:`n_parameters`) and
+        ``n`` observations.
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: categorical, integer symbols
+            of shape ``(n_samples,)`` or ``(n_samples, 1)`` (``(n_samples, F)`` for ``F``
+            categorical features); the other families, ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (they sum to ``n_samples``); None: one sequence.
+
+        Returns
+        -------
+        float
+            The BIC (lower is better).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, or a parameter set by hand, are invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> print(round(model.bic([0, 0, 1, 2, 2, 2]), 2))
+        24.91
+        """
         self.check_is_fitted()
         n = len(self.validate_data(X, lengths, self.n_features_)[0])
         return -2 * self.score(X, lengths) + self.n_parameters() * np.log(n)
 
     def aic(self, X, lengths=None) -> float:
+        r"""Compute the Akaike information criterion of the model on ``X``.
+
+        :math:`-2 \log p(X) + 2 p` with ``p`` free parameters (:meth:`n_parameters`).
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other: categorical, integer symbols
+            of shape ``(n_samples,)`` or ``(n_samples, 1)`` (``(n_samples, F)`` for ``F``
+            categorical features); the other families, ``(n_samples, n_features)``.
+        lengths : array-like of int or None, default=None
+            The length of each sequence (they sum to ``n_samples``); None: one sequence.
+
+        Returns
+        -------
+        float
+            The AIC (lower is better).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` (or before every parameter is set by hand).
+        hiddenstate.errors.InvalidInputError
+            If the data, or a parameter set by hand, are invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> print(round(model.aic([0, 0, 1, 2, 2, 2]), 2))
+        26.36
+        """
         return -2 * self.score(X, lengths) + 2 * self.n_parameters()
 
     # -- persistence ----------------------------------------------------------------------------
     def learned_arrays(self) -> dict[str, np.ndarray]:
-        """Learned parameters by attribute name (what :meth:`save` writes)."""
+        """Return the learned arrays by attribute name (what :meth:`save` writes).
+
+        Returns
+        -------
+        dict of str to ndarray
+            The parameters, VB posteriors and the array entries of a streaming learner's state
+            (``learner_state_.<key>``).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        """
         self.check_is_fitted()
         out = {"startprob_": self.startprob_, "transmat_": self.transmat_}
         for key in self._emission_keys().values():
@@ -588,12 +1367,31 @@ class HMM(HMMParameters, BaseEstimator):
         return out
 
     def learned_scalars(self) -> dict:
-        """Scalar entries of a streaming learner's state (what :meth:`save` writes as JSON)."""
+        """Return the scalar entries of a streaming learner's state (saved as JSON).
+
+        Returns
+        -------
+        dict
+            ``learner_state_.<key>`` -> value; empty for a batch mode.
+        """
         return {_STATE_PREFIX + k: v for k, v in getattr(self, "learner_state_", {}).items()
                 if not isinstance(v, np.ndarray)}
 
     def set_learned(self, arrays: dict, scalars: dict) -> None:
-        """Restore what :meth:`learned_arrays` and :meth:`learned_scalars` returned."""
+        """Restore what :meth:`learned_arrays` and :meth:`learned_scalars` returned.
+
+        Parameters
+        ----------
+        arrays : dict of str to ndarray
+            The arrays, by attribute name.
+        scalars : dict
+            The scalar entries of the learner's state.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a parameter is missing, or a name is not a learned attribute.
+        """
         missing = sorted(n for n in self.learned_attribute_names(arrays)
                          if n not in arrays and not n.endswith(POSTERIOR_SUFFIX))
         if missing:
@@ -610,7 +1408,18 @@ class HMM(HMMParameters, BaseEstimator):
             self.learner_state_ = state
 
     def learned_attribute_names(self, arrays: dict) -> set[str]:
-        """Names a saved model may set: parameters and VB posteriors."""
+        """Return the names a saved model may set: the parameters and the VB posteriors.
+
+        Parameters
+        ----------
+        arrays : dict of str to ndarray
+            The saved arrays (their VB posterior names are accepted).
+
+        Returns
+        -------
+        set of str
+            The attribute names.
+        """
         names = {"startprob_", "transmat_"}
         names |= {"_covars_" if k == "covars" else k + "_" for k in self._emission_keys().values()}
         names |= {a for a in arrays if a.endswith(POSTERIOR_SUFFIX) and a.isidentifier()}
@@ -631,9 +1440,21 @@ class HMM(HMMParameters, BaseEstimator):
             self._checked_state = StateRecord(self.learner_state_)
 
     def check_learner_state(self, state) -> None:
-        """**Hook.** Validate a streaming learner's state against the learner, its options
-        and the parameters (see the learners' ``check_state``); called when a saved model
-        or a hand-set ``learner_state_`` is first used."""
+        """**Hook.** Validate a streaming learner's state against the learner and the parameters.
+
+        With its options (see the learners' ``check_state``); called when a saved model
+        or a hand-set ``learner_state_`` is first used.
+
+        Parameters
+        ----------
+        state : dict
+            The learner's state.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``learn`` is not a streaming learner, or the state does not fit it.
+        """
         if self.learn not in ONLINE_MODES:
             raise InvalidInputError(
                 f"learner_state_: a streaming learner's state, but learn={self.learn!r} is "
@@ -644,9 +1465,28 @@ class HMM(HMMParameters, BaseEstimator):
                                         "learner_state_.")
 
     def save(self, path) -> None:
-        """Save to a directory ``path`` (``model.json`` + ``arrays.<token>.npz``; no pickle),
-        atomically: ``path`` then holds the previous model or this one (see
-        :mod:`hiddenstate._bundle`)."""
+        """Save the model to the directory ``path``.
+
+        ``model.json`` + ``arrays.<token>.npz`` (no pickle), written atomically: ``path`` then
+        holds the previous model or this one (see :mod:`hiddenstate._bundle`).
+        :func:`hiddenstate.load` reads it back.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The directory.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(n_states=2, n_features=3, random_state=0)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> model.save("hmm-model")
+        >>> hs.load("hmm-model").score([0, 1, 2]) == model.score([0, 1, 2])
+        True
+        """
         from .._saving import save
 
         save(self, path)

@@ -1,17 +1,15 @@
 """How an HMM fit starts: the initial parameters (the chain's persistence measured on the
 data, the emission family's data-driven start, the values the user set, the labelled
-steps) and the restart loop that keeps the best of ``n_init`` runs."""
+steps). The restart loop that keeps the best of ``n_init`` runs is every model's
+(:func:`hiddenstate.learn.fit_restarts`)."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import numpy as np
 
 from ..._validation import check_stochastic
 from ...errors import InvalidInputError
 from ...inference import Sequences
-from ...learn import Fitted
 from ...learn.online import ONLINE_MODES
 from .. import _learned
 from .chain import check_structure, transitions_of
@@ -139,14 +137,3 @@ def labelled_start(family, X: np.ndarray, states: np.ndarray, emis: dict,
     if not len(lab):
         return emis
     return family.labelled_start(emis, X[lab], states[lab], init_params)
-
-
-def fit_restarts(n_init: int, run: Callable[[], Fitted]) -> Fitted:
-    """The best of ``n_init`` runs of ``run()`` (each from its own initial parameters): the
-    one with the highest final objective (the first among equals)."""
-    best = None
-    for _ in range(n_init):
-        result = run()
-        if best is None or result.monitor.history[-1] > best.monitor.history[-1]:
-            best = result
-    return best

@@ -41,8 +41,11 @@ class HMMParameters:
 
     @property
     def covars_(self) -> np.ndarray:
-        """Covariances as ``(K, D, D)`` matrices (hmmlearn's getter; read-only); for
-        ``emission="gmm"`` in the stored shape (hmmlearn's GMMHMM ``covars_``)."""
+        """The covariances as ``(n_states, n_features, n_features)`` matrices (read-only).
+
+        hmmlearn's getter; set it in the covariance type's own shape. For ``emission="gmm"`` in
+        the stored shape (hmmlearn's GMMHMM ``covars_``).
+        """
         if not _learned.has(self, "_covars_"):
             raise AttributeError("covars_")
         stored = _learned.raw(self, "_covars_")
@@ -70,9 +73,12 @@ class HMMParameters:
 
     @property
     def n_features_(self) -> int:
-        """Number of symbols (categorical) or features: set by ``fit``, or (parameters set
-        by hand) the ``n_features`` argument, or what :meth:`resolve_n_features` knows, or
-        the number of columns of ``emissionprob_`` / ``means_`` / ``lambdas_``."""
+        """The number of symbols (categorical) or features.
+
+        Set by ``fit``; with parameters set by hand, the ``n_features`` argument, or what
+        :meth:`resolve_n_features` knows, or the number of columns of ``emissionprob_``,
+        ``means_`` or ``lambdas_``.
+        """
         stored = self.__dict__.get("_fitted_n_features")
         if stored is not None:
             return stored
@@ -111,29 +117,71 @@ class HMMParameters:
                 for key in self._emission_keys().values()]
 
     def emission_params(self) -> dict:
-        """The emission parameters by family key (the stored arrays; do not modify them)."""
+        """Return the emission parameters by family key.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The stored arrays (do not modify them).
+        """
         return {key: _learned.raw(self, "_covars_" if key == "covars" else key + "_")
                 for key in self._emission_keys().values()}
 
     def checked_params(self) -> tuple[np.ndarray, np.ndarray, dict]:
-        """``(startprob, transmat, emission parameters)``, validated (once per change; see
-        :func:`~hiddenstate.models._learned.checked`): the stored arrays, which the
-        model's computations read and never modify."""
+        """Return the validated parameters.
+
+        Validated once per change (see :func:`hiddenstate.models._learned.checked`).
+
+        Returns
+        -------
+        startprob : ndarray of shape (n_states,)
+            The initial distribution.
+        transmat : ndarray of shape (n_states, n_states)
+            The transition matrix.
+        emission : dict of str to ndarray
+            The emission parameters by family key. The stored arrays, which the model's
+            computations read and never modify.
+
+        Raises
+        ------
+        NotFittedError
+            Unless every parameter is set.
+        hiddenstate.errors.InvalidInputError
+            If a parameter is invalid.
+        """
         self.check_is_fitted()
         return (_learned.raw(self, "startprob_"), _learned.raw(self, "transmat_"),
                 self.emission_params())
 
     def assign_params(self, startprob, transmat, emission_params: dict) -> None:
-        """Set ``startprob_``, ``transmat_`` and the emission parameters (by family key)."""
+        """Set ``startprob_``, ``transmat_`` and the emission parameters at once.
+
+        Parameters
+        ----------
+        startprob : array-like of shape (n_states,)
+            The initial distribution.
+        transmat : array-like of shape (n_states, n_states)
+            The transition matrix.
+        emission_params : dict of str to array-like
+            The emission parameters by family key.
+        """
         self.startprob_ = startprob
         self.transmat_ = transmat
         for key, value in emission_params.items():
             setattr(self, "_covars_" if key == "covars" else key + "_", value)
 
     def check_is_fitted(self) -> None:
-        """**Hook.** Raise :class:`NotFittedError` unless every parameter is set, then
-        validate them (at their first use after a change; an invalid parameter raises
-        :class:`InvalidInputError` naming it)."""
+        """**Hook.** Check that every parameter is set, then validate them.
+
+        The parameters are validated at their first use after a change.
+
+        Raises
+        ------
+        NotFittedError
+            Unless every parameter is set.
+        hiddenstate.errors.InvalidInputError
+            If a parameter is invalid; the message names it.
+        """
         needed = ["startprob_", "transmat_"]
         if isinstance(self.emission, str) and self.emission in FAMILIES:
             needed += self._emission_attrs()
@@ -149,8 +197,22 @@ class HMMParameters:
         _learned.checked(self)
 
     def validation_key(self) -> tuple:
-        """**Hook.** What the parameters are validated against: the number of states, the
-        emission family and its shape arguments (checked here, as they are cheap)."""
+        """**Hook.** Return what the parameters are validated against.
+
+        The number of states, the emission family and its shape arguments (checked here, as they
+        are cheap); the parameters are validated again when it changes (see
+        :mod:`hiddenstate.models._learned`).
+
+        Returns
+        -------
+        tuple
+            The key.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If one of these hyper-parameters is invalid.
+        """
         K = check_positive_int(self.n_states, "n_states")
         check_choice(self.emission, "emission", FAMILIES)
         ct = None

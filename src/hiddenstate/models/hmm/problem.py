@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from ... import inference
-from ...errors import ZeroProbabilityError
 from ...families import DirichletRows
 from ...families.dirichlet import SparseDirichletRows
 from ...inference import Sequences, Transitions
 from ...kernels import path_counts
+from ...learn import check_possible as learn_check_possible
+from ...learn import kbest_weights
 from .chain import Chain
 
 
@@ -77,13 +78,8 @@ class HMMProblem:
             logp, paths = inference.kbest(views["startprob"], chain.dense(), table,
                                           self.seqs, k)
             check_possible(logp[:, 0], labelled=self.states is not None)
-            top = logp[:, :1]
-            with np.errstate(invalid="ignore"):
-                w = np.exp(logp - top)
-            weights = np.where(np.isfinite(logp), w, 0.0)
-            mass = weights.sum(axis=1, keepdims=True)
-            weights /= mass
-            value = float(np.sum(top[:, 0] + np.log(mass[:, 0])))
+            weights, log_mass = kbest_weights(logp)
+            value = float(np.sum(log_mass))
         K = self.family.n_states
         rows = table.idx if table.by_idx else np.arange(len(self.X), dtype=np.int64)
         post = np.zeros((table.emis.shape[0] if table.by_idx else len(self.X), K))
@@ -115,26 +111,24 @@ class HMMProblem:
         return start, trans
 
 
-def check_possible(loglik: np.ndarray, fitting: bool = True, labelled: bool = False) -> None:
-    """A :class:`ZeroProbabilityError` naming the first sequence whose log-likelihood is
-    ``-inf`` (``fitting``: while learning; otherwise for a method whose states or
-    posteriors do not exist for such a sequence; ``labelled``: with state labels)."""
-    bad = np.flatnonzero(~np.isfinite(loglik))
-    if not len(bad):
-        return
+def check_possible(loglik: np.ndarray, fitting: bool = True, labelled: bool = False,
+                   use: str = "state path or posterior") -> None:
+    """The zero-probability rule (:func:`hiddenstate.learn.check_possible`) for sequences:
+    a :class:`ZeroProbabilityError` naming the sequences whose log-likelihood is ``-inf``
+    (``fitting``: while learning; otherwise for a method that needs their ``use``;
+    ``labelled``: with state labels)."""
     if labelled:
-        raise ZeroProbabilityError(
-            f"states: sequence {bad[0]} has probability zero given its state labels under "
-            "the current parameters (a labelled state that cannot emit its observation, or "
-            "two consecutive labels joined by a zero transition); check the labels, or "
-            "start from parameters that allow them (init_params)")
-    if fitting:
-        raise ZeroProbabilityError(
-            f"X: sequence {bad[0]} has probability zero under the current parameters "
-            "(an observation no reachable state can emit); check the data or use "
-            "init_params to start from parameters that allow it")
-    raise ZeroProbabilityError(
-        f"X: sequence {bad[0]} has probability zero under the model (an observation that no "
-        "reachable state can emit), so it has no state path or posterior; score_samples "
-        "gives -inf for it. Check the data, or the parameters (zeros in startprob_, "
-        "transmat_ or the emission parameters)")
+        learn_check_possible(
+            loglik, "sequence", "a labelled state that cannot emit its observation, or two "
+            "consecutive labels joined by a zero transition", "check the labels, or start "
+            "from parameters that allow them (init_params)", argument="states",
+            given="given its state labels under the current parameters")
+    elif fitting:
+        learn_check_possible(
+            loglik, "sequence", "an observation no reachable state can emit",
+            "check the data or use init_params to start from parameters that allow it")
+    else:
+        learn_check_possible(
+            loglik, "sequence", "an observation that no reachable state can emit",
+            "Check the data, or the parameters (zeros in startprob_, transmat_ or the "
+            "emission parameters)", use=use)

@@ -3,7 +3,9 @@ lists the extension points PROPS, the hmmlearn layer and :mod:`hiddenstate.distr
 use) and the modules it is built from: :mod:`.chain` (allowed transitions; dense or sparse
 inference), :mod:`.problem` (the model as the batch learner's Problem), :mod:`.parameters`
 (the learned attributes), :mod:`.priors`, :mod:`.init` (initial parameters, the restart
-loop), :mod:`.hyperparameters` and :mod:`.memory`."""
+loop), :mod:`.hyperparameters`, :mod:`.memory`, and the estimator's method groups
+:mod:`.queries` (scores, posteriors, decoding, sampling), :mod:`.streaming` (``partial_fit``)
+and :mod:`.storage` (saving and restoring)."""
 
 from .chain import TOPOLOGIES, Chain
 from .estimator import HMM

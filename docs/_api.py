@@ -51,6 +51,7 @@ PUBLIC_MODULES = [
 # a public name of a module (``hiddenstate.HMM``) stands for itself and its members while
 # the module's other names are still to do.
 NUMPYDOC_DONE = (
+    "hiddenstate.learn",
     "hiddenstate.learn.online",
     "hiddenstate.families",
     "hiddenstate.sources",

@@ -52,6 +52,7 @@ PUBLIC_MODULES = [
 # the module's other names are still to do.
 NUMPYDOC_DONE = (
     "hiddenstate.learn",
+    "hiddenstate.NaiveBayesHidden",
     "hiddenstate.learn.online",
     "hiddenstate.families",
     "hiddenstate.sources",

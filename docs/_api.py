@@ -54,6 +54,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.learn",
     "hiddenstate.NaiveBayesHidden",
     "hiddenstate.distributed",
+    "hiddenstate.cli",
     "hiddenstate.learn.online",
     "hiddenstate.families",
     "hiddenstate.sources",

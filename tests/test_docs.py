@@ -364,9 +364,12 @@ import _api  # noqa: E402  (docs/_api.py: what the reference shows)
 DOCTEST_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
-# the finished modules this environment can import (hiddenstate.lm needs the torch extra)
+# the finished modules this environment can run (hiddenstate.lm needs the torch extra, the
+# examples of hiddenstate.distributed the dask extra)
+_EXTRA = {"hiddenstate.lm": "torch", "hiddenstate.distributed": "distributed"}
 DONE_HERE = [m for m in _api.NUMPYDOC_DONE
-             if not m.startswith("hiddenstate.lm") or importlib.util.find_spec("torch")]
+             if not any(m.startswith(mod) and importlib.util.find_spec(dist) is None
+                        for mod, dist in _EXTRA.items())]
 
 
 def _docstring_tests() -> list:

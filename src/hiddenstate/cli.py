@@ -92,6 +92,24 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Build the parser of the ``hiddenstate`` command and its subcommands.
+
+    ``fit``, ``score``, ``decode``, ``sample``, ``report`` and ``personalize`` (see
+    ``docs/cli.md``); each subcommand's parser sets ``func``, the function that runs it.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser; a usage error names the subcommand and points at its ``--help``.
+
+    Examples
+    --------
+    >>> from hiddenstate import cli
+    >>> args = cli.build_parser().parse_args(["fit", "corpus.txt", "--out", "model",
+    ...                                       "--n-states", "3"])
+    >>> args.command, args.input, args.out, args.n_states
+    ('fit', 'corpus.txt', 'model', 3)
+    """
     parser = _Parser(
         prog=PROG,
         description="Fit hidden Markov models to text, CSV or .npy data, then score, decode "
@@ -391,14 +409,51 @@ def _vocabulary_digest(vocabulary: textio.Vocabulary) -> str:
 
 def save_model_dir(model, path: str | Path, input_format: str,
                    vocabulary: textio.Vocabulary | None = None, **extra) -> Path:
-    """Save a fitted ``model`` to the directory ``path`` for the command line: the model
-    (``model.save``), ``cli.json`` and, for text, ``vocabulary.json``.
+    """Save a fitted model to a directory that the command line can use.
 
-    ``input_format`` says how the model's input is encoded: ``"text"`` (with the
-    ``vocabulary`` that encoded the training text; a categorical model over
-    ``len(vocabulary)`` symbols), or ``"csv"`` / ``"npy"`` (numbers; no vocabulary).
-    ``extra`` (JSON values) is kept in ``cli.json`` as notes (``fit`` writes the data file,
-    its size and the fit time). Returns the directory.
+    The directory holds the model (``model.save``), ``cli.json`` and, for text,
+    ``vocabulary.json``; ``hiddenstate score``, ``decode`` and ``sample`` read it.
+
+    Parameters
+    ----------
+    model : hiddenstate.HMM
+        The fitted model.
+    path : str or pathlib.Path
+        The directory.
+    input_format : {"text", "csv", "npy"}
+        How the model's input is encoded: ``"text"`` (with the ``vocabulary`` that encoded
+        the training text; a categorical model over ``len(vocabulary)`` symbols), or
+        ``"csv"`` / ``"npy"`` (numbers; no vocabulary).
+    vocabulary : hiddenstate.textio.Vocabulary or None, default=None
+        The vocabulary of a text model; None for csv/npy.
+    **extra
+        JSON values kept in ``cli.json`` as notes (``fit`` writes the data file, its size
+        and the fit time).
+
+    Returns
+    -------
+    pathlib.Path
+        The directory.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``input_format`` is unknown, a vocabulary is missing (text) or given (csv/npy),
+        or it does not match the model's symbols.
+    hiddenstate.errors.NotFittedError
+        If the model is not fitted.
+
+    Examples
+    --------
+    >>> import json
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate import cli
+    >>> model = hs.HMM(2, random_state=0).fit(np.array([0, 1, 1, 0, 2, 2, 1, 0]))
+    >>> path = cli.save_model_dir(model, "npy-model", "npy", data="x.npy")
+    >>> meta = json.loads((path / "cli.json").read_text())
+    >>> meta["input_format"], meta["n_features"], meta["data"]
+    ('npy', 3, 'x.npy')
     """
     if input_format not in textio.FORMATS:
         raise InvalidInputError(
@@ -1008,11 +1063,48 @@ def _print_warnings(command: str, caught: list) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 2 usage or input error, 1 an
-    operating-system error, 130 interrupted, 141 the reader of stdout went away).
+    """Run the command line.
 
-    Warnings are collected while a command runs and printed on stderr at its end, one line
-    per distinct cause (:func:`_print_warnings`)."""
+    The command's output goes to stdout; errors go to stderr as one line that names the
+    command (no traceback). Warnings are collected while a command runs and printed on
+    stderr at its end, one line per distinct cause.
+
+    Parameters
+    ----------
+    argv : list of str or None, default=None
+        The arguments (without the program name); None: ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 ok, 2 a usage or input error, 1 an operating-system error, 130
+        interrupted, 141 the reader of stdout went away.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hiddenstate import cli
+    >>> _ = Path("corpus.txt").write_text("the cat sat\\nthe dog sat\\na cat ran\\n")
+    >>> cli.main(["fit", "corpus.txt", "--n-states", "2", "--min-count", "1",
+    ...           "--out", "model", "--random-state", "0", "--no-progress"])
+    fitted a 2-state categorical HMM on 3 sequences (9 observations) in ...s
+    iterations: 8 (converged)
+    log-likelihood: -12.729321 (-1.414369 per observation)
+    perplexity: 4.114
+    vocabulary: 7 symbols (0.0% of tokens are <unk>)
+    model saved to model
+    0
+    >>> cli.main(["score", "corpus.txt", "--model", "model"])
+    sequence  length  log_likelihood
+    0         3       -3.62434...
+    1         3       -3.62434...
+    2         3       -5.48063...
+    total     9       -12.72932...
+    # per observation: -1.414369  perplexity: 4.1139
+    0
+    >>> cli.main(["score", "missing.txt", "--model", "model"])  # the error goes to stderr
+    2
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -51,9 +51,38 @@ def _client_module():
 
 @contextlib.contextmanager
 def local_client(n_workers: int | None = None, **cluster_kwargs):
-    """A ``distributed.Client`` on a new ``LocalCluster`` of ``n_workers`` processes (default:
-    the CPU count) with one thread each (numba runs its own threads inside a task), closed
-    on exit. The workers are started with :data:`WORKER_CONFIG`."""
+    """Open a ``distributed.Client`` on a new ``LocalCluster``, closed on exit.
+
+    ``n_workers`` processes with one thread each (numba runs its own threads inside a task),
+    started with :data:`WORKER_CONFIG`.
+
+    Parameters
+    ----------
+    n_workers : int or None, default=None
+        The number of workers; None: the CPU count.
+    **cluster_kwargs
+        More arguments of ``distributed.LocalCluster`` (``processes=False``: workers in this
+        process, as threads).
+
+    Yields
+    ------
+    distributed.Client
+        The client of the cluster.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``n_workers`` is not an int >= 1 or None.
+    hiddenstate.errors.MissingDependencyError
+        If Dask's distributed scheduler is not installed (the ``dask`` extra).
+
+    Examples
+    --------
+    >>> from hiddenstate import distributed as hsd
+    >>> with hsd.local_client(2, processes=False) as client:
+    ...     print(len(client.nthreads()))
+    2
+    """
     import dask
 
     if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(
@@ -158,25 +187,75 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
         n_workers: int | None = None, init_rows: int = INIT_ROWS, progress: bool = False,
         callback: Callable[[int, float], None] | None = None,
         timeout: float | None = TIMEOUT):
-    """Fit ``model`` (a :class:`hiddenstate.HMM` with a batch ``learn=`` mode) on ``data``
-    with a Dask cluster; returns the model, fitted as by ``model.fit``.
+    """Fit an HMM's batch learning mode on a Dask cluster, as ``model.fit`` would.
 
-    ``data``: an array of concatenated sequences with ``lengths`` (cut into
-    ``n_partitions`` partitions, default one per worker), a list of arrays (one partition
-    each; ``lengths`` then holds one lengths array per partition, default one sequence
-    each), a list of ``.npy``/CSV paths (``lengths``: one lengths file per data file) or
-    of ``.parquet`` paths (a ``sequence`` id column), a Dask bag of sequences, or
-    :class:`~.partitions.Partitions` (:func:`~.partitions.from_files`,
-    :func:`~.partitions.from_parquet` with other options).
+    The workers load and validate their partitions and run the E-step where the data are;
+    the statistics are merged in a fixed tree and the client runs the M-step (every batch
+    ``learn=`` mode, ``n_init`` restarts).
 
-    ``client``: a ``distributed.Client``; default the current one, else a new
-    ``LocalCluster`` of ``n_workers`` processes for this call. ``init_rows``: observations
-    gathered on the client to initialise the parameters (every row of smaller data).
-    ``progress``: a tqdm bar per restart; ``callback(iteration, objective)`` as in
-    ``HMM.fit``. ``timeout``: the longest wait in seconds for any one step on the cluster
-    (a worker when there is none, loading the partitions, one E-step of a worker; default
-    600, None: no limit); past it a :class:`~hiddenstate.errors.ClusterError` names the
-    cluster and what it waited for.
+    Parameters
+    ----------
+    model : hiddenstate.HMM
+        The model, with a batch ``learn=`` mode.
+    data : ndarray, list, dask.bag.Bag or Partitions
+        An array of concatenated sequences with ``lengths`` (cut into ``n_partitions``
+        partitions), a list of arrays (one partition each), a list of ``.npy``/CSV paths or
+        of ``.parquet`` paths (a ``sequence`` id column), a Dask bag of sequences, or
+        :class:`Partitions` (:func:`from_files`, :func:`from_parquet` with other options).
+    client : distributed.Client or None, default=None
+        The cluster's client; None: the current one, else a new ``LocalCluster`` of
+        ``n_workers`` processes for this call.
+    lengths : array-like or list or None, default=None
+        With an array, the length of each sequence; with a list of arrays, one lengths array
+        per partition (None: one sequence each); with ``.npy``/CSV paths, one lengths file
+        per data file.
+    n_partitions : int or None, default=None
+        The partitions an array is cut into; None: one per worker.
+    n_workers : int or None, default=None
+        The workers of the local cluster made when there is no client; None: the CPU count.
+    init_rows : int, default=1_000_000
+        The observations gathered on the client to initialise the parameters (every row of
+        smaller data: the fit is then the local fit's, to rounding).
+    progress : bool, default=False
+        A tqdm progress bar per restart.
+    callback : callable or None, default=None
+        ``callback(iteration, objective)`` after every iteration, as in ``HMM.fit``.
+    timeout : float or None, default=600.0
+        The longest wait in seconds for any one step on the cluster (a worker when there is
+        none, loading the partitions, one E-step of a worker); None: no limit.
+
+    Returns
+    -------
+    hiddenstate.HMM
+        ``model``, fitted.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``model`` is not an HMM with a batch mode, or an argument or the data is invalid
+        (the message names the partition or file).
+    hiddenstate.errors.ClusterError
+        If a step waits longer than ``timeout``, the client is not running or a partition's
+        worker died 3 times; the message names the cluster and what it waited for.
+    hiddenstate.errors.MissingDependencyError
+        If Dask's distributed scheduler is not installed (the ``dask`` extra).
+
+    See Also
+    --------
+    DaskProblem : The same for any model that hands the learner a Problem.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate import distributed as hsd
+    >>> X = np.array([0, 0, 1, 0, 2, 2, 1, 2, 0, 0, 1, 2, 2, 2, 1, 0])
+    >>> with hsd.local_client(1, processes=False) as client:
+    ...     model = hsd.fit(hs.HMM(2, n_iter=20, random_state=0), X, client,
+    ...                     lengths=[6, 8, 2], n_partitions=2)
+    >>> local = hs.HMM(2, n_iter=20, random_state=0).fit(X, [6, 8, 2])
+    >>> bool(np.isclose(model.monitor_.history[-1], local.monitor_.history[-1]))
+    True
     """
     distributed = _client_module()
     _check_model(model)

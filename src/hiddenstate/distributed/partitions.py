@@ -102,7 +102,30 @@ class ParquetPart:
 
 @dataclass(frozen=True)
 class Partitions:
-    """Ordered data sources (loaders, or Dask bag partitions) and their names."""
+    """Ordered data sources (loaders, or Dask bag partitions) and their names.
+
+    The order is that of the sequences, and the order in which the statistics are reduced.
+    Made by :func:`from_arrays`, :func:`from_list`, :func:`from_files`,
+    :func:`from_parquet` or :func:`from_bag`; :func:`hiddenstate.distributed.fit` takes one
+    as its data.
+
+    Parameters
+    ----------
+    sources : tuple
+        One picklable loader per partition (with a ``load()`` method returning
+        ``(X, lengths)``), or the Dask Delayed partitions of a bag.
+    names : tuple of str
+        The partitions' names, used by error messages ("file data/part-3.npy",
+        "partition 2").
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import distributed as hsd
+    >>> parts = hsd.from_arrays(np.arange(10) % 3, lengths=[4, 4, 2], n_partitions=2)
+    >>> len(parts), parts.names
+    (2, ('partition 0', 'partition 1'))
+    """
 
     sources: tuple
     names: tuple[str, ...]
@@ -112,8 +135,39 @@ class Partitions:
 
 
 def from_arrays(X, lengths=None, n_partitions: int = 2) -> Partitions:
-    """One array of concatenated sequences (as for ``HMM.fit``) cut into ``n_partitions``
-    contiguous groups of whole sequences of about equal total length."""
+    """Cut one array of concatenated sequences into partitions of whole sequences.
+
+    ``n_partitions`` contiguous groups of whole sequences of about equal total length.
+
+    Parameters
+    ----------
+    X : array-like
+        The observations, the sequences one after the other (as for ``HMM.fit``).
+    lengths : array-like of int or None, default=None
+        The length of each sequence; None: one sequence.
+    n_partitions : int, default=2
+        The number of partitions (fewer when there are fewer sequences).
+
+    Returns
+    -------
+    Partitions
+        Named ``"partition 0"``, ``"partition 1"``, ...
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``X`` is not a rectangular array, ``lengths`` do not sum to its rows, or
+        ``n_partitions`` is not an int >= 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import distributed as hsd
+    >>> X = np.array([0, 0, 1, 0, 2, 2, 1, 2, 0, 0, 1, 2, 2, 2, 1, 0])
+    >>> parts = hsd.from_arrays(X, [6, 8, 2], n_partitions=2)
+    >>> [source.load()[1] for source in parts.sources]
+    [array([6, 8]), array([2])]
+    """
     from .._validation import check_lengths
 
     X = _array("X", X)
@@ -143,8 +197,35 @@ def _array(name: str, X) -> np.ndarray:
 
 
 def from_list(arrays: Sequence, lengths: Sequence | None = None) -> Partitions:
-    """One partition per array; ``lengths[i]`` splits array ``i`` into sequences (default:
-    each array is one sequence)."""
+    """Make one partition of each array.
+
+    Parameters
+    ----------
+    arrays : list of ndarray
+        The partitions' observations.
+    lengths : list of array-like of int or None, default=None
+        ``lengths[i]`` splits array ``i`` into sequences; None: each array is one sequence.
+
+    Returns
+    -------
+    Partitions
+        Named ``"partition 0"``, ``"partition 1"``, ...
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``arrays`` is not a list, an array is ragged, or ``lengths`` is not one entry
+        per array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import distributed as hsd
+    >>> parts = hsd.from_list([np.array([0, 1, 1, 0]), np.array([2, 2, 1, 0, 0])],
+    ...                       lengths=[[4], [3, 2]])
+    >>> parts.names, parts.sources[1].load()[1]
+    (('partition 0', 'partition 1'), [3, 2])
+    """
     if not isinstance(arrays, (list, tuple)):
         raise InvalidInputError(
             f"arrays: expected a list of arrays (one partition each), got "
@@ -183,10 +264,51 @@ def _paths(paths) -> list[str]:
 def from_files(paths: Sequence, lengths: Sequence | None = None, format: str | None = None,
                vocabulary: textio.Vocabulary | None = None,
                encoding: str = "utf-8") -> Partitions:
-    """One partition per ``.npy`` / CSV / text file; ``lengths[i]`` is the lengths file of
-    file ``i`` (default: each file is one sequence; text files have one sequence per line
-    and need the shared ``vocabulary``, e.g. ``textio.Vocabulary.build``). The files are
-    read by the workers (a missing or unreadable file is reported naming it)."""
+    """Make one partition of each ``.npy``, CSV or text file.
+
+    The files are read by the workers with :func:`hiddenstate.textio.read_data` (a missing
+    or unreadable file is reported naming it).
+
+    Parameters
+    ----------
+    paths : list of str or os.PathLike
+        The data files.
+    lengths : list of str or os.PathLike or None, default=None
+        ``lengths[i]``: the lengths file of file ``i``; None: each file is one sequence
+        (text files: one sequence per line).
+    format : {"npy", "csv", "text"} or None, default=None
+        The files' format; None: from each file's extension.
+    vocabulary : hiddenstate.textio.Vocabulary or None, default=None
+        The vocabulary shared by every partition, needed for text files (build it with
+        ``hiddenstate.textio.Vocabulary.build``).
+    encoding : str, default="utf-8"
+        The encoding of CSV and text files.
+
+    Returns
+    -------
+    Partitions
+        Named ``"file PATH"``.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``paths`` is a single path, empty or holds something else than paths,
+        ``lengths`` is not one file per data file, or text files come without a
+        ``vocabulary``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import distributed as hsd
+    >>> np.save("part-0.npy", np.array([0, 1, 1, 0]))
+    >>> np.save("part-1.npy", np.array([2, 2, 1]))
+    >>> parts = hsd.from_files(["part-0.npy", "part-1.npy"])
+    >>> parts.names
+    ('file part-0.npy', 'file part-1.npy')
+    >>> X, lengths = parts.sources[1].load()
+    >>> X.ravel(), lengths
+    (array([2, 2, 1]), array([3]))
+    """
     paths = _paths(paths)
     if lengths is not None and len(lengths) != len(paths):
         raise InvalidInputError(
@@ -203,7 +325,43 @@ def from_files(paths: Sequence, lengths: Sequence | None = None, format: str | N
 
 def from_parquet(paths: Sequence, sequence_column: str = "sequence",
                  columns: Sequence[str] | None = None) -> Partitions:
-    """One partition per Parquet file; each sequence lies within one file."""
+    """Make one partition of each Parquet file; each sequence lies within one file.
+
+    Each file has a sequence-id column and observation columns, each sequence's rows
+    contiguous and in time order; the workers read the files with ``pyarrow``.
+
+    Parameters
+    ----------
+    paths : list of str or os.PathLike
+        The Parquet files.
+    sequence_column : str, default="sequence"
+        The column of sequence ids.
+    columns : list of str or None, default=None
+        The observation columns; None: every other column.
+
+    Returns
+    -------
+    Partitions
+        Named ``"file PATH"``.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``paths`` is a single path, empty or holds something else than paths, or
+        ``sequence_column`` or ``columns`` is not a column name or list of them.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> import pyarrow.parquet as pq
+    >>> from hiddenstate import distributed as hsd
+    >>> table = pa.table({"sequence": [0, 0, 0, 1, 1], "x": [0.5, 1.0, 1.5, 2.0, 2.5]})
+    >>> pq.write_table(table, "part-0.parquet")
+    >>> parts = hsd.from_parquet(["part-0.parquet"])
+    >>> X, lengths = parts.sources[0].load()
+    >>> X.shape, lengths
+    ((5, 1), array([3, 2]))
+    """
     paths = _paths(paths)
     if not isinstance(sequence_column, str):
         raise InvalidInputError(
@@ -216,8 +374,32 @@ def from_parquet(paths: Sequence, sequence_column: str = "sequence",
 
 
 def from_bag(bag) -> Partitions:
-    """A Dask bag whose elements are sequences (arrays of observations): one partition per
-    bag partition, in the bag's order."""
+    """Make one partition of each partition of a Dask bag of sequences, in the bag's order.
+
+    Parameters
+    ----------
+    bag : dask.bag.Bag
+        A bag whose elements are sequences (arrays of observations).
+
+    Returns
+    -------
+    Partitions
+        Named ``"bag partition 0"``, ``"bag partition 1"``, ...
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``bag`` is not a Dask bag.
+
+    Examples
+    --------
+    >>> import dask.bag
+    >>> import numpy as np
+    >>> from hiddenstate import distributed as hsd
+    >>> sequences = [np.array([0, 1, 1]), np.array([2, 2]), np.array([1, 0, 0, 2])]
+    >>> hsd.from_bag(dask.bag.from_sequence(sequences, npartitions=2)).names
+    ('bag partition 0', 'bag partition 1')
+    """
     if not callable(getattr(bag, "to_delayed", None)):
         raise InvalidInputError(
             f"bag: expected a dask.bag.Bag of sequences, got {type(bag).__name__}; "

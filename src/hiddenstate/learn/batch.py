@@ -69,21 +69,84 @@ __all__ = ["MODES", "OBJECTIVES", "Block", "Fitted", "Problem", "fit", "fit_rest
 
 
 def merge_statistics(blocks: dict, a: dict, b: dict) -> dict:
-    """The statistics per block of two disjoint sets of sequences, combined: the reduce
-    step of an E-step run over partitions of the data. Every block merges its own
+    """Combine the statistics per block of two disjoint sets of sequences.
+
+    The reduce step of an E-step run over partitions of the data. Every block merges its own
     (``block.merge_statistics``: sums of counts, Gaussian sums moved between reference
     points, ...). ``merge(a, b)`` of partitions in a fixed order gives the same numbers for
-    any placement of the work."""
+    any placement of the work.
+
+    Parameters
+    ----------
+    blocks : dict of str to Block
+        The problem's parameter blocks (``problem.blocks``).
+    a : dict
+        The statistics per block of one set of sequences (``problem.expected_counts``).
+    b : dict
+        Those of another, disjoint set.
+
+    Returns
+    -------
+    dict
+        The statistics per block of both sets together.
+
+    Examples
+    --------
+    Two copies of the same data give twice its expected transition counts:
+
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate import learn
+    >>> model = hs.HMM(n_states=2)
+    >>> X, seqs = model.validate_data(np.array([0, 0, 1, 0, 2, 2, 1, 2, 0, 0, 1, 2, 2, 2]),
+    ...                               [6, 8], 3)
+    >>> problem = model.problem(model.emission_family(3, X), X, seqs)
+    >>> start = {"startprob": np.array([0.5, 0.5]),
+    ...          "transmat": np.array([[0.8, 0.2], [0.3, 0.7]]),
+    ...          "emission": {"emissionprob": np.array([[0.6, 0.3, 0.1], [0.1, 0.3, 0.6]])}}
+    >>> loglik, stats = problem.expected_counts(start)
+    >>> both = learn.merge_statistics(problem.blocks, stats, stats)
+    >>> bool(np.allclose(both["transmat"], 2 * stats["transmat"]))
+    True
+    """
     return {name: block.merge_statistics(a[name], b[name]) for name, block in blocks.items()}
 
 
 @dataclass
 class Fitted:
-    """Result of :func:`fit` (one run) or :func:`fit_restarts` (the best run): point
-    parameters, variational posteriors (VB), the monitor of the run (of its last stage with
-    annealing); from :func:`fit_restarts` also ``stages`` (``(beta, history)`` of every
-    stage of the best run; one stage, beta 1, without annealing) and ``finals`` (the final
-    objective of every restart, in order)."""
+    """The result of :func:`fit` (one run) or :func:`fit_restarts` (the best run).
+
+    Parameters
+    ----------
+    params : dict
+        The point parameters per block.
+    posterior : dict or None
+        The variational posteriors per learned block (``learn="vb"``); None otherwise.
+    monitor : ConvergenceMonitor
+        The monitor of the run (of its last stage with annealing).
+    stages : list of tuple of (float, list of float) or None, default=None
+        From :func:`fit_restarts`: ``(beta, history)`` of every stage of the best run (one
+        stage, beta 1, without annealing).
+    finals : list of float or None, default=None
+        From :func:`fit_restarts`: the final objective of every restart, in order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate import learn
+    >>> model = hs.HMM(n_states=2)
+    >>> X, seqs = model.validate_data(np.array([0, 0, 1, 0, 2, 2, 1, 2, 0, 0, 1, 2, 2, 2]),
+    ...                               [6, 8], 3)
+    >>> problem = model.problem(model.emission_family(3, X), X, seqs)
+    >>> start = {"startprob": np.array([0.5, 0.5]),
+    ...          "transmat": np.array([[0.8, 0.2], [0.3, 0.7]]),
+    ...          "emission": {"emissionprob": np.array([[0.6, 0.3, 0.1], [0.1, 0.3, 0.6]])}}
+    >>> result = learn.fit_restarts(problem, "em", lambda r: start, n_init=2, tol=1e-6,
+    ...                             which="ste")
+    >>> result.stages[0][0], len(result.finals), result.posterior is None
+    (1.0, 2, True)
+    """
 
     params: dict
     posterior: dict | None
@@ -113,13 +176,63 @@ def check_mode(mode: str) -> str:
 def fit(problem: Problem, mode: str, params: dict, monitor, which: str, k_best: int = 1,
         callback: Callable[[int, float], None] | None = None,
         log: FitWarnings | None = None) -> Fitted:
-    """Run one learning mode from ``params`` until the mode's stop rule says stop (see the
-    module docstring): EM/MAP/VB ask ``monitor.report`` (its ``tol``); VT and k-best VT
-    record the objective (``monitor.record``) and stop on their explanations.
+    """Run one learning mode from ``params`` until the mode's stop rule says stop.
 
-    ``log``: the :class:`~.fit_warnings.FitWarnings` of the enclosing call
-    (:func:`fit_restarts`); without one, this call collects its own and warns once per
-    cause at its end."""
+    EM, MAP and VB ask ``monitor.report`` (its ``tol``); VT and k-best VT record the
+    objective (``monitor.record``) and stop when their explanations repeat or the objective
+    no longer rises (see :mod:`hiddenstate.learn.batch`).
+
+    Parameters
+    ----------
+    problem : Problem
+        The model's parameter blocks and inference routines.
+    mode : {"em", "map", "vb", "vt", "kvt"}
+        The learning mode (:data:`MODES`).
+    params : dict
+        The starting parameters per block.
+    monitor : ConvergenceMonitor
+        Its ``n_iter`` and ``tol``; it records the objective of every iteration
+        (:data:`OBJECTIVES`).
+    which : str
+        The letters of the learned blocks (hmmlearn's ``params``: ``"ste"``).
+    k_best : int, default=1
+        The explanations per item of ``"kvt"``.
+    callback : callable or None, default=None
+        ``callback(iteration, objective)`` after every iteration.
+    log : FitWarnings or None, default=None
+        The warnings of the enclosing call (:func:`fit_restarts`); None: this call collects
+        its own and warns once per cause at its end.
+
+    Returns
+    -------
+    Fitted
+        The learned parameters, the posteriors (VB) and ``monitor``.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``mode`` is not one of :data:`MODES`.
+    hiddenstate.errors.NumericalError
+        If the objective is not finite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate import learn
+    >>> model = hs.HMM(n_states=2)
+    >>> X, seqs = model.validate_data(np.array([0, 0, 1, 0, 2, 2, 1, 2, 0, 0, 1, 2, 2, 2]),
+    ...                               [6, 8], 3)
+    >>> problem = model.problem(model.emission_family(3, X), X, seqs)
+    >>> start = {"startprob": np.array([0.5, 0.5]),
+    ...          "transmat": np.array([[0.8, 0.2], [0.3, 0.7]]),
+    ...          "emission": {"emissionprob": np.array([[0.6, 0.3, 0.1], [0.1, 0.3, 0.6]])}}
+    >>> result = learn.fit(problem, "em", start, learn.ConvergenceMonitor(1e-6, 200), "ste")
+    >>> result.monitor.converged, round(result.monitor.history[-1], 4)
+    (True, -12.8344)
+    >>> result.params["transmat"].sum(axis=1)
+    array([1., 1.])
+    """
     check_mode(mode)
     own_log = log is None
     log = FitWarnings() if own_log else log
@@ -222,25 +335,76 @@ def fit_restarts(problem: Problem, mode: str, start: Callable[[int], dict], *,
                  k_best: int = 1, verbose: bool = False,
                  callback: Callable[[int, float], None] | None = None,
                  anneal: Sequence[float] | None = None) -> Fitted:
-    """The one restart loop of every model: ``n_init`` runs of ``mode`` on ``problem``,
-    the best kept (highest final objective; the earliest among equals).
+    """Run the one restart loop of every model and keep the best run.
 
-    ``start(r)``: the starting parameters of restart ``r`` (0, 1, ...; called once per
-    restart, in order, just before it runs, so a model may draw them from its random
-    generator). ``n_iter``, ``tol``, ``verbose``: of each run's
-    :class:`~.monitor.ConvergenceMonitor` (``tol`` is EM's, MAP's and VB's stop rule; VT
-    and k-best VT ignore it, see :func:`fit`). ``which``: the letters of the learned
-    blocks. ``callback(iteration, objective)`` after every iteration (``iteration``
-    starts again at 1 with each run and stage).
+    ``n_init`` runs of ``mode`` on ``problem``; the best is kept (highest final objective;
+    the earliest among equals). Warnings of every run are collected and issued once per
+    cause at the end, also when a run fails (:mod:`hiddenstate.learn.fit_warnings`).
 
-    ``anneal``: deterministic annealing (Ueda & Nakano 1998; PRISM's DAEM) for ``"em"``
-    and ``"map"``: strictly increasing inverse temperatures in (0, 1] ending at 1. A run is
-    then a sequence of stages, each run to convergence at its temperature from where the
-    previous one ended (``problem.set_temperature(beta)`` tempers the E-step); the run's
-    final objective is that of its last stage (beta = 1, the untempered objective).
+    Parameters
+    ----------
+    problem : Problem
+        The model's parameter blocks and inference routines.
+    mode : {"em", "map", "vb", "vt", "kvt"}
+        The learning mode (:data:`MODES`).
+    start : callable
+        ``start(r)``: the starting parameters of restart ``r`` (0, 1, ...; called once per
+        restart, in order, just before it runs, so a model may draw them from its random
+        generator).
+    n_init : int, default=1
+        The number of runs.
+    n_iter : int, default=100
+        The most iterations of each run (of each stage with annealing).
+    tol : float, default=1e-4
+        The stop rule of EM, MAP and VB: a gain below ``tol`` stops a run; VT and k-best VT
+        ignore it (see :func:`fit`).
+    which : str
+        The letters of the learned blocks (hmmlearn's ``params``: ``"ste"``).
+    k_best : int, default=1
+        The explanations per item of ``"kvt"``.
+    verbose : bool, default=False
+        Print each iteration's objective (:class:`ConvergenceMonitor`).
+    callback : callable or None, default=None
+        ``callback(iteration, objective)`` after every iteration (``iteration`` starts again
+        at 1 with each run and stage).
+    anneal : sequence of float or None, default=None
+        Deterministic annealing (Ueda & Nakano 1998; PRISM's DAEM) for ``"em"`` and
+        ``"map"``: strictly increasing inverse temperatures in (0, 1] ending at 1. A run is
+        then a sequence of stages, each run to convergence at its temperature from where the
+        previous one ended (``problem.set_temperature(beta)`` tempers the E-step); the run's
+        final objective is that of its last stage (beta = 1, the untempered objective).
 
-    Warnings of every run are collected and issued once per cause at the end, also when a
-    run fails (:mod:`.fit_warnings`)."""
+    Returns
+    -------
+    Fitted
+        The best run, with ``stages`` and ``finals``.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``mode`` is not one of :data:`MODES`, or ``anneal`` is invalid or not possible
+        for this mode or problem.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate import learn
+    >>> model = hs.HMM(n_states=2)
+    >>> X, seqs = model.validate_data(np.array([0, 0, 1, 0, 2, 2, 1, 2, 0, 0, 1, 2, 2, 2]),
+    ...                               [6, 8], 3)
+    >>> problem = model.problem(model.emission_family(3, X), X, seqs)
+    >>> rng = np.random.default_rng(0)
+    >>> def start(r):
+    ...     return {"startprob": np.array([0.5, 0.5]),
+    ...             "transmat": rng.dirichlet([1.0, 1.0], size=2),
+    ...             "emission": {"emissionprob": rng.dirichlet([1.0, 1.0, 1.0], size=2)}}
+    >>> best = learn.fit_restarts(problem, "em", start, n_init=3, tol=1e-6, which="ste")
+    >>> [beta for beta, history in best.stages], len(best.finals)
+    ([1.0], 3)
+    >>> best.monitor.history[-1] == max(best.finals)
+    True
+    """
     check_mode(mode)
     schedule = [1.0] if anneal is None else [float(b) for b in anneal]
     if anneal is not None:

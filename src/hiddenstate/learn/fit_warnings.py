@@ -57,10 +57,43 @@ class _Cause:
 
 
 class FitWarnings:
-    """The warnings of one fit call. The learner reports each occurrence
-    (:meth:`degenerate`, :meth:`decreased`) with the restart and iteration it happened in
-    (:meth:`start_restart`, :meth:`step` count them); :meth:`issue` then warns once per
-    cause."""
+    """The warnings of one fit call, issued once per cause.
+
+    The learner reports each occurrence (:meth:`degenerate`, :meth:`decreased`) with the
+    restart and iteration it happened in (:meth:`start_restart`, :meth:`step` count them);
+    :meth:`issue` then warns once per cause.
+
+    Attributes
+    ----------
+    restart : int
+        The current restart (1 after the first :meth:`start_restart`).
+    iteration : int
+        The current iteration of the current restart.
+    steps : int
+        The iterations run over every restart.
+
+    See Also
+    --------
+    hiddenstate.learn.fit_restarts : Collects the warnings of all its runs in one.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from hiddenstate.learn import FitWarnings
+    >>> log = FitWarnings()
+    >>> log.start_restart()
+    >>> for _ in range(3):
+    ...     log.step()
+    ...     log.degenerate("emission", [1])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     log.issue()
+    >>> len(caught), caught[0].category.__name__
+    (1, 'DegenerateStateWarning')
+    >>> print(caught[0].message)
+    emission: states [1] had no posterior mass or a variance at the floor (min_covar) in 3 of
+    3 iterations (iterations 1-3); their parameters were kept or floored
+    """
 
     def __init__(self):
         self.restart = 0
@@ -69,6 +102,7 @@ class FitWarnings:
         self._causes: dict[tuple, _Cause] = {}
 
     def start_restart(self) -> None:
+        """Begin a restart (its iterations count from 1 again)."""
         self.restart += 1
         self.iteration = 0
 
@@ -81,15 +115,33 @@ class FitWarnings:
         return self._causes.setdefault(key, _Cause())
 
     def degenerate(self, block: str, states) -> None:
-        """States of ``block`` had no posterior mass, or a variance at the floor, in the
-        current iteration's M-step (their parameters were kept or floored)."""
+        """Record degenerate states of a parameter block in the current iteration.
+
+        The states had no posterior mass, or a variance at the floor, in the current
+        iteration's M-step (their parameters were kept or floored).
+
+        Parameters
+        ----------
+        block : str
+            The parameter block (``"emission"``, ``"transmat"``, ...).
+        states : sequence of int or of tuple
+            The degenerate states (nothing is recorded when it is empty).
+        """
         if len(states):
             cause = self._cause(("degenerate", block))
             cause.states.update(int(s) if not isinstance(s, tuple) else s for s in states)
             cause.iterations.append((self.restart, self.iteration))
 
     def decreased(self, previous: float, value: float) -> None:
-        """The objective fell from ``previous`` to ``value`` in the current iteration."""
+        """Record that the objective fell in the current iteration.
+
+        Parameters
+        ----------
+        previous : float
+            The objective before.
+        value : float
+            The objective after, lower than ``previous``.
+        """
         cause = self._cause(("decreased",))
         cause.iterations.append((self.restart, self.iteration))
         drop = previous - value
@@ -98,7 +150,13 @@ class FitWarnings:
                                 at=(self.restart, self.iteration))
 
     def messages(self) -> list[tuple[type, str]]:
-        """``(warning class, message)`` per cause, in the order they first occurred."""
+        """Return the warning of each cause, in the order the causes first occurred.
+
+        Returns
+        -------
+        list of tuple of (type, str)
+            ``(warning class, message)`` per cause.
+        """
         out = []
         restarts = max(self.restart, 1)
         of = (f"{self.steps} iterations" + (f" of {restarts} restarts" if restarts > 1 else ""))
@@ -123,8 +181,14 @@ class FitWarnings:
         return out
 
     def issue(self, stacklevel: int | None = None) -> None:
-        """Warn once per cause (pointing at the user's call unless ``stacklevel``), and
-        forget them."""
+        """Warn once per cause, and forget them.
+
+        Parameters
+        ----------
+        stacklevel : int or None, default=None
+            The ``stacklevel`` of the warnings; None: the user's call (the first frame
+            outside the hiddenstate package).
+        """
         level = user_stacklevel() if stacklevel is None else stacklevel
         for category, message in self.messages():
             warnings.warn(message, category, stacklevel=level)

@@ -19,8 +19,35 @@ class ConvergenceMonitor:
     ``history[i]`` is the objective at the parameters *entering* iteration ``i`` (as in
     hmmlearn). EM has converged when an iteration improves the objective by less than
     ``tol`` (:meth:`report`); reaching ``n_iter`` first leaves ``converged`` False.
-    ``log``: a :class:`~hiddenstate.learn.fit_warnings.FitWarnings` that collects a
-    falling objective (the learner sets it; without one the monitor warns at once).
+
+    Parameters
+    ----------
+    tol : float
+        The smallest gain of an iteration that does not stop EM, MAP or VB.
+    n_iter : int
+        The most iterations.
+    verbose : bool, default=False
+        Print each iteration's objective and gain to stderr.
+    history : list of float, default=[]
+        The objective per iteration so far.
+    converged : bool, default=False
+        Whether the tolerance rule has stopped learning.
+    log : hiddenstate.learn.FitWarnings or None, default=None
+        Collects a falling objective (the learner sets it); None: the monitor warns at once
+        with a :class:`~hiddenstate.errors.ConvergenceWarning`.
+
+    See Also
+    --------
+    hiddenstate.learn.fit : Runs one learning mode with a monitor.
+
+    Examples
+    --------
+    >>> from hiddenstate.learn import ConvergenceMonitor
+    >>> monitor = ConvergenceMonitor(tol=0.01, n_iter=10)
+    >>> [monitor.report(v) for v in (-10.0, -9.0, -8.995)]
+    [False, False, True]
+    >>> monitor.iter, monitor.converged, monitor.history
+    (3, True, [-10.0, -9.0, -8.995])
     """
 
     tol: float
@@ -32,11 +59,25 @@ class ConvergenceMonitor:
 
     @property
     def iter(self) -> int:
+        """The number of objective values recorded."""
         return len(self.history)
 
     def record(self, value: float) -> bool:
-        """Record an objective value (printed if ``verbose``; a decrease beyond rounding is
-        reported); return True when ``n_iter`` values have been recorded."""
+        """Record an objective value, without the tolerance rule.
+
+        The value is printed if ``verbose``; a decrease beyond rounding is reported (to
+        ``log``, else as a :class:`~hiddenstate.errors.ConvergenceWarning`).
+
+        Parameters
+        ----------
+        value : float
+            The objective at the parameters entering this iteration.
+
+        Returns
+        -------
+        bool
+            True when ``n_iter`` values have been recorded.
+        """
         if self.verbose:
             delta = value - self.history[-1] if self.history else float("nan")
             print(f"{self.iter + 1:>6} {value:>20.10f} {delta:>+16.8g}", file=sys.stderr)
@@ -53,8 +94,19 @@ class ConvergenceMonitor:
         return self.iter >= self.n_iter
 
     def report(self, value: float) -> bool:
-        """Record an objective value; return True when learning should stop: the gain
-        over the previous value is below ``tol``, or ``n_iter`` values were recorded."""
+        """Record an objective value and apply the tolerance rule.
+
+        Parameters
+        ----------
+        value : float
+            The objective at the parameters entering this iteration.
+
+        Returns
+        -------
+        bool
+            True when learning should stop: the gain over the previous value is below
+            ``tol`` (``converged`` becomes True), or ``n_iter`` values were recorded.
+        """
         if self.history and value - self.history[-1] < self.tol:
             self.converged = True
         return self.record(value) or self.converged

@@ -67,17 +67,39 @@ class Problem(Protocol):
 
 
 def kbest_weights(logp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    r"""The weights k-best Viterbi training gives the explanations of each item, and the
-    item's objective.
+    r"""Weigh the k best explanations of each item as k-best Viterbi training does.
 
-    ``logp`` ``(n, k)``: the log-probabilities :math:`\log p(x_s, z_r)` of the ``k`` best
-    explanations of each item (``-inf`` where an item has fewer than ``k``; any order).
-    Returns ``(w, log_mass)``: :math:`w_{sr} = p(x_s, z_r) / \sum_{r'<k} p(x_s, z_{r'})`
-    (0 for the missing ones; each row sums to one) and :math:`\log \sum_{r<k} p(x_s, z_r)`,
-    whose sum over the items is the objective of ``learn="kvt"``. Computed relative to the
-    best explanation, so nothing underflows. Every item's best explanation must have
-    non-zero probability (:func:`check_possible` first). The streaming learners that
-    enumerate every path of a sequence (BOnA, MPA) weigh them by the same rule."""
+    :math:`w_{sr} = p(x_s, z_r) / \sum_{r'<k} p(x_s, z_{r'})`, and the item's objective
+    :math:`\log \sum_{r<k} p(x_s, z_r)`, whose sum over the items is the objective of
+    ``learn="kvt"``. Computed relative to the best explanation, so nothing underflows.
+    Every item's best explanation must have non-zero probability (:func:`check_possible`
+    first). The streaming learners that enumerate every path of a sequence (BOnA, MPA) weigh
+    them by the same rule.
+
+    Parameters
+    ----------
+    logp : array-like of float of shape (n, k)
+        The log-probabilities :math:`\log p(x_s, z_r)` of the ``k`` best explanations of each
+        item (``-inf`` where an item has fewer than ``k``; any order).
+
+    Returns
+    -------
+    w : ndarray of shape (n, k)
+        The weights (0 for the missing explanations; each row sums to one).
+    log_mass : ndarray of shape (n,)
+        The log of the summed probability of each item's ``k`` explanations.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.learn import kbest_weights
+    >>> w, log_mass = kbest_weights(np.log([[0.03, 0.01], [0.02, 1e-300]]))
+    >>> w.round(3)
+    array([[0.75, 0.25],
+           [1.  , 0.  ]])
+    >>> np.exp(log_mass).round(3)
+    array([0.04, 0.02])
+    """
     logp = np.asarray(logp, dtype=np.float64)
     top = logp.max(axis=1, keepdims=True)
     with np.errstate(invalid="ignore"):
@@ -101,19 +123,50 @@ def name_items(named: list, total: int, noun: str) -> str:
 def check_possible(logp, noun: str, cause: str, fix: str, *, argument: str = "X",
                    use: str | None = None, index=None, labels=None,
                    given: str | None = None) -> None:
-    """The zero-probability rule: a :class:`~hiddenstate.errors.ZeroProbabilityError`
-    when an entry of ``logp`` (one log-probability per item) is ``-inf`` (or NaN), naming
-    the items; nothing otherwise.
+    """Apply the zero-probability rule: refuse items of probability zero, naming them.
 
-    ``noun``: what an item is ("sequence", "sentence", "goal", "pattern", "sample");
-    ``labels``: how to name item ``i`` (default its number; ``index``: the item number of
-    each entry, for a chunk of the data); ``argument``: the argument that holds the items;
-    ``cause``: what makes an item impossible in this model; ``fix``: what to do;
-    ``given``: under what it has probability zero (default "under the current
-    parameters" while learning, "under the model" otherwise). ``use``: None while
-    learning ("... has probability zero under the current parameters (cause); fix");
-    otherwise what the failing method needs and does not exist ("... so it has no {use};
-    score_samples gives -inf for it. fix").
+    Nothing happens when every entry of ``logp`` is finite.
+
+    Parameters
+    ----------
+    logp : array-like of float of shape (n_items,)
+        One log-probability per item.
+    noun : str
+        What an item is ("sequence", "sentence", "goal", "pattern", "sample").
+    cause : str
+        What makes an item impossible in this model.
+    fix : str
+        What to do.
+    argument : str, default="X"
+        The argument that holds the items.
+    use : str or None, default=None
+        None while learning ("... has probability zero under the current parameters
+        (cause); fix"); otherwise what the failing method needs and does not exist ("... so
+        it has no {use}; score_samples gives -inf for it. fix").
+    index : array-like of int or None, default=None
+        The item number of each entry, for a chunk of the data; None: the entries' positions.
+    labels : callable or None, default=None
+        ``labels(i)``: how to name item ``i``; None: its number.
+    given : str or None, default=None
+        Under what the items have probability zero; None: "under the current parameters"
+        while learning, "under the model" otherwise.
+
+    Raises
+    ------
+    hiddenstate.errors.ZeroProbabilityError
+        If an entry of ``logp`` is ``-inf`` or NaN; the message names the first
+        :data:`MAX_NAMED` such items, then how many more.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.learn import check_possible
+    >>> check_possible([-1.5, -2.0], "sequence", "a symbol no state emits", "fix it")
+    >>> check_possible([-1.5, -np.inf], "sequence", "a symbol no state emits",
+    ...                "give every symbol a non-zero emission probability", use="Viterbi path")
+    Traceback (most recent call last):
+    ...
+    hiddenstate.errors.ZeroProbabilityError: X: sequence 1 has probability zero under the model ...
     """
     logp = np.asarray(logp, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(logp))

@@ -157,53 +157,83 @@ def _distinct(column: np.ndarray, j: int) -> set:
 
 
 class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
-    r"""Naive Bayes with ``n_clusters`` hidden clusters per class over categorical
-    attributes (NBH; the paper's section 5). ``n_clusters=1`` is plain naive Bayes.
+    r"""Naive Bayes with ``n_clusters`` hidden clusters per class (NBH; the paper's section 5).
 
-    Parameters
-    ----------
-    n_clusters : hidden clusters per class (1: naive Bayes).
-    learn : ``"em"`` (maximum likelihood), ``"map"`` (Dirichlet pseudo-counts), ``"vb"``
-        (variational Bayes; the point parameters are the posterior means), ``"vt"``
-        (Viterbi training: hard cluster of each sample; stops when the clusters stop
-        changing) or ``"kvt"`` (the ``k_best`` best clusters of each sample).
-    prior : Dirichlet concentration :math:`\alpha` of every row (class prior, cluster prior
-        per class, attribute distribution per class and cluster). MAP and VT estimate
-        :math:`\theta \propto n + \alpha - 1`, i.e. pseudo-counts :math:`\alpha - 1` (Laplace
-        smoothing: ``prior=2``); VB uses :math:`\mathrm{Dir}(\alpha)` as is (sparse for
-        :math:`\alpha < 1`). ``None``: 2 for MAP/VT/kVT, 1 for VB; EM takes no prior.
-    n_init : random restarts; the run with the highest final objective is kept.
-    n_iter, tol : iteration cap and the absolute gain in the objective below which EM, MAP
-        and VB stop (``tol=-inf``: never); VT and k-best VT ignore ``tol`` and stop when
-        the clusters repeat or the objective stops rising (see ``docs/learning-modes.md``).
-    k_best : clusters per sample for ``learn="kvt"``.
-    missing_values : strings read as a missing value, besides ``None`` and NaN.
-    random_state, verbose : seed (int, Generator or None); print the objective per iteration.
-
-    The defaults (``learn="map"``, pseudo-count 1, 15 clusters per class, one start) are the
-    fixed setting with the best mean rank and mean accuracy over the ten UCI sets of the
-    paper's Table 4 (``experiments/results/prism_nbh.md``, "One setting for every data set").
-
-    Attributes
-    ----------
-    classes_ : the class labels, sorted.
-    categories_ : list (per attribute) of the values seen in training, sorted.
-    class_prior_ : ``(n_classes,)`` :math:`\pi`.
-    cluster_prior_ : ``(n_classes, n_clusters)`` :math:`\rho` (rows sum to one).
-    feature_prob_ : list (per attribute) of ``(n_classes, n_clusters, n_values)``
-        :math:`\theta^{(j)}`.
-    monitor_ : the objective of the mode per iteration (``learn.batch.OBJECTIVES``).
+    Each class is a mixture of ``n_clusters`` naive Bayes components over categorical
+    attributes; ``n_clusters=1`` is plain naive Bayes. The defaults (``learn="map"``,
+    pseudo-count 1, 15 clusters per class, one start) are the fixed setting with the best
+    mean rank and mean accuracy over the ten UCI sets of the paper's Table 4
+    (``experiments/results/prism_nbh.md``, "One setting for every data set").
 
     Attributes are categorical: a column of numbers some of which are fractional
     (continuous data) is refused with an error naming the fix (discretise it, e.g. with
     ``sklearn.preprocessing.KBinsDiscretizer``); see ``docs/nbh.md`` for the rule and why.
     Missing values (``None``, NaN, pandas' NA or a string in ``missing_values``) are summed
-    out exactly, in training and prediction. A value at predict time that training never showed is
-    treated as missing, with an :class:`UnknownCategoryWarning`. A test sample that every
-    class gives probability zero (possible with ``learn="em"``, whose estimates can be
+    out exactly, in training and prediction. A value at predict time that training never
+    showed is treated as missing, with an :class:`UnknownCategoryWarning`. A test sample that
+    every class gives probability zero (possible with ``learn="em"``, whose estimates can be
     zero) scores ``-inf`` in :meth:`score_samples` and has no class posterior:
     ``predict``/``predict_proba`` raise :class:`~hiddenstate.errors.ZeroProbabilityError`
     naming it (the estimator contract's zero-probability rule).
+
+    Parameters
+    ----------
+    n_clusters : int, default=15
+        Hidden clusters per class (1: naive Bayes).
+    learn : {"map", "em", "vb", "vt", "kvt"}, default="map"
+        ``"em"`` (maximum likelihood), ``"map"`` (Dirichlet pseudo-counts), ``"vb"``
+        (variational Bayes; the point parameters are the posterior means), ``"vt"``
+        (Viterbi training: hard cluster of each sample; stops when the clusters stop
+        changing) or ``"kvt"`` (the ``k_best`` best clusters of each sample).
+    prior : float or None, default=None
+        The Dirichlet concentration :math:`\alpha` of every row (class prior, cluster prior
+        per class, attribute distribution per class and cluster). MAP and VT estimate
+        :math:`\theta \propto n + \alpha - 1`, i.e. pseudo-counts :math:`\alpha - 1` (Laplace
+        smoothing: ``prior=2``); VB uses :math:`\mathrm{Dir}(\alpha)` as is (sparse for
+        :math:`\alpha < 1`). None: 2 for MAP/VT/kVT, 1 for VB; EM takes no prior.
+    n_init : int, default=1
+        Random restarts; the run with the highest final objective is kept.
+    n_iter : int, default=100
+        The most iterations of each restart.
+    tol : float, default=1e-4
+        The absolute gain in the objective below which EM, MAP and VB stop (``tol=-inf``:
+        never); VT and k-best VT ignore ``tol`` and stop when the clusters repeat or the
+        objective stops rising (see ``docs/learning-modes.md``).
+    k_best : int, default=2
+        Clusters per sample for ``learn="kvt"``.
+    missing_values : tuple of str, default=("?",)
+        Strings read as a missing value, besides ``None`` and NaN.
+    random_state : int, numpy.random.Generator or None, default=None
+        The seed of the random starts (and of :meth:`sample`).
+    verbose : bool, default=False
+        Print the objective per iteration.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted.
+    categories_ : list of ndarray
+        Per attribute, the values seen in training, sorted.
+    class_prior_ : ndarray of shape (n_classes,)
+        :math:`\pi`.
+    cluster_prior_ : ndarray of shape (n_classes, n_clusters)
+        :math:`\rho` (rows sum to one).
+    feature_prob_ : list of ndarray of shape (n_classes, n_clusters, n_values)
+        Per attribute, :math:`\theta^{(j)}`.
+    monitor_ : hiddenstate.learn.ConvergenceMonitor
+        The objective of the mode per iteration (:data:`hiddenstate.learn.OBJECTIVES`).
+
+    Examples
+    --------
+    >>> import hiddenstate as hs
+    >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+    ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+    >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+    >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+    >>> model.classes_, model.cluster_prior_.shape
+    (array(['play', 'stay'], dtype='<U4'), (2, 2))
+    >>> model.predict([["sun", "cool"], ["rain", "hot"], [None, "mild"]])
+    array(['play', 'stay', 'play'], dtype='<U4')
     """
 
     def __init__(self, n_clusters: int = 15, learn: str = "map", prior: float | None = None,
@@ -403,10 +433,39 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, callback: Callable[[int, float], None] | None = None):
         """Learn the parameters with the mode chosen by ``learn`` (``n_init`` restarts).
 
-        ``X`` ``(n_samples, n_attributes)``: categorical values (strings or numbers;
-        continuous attributes must be binned first), missing ones as ``None``, NaN or a
-        string in ``missing_values``; ``y`` the class labels. ``callback(iteration,
-        objective)`` is called after every iteration.
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_attributes)
+            Categorical values (strings or numbers; continuous attributes must be binned
+            first), missing ones as ``None``, NaN or a string in ``missing_values``; a list
+            of rows, a NumPy array or a pandas DataFrame.
+        y : array-like of shape (n_samples,)
+            The class labels (none missing).
+        callback : callable or None, default=None
+            ``callback(iteration, objective)``, called after every iteration.
+
+        Returns
+        -------
+        NaiveBayesHidden
+            The model itself, fitted.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter, ``X``, ``y`` or ``callback`` is invalid (a continuous
+            attribute, labels that do not match the rows, missing labels).
+        hiddenstate.errors.InsufficientMemoryError
+            If the fit would not fit in memory (raised before anything is allocated).
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+        ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+        >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+        >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+        >>> model.monitor_.converged, [f.shape for f in model.feature_prob_]
+        (True, [(2, 2, 2), (2, 2, 3)])
         """
         prior = self._check_hyper()
         if callback is not None and not callable(callback):
@@ -455,10 +514,34 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         return log_joint(params, one_hot(codes, self._n_values()), self._n_values())
 
     def predict_log_proba(self, X) -> np.ndarray:
-        """log p(c | a) ``(n, n_classes)`` (eq. 8 before the argmax). A sample of
-        probability zero under every class (possible with ``learn='em'``, whose estimates
-        can be zero) has no class posterior:
-        :class:`~hiddenstate.errors.ZeroProbabilityError` naming it."""
+        """Return the log class posterior log p(c | a) of each sample (eq. 8 before the argmax).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_attributes)
+            Categorical values; missing ones and values unseen in training are summed out.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            The log-posteriors, columns in the order of ``classes_``.
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If a sample has probability zero under every class (possible with
+            ``learn='em'``, whose estimates can be zero): it has no class posterior.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+        ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+        >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+        >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+        >>> model.predict_log_proba([["sun", "cool"]]).round(3)
+        array([[-0.511, -0.916]])
+        """
         per_class = logsumexp_rows(self._log_joint(X))
         evidence = logsumexp_rows(per_class)
         check_possible(evidence, "sample", "values never seen together with any class "
@@ -467,19 +550,100 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         return per_class - evidence[:, None]
 
     def predict_proba(self, X) -> np.ndarray:
-        """p(c | a) ``(n, n_classes)``, columns in the order of ``classes_``."""
+        """Return the class posterior p(c | a) of each sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_attributes)
+            Categorical values; missing ones and values unseen in training are summed out.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            The posteriors, columns in the order of ``classes_``.
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If a sample has probability zero under every class (:meth:`predict_log_proba`).
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+        ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+        >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+        >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+        >>> model.predict_proba([["sun", "cool"], ["rain", "hot"]]).round(3)
+        array([[0.6, 0.4],
+               [0.4, 0.6]])
+        """
         return np.exp(self.predict_log_proba(X))
 
     def predict(self, X) -> np.ndarray:
-        """The most probable class of each sample (eq. 8)."""
+        """Return the most probable class of each sample (eq. 8).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_attributes)
+            Categorical values; missing ones and values unseen in training are summed out.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The class labels.
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If a sample has probability zero under every class (:meth:`predict_log_proba`).
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+        ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+        >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+        >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+        >>> model.predict([["rain", "hot"], ["sun", None]])
+        array(['stay', 'play'], dtype='<U4')
+        """
         best = np.argmax(self.predict_log_proba(X), axis=1)
         return self.classes_[best]
 
     def predict_cluster_proba(self, X, y=None) -> np.ndarray:
-        """p(h | c, a) ``(n, n_clusters)`` at the given classes ``y`` (default: the
-        predicted ones). A sample of probability zero at its class (possible with
-        ``learn='em'``) has no cluster posterior:
-        :class:`~hiddenstate.errors.ZeroProbabilityError` naming it."""
+        """Return the cluster posterior p(h | c, a) of each sample at its class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_attributes)
+            Categorical values; missing ones and values unseen in training are summed out.
+        y : array-like of shape (n_samples,) or None, default=None
+            The classes to condition on; None: the predicted ones.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_clusters)
+            The posteriors (rows sum to one).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a label of ``y`` is not one of ``classes_``.
+        hiddenstate.errors.ZeroProbabilityError
+            If a sample has probability zero at its class (possible with ``learn='em'``): it
+            has no cluster posterior.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+        ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+        >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+        >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+        >>> model.predict_cluster_proba([["sun", "cool"]], y=["stay"]).sum(axis=1)
+        array([1.])
+        """
         lj = self._log_joint(X)
         c = self._class_index(y, len(lj)) if y is not None else \
             np.argmax(logsumexp_rows(lj), axis=1)
@@ -512,29 +676,121 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         return out
 
     def score_samples(self, X, y=None) -> np.ndarray:
-        """log-evidence of each sample: log p(a) (``y`` None) or log p(c, a) at the given
-        labels (the sum over clusters; missing attributes summed out)."""
+        """Return the log-evidence of each sample: log p(a), or log p(c, a) at labels ``y``.
+
+        The sum over clusters (and over classes without ``y``); missing attributes are
+        summed out.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_attributes)
+            Categorical values.
+        y : array-like of shape (n_samples,) or None, default=None
+            The class labels; None: summed over the classes.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            One log-likelihood per sample (``-inf`` for a sample of probability zero).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a label of ``y`` is not one of ``classes_``.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+        ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+        >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+        >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+        >>> import numpy as np
+        >>> joint = np.array([model.score_samples([["sun", "cool"]], y=[c])[0]
+        ...                   for c in model.classes_])
+        >>> bool(np.isclose(np.logaddexp.reduce(joint), model.score_samples([["sun", "cool"]])[0]))
+        True
+        """
         lj = logsumexp_rows(self._log_joint(X))
         if y is None:
             return logsumexp_rows(lj)
         return lj[np.arange(len(lj)), self._class_index(y, len(lj))]
 
     def score(self, X, y=None) -> float:
-        """Total log-likelihood: the sum of :meth:`score_samples` (log p(a), or log p(c, a)
-        with labels ``y``), as every hiddenstate estimator's ``score``. Accuracy, the
-        meaning scikit-learn's classifiers give ``score``, is
-        ``sklearn.metrics.accuracy_score(y, model.predict(X))``, or
-        ``cross_val_score(model, X, y, scoring="accuracy")``."""
+        """Return the total log-likelihood: the sum of :meth:`score_samples`.
+
+        As every hiddenstate estimator's ``score``. Accuracy, the meaning scikit-learn's
+        classifiers give ``score``, is ``sklearn.metrics.accuracy_score(y, model.predict(X))``,
+        or ``cross_val_score(model, X, y, scoring="accuracy")``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_attributes)
+            Categorical values.
+        y : array-like of shape (n_samples,) or None, default=None
+            The class labels: log p(c, a); None: log p(a).
+
+        Returns
+        -------
+        float
+            The log-likelihood.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+        ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+        >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+        >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+        >>> bool(model.score(X, y) < model.score(X) < 0)
+        True
+        """
         return float(np.sum(self.score_samples(X, y)))
 
     log_likelihood = renamed_method("log_likelihood", "score")
 
     def sample(self, n_samples: int = 1, random_state=None):
-        r"""Draw ``n_samples`` labelled samples from the model: the class
-        :math:`c \sim \pi`, its cluster :math:`h \sim \rho_c`, each attribute
-        :math:`a_j \sim \theta^{(j)}_{c h}`. Returns ``(X (n, n_attributes) object array of
-        category values, y (n,) class labels, clusters (n,) int)``; ``random_state=None``
-        uses the estimator's ``random_state``."""
+        r"""Draw ``n_samples`` labelled samples from the model.
+
+        The class :math:`c \sim \pi`, its cluster :math:`h \sim \rho_c`, each attribute
+        :math:`a_j \sim \theta^{(j)}_{c h}`.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            The number of samples.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed; None: the estimator's ``random_state``.
+
+        Returns
+        -------
+        X : ndarray of object of shape (n_samples, n_attributes)
+            The category values.
+        y : ndarray of shape (n_samples,)
+            The class labels.
+        clusters : ndarray of int of shape (n_samples,)
+            The hidden cluster of each sample.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``n_samples`` is not a positive integer.
+        hiddenstate.errors.InsufficientMemoryError
+            If the samples would not fit in memory (raised before drawing).
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+        ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+        >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+        >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+        >>> Xs, ys, clusters = model.sample(3, random_state=0)
+        >>> Xs.shape, ys.shape, clusters.shape
+        ((3, 2), (3,), (3,))
+        >>> set(Xs[:, 0]) <= {"rain", "sun"}
+        True
+        """
         n = check_positive_int(n_samples, "n_samples")
         self._check_hyper()
         params = self._params()
@@ -552,8 +808,25 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
 
     # -- persistence ----------------------------------------------------------------------------
     def learned_arrays(self) -> dict[str, np.ndarray]:
-        """``class_prior_``, ``cluster_prior_`` and ``feature_prob_:<j>``: what :meth:`save`
-        writes (the labels and categories go to the JSON part)."""
+        """Return the arrays :meth:`save` writes.
+
+        The labels and categories go to the JSON part (:meth:`learned_scalars`).
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``class_prior_``, ``cluster_prior_`` and ``feature_prob_:<j>`` per attribute.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+        ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+        >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+        >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+        >>> sorted(model.learned_arrays())
+        ['class_prior_', 'cluster_prior_', 'feature_prob_:0', 'feature_prob_:1']
+        """
         params = self._params()
         out = {"class_prior_": params["class"], "cluster_prior_": params["cluster"]}
         out.update({f"feature_prob_:{j}": params[f"attr:{j}"]
@@ -561,11 +834,54 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         return out
 
     def learned_scalars(self) -> dict:
+        """Return the labels and categories :meth:`save` writes as JSON.
+
+        Returns
+        -------
+        dict
+            ``classes_`` (a list of labels) and ``categories_`` (a list of value lists).
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+        ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+        >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+        >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+        >>> model.learned_scalars()
+        {'classes_': ['play', 'stay'], 'categories_': [['rain', 'sun'], ['cool', 'hot', 'mild']]}
+        """
         return {"classes_": [_plain(c) for c in self.classes_.tolist()],
                 "categories_": [[_plain(v) for v in c.tolist()] for c in self.categories_]}
 
     def set_learned(self, arrays: dict, scalars: dict) -> None:
-        """Restore what :meth:`learned_arrays` / :meth:`learned_scalars` returned."""
+        """Restore what :meth:`learned_arrays` and :meth:`learned_scalars` returned.
+
+        Parameters
+        ----------
+        arrays : dict of str to ndarray
+            The arrays, by name.
+        scalars : dict
+            ``classes_`` and ``categories_``.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a name is not a learned array or scalar of NaiveBayesHidden, or the labels
+            repeat.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+        ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+        >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+        >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+        >>> copy = hs.NaiveBayesHidden(n_clusters=2)
+        >>> copy.set_learned(model.learned_arrays(), model.learned_scalars())
+        >>> bool((copy.predict(X) == model.predict(X)).all())
+        True
+        """
         if set(scalars) != {"classes_", "categories_"}:
             raise InvalidInputError("scalars: expected classes_ and categories_")
         classes, cats = scalars["classes_"], scalars["categories_"]
@@ -589,8 +905,30 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
 
     @classmethod
     def from_saved_params(cls, params: dict, part=None) -> NaiveBayesHidden:
-        """The estimator from saved hyper-parameters (JSON has no tuples: ``missing_values``
-        comes back as the tuple it was)."""
+        """Return the estimator from saved hyper-parameters.
+
+        JSON has no tuples: ``missing_values`` comes back as the tuple it was.
+
+        Parameters
+        ----------
+        params : dict
+            The hyper-parameters (``get_params()``, read back from JSON).
+        part : callable or None, default=None
+            ``part(name)``: the directory of a sub-bundle; unused (a NaiveBayesHidden has
+            none), there for the signature :func:`hiddenstate.load` calls.
+
+        Returns
+        -------
+        NaiveBayesHidden
+            An unfitted estimator.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> hs.NaiveBayesHidden.from_saved_params({"n_clusters": 3,
+        ...                                        "missing_values": ["?"]}).missing_values
+        ('?',)
+        """
         params = dict(params)
         if isinstance(params.get("missing_values"), list):
             params["missing_values"] = tuple(params["missing_values"])
@@ -601,8 +939,32 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         self._params()
 
     def save(self, path) -> None:
-        """Save to a directory ``path`` (``model.json`` with labels and categories +
-        ``arrays.npz``; no pickle); read back with :func:`hiddenstate.load`."""
+        """Save the model to the directory ``path``.
+
+        ``model.json`` with the hyper-parameters, labels and categories + ``arrays.npz`` (no
+        pickle); read it back with :func:`hiddenstate.load`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The directory.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the parameters (learned or set by hand) are invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> X = [["sun", "hot"], ["sun", "mild"], ["rain", "mild"], ["rain", "cool"],
+        ...      ["sun", "hot"], ["rain", "cool"], ["sun", "mild"], ["rain", "mild"]]
+        >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
+        >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
+        >>> model.save("nbh-model")
+        >>> bool((hs.load("nbh-model").predict(X) == model.predict(X)).all())
+        True
+        """
         from ._saving import save
 
         self._check_hyper()

@@ -45,7 +45,7 @@ from hiddenstate.grammar import Grammar, normalise, read_trees, to_cnf
 from hiddenstate.metrics import tree_scores
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "data" / "ptb-sample-treebank"
+DATA_DIR = REPO.parent / "shared" / "data"
 OUT = REPO / "experiments" / "results"
 MODES = ("vt", "em", "map", "vb")
 PRIOR = {"vt": 2.0, "em": 1.0, "map": 2.0, "vb": 1.0}
@@ -56,10 +56,13 @@ PAPER_T2 = {  # LT, BT, 0-CB (%)
     "supervised": (79.06, 85.28, 95.37)}
 
 
-def load(max_length: int):
-    files = sorted(glob.glob(str(DATA / "combined" / "*.mrg")))
+def load(max_length: int, data_dir: Path = DATA_DIR):
+    """The normalised gold trees of the treebank sample with at most ``max_length`` tags."""
+    folder = Path(data_dir) / "ptb-sample-treebank"
+    files = sorted(glob.glob(str(folder / "combined" / "*.mrg")))
     if not files:
-        sys.exit(f"prism_pcfg: no treebank at {DATA} (expected combined/*.mrg); nothing to do")
+        sys.exit(f"no treebank at {folder} (expected combined/*.mrg); pass --data-dir "
+                 "<folder holding ptb-sample-treebank/>")
     gold = []
     for t in read_trees(files):
         n = normalise(t, terminals="tags")
@@ -79,20 +82,29 @@ def fit_mode(mode, rules, start, sents, args, seed):
         return m, len(m.monitor_.history), time.perf_counter() - t0
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The set-up options shared with ``experiments/prism_plcg.py``."""
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--max-length", type=int, default=10)
     ap.add_argument("--markov", type=int, default=0,
                     help="horizontal Markov order of the binarisation (-1: none)")
     ap.add_argument("--restarts", type=int, default=8)
     ap.add_argument("--folds", type=int, default=8)
-    ap.add_argument("--init-concentration", type=float, default=10.0)
+    ap.add_argument("--init-concentration", type=float, default=1.0,
+                    help="Dirichlet concentration of the random starts (1: flat, the "
+                    "library's default; 10: the paper's 'almost uniform', which leaves VT "
+                    "in poor optima here: experiments/results/prism_plcg.md)")
+    ap.add_argument("--data-dir", type=Path, default=DATA_DIR)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(ap)
     args = ap.parse_args(argv)
     if args.quick:
         args.max_length, args.restarts, args.folds = 8, 2, 2
     t_start = time.perf_counter()
-    gold = load(args.max_length)
+    gold = load(args.max_length, args.data_dir)
     cnf = [to_cnf(t, None if args.markov < 0 else args.markov) for t in gold]
     g, _ = Grammar.from_trees(cnf)
     rules, start = g.rule_list(), list(g.start)

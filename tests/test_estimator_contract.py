@@ -208,16 +208,19 @@ RULES = {"S": [("NP", "VP")], "VP": [("V", "NP"), ("eats",)], "NP": [("she",), (
 SENTENCES = ["she eats fish".split(), "fish eats".split(), "she eats she".split()]
 
 
-def _pcfg_case() -> Case:
+def _grammar_case(cls, make_zero: Callable, more_calls: dict | None = None,
+                  **case: object) -> Case:
+    """A grammar row (PCFG, PLCG): the same rules, sentences and bad inputs;
+    ``make_zero(model)`` sets probabilities under which "fish" cannot be derived (sentences
+    0 and 1 impossible)."""
     def make(**kw):
-        return hs.PCFG(**{"rules": RULES, "start": "S", "n_iter": 4, "random_state": 0, **kw})
+        return cls(**{"rules": RULES, "start": "S", "n_iter": 4, "random_state": 0, **kw})
 
     def zero():
         m = make()
-        m.set_probs("NP", [1.0, 0.0])   # "fish" can no longer be derived
+        make_zero(m)
         return m, Data((SENTENCES,), n_items=3), [0, 1], {
-            "parse": lambda m, d: m.parse(*d.args),
-            "predict_proba": lambda m, d: m.predict_proba(*d.args),
+            "parse": lambda m, d: m.parse(*d.args), **(more_calls or {}),
             "expected_counts": lambda m, d: m.expected_counts(*d.args),
             "parse_k_best": lambda m, d: m.parse_k_best(d.args[0][1]),
             "sample_parses": lambda m, d: m.sample_parses(d.args[0][1], random_state=0)}
@@ -226,11 +229,27 @@ def _pcfg_case() -> Case:
         return make(learn=learn, **({} if learn == "em" else {"prior": alpha}))
 
     return Case(
-        "PCFG", make, lambda m: Data((SENTENCES,), n_items=3),
-        ("em", "map", "vb", "vt", "kvt"), ("n_iter", 0), has_parameters_before_fit=True,
+        cls.__name__, make, lambda m: Data((SENTENCES,), n_items=3),
+        ("em", "map", "vb", "vt", "kvt"), ("n_iter", 0),
         bad={"shape": Data(("she eats fish",)), "non-finite": Data(([[float("nan")]],)),
              "range": Data(([["she", "swims"]],)), "empty": Data(([],))},
-        zero=zero, prior=prior, params=lambda m: {"theta_": m.theta_})
+        zero=zero, prior=prior, params=lambda m: {"theta_": m.theta_}, **case)
+
+
+def _pcfg_case() -> Case:
+    return _grammar_case(
+        hs.PCFG, lambda m: m.set_probs("NP", [1.0, 0.0]),
+        {"predict_proba": lambda m, d: m.predict_proba(*d.args)},
+        has_parameters_before_fit=True)
+
+
+def _plcg_case() -> Case:
+    """The PLCG over the PCFG row's rules: no probabilities until fitted or set by hand."""
+    def no_fish_first(m):
+        for goal in ("S", "NP"):   # "fish" can no longer be the first word of a goal
+            m.set_probs(("first", goal), [0.0, 1.0])
+
+    return _grammar_case(hs.PLCG, no_fish_first)
 
 
 def _treenet_case() -> Case:
@@ -377,7 +396,7 @@ def _lm_marks() -> tuple:
     return ()
 
 
-CASES = [*HMM_CASES, _props_case(), _pcfg_case(), _treenet_case(), _nbh_case(),
+CASES = [*HMM_CASES, _props_case(), _pcfg_case(), _plcg_case(), _treenet_case(), _nbh_case(),
          _program_case(), _lm_case()]
 
 

@@ -123,15 +123,15 @@ def test_inside_outside_counts_and_spans_equal_enumeration():
     assert m.score(SENTENCES) == pytest.approx(scores.sum())
 
 
-def test_viterbi_and_k_best_equal_enumeration():
-    m = random_model(2)
-    g = m.grammar()
-    trees, logp = m.parse(SENTENCES, cnf=True, return_logprob=True)
-    for s, words in enumerate(SENTENCES):
-        parses = sorted(all_parses(g, m.theta_, words), key=lambda p: -p[0])
+def check_best_parses(m, sentences, ranked, k: int = 7) -> None:
+    """``m.parse`` and ``m.parse_k_best`` (CNF trees) against ``ranked(words)``: every
+    (log-probability, tree) of the sentence by brute force, best first. Also used by
+    test_plcg with its own enumeration of left-corner derivations."""
+    trees, logp = m.parse(sentences, cnf=True, return_logprob=True)
+    for s, words in enumerate(sentences):
+        parses = ranked(words)
         assert logp[s] == pytest.approx(parses[0][0], abs=1e-10)
         assert trees[s] == parses[0][1]
-        k = 7
         best = m.parse_k_best(words, k, cnf=True)
         assert len(best) == min(k, len(parses))
         np.testing.assert_allclose([b[0] for b in best], [p[0] for p in parses[:k]],
@@ -141,6 +141,12 @@ def test_viterbi_and_k_best_equal_enumeration():
         for lp, t in best:
             match = [p[0] for p in parses if p[1] == t]
             assert match and lp == pytest.approx(match[0], abs=1e-10)
+
+
+def test_viterbi_and_k_best_equal_enumeration():
+    m = random_model(2)
+    check_best_parses(m, SENTENCES, lambda words: sorted(
+        all_parses(m.grammar(), m.theta_, words), key=lambda p: -p[0]))
 
 
 def test_posterior_samples_follow_the_posterior():

@@ -49,6 +49,11 @@ def _pcfg():
     return m, lambda model: model.score(SENTENCES)
 
 
+def _plcg():
+    m = hs.PLCG(rules=RULES, start="S", n_iter=4, random_state=0).fit(SENTENCES)
+    return m, lambda model: model.score(SENTENCES)
+
+
 def _treenet():
     rng = np.random.default_rng(2)
     X = rng.integers(0, 3, size=(40, 2))
@@ -92,7 +97,7 @@ def _lm():
     return m, lambda model: model.score(ids)
 
 
-ESTIMATORS = {"HMM": _hmm, "PROPS": _props, "PCFG": _pcfg, "TreeNet": _treenet,
+ESTIMATORS = {"HMM": _hmm, "PROPS": _props, "PCFG": _pcfg, "PLCG": _plcg, "TreeNet": _treenet,
               "NaiveBayesHidden": _nbh, "ProgramModel": _program, "BlockedHMMLM": _lm}
 
 
@@ -108,7 +113,8 @@ def test_every_estimator_saves_and_loads_with_the_same_score(name, tmp_path):
 
 
 def test_the_registry_names_every_model_class_the_format_holds():
-    assert set(persist.MODELS) == {"HMM", "PROPS", "PCFG", "TreeNet", "NaiveBayesHidden"}
+    assert set(persist.MODELS) == {"HMM", "PROPS", "PCFG", "PLCG", "TreeNet",
+                                   "NaiveBayesHidden"}
     assert all(getattr(hs, n) is c for n, c in persist.MODELS.items())
     assert hs.ProgramModel is ProgramModel and "ProgramModel" in hs.__all__
 

@@ -17,7 +17,7 @@ from ._version import __version__
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
 
 if TYPE_CHECKING:
-    from .models import HMM, PCFG, PROPS, NaiveBayesHidden, TreeNet
+    from .models import HMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
     from .persist import load
     from .programs import ProgramModel
 
@@ -25,6 +25,7 @@ __all__ = [
     "HMM",
     "NaiveBayesHidden",
     "PCFG",
+    "PLCG",
     "PROPS",
     "ProgramModel",
     "TreeNet",
@@ -41,6 +42,7 @@ __getattr__, __dir__ = attach(__name__, {
     "HMM": ".models.hmm",
     "NaiveBayesHidden": ".models.nbh",
     "PCFG": ".models.pcfg",
+    "PLCG": ".models.plcg",
     "PROPS": ".models.props",
     "TreeNet": ".models.treenet",
     "ProgramModel": ".programs",

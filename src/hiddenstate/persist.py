@@ -6,7 +6,8 @@ Every estimator saves itself with ``model.save(path)`` as a bundle of the format
 directory to the reader of that estimator, from a fixed registry (loading runs no code
 from the file):
 
-- ``hiddenstate-model``: ``HMM``, ``PROPS``, ``PCFG``, ``TreeNet``, ``NaiveBayesHidden``,
+- ``hiddenstate-model``: ``HMM``, ``PROPS``, ``PCFG``, ``PLCG``, ``TreeNet``,
+  ``NaiveBayesHidden``,
   read by :func:`hiddenstate.models._saving.restore` (format versions 1 and 2; a PROPS
   model's sources come back with it);
 - ``hiddenstate-program-params``: ``ProgramModel``, read by
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from ._bundle import READS, VERSION, arrays_path, peek, short_repr
 from .errors import InvalidInputError, MissingDependencyError, ModelFileError
-from .models import HMM, PCFG, PROPS, NaiveBayesHidden, TreeNet
+from .models import HMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
 from .models._saving import FORMAT as MODEL_FORMAT
 from .models._saving import restore as restore_model
 from .programs import ProgramModel
@@ -46,7 +47,8 @@ __all__ = ["READS", "VERSION", "arrays_path", "load"]
 LM_FORMAT = "hiddenstate-lm"
 
 #: the estimators of the ``hiddenstate-model`` format, by the class name saved
-MODELS = {cls.__name__: cls for cls in (HMM, PROPS, PCFG, TreeNet, NaiveBayesHidden)}
+MODELS = {cls.__name__: cls
+          for cls in (HMM, PROPS, PCFG, PLCG, TreeNet, NaiveBayesHidden)}
 
 
 def _torch_installed() -> bool:
@@ -66,7 +68,7 @@ def _restore_lm(path: Path):
 def load(path, *, program=None):
     """Load the estimator saved in the directory ``path`` by its ``save``.
 
-    An ``HMM``, ``PROPS``, ``PCFG``, ``TreeNet``, ``NaiveBayesHidden``, ``ProgramModel``,
+    An ``HMM``, ``PROPS``, ``PCFG``, ``PLCG``, ``TreeNet``, ``NaiveBayesHidden``, ``ProgramModel``,
     ``BlockedHMMLM`` (torch needed) or a saved source (``KneserNeySource``, ``LSTMSource``):
     the reader is chosen by the ``format`` and ``class`` written in ``model.json``, from a
     fixed registry; nothing in the file is run. A directory written by ``hiddenstate fit``

@@ -15,16 +15,18 @@ if TYPE_CHECKING:
     from .hmm import HMM
     from .nbh import NaiveBayesHidden
     from .pcfg import PCFG
+    from .plcg import PLCG
     from .props import PROPS, TokenScores
     from .treenet import TreeNet
 
-__all__ = ["HMM", "NaiveBayesHidden", "PCFG", "PROPS", "TokenScores", "TreeNet"]
+__all__ = ["HMM", "NaiveBayesHidden", "PCFG", "PLCG", "PROPS", "TokenScores", "TreeNet"]
 
 
 __getattr__, __dir__ = attach(__name__, {
     "HMM": ".hmm",
     "NaiveBayesHidden": ".nbh",
     "PCFG": ".pcfg",
+    "PLCG": ".plcg",
     "PROPS": ".props",
     "TokenScores": ".props",
     "TreeNet": ".treenet",

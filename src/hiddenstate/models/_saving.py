@@ -1,4 +1,4 @@
-"""Saving and restoring the estimators of :mod:`hiddenstate.models` (HMM, PROPS, PCFG,
+"""Saving and restoring the estimators of :mod:`hiddenstate.models` (HMM, PROPS, PCFG, PLCG,
 NaiveBayesHidden, TreeNet) in the bundle format of :mod:`hiddenstate._bundle`.
 
 A model takes part through a small protocol: ``learned_arrays()`` / ``learned_scalars()``

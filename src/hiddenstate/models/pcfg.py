@@ -258,6 +258,18 @@ class PCFG(BaseEstimator):
         ``markov``). Words seen fewer than ``min_count`` times become ``unknown_word``
         (``min_count=1``: none; the model still maps words it never saw to ``unknown_word``
         only if the grammar has it)."""
+        cnf, unk = cls.treebank_trees(trees, terminals, markov, min_count, unknown_word)
+        g, counts = Grammar.from_trees(cnf)
+        model = cls(rules=g.rule_list(), start=list(g.start), unknown_word=unk, **params)
+        model.theta_ = _normalised(g, counts)
+        return model
+
+    @classmethod
+    def treebank_trees(cls, trees, terminals: str = "words", markov: int | None = None,
+                       min_count: int = 1, unknown_word: str = "<unk>"
+                       ) -> tuple[list[Tree], str | None]:
+        """The CNF trees :meth:`from_treebank` reads its grammar from (rare words replaced)
+        and the unknown-word terminal they use (None if no word was rare)."""
         if not isinstance(unknown_word, str) or not unknown_word:
             raise InvalidInputError(
                 f"unknown_word: expected a non-empty word (string), got {unknown_word!r:.60}")
@@ -273,11 +285,7 @@ class PCFG(BaseEstimator):
             has_unk = bool(rare)
             for t in cnf:
                 _replace_leaves(t, rare, unknown_word)
-        g, counts = Grammar.from_trees(cnf)
-        model = cls(rules=g.rule_list(), start=list(g.start),
-                    unknown_word=unknown_word if has_unk else None, **params)
-        model.theta_ = _normalised(g, counts)
-        return model
+        return cnf, unknown_word if has_unk else None
 
     @staticmethod
     def prepare_trees(trees, terminals: str = "words", markov: int | None = None) -> list[Tree]:
@@ -483,12 +491,7 @@ class PCFG(BaseEstimator):
                                              offsets, False)[0], structural=True)
         prior = self._prior()
         problem = _PCFGProblem(self, g, words, offsets, theta, prior)
-        rng = make_rng(self.random_state)
-        best = fit_restarts(problem, self.learn,
-                            lambda _: self._start_point(problem, theta, rng),
-                            n_init=self.n_init, n_iter=self.n_iter, tol=self.tol,
-                            which=_LEARNED, k_best=self.k_best, verbose=self.verbose,
-                            callback=callback)
+        best = self._best_restart(problem, theta, _LEARNED, callback)
         self.theta_ = problem.flat(best.params)
         self.posterior_ = {}
         if best.posterior is not None:
@@ -498,6 +501,16 @@ class PCFG(BaseEstimator):
         self.monitor_ = best.monitor
         self.n_features_ = len(g.words)
         return self
+
+    def _best_restart(self, problem, theta: np.ndarray, which: str, callback):
+        """:func:`~hiddenstate.learn.fit_restarts` from :meth:`_start_point` (shared with
+        :class:`~hiddenstate.PLCG`): the run with the best final objective."""
+        rng = make_rng(self.random_state)
+        return fit_restarts(problem, self.learn,
+                            lambda _: self._start_point(problem, theta, rng),
+                            n_init=self.n_init, n_iter=self.n_iter, tol=self.tol,
+                            which=which, k_best=self.k_best, verbose=self.verbose,
+                            callback=callback)
 
     # -- inference ------------------------------------------------------------------------------
     def score_samples(self, sentences) -> np.ndarray:
@@ -645,6 +658,12 @@ class PCFG(BaseEstimator):
                     return None
             return root
 
+        return self._draw_sentences(derive, n_samples, max_words, cnf)
+
+    @staticmethod
+    def _draw_sentences(derive, n_samples: int, max_words: int, cnf: bool):
+        """``n_samples`` (words, tree) from ``derive()`` (None: longer than ``max_words``,
+        drawn again, at most 100 times in a row)."""
         out = []
         for _ in range(n_samples):
             for _ in range(100):
@@ -668,7 +687,8 @@ class PCFG(BaseEstimator):
 
     def set_learned(self, arrays: dict, scalars: dict) -> None:
         if set(arrays) != {"theta_"} or scalars:
-            raise InvalidInputError("arrays: a saved PCFG holds exactly 'theta_'")
+            raise InvalidInputError(
+                f"arrays: a saved {type(self).__name__} holds exactly 'theta_'")
         self.theta_ = np.asarray(arrays["theta_"], dtype=np.float64)
 
     def _check_learned(self) -> None:

@@ -291,11 +291,7 @@ class ProgramModel(BaseEstimator):
         table = self.program.switches
         self.probs_ = {name: flat[table.offsets[s]:table.offsets[s + 1]].copy()
                        for s, name in enumerate(table.names)}
-        self.posterior_ = {}
-        if result.posterior is not None:
-            for name, q in result.posterior.items():
-                for row, sid in zip(q, problem.sids[name], strict=True):
-                    self.posterior_[table.names[sid]] = np.asarray(row, dtype=np.float64)
+        self.posterior_ = problem.switch_posteriors(result.posterior, table)
         self.monitor_ = result.monitor
         self.anneal_history_ = result.stages
         return self

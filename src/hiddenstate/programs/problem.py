@@ -130,6 +130,14 @@ class ProgramProblem(FlatSwitches):
             ins, _ = self.graph.inside(np.log(probe[:self.graph.n_params]))
         check_possible(self.graph, ins[self.graph.roots], structural=True)
 
+    def switch_posteriors(self, posterior: dict | None, table: SwitchTable) -> dict:
+        """VB's Dirichlet posteriors (one row per switch of each block) by switch name."""
+        out = {}
+        for name, q in (posterior or {}).items():
+            for row, sid in zip(q, self.sids[name], strict=True):
+                out[table.names[sid]] = np.asarray(row, dtype=np.float64)
+        return out
+
     def _log(self, views: dict) -> np.ndarray:
         with np.errstate(divide="ignore"):
             return np.log(self.flat(views)[:self.graph.n_params])

@@ -55,6 +55,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.NaiveBayesHidden",
     "hiddenstate.distributed",
     "hiddenstate.cli",
+    "hiddenstate.PCFG",
     "hiddenstate.learn.online",
     "hiddenstate.families",
     "hiddenstate.sources",

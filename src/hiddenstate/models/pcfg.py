@@ -184,46 +184,80 @@ def _kbest(g: Grammar, logtheta, w, k: int, argument: str = "k"):
 
 
 class PCFG(BaseEstimator):
-    r"""A probabilistic context-free grammar in Chomsky normal form, a scikit-learn style
-    estimator learned from sentences with any batch mode.
+    r"""A probabilistic context-free grammar in Chomsky normal form (a scikit-learn estimator).
+
+    Each left-hand side is a categorical switch over its right-hand sides, so the grammar
+    is learned from sentences with any batch mode of :mod:`hiddenstate.learn` (Sato &
+    Kubota, "Viterbi training in PRISM", sec. 4.1), through the CKY kernels of
+    :mod:`hiddenstate.kernels.cky`.
 
     Parameters
     ----------
-    rules : the rules, pairs ``(lhs, rhs)`` with ``rhs`` a word ``(w,)`` or two
-        nonterminals ``(B, C)``, or a dict ``lhs -> [rhs, ...]``. Each left-hand side is a
-        categorical switch over its right-hand sides, in the order given.
-    start : the start nonterminal, or a list of root nonterminals (the start switch then
+    rules : list of (str, tuple of str) or dict of str to list of tuple of str, default=None
+        The rules, pairs ``(lhs, rhs)`` with ``rhs`` a word ``(w,)`` or two nonterminals
+        ``(B, C)``, or a dict ``lhs -> [rhs, ...]``. Each left-hand side is a categorical
+        switch over its right-hand sides, in the order given. None: set them later, or use
+        :meth:`from_treebank`.
+    start : str or list of str, default="S"
+        The start nonterminal, or a list of root nonterminals (the start switch then
         learns which one a sentence starts from).
-    learn : ``"em"``, ``"map"``, ``"vb"``, ``"vt"`` or ``"kvt"`` (see
-        ``docs/learning-modes.md``).
-    n_iter, tol : iteration limit; EM / MAP / VB stop when the objective gains less than
-        ``tol`` (VT and k-best VT stop when their parses stop changing).
-    n_init : random restarts (``init="random"``); the run with the best final objective is
+    learn : {"em", "map", "vb", "vt", "kvt"}, default="em"
+        The learning mode (see ``docs/learning-modes.md``).
+    n_iter : int, default=100
+        The most iterations of each restart.
+    tol : float, default=1e-4
+        EM / MAP / VB stop when the objective gains less than ``tol`` (VT and k-best VT
+        stop when their parses stop changing).
+    n_init : int, default=1
+        Random restarts (``init="random"``); the run with the best final objective is
         kept, the earliest among equal ones (Sato & Kubota used 50).
-    init : ``"random"`` (each switch drawn from a symmetric Dirichlet of concentration
+    init : {"random", "uniform", "current"}, default="random"
+        ``"random"`` (each switch drawn from a symmetric Dirichlet of concentration
         ``init_concentration``: large values give the paper's "random but almost uniform"
         starts), ``"uniform"`` or ``"current"`` (``theta_``: hand-set, read from trees or
         left by a previous fit).
-    prior : Dirichlet concentration of every switch for ``"map"``, ``"vb"``, ``"vt"``,
-        ``"kvt"`` (PRISM's pseudo-count is ``prior - 1``); ``None``: the mode's default,
+    prior : float or None, default=None
+        Dirichlet concentration of every switch for ``"map"``, ``"vb"``, ``"vt"``,
+        ``"kvt"`` (PRISM's pseudo-count is ``prior - 1``); None: the mode's default,
         1.0 (flat). ``"map"``, ``"vt"`` and ``"kvt"`` need ``prior >= 1`` (below 1 the
         posterior density is unbounded at the edge of the simplex: no mode), ``"vb"``
         ``prior > 0``; ``"em"`` (maximum likelihood) takes no prior (None or 1.0).
-    k_best : parses per sentence for ``learn="kvt"``.
-    unknown_word : the terminal that stands for words the grammar does not know (None:
-        such a word is an error).
-    init_concentration : see ``init``.
-    random_state, verbose : seed (int, Generator or None); print the objective per
-        iteration.
+    k_best : int, default=5
+        Parses per sentence for ``learn="kvt"``.
+    unknown_word : str or None, default=None
+        The terminal that stands for words the grammar does not know (None: such a word
+        is an error).
+    init_concentration : float, default=1.0
+        The concentration of the random starts (see ``init``).
+    random_state : int, numpy.random.Generator or None, default=None
+        The seed of the random starts (and of :meth:`sample` and :meth:`sample_parses`).
+    verbose : bool, default=False
+        Print the objective per iteration.
 
     Attributes
     ----------
-    theta_ : flat rule probabilities: the start switch, then each left-hand side's rules
+    theta_ : ndarray of shape (n_params,)
+        Flat rule probabilities: the start switch, then each left-hand side's rules
         (``probs_`` gives them by switch name). Before ``fit`` the model uses uniform
         probabilities, or those set with :meth:`set_probs`.
-    posterior_ : (``learn="vb"``) dict switch name -> Dirichlet concentrations.
-    monitor_ : objective per iteration and ``converged``.
-    n_features_ : number of terminals (words) of the grammar.
+    posterior_ : dict of str to ndarray
+        (``learn="vb"``) switch name -> Dirichlet concentrations.
+    monitor_ : hiddenstate.learn.ConvergenceMonitor
+        Objective per iteration and ``converged``.
+    n_features_ : int
+        Number of terminals (words) of the grammar.
+
+    Examples
+    --------
+    >>> import hiddenstate as hs
+    >>> rules = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)],
+    ...          "VP": [("V", "NP"), ("eats",)], "V": [("eats",)]}
+    >>> sentences = [["she", "eats", "fish"], ["fish", "eats"], ["she", "eats"]]
+    >>> model = hs.PCFG(rules, random_state=0).fit(sentences)
+    >>> model.probs_["VP"]
+    array([0.33333333, 0.66666667])
+    >>> print(model.parse([["she", "eats", "fish"]])[0])
+    (S (NP she) (VP (V eats) (NP fish)))
     """
 
     def __init__(self, rules=None, start="S", learn: str = "em", n_iter: int = 100,
@@ -249,15 +283,53 @@ class PCFG(BaseEstimator):
     @classmethod
     def from_treebank(cls, trees, terminals: str = "words", markov: int | None = None,
                       min_count: int = 1, unknown_word: str = "<unk>", **params) -> PCFG:
-        """The grammar of bracketed treebank trees (Tree objects or ``.mrg`` paths), with
-        ``theta_`` the relative frequencies of its rules in them (the supervised estimate).
+        """Build the grammar of bracketed treebank trees, with their rule frequencies.
 
-        Each tree is normalised (:func:`hiddenstate.grammar.normalise`: empty elements and
-        function tags removed; ``terminals="tags"`` parses part-of-speech sequences), unary
-        chains are collapsed and the tree is binarised (horizontal Markov order
-        ``markov``). Words seen fewer than ``min_count`` times become ``unknown_word``
+        ``theta_`` is the relative frequencies of the rules in the trees (the supervised
+        estimate). Each tree is normalised (:func:`hiddenstate.grammar.normalise`: empty
+        elements and function tags removed; ``terminals="tags"`` parses part-of-speech
+        sequences), unary chains are collapsed and the tree is binarised (horizontal Markov
+        order ``markov``). Words seen fewer than ``min_count`` times become ``unknown_word``
         (``min_count=1``: none; the model still maps words it never saw to ``unknown_word``
-        only if the grammar has it)."""
+        only if the grammar has it).
+
+        Parameters
+        ----------
+        trees : list of hiddenstate.grammar.Tree, or list of str or pathlib.Path
+            The trees, or paths of bracketed (``.mrg``) files.
+        terminals : {"words", "tags"}, default="words"
+            The leaves of the grammar: the words, or the part-of-speech tags.
+        markov : int or None, default=None
+            The horizontal Markov order of the binarisation (None: unbounded).
+        min_count : int, default=1
+            Words seen fewer times become ``unknown_word``.
+        unknown_word : str, default="<unk>"
+            The terminal standing for rare (and unseen) words.
+        **params
+            The other constructor arguments (``learn``, ``random_state``, ...).
+
+        Returns
+        -------
+        PCFG
+            The model, its ``theta_`` set.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``trees`` is empty or not trees, or an argument is out of range.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> T = hs.grammar.Tree.fromstring
+        >>> trees = [T("(S (NP (PRP she)) (VP (VBZ eats) (NP (NN fish))))"),
+        ...          T("(S (NP (NN fish)) (VP (VBZ swims)))")]
+        >>> model = hs.PCFG.from_treebank(trees)
+        >>> model.probs_["S"]
+        array([0.5, 0.5])
+        >>> print(model.parse(["she eats fish"])[0])
+        (S (NP (PRP she)) (VP (VBZ eats) (NP (NN fish))))
+        """
         cnf, unk = cls.treebank_trees(trees, terminals, markov, min_count, unknown_word)
         g, counts = Grammar.from_trees(cnf)
         model = cls(rules=g.rule_list(), start=list(g.start), unknown_word=unk, **params)
@@ -268,8 +340,44 @@ class PCFG(BaseEstimator):
     def treebank_trees(cls, trees, terminals: str = "words", markov: int | None = None,
                        min_count: int = 1, unknown_word: str = "<unk>"
                        ) -> tuple[list[Tree], str | None]:
-        """The CNF trees :meth:`from_treebank` reads its grammar from (rare words replaced)
-        and the unknown-word terminal they use (None if no word was rare)."""
+        """Return the CNF trees :meth:`from_treebank` reads its grammar from.
+
+        Parameters
+        ----------
+        trees : list of hiddenstate.grammar.Tree, or list of str or pathlib.Path
+            The trees, or paths of bracketed (``.mrg``) files.
+        terminals : {"words", "tags"}, default="words"
+            The leaves of the grammar: the words, or the part-of-speech tags.
+        markov : int or None, default=None
+            The horizontal Markov order of the binarisation (None: unbounded).
+        min_count : int, default=1
+            Words seen fewer times become ``unknown_word``.
+        unknown_word : str, default="<unk>"
+            The terminal standing for rare words.
+
+        Returns
+        -------
+        trees : list of hiddenstate.grammar.Tree
+            The CNF trees, rare words replaced.
+        unknown_word : str or None
+            The unknown-word terminal they use (None if no word was rare).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``unknown_word`` is not a non-empty string, or ``trees`` or ``min_count``
+            is invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> T = hs.grammar.Tree.fromstring
+        >>> trees = [T("(S (NP (PRP she)) (VP (VBZ eats) (NP (NN fish))))"),
+        ...          T("(S (NP (NN fish)) (VP (VBZ swims)))")]
+        >>> cnf, unk = hs.PCFG.treebank_trees(trees, min_count=2)
+        >>> print(cnf[1], unk)
+        (S (NP+NN fish) (VP+VBZ <unk>)) <unk>
+        """
         if not isinstance(unknown_word, str) or not unknown_word:
             raise InvalidInputError(
                 f"unknown_word: expected a non-empty word (string), got {unknown_word!r:.60}")
@@ -289,8 +397,37 @@ class PCFG(BaseEstimator):
 
     @staticmethod
     def prepare_trees(trees, terminals: str = "words", markov: int | None = None) -> list[Tree]:
-        """Normalised CNF trees (see :meth:`from_treebank`); also how to prepare gold trees
-        for :func:`hiddenstate.metrics.tree_scores` (compare ``from_cnf`` of them)."""
+        """Return the normalised CNF trees (see :meth:`from_treebank`).
+
+        This is also how to prepare gold trees for :func:`hiddenstate.metrics.tree_scores`
+        (compare ``from_cnf`` of them).
+
+        Parameters
+        ----------
+        trees : list of hiddenstate.grammar.Tree, or str, pathlib.Path or a list of them
+            The trees, or paths of bracketed (``.mrg``) files.
+        terminals : {"words", "tags"}, default="words"
+            The leaves: the words, or the part-of-speech tags.
+        markov : int or None, default=None
+            The horizontal Markov order of the binarisation (None: unbounded).
+
+        Returns
+        -------
+        list of hiddenstate.grammar.Tree
+            The CNF trees (empty trees dropped).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``trees`` is empty, not trees, or every tree is empty.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> T = hs.grammar.Tree.fromstring
+        >>> print(hs.PCFG.prepare_trees([T("(S (NP (NN fish)) (VP (VBZ swims)))")])[0])
+        (S (NP+NN fish) (VP+VBZ swims))
+        """
         if isinstance(trees, (str, Path)) or (isinstance(trees, list) and trees
                                               and isinstance(trees[0], (str, Path))):
             trees = read_trees(trees)
@@ -312,7 +449,18 @@ class PCFG(BaseEstimator):
 
     # -- configuration --------------------------------------------------------------------------
     def grammar(self) -> Grammar:
-        """The checked grammar (rebuilt when ``rules`` or ``start`` change)."""
+        """Return the checked grammar (rebuilt when ``rules`` or ``start`` change).
+
+        Returns
+        -------
+        hiddenstate.grammar.Grammar
+            The grammar of ``rules`` and ``start``.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``rules`` is None or not a grammar in Chomsky normal form.
+        """
         key = repr((self.rules, self.start))
         cached = self.__dict__.get("_grammar_cache")
         if cached is None or cached[0] != key:
@@ -382,15 +530,41 @@ class PCFG(BaseEstimator):
 
     @property
     def probs_(self) -> dict:
-        """Rule probabilities by switch: ``{lhs: probabilities of its rules in order}``
-        and ``{"<start>": probabilities of the start nonterminals}``."""
+        """Rule probabilities by switch, ``{lhs: probabilities of its rules in order}``.
+
+        ``"<start>"`` holds the probabilities of the start nonterminals.
+        """
         g = self.grammar()
         theta = self._theta(g)
         return {name: theta[lo:lo + m].copy() for name, lo, m in g.switches()}
 
     def set_probs(self, lhs: str, probs) -> None:
-        """Set the probabilities of the rules of ``lhs`` (``"<start>"``: the start switch)
-        by hand; validated and used at once."""
+        """Set the probabilities of the rules of ``lhs`` by hand; validated and used at once.
+
+        Parameters
+        ----------
+        lhs : str
+            A nonterminal with rules, or ``"<start>"`` for the start switch.
+        probs : array-like of shape (n_rules,)
+            A probability vector over the rules of ``lhs``, in their order.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``lhs`` has no rules, or ``probs`` is not a probability vector of that
+            length.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> rules = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)],
+        ...          "VP": [("V", "NP"), ("eats",)], "V": [("eats",)]}
+        >>> sentences = [["she", "eats", "fish"], ["fish", "eats"], ["she", "eats"]]
+        >>> model = hs.PCFG(rules, random_state=0).fit(sentences)
+        >>> model.set_probs("NP", [0.9, 0.1])
+        >>> model.rule_probs()[("NP", ("she",))]
+        0.9
+        """
         g = self.grammar()
         spans = {name: (lo, m) for name, lo, m in g.switches()}
         if not isinstance(lhs, str) or lhs not in spans:
@@ -403,7 +577,13 @@ class PCFG(BaseEstimator):
         self.theta_ = theta
 
     def rule_probs(self) -> dict:
-        """``{(lhs, rhs): probability}`` for every rule (readable form of ``theta_``)."""
+        """Return the probability of every rule (a readable form of ``theta_``).
+
+        Returns
+        -------
+        dict of (str, tuple of str) to float
+            ``{(lhs, rhs): probability}``.
+        """
         g = self.grammar()
         theta = self._theta(g)
         return {(g.param_lhs[p], g.param_rhs[p]): float(theta[p])
@@ -477,8 +657,39 @@ class PCFG(BaseEstimator):
         return views
 
     def fit(self, sentences, callback: Callable[[int, float], None] | None = None):
-        """Learn the rule probabilities from sentences (lists of words) with the mode chosen
-        by ``learn``; ``callback(iteration, objective)`` after every iteration."""
+        """Learn the rule probabilities from sentences with the mode chosen by ``learn``.
+
+        Parameters
+        ----------
+        sentences : list of list of str
+            The sentences: lists of words (a string is split at white space; a
+            :class:`~hiddenstate.grammar.Tree` stands for its leaves).
+        callback : callable or None, default=None
+            ``callback(iteration, objective)`` after every iteration.
+
+        Returns
+        -------
+        PCFG
+            The fitted model (``theta_``, ``monitor_``, ``posterior_``).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a sentence is empty, has a word the grammar lacks (and no
+            ``unknown_word``), or no rule sequence of the grammar derives it.
+        hiddenstate.errors.InsufficientMemoryError
+            If the chart of the longest sentence would not fit in memory.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> rules = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)],
+        ...          "VP": [("V", "NP"), ("eats",)], "V": [("eats",)]}
+        >>> sentences = [["she", "eats", "fish"], ["fish", "eats"], ["she", "eats"]]
+        >>> model = hs.PCFG(rules, random_state=0).fit(sentences)
+        >>> model.monitor_.converged
+        True
+        """
         g = self._check_hyper()
         words, offsets, _ = self._encode(g, sentences)
         if self.learn == "kvt":
@@ -514,20 +725,79 @@ class PCFG(BaseEstimator):
 
     # -- inference ------------------------------------------------------------------------------
     def score_samples(self, sentences) -> np.ndarray:
-        """log P(sentence) of every sentence (``-inf`` where no parse has non-zero
-        probability)."""
+        """Return log P(sentence) of every sentence (the inside probability).
+
+        Parameters
+        ----------
+        sentences : list of list of str
+            The sentences: lists of words (a string is split at white space; a
+            :class:`~hiddenstate.grammar.Tree` stands for its leaves).
+
+        Returns
+        -------
+        ndarray of shape (n_sentences,)
+            The log-probabilities; ``-inf`` where no parse has non-zero probability.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> rules = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)],
+        ...          "VP": [("V", "NP"), ("eats",)], "V": [("eats",)]}
+        >>> sentences = [["she", "eats", "fish"], ["fish", "eats"], ["she", "eats"]]
+        >>> model = hs.PCFG(rules, random_state=0).fit(sentences)
+        >>> model.score_samples([["she", "eats", "fish"], ["fish", "eats"]]).round(4)
+        array([-2.4849, -1.0986])
+        """
         g = self._check_hyper()
         words, offsets, _ = self._encode(g, sentences)
         _check_charts(g, offsets, "inside")
         return self._inside_outside(g, self._theta(g), words, offsets, False)[0]
 
     def score(self, sentences) -> float:
-        """Sum of :meth:`score_samples`."""
+        """Return the total log-likelihood, the sum of :meth:`score_samples`.
+
+        Parameters
+        ----------
+        sentences : list of list of str
+            The sentences: lists of words (a string is split at white space; a
+            :class:`~hiddenstate.grammar.Tree` stands for its leaves).
+
+        Returns
+        -------
+        float
+            The sum of the sentences' log-probabilities.
+        """
         return float(self.score_samples(sentences).sum())
 
     def expected_counts(self, sentences) -> dict:
-        """Expected number of uses of every rule given the sentences: ``{(lhs, rhs):
-        count}`` (``("<start>", (A,))`` for the root)."""
+        """Return the expected number of uses of every rule given the sentences.
+
+        Parameters
+        ----------
+        sentences : list of list of str
+            The sentences: lists of words (a string is split at white space; a
+            :class:`~hiddenstate.grammar.Tree` stands for its leaves).
+
+        Returns
+        -------
+        dict of (str, tuple of str) to float
+            ``{(lhs, rhs): count}`` (``("<start>", (A,))`` for the root).
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If a sentence has no parse of non-zero probability.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> rules = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)],
+        ...          "VP": [("V", "NP"), ("eats",)], "V": [("eats",)]}
+        >>> sentences = [["she", "eats", "fish"], ["fish", "eats"], ["she", "eats"]]
+        >>> model = hs.PCFG(rules, random_state=0).fit(sentences)
+        >>> model.expected_counts(sentences)[("VP", ("eats",))]
+        2.0
+        """
         g = self._check_hyper()
         words, offsets, _ = self._encode(g, sentences)
         _check_charts(g, offsets, "inside-outside")
@@ -541,12 +811,46 @@ class PCFG(BaseEstimator):
 
     def parse(self, sentences, cnf: bool = False, return_logprob: bool = False,
               errors: str = "raise"):
-        """The most probable parse of every sentence (CKY-Viterbi): a list of
-        :class:`~hiddenstate.grammar.Tree`; binarisation and collapsed unary chains undone
-        unless ``cnf``. ``return_logprob``: also the parses' log-probabilities. A sentence
-        without a parse of non-zero probability raises
-        :class:`~hiddenstate.errors.ZeroProbabilityError` (``errors="raise"``) or gets
-        ``None`` and log-probability ``-inf`` (``errors="none"``)."""
+        """Return the most probable parse of every sentence (CKY-Viterbi).
+
+        Parameters
+        ----------
+        sentences : list of list of str
+            The sentences: lists of words (a string is split at white space; a
+            :class:`~hiddenstate.grammar.Tree` stands for its leaves).
+        cnf : bool, default=False
+            Keep the parses in Chomsky normal form (False: binarisation and collapsed
+            unary chains undone).
+        return_logprob : bool, default=False
+            Also return the parses' log-probabilities.
+        errors : {"raise", "none"}, default="raise"
+            A sentence without a parse of non-zero probability raises
+            :class:`~hiddenstate.errors.ZeroProbabilityError` (``"raise"``) or gets
+            ``None`` and log-probability ``-inf`` (``"none"``).
+
+        Returns
+        -------
+        trees : list of hiddenstate.grammar.Tree or None
+            The best parse of each sentence.
+        logprob : ndarray of shape (n_sentences,)
+            Their log-probabilities (only with ``return_logprob``).
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If ``errors="raise"`` and a sentence has no parse of non-zero probability.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> rules = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)],
+        ...          "VP": [("V", "NP"), ("eats",)], "V": [("eats",)]}
+        >>> sentences = [["she", "eats", "fish"], ["fish", "eats"], ["she", "eats"]]
+        >>> model = hs.PCFG(rules, random_state=0).fit(sentences)
+        >>> trees, logprob = model.parse([["fish", "eats"]], return_logprob=True)
+        >>> print(trees[0], logprob.round(4))
+        (S (NP fish) (VP eats)) [-1.0986]
+        """
         if errors not in ("raise", "none"):
             raise InvalidInputError(f"errors: expected 'raise' or 'none', got {errors!r}")
         g = self._check_hyper()
@@ -565,8 +869,37 @@ class PCFG(BaseEstimator):
         return (trees, score) if return_logprob else trees
 
     def parse_k_best(self, sentence, k: int = 5, cnf: bool = False) -> list[tuple[float, Tree]]:
-        """The ``k`` most probable parses of one sentence (fewer if it has fewer), best
-        first, as ``(log-probability, tree)``."""
+        """Return the ``k`` most probable parses of one sentence, best first.
+
+        Parameters
+        ----------
+        sentence : list of str
+            One sentence.
+        k : int, default=5
+            The number of parses (fewer if the sentence has fewer).
+        cnf : bool, default=False
+            Keep the parses in Chomsky normal form.
+
+        Returns
+        -------
+        list of (float, hiddenstate.grammar.Tree)
+            ``(log-probability, tree)`` pairs, best first.
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If the sentence has no parse of non-zero probability.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> rules = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)],
+        ...          "VP": [("V", "NP"), ("eats",)], "V": [("eats",)]}
+        >>> sentences = [["she", "eats", "fish"], ["fish", "eats"], ["she", "eats"]]
+        >>> model = hs.PCFG(rules, random_state=0).fit(sentences)
+        >>> [(round(lp, 4), str(t)) for lp, t in model.parse_k_best(["fish", "eats"], k=2)]
+        [(-1.0986, '(S (NP fish) (VP eats))')]
+        """
         k = check_positive_int(k, "k")
         g = self._check_hyper()
         words, _, tokens = self._encode(g, [sentence], "sentence")
@@ -576,9 +909,36 @@ class PCFG(BaseEstimator):
             g.tree(out[d], tokens[0]))) for d in range(found)]
 
     def predict_proba(self, sentences) -> list[np.ndarray]:
-        """Posterior span marginals: for each sentence of ``n`` words an array ``(n, n + 1,
-        n_nonterminals)`` whose ``[i, j, A]`` is P(A spans words i..j-1 | sentence)
-        (nonterminals in ``grammar().nonterminals`` order; CNF labels)."""
+        """Return the posterior span marginals of every sentence.
+
+        Parameters
+        ----------
+        sentences : list of list of str
+            The sentences: lists of words (a string is split at white space; a
+            :class:`~hiddenstate.grammar.Tree` stands for its leaves).
+
+        Returns
+        -------
+        list of ndarray of shape (n, n + 1, n_nonterminals)
+            For a sentence of ``n`` words, ``[i, j, A]`` is P(A spans words i..j-1 |
+            sentence) (nonterminals in ``grammar().nonterminals`` order; CNF labels).
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If a sentence has no parse of non-zero probability.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> rules = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)],
+        ...          "VP": [("V", "NP"), ("eats",)], "V": [("eats",)]}
+        >>> sentences = [["she", "eats", "fish"], ["fish", "eats"], ["she", "eats"]]
+        >>> model = hs.PCFG(rules, random_state=0).fit(sentences)
+        >>> mu = model.predict_proba([["fish", "eats"]])[0]
+        >>> mu.shape, float(mu[1, 2, model.grammar().nonterminals.index("VP")])
+        ((2, 3, 4), 1.0)
+        """
         g = self._check_hyper()
         words, offsets, _ = self._encode(g, sentences)
         lengths = np.diff(offsets).astype(np.float64)
@@ -595,8 +955,39 @@ class PCFG(BaseEstimator):
 
     def sample_parses(self, sentence, n_samples: int = 1, random_state=None,
                       cnf: bool = False) -> list[Tree]:
-        """Parses of one sentence drawn from their posterior given it (``random_state=None``:
-        the estimator's ``random_state``)."""
+        """Draw parses of one sentence from their posterior given it.
+
+        Parameters
+        ----------
+        sentence : list of str
+            One sentence.
+        n_samples : int, default=1
+            The number of parses.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed (None: the estimator's ``random_state``).
+        cnf : bool, default=False
+            Keep the parses in Chomsky normal form.
+
+        Returns
+        -------
+        list of hiddenstate.grammar.Tree
+            ``n_samples`` parses.
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If the sentence has no parse of non-zero probability.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> rules = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)],
+        ...          "VP": [("V", "NP"), ("eats",)], "V": [("eats",)]}
+        >>> sentences = [["she", "eats", "fish"], ["fish", "eats"], ["she", "eats"]]
+        >>> model = hs.PCFG(rules, random_state=0).fit(sentences)
+        >>> print(model.sample_parses(["she", "eats", "fish"], random_state=0)[0])
+        (S (NP she) (VP (V eats) (NP fish)))
+        """
         n_samples = check_positive_int(n_samples, "n_samples")
         g = self._check_hyper()
         words, offsets, tokens = self._encode(g, [sentence], "sentence")
@@ -612,8 +1003,7 @@ class PCFG(BaseEstimator):
 
     def sample(self, n_samples: int = 1, random_state=None, max_words: int = 1000,
                cnf: bool = False) -> list[tuple[list[str], Tree]]:
-        """Sentences generated top-down from the grammar, with their parse trees
-        (``random_state=None``: the estimator's ``random_state``).
+        """Generate sentences top-down from the grammar, with their parse trees.
 
         A derivation is abandoned and drawn again as soon as it is sure to exceed
         ``max_words`` words (every open nonterminal will still yield at least one word), so
@@ -624,7 +1014,42 @@ class PCFG(BaseEstimator):
         would only return the rare short derivations. A call whose trees would not fit in
         memory (:data:`SAMPLE_NODE_BYTES` per expected node) raises
         :class:`~hiddenstate.errors.InsufficientMemoryError` naming ``n_samples`` before
-        drawing."""
+        drawing.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            The number of sentences.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed (None: the estimator's ``random_state``).
+        max_words : int, default=1000
+            The longest sentence drawn.
+        cnf : bool, default=False
+            Keep the trees in Chomsky normal form.
+
+        Returns
+        -------
+        list of (list of str, hiddenstate.grammar.Tree)
+            ``(words, tree)`` of each sentence.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the derivations are infinitely long on average, or 100 in a row exceed
+            ``max_words``.
+        hiddenstate.errors.InsufficientMemoryError
+            If the trees would not fit in memory.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> rules = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)],
+        ...          "VP": [("V", "NP"), ("eats",)], "V": [("eats",)]}
+        >>> sentences = [["she", "eats", "fish"], ["fish", "eats"], ["she", "eats"]]
+        >>> model = hs.PCFG(rules, random_state=0).fit(sentences)
+        >>> [words for words, tree in model.sample(2, random_state=1)]
+        [['she', 'eats'], ['fish', 'eats']]
+        """
         n_samples = check_positive_int(n_samples, "n_samples")
         max_words = check_positive_int(max_words, "max_words")
         g = self._check_hyper()
@@ -679,13 +1104,40 @@ class PCFG(BaseEstimator):
 
     # -- persistence ----------------------------------------------------------------------------
     def learned_arrays(self) -> dict[str, np.ndarray]:
-        """What :meth:`save` writes: ``theta_``."""
+        """Return the arrays :meth:`save` writes: ``theta_``.
+
+        Returns
+        -------
+        dict of str to ndarray
+            ``{"theta_": theta_}``.
+        """
         return {"theta_": self._theta(self.grammar())}
 
     def learned_scalars(self) -> dict:
+        """Return the scalars :meth:`save` writes: none.
+
+        Returns
+        -------
+        dict
+            An empty dict.
+        """
         return {}
 
     def set_learned(self, arrays: dict, scalars: dict) -> None:
+        """Restore what :meth:`learned_arrays` and :meth:`learned_scalars` returned.
+
+        Parameters
+        ----------
+        arrays : dict of str to ndarray
+            ``{"theta_": ...}``.
+        scalars : dict
+            Empty.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``arrays`` holds anything but ``theta_``, or ``scalars`` is not empty.
+        """
         if set(arrays) != {"theta_"} or scalars:
             raise InvalidInputError(
                 f"arrays: a saved {type(self).__name__} holds exactly 'theta_'")
@@ -695,8 +1147,31 @@ class PCFG(BaseEstimator):
         self._theta(self._check_hyper())
 
     def save(self, path) -> None:
-        """Save to a directory (``model.json`` with the rules + ``arrays.npz``; no pickle);
-        read back with :func:`hiddenstate.load`. Hand-set probabilities are validated."""
+        """Save to a directory (``model.json`` with the rules + ``arrays.npz``; no pickle).
+
+        Read it back with :func:`hiddenstate.load`. Hand-set probabilities are validated.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            The directory.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the grammar or the probabilities are invalid.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> rules = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)],
+        ...          "VP": [("V", "NP"), ("eats",)], "V": [("eats",)]}
+        >>> sentences = [["she", "eats", "fish"], ["fish", "eats"], ["she", "eats"]]
+        >>> model = hs.PCFG(rules, random_state=0).fit(sentences)
+        >>> model.save("pcfg_model")
+        >>> hs.load("pcfg_model").probs_["VP"]
+        array([0.33333333, 0.66666667])
+        """
         from ._saving import save
 
         g = self._check_hyper()

@@ -56,6 +56,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.distributed",
     "hiddenstate.cli",
     "hiddenstate.PCFG",
+    "hiddenstate.PLCG",
     "hiddenstate.learn.online",
     "hiddenstate.families",
     "hiddenstate.sources",

@@ -57,6 +57,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.cli",
     "hiddenstate.PCFG",
     "hiddenstate.PLCG",
+    "hiddenstate.ProgramModel",
     "hiddenstate.learn.online",
     "hiddenstate.families",
     "hiddenstate.sources",

@@ -68,35 +68,68 @@ class ProgramModel(BaseEstimator):
 
     Parameters
     ----------
-    program : the program (switches and tabled goals).
-    learn : ``"em"`` (maximum likelihood; declared priors are not used), ``"map"``
+    program : hiddenstate.programs.Program
+        The program (switches and tabled goals).
+    learn : {"em", "map", "vb", "vt", "kvt"}, default="em"
+        ``"em"`` (maximum likelihood; declared priors are not used), ``"map"``
         (posterior mode under the switches' Dirichlet priors), ``"vb"`` (variational Bayes;
         Dirichlet posteriors in ``posterior_``), ``"vt"`` (Viterbi training: MAP M-step on
         the counts of the most probable explanation of each goal, stops when those stop
         changing) or ``"kvt"`` (the ``k_best`` most probable explanations, weighted by their
         normalised probabilities). See ``docs/learning-modes.md``.
-    n_iter, tol : iteration limit and the objective gain below which EM/MAP/VB stop
-        (VT and k-best VT stop on their explanations).
-    n_init : random restarts (``init="random"``); the run with the best final objective of
+    n_iter : int, default=100
+        The most iterations of each restart.
+    tol : float, default=1e-4
+        The objective gain below which EM/MAP/VB stop (VT and k-best VT stop on their
+        explanations).
+    n_init : int, default=1
+        Random restarts (``init="random"``); the run with the best final objective of
         the mode is kept.
-    init : ``"random"`` (each learned switch drawn from a flat Dirichlet), ``"declared"``
+    init : {"random", "declared", "uniform"}, default="random"
+        ``"random"`` (each learned switch drawn from a flat Dirichlet), ``"declared"``
         (the model's current probabilities: ``probs_`` where set by hand, loaded or left by
         a previous fit, else those declared in the program, uniform where none) or
         ``"uniform"``.
-    k_best : number of explanations for ``learn="kvt"``.
-    anneal : deterministic annealing for ``"em"``/``"map"``: increasing inverse
+    k_best : int, default=1
+        Number of explanations for ``learn="kvt"``.
+    anneal : sequence of float or None, default=None
+        Deterministic annealing for ``"em"``/``"map"``: increasing inverse
         temperatures in (0, 1] (1 is appended if missing; see :func:`geometric_schedule`).
         EM runs to convergence at each; ``monitor_`` is the last (beta = 1) stage and
-        ``anneal_history_`` the objectives of every stage.
-    random_state : seed, numpy Generator or None.
-    verbose : print the objective per iteration to stderr.
+        ``anneal_history_`` the objectives of every stage. None: no annealing.
+    random_state : int, numpy.random.Generator or None, default=None
+        The seed of the random starts (and of the sampling methods).
+    verbose : bool, default=False
+        Print the objective per iteration to stderr.
 
     Attributes
     ----------
-    probs_ : dict switch name -> probabilities (in the declared order of its outcomes).
-    posterior_ : (``learn="vb"``) dict switch name -> Dirichlet concentrations.
-    monitor_ : ``history`` (the mode's objective per iteration) and ``converged``.
-    anneal_history_ : list of ``(beta, history)`` per annealing stage.
+    probs_ : dict
+        Switch name -> probabilities (in the declared order of its outcomes).
+    posterior_ : dict
+        (``learn="vb"``) switch name -> Dirichlet concentrations.
+    monitor_ : hiddenstate.learn.ConvergenceMonitor
+        ``history`` (the mode's objective per iteration) and ``converged``.
+    anneal_history_ : list of (float, list of float)
+        ``(beta, history)`` per annealing stage.
+
+    Examples
+    --------
+    Two coins, one chosen at random and tossed twice:
+
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.programs import Program, msw
+    >>> prog = Program("coins")
+    >>> prog.switch("coin", ["a", "b"])
+    'coin'
+    >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+    >>> @prog.goal
+    ... def two(x, y):
+    ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+    >>> data = [two("h", "h")] * 4 + [two("t", "t")] * 3 + [two("h", "t")]
+    >>> model = hs.ProgramModel(prog, random_state=0).fit(data)
+    >>> model.probs_[toss("a")].round(3), model.probs_[toss("b")].round(3)
+    (array([0.98, 0.02]), array([0.122, 0.878]))
     """
 
     def __init__(self, program: Program, learn: str = "em", n_iter: int = 100,
@@ -233,7 +266,38 @@ class ProgramModel(BaseEstimator):
         return table.specs[sid].check_probs(p, f"probs_[{name!r}]")
 
     def set_probs(self, switch, probs) -> None:
-        """Set the probabilities of one switch by hand (validated; used at once)."""
+        """Set the probabilities of one switch by hand (validated; used at once).
+
+        Parameters
+        ----------
+        switch : hashable
+            A switch name (or an instance of a switch family).
+        probs : array-like of shape (n_outcomes,)
+            A probability vector over its outcomes, in their declared order.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``switch`` is not a switch of the program, or ``probs`` is not a
+            probability vector of its length.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.programs import Program, msw
+        >>> prog = Program("coins")
+        >>> prog.switch("coin", ["a", "b"])
+        'coin'
+        >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+        >>> @prog.goal
+        ... def two(x, y):
+        ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+        >>> data = [two("h", "h")] * 4 + [two("t", "t")] * 3 + [two("h", "t")]
+        >>> model = hs.ProgramModel(prog, random_state=0).fit(data)
+        >>> model.set_probs("coin", [0.5, 0.5])
+        >>> model.probs_["coin"]
+        array([0.5, 0.5])
+        """
         table = self._check_program().switches
         sid = table.instance_id(switch)
         if not hasattr(self, "probs_"):
@@ -271,8 +335,43 @@ class ProgramModel(BaseEstimator):
 
     # -- fitting -------------------------------------------------------------------------------
     def fit(self, goals, callback: Callable[[int, float], None] | None = None):
-        """Learn the switch probabilities from observed goals (a goal repeated counts
-        repeatedly). ``callback(iteration, objective)`` is called after every iteration."""
+        """Learn the switch probabilities from observed goals.
+
+        Parameters
+        ----------
+        goals : list of hiddenstate.programs.Goal
+            The observed goals (a goal repeated counts repeatedly).
+        callback : callable or None, default=None
+            ``callback(iteration, objective)`` is called after every iteration.
+
+        Returns
+        -------
+        ProgramModel
+            The fitted model (``probs_``, ``monitor_``, ``posterior_``).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a hyper-parameter, a goal or a declared prior is invalid.
+        hiddenstate.errors.ProgramError
+            If a goal has no explanation.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.programs import Program, msw
+        >>> prog = Program("coins")
+        >>> prog.switch("coin", ["a", "b"])
+        'coin'
+        >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+        >>> @prog.goal
+        ... def two(x, y):
+        ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+        >>> data = [two("h", "h")] * 4 + [two("t", "t")] * 3 + [two("h", "t")]
+        >>> model = hs.ProgramModel(prog, random_state=0).fit(data)
+        >>> model.monitor_.converged
+        True
+        """
 
         self._check_hyper()
         goals = self._check_goals(goals)
@@ -298,9 +397,35 @@ class ProgramModel(BaseEstimator):
 
     # -- inference -----------------------------------------------------------------------------
     def score_samples(self, goals) -> np.ndarray:
-        """log of the sum of the probabilities of each goal's explanations, float64
-        ``(n_goals,)`` (log P(G) when they are exclusive; see the module docstring;
-        ``-inf`` for a goal of probability zero)."""
+        """Return the log of the sum of the probabilities of each goal's explanations.
+
+        Parameters
+        ----------
+        goals : list of hiddenstate.programs.Goal
+            The goals.
+
+        Returns
+        -------
+        ndarray of shape (n_goals,)
+            The log-probabilities: log P(G) when the explanations are exclusive (see the
+            module docstring); ``-inf`` for a goal of probability zero.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.programs import Program, msw
+        >>> prog = Program("coins")
+        >>> prog.switch("coin", ["a", "b"])
+        'coin'
+        >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+        >>> @prog.goal
+        ... def two(x, y):
+        ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+        >>> data = [two("h", "h")] * 4 + [two("t", "t")] * 3 + [two("h", "t")]
+        >>> model = hs.ProgramModel(prog, random_state=0).fit(data)
+        >>> model.score_samples([two("h", "h"), two("t", "h")]).round(4)
+        array([-0.6932, -2.7722])
+        """
         goals = self._check_goals(goals)
         graph = self._graph(goals)
         ins, _ = graph.inside(self._log_theta()[:graph.n_params])
@@ -309,7 +434,18 @@ class ProgramModel(BaseEstimator):
     log_prob = renamed_method("log_prob", "score_samples")
 
     def score(self, goals) -> float:
-        """Sum of :meth:`score_samples` over the goals."""
+        """Return the sum of :meth:`score_samples` over the goals.
+
+        Parameters
+        ----------
+        goals : list of hiddenstate.programs.Goal
+            The goals.
+
+        Returns
+        -------
+        float
+            The total log-likelihood.
+        """
         return float(self.score_samples(goals).sum())
 
     def _expected(self, goals):
@@ -320,8 +456,40 @@ class ProgramModel(BaseEstimator):
         return graph, ins, uses, counts
 
     def expected_counts(self, goals) -> dict:
-        """Expected number of draws of every outcome of every switch the goals use, given
-        the goals: dict switch name -> counts (in the order of its outcomes)."""
+        """Return the expected number of draws of every switch outcome, given the goals.
+
+        Parameters
+        ----------
+        goals : list of hiddenstate.programs.Goal
+            The goals.
+
+        Returns
+        -------
+        dict
+            Switch name -> counts (in the order of its outcomes), for every switch the
+            goals use.
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If a goal has probability zero.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.programs import Program, msw
+        >>> prog = Program("coins")
+        >>> prog.switch("coin", ["a", "b"])
+        'coin'
+        >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+        >>> @prog.goal
+        ... def two(x, y):
+        ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+        >>> data = [two("h", "h")] * 4 + [two("t", "t")] * 3 + [two("h", "t")]
+        >>> model = hs.ProgramModel(prog, random_state=0).fit(data)
+        >>> model.expected_counts([two("h", "h")])["coin"].round(4)
+        array([0.9854, 0.0146])
+        """
         graph, _, _, counts = self._expected(goals)
         table = self.program.switches
         used = graph.uses_switch
@@ -333,16 +501,82 @@ class ProgramModel(BaseEstimator):
         return out
 
     def goal_posteriors(self, goals) -> dict:
-        """Expected number of uses of every tabled goal in an explanation of the observed
-        goals, given them: dict goal -> value (for an HMM program, ``step(xs, t, s)`` gives
-        the state posterior p(z_t = s | xs))."""
+        """Return the expected number of uses of every tabled goal, given the goals.
+
+        Parameters
+        ----------
+        goals : list of hiddenstate.programs.Goal
+            The observed goals.
+
+        Returns
+        -------
+        dict
+            Goal -> expected number of uses in an explanation of the observed goals (for
+            an HMM program, ``step(xs, t, s)`` gives the state posterior
+            p(z_t = s | xs)).
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If a goal has probability zero.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.programs import Program, msw
+        >>> prog = Program("coins")
+        >>> prog.switch("coin", ["a", "b"])
+        'coin'
+        >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+        >>> @prog.goal
+        ... def two(x, y):
+        ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+        >>> data = [two("h", "h")] * 4 + [two("t", "t")] * 3 + [two("h", "t")]
+        >>> model = hs.ProgramModel(prog, random_state=0).fit(data)
+        >>> model.goal_posteriors([two("h", "h")])
+        {two('h', 'h'): 1.0}
+        """
         graph, _, uses, _ = self._expected(goals)
         return dict(zip(graph.goals, uses.tolist(), strict=True))
 
     def outside(self, goal: Goal) -> dict:
-        """log outside probability of every goal in the explanation graph of ``goal``:
-        :math:`\\log \\sum` over the explanations of ``goal`` with one marked occurrence of
-        the sub-goal of the probability of everything outside that occurrence."""
+        """Return the log outside probability of every goal in the graph of ``goal``.
+
+        The outside probability of a sub-goal is :math:`\\log \\sum` over the
+        explanations of ``goal`` with one marked occurrence of the sub-goal of the
+        probability of everything outside that occurrence.
+
+        Parameters
+        ----------
+        goal : hiddenstate.programs.Goal
+            One goal.
+
+        Returns
+        -------
+        dict
+            Goal -> log outside probability (0 for ``goal`` itself).
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If ``goal`` has probability zero.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.programs import Program, msw
+        >>> prog = Program("coins")
+        >>> prog.switch("coin", ["a", "b"])
+        'coin'
+        >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+        >>> @prog.goal
+        ... def two(x, y):
+        ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+        >>> data = [two("h", "h")] * 4 + [two("t", "t")] * 3 + [two("h", "t")]
+        >>> model = hs.ProgramModel(prog, random_state=0).fit(data)
+        >>> model.outside(two("h", "h"))
+        {two('h', 'h'): 0.0}
+        """
         graph, ins, uses, _ = self._expected(self._check_goals(goal, "goal"))
         logz = ins[graph.roots[0]]
         with np.errstate(divide="ignore"):
@@ -355,7 +589,40 @@ class ProgramModel(BaseEstimator):
                 for v in spec.outcomes]
 
     def viterbi(self, goal: Goal) -> Explanation:
-        """The most probable explanation of ``goal`` (max-product on its graph)."""
+        """Return the most probable explanation of ``goal`` (max-product on its graph).
+
+        Parameters
+        ----------
+        goal : hiddenstate.programs.Goal
+            One goal.
+
+        Returns
+        -------
+        hiddenstate.programs.Explanation
+            The explanation: its switch outcomes and probability.
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If ``goal`` has probability zero.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.programs import Program, msw
+        >>> prog = Program("coins")
+        >>> prog.switch("coin", ["a", "b"])
+        'coin'
+        >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+        >>> @prog.goal
+        ... def two(x, y):
+        ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+        >>> data = [two("h", "h")] * 4 + [two("t", "t")] * 3 + [two("h", "t")]
+        >>> model = hs.ProgramModel(prog, random_state=0).fit(data)
+        >>> model.viterbi(two("h", "h"))
+        Explanation(p=0.492678, [msw('coin', 'a'), msw(('toss', 'a'), 'h'),
+        msw(('toss', 'a'), 'h')])
+        """
         goals = self._check_goals(goal, "goal")
         graph = self._graph(goals[:1])
         logtheta = self._log_theta()[:graph.n_params]
@@ -366,8 +633,41 @@ class ProgramModel(BaseEstimator):
         return graph.explanation(steps, self._param_msw(), logtheta)
 
     def kbest(self, goal: Goal, k: int) -> list[Explanation]:
-        """The ``k`` most probable explanations of ``goal`` (fewer if it has fewer), most
-        probable first."""
+        """Return the ``k`` most probable explanations of ``goal``, most probable first.
+
+        Parameters
+        ----------
+        goal : hiddenstate.programs.Goal
+            One goal.
+        k : int
+            The number of explanations (fewer if ``goal`` has fewer).
+
+        Returns
+        -------
+        list of hiddenstate.programs.Explanation
+            The explanations, most probable first.
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If ``goal`` has probability zero.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.programs import Program, msw
+        >>> prog = Program("coins")
+        >>> prog.switch("coin", ["a", "b"])
+        'coin'
+        >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+        >>> @prog.goal
+        ... def two(x, y):
+        ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+        >>> data = [two("h", "h")] * 4 + [two("t", "t")] * 3 + [two("h", "t")]
+        >>> model = hs.ProgramModel(prog, random_state=0).fit(data)
+        >>> [round(e.prob, 4) for e in model.kbest(two("h", "h"), 3)]
+        [0.4927, 0.0073]
+        """
         k = check_positive_int(k, "k")
         goals = self._check_goals(goal, "goal")
         graph = self._graph(goals[:1])
@@ -381,8 +681,45 @@ class ProgramModel(BaseEstimator):
 
     def sample_explanations(self, goal: Goal, n_samples: int = 1,
                             random_state=None) -> list[Explanation]:
-        """Draws from the posterior over the explanations of ``goal`` (each explanation
-        with probability proportional to its probability)."""
+        """Draw explanations of ``goal`` from their posterior given it.
+
+        Each explanation is drawn with probability proportional to its probability.
+
+        Parameters
+        ----------
+        goal : hiddenstate.programs.Goal
+            One goal.
+        n_samples : int, default=1
+            The number of explanations.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed (None: the estimator's ``random_state``).
+
+        Returns
+        -------
+        list of hiddenstate.programs.Explanation
+            ``n_samples`` explanations.
+
+        Raises
+        ------
+        hiddenstate.errors.ZeroProbabilityError
+            If ``goal`` has probability zero.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.programs import Program, msw
+        >>> prog = Program("coins")
+        >>> prog.switch("coin", ["a", "b"])
+        'coin'
+        >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+        >>> @prog.goal
+        ... def two(x, y):
+        ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+        >>> data = [two("h", "h")] * 4 + [two("t", "t")] * 3 + [two("h", "t")]
+        >>> model = hs.ProgramModel(prog, random_state=0).fit(data)
+        >>> [e.msws[0] for e in model.sample_explanations(two("h", "t"), 2, random_state=0)]
+        [msw('coin', 'b'), msw('coin', 'b')]
+        """
 
         n = check_positive_int(n_samples, "n_samples")
         goals = self._check_goals(goal, "goal")
@@ -398,10 +735,10 @@ class ProgramModel(BaseEstimator):
 
     def sample(self, n_samples: int = 1, random_state=None, *, args: Sequence = (),
                max_draws: int = 1_000_000) -> list:
-        """Run the program's sampler ``n_samples`` times (sampling execution): each run
-        calls ``sampler(draw, *args)``, ``draw(switch)`` drawing an outcome with the current
-        probabilities. Returns the runs' results (typically observed goals).
-        ``random_state=None`` uses the estimator's ``random_state``.
+        """Run the program's sampler ``n_samples`` times (sampling execution).
+
+        Each run calls ``sampler(draw, *args)``, ``draw(switch)`` drawing an outcome with
+        the current probabilities.
 
         A run that draws more than ``max_draws`` outcomes stops with a
         :class:`~hiddenstate.errors.ProgramError` naming ``max_draws`` (a sampler that
@@ -409,7 +746,53 @@ class ProgramModel(BaseEstimator):
         average); any other exception of the sampler becomes a ProgramError naming it.
         ``n_samples`` runs whose results cannot fit in memory (at least
         :data:`SAMPLE_RUN_BYTES` each: the list's reference and the smallest result object)
-        raise :class:`~hiddenstate.errors.InsufficientMemoryError` before the first run."""
+        raise :class:`~hiddenstate.errors.InsufficientMemoryError` before the first run.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            The number of runs.
+        random_state : int, numpy.random.Generator or None, default=None
+            The seed (None: the estimator's ``random_state``).
+        args : tuple, default=()
+            The sampler's arguments after ``draw``.
+        max_draws : int, default=1_000_000
+            The most outcomes one run may draw.
+
+        Returns
+        -------
+        list
+            The runs' results (typically observed goals).
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the program has no sampler, or ``args`` is not a tuple.
+        hiddenstate.errors.ProgramError
+            If a run draws more than ``max_draws`` outcomes or the sampler raises.
+        hiddenstate.errors.InsufficientMemoryError
+            If the results would not fit in memory.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.programs import Program, msw
+        >>> prog = Program("coins")
+        >>> prog.switch("coin", ["a", "b"])
+        'coin'
+        >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+        >>> @prog.goal
+        ... def two(x, y):
+        ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+        >>> data = [two("h", "h")] * 4 + [two("t", "t")] * 3 + [two("h", "t")]
+        >>> model = hs.ProgramModel(prog, random_state=0).fit(data)
+        >>> @prog.sampler
+        ... def toss_twice(draw):
+        ...     c = draw("coin")
+        ...     return two(draw(toss(c)), draw(toss(c)))
+        >>> model.sample(3, random_state=0)
+        [two('t', 'h'), two('h', 'h'), two('t', 't')]
+        """
 
         n = check_positive_int(n_samples, "n_samples")
         max_draws = check_positive_int(max_draws, "max_draws")
@@ -466,8 +849,32 @@ class ProgramModel(BaseEstimator):
 
     # -- persistence ---------------------------------------------------------------------------
     def save(self, path) -> None:
-        """Save the switch probabilities (and VB posteriors) keyed by switch name and
-        outcome, with the hyper-parameters (the program is code: it is not saved); read
-        back with ``hiddenstate.load(path, program=program)`` (see
-        :mod:`hiddenstate.programs.saving`)."""
+        """Save the switch probabilities (and VB posteriors) keyed by switch name and outcome.
+
+        The hyper-parameters are saved with them; the program is code: it is not saved.
+        Read back with ``hiddenstate.load(path, program=program)`` (see
+        :mod:`hiddenstate.programs.saving`).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            The directory.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> from hiddenstate.programs import Program, msw
+        >>> prog = Program("coins")
+        >>> prog.switch("coin", ["a", "b"])
+        'coin'
+        >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+        >>> @prog.goal
+        ... def two(x, y):
+        ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+        >>> data = [two("h", "h")] * 4 + [two("t", "t")] * 3 + [two("h", "t")]
+        >>> model = hs.ProgramModel(prog, random_state=0).fit(data)
+        >>> model.save("coins_model")
+        >>> hs.load("coins_model", program=prog).probs_["coin"].round(3)
+        array([0.513, 0.487])
+        """
         save_model(self, path)

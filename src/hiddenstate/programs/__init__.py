@@ -41,10 +41,42 @@ __all__ = [
 
 
 def load(path, program) -> ProgramModel:
-    """Deprecated alias of ``hiddenstate.load(path, program=program)`` (removed after 0.2).
+    """Restore a saved ProgramModel: the deprecated alias of :func:`hiddenstate.load`.
 
     .. deprecated:: 0.2
        Use :func:`hiddenstate.load`, which reads every saved estimator.
+
+    ``hiddenstate.load(path, program=program)`` does the same (this alias is removed after
+    0.2).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The directory :meth:`ProgramModel.save` wrote.
+    program : Program
+        The program the model was fitted with (a program is code: it is not saved).
+
+    Returns
+    -------
+    ProgramModel
+        The restored model.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.programs import Program, load
+    >>> prog = Program("coin")
+    >>> prog.switch("coin", ["h", "t"])
+    'coin'
+    >>> saved = hs.ProgramModel(prog)
+    >>> saved.set_probs("coin", [0.7, 0.3])
+    >>> saved.save("coin_model")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     model = load("coin_model", prog)
+    >>> model.probs_["coin"], caught[0].category.__name__
+    (array([0.7, 0.3]), 'FutureWarning')
     """
     warnings.warn("hiddenstate.programs.load is deprecated; use hiddenstate.load(path, "
                   "program=program)", FutureWarning, stacklevel=2)

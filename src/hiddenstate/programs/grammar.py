@@ -44,15 +44,43 @@ def add_span_goal(prog: Program, rules: dict) -> Predicate:
 
 def grammar_program(grammar: Grammar, theta: np.ndarray | None = None,
                     prior=1.0) -> Program:
-    """``grammar`` as a probabilistic program named ``"pcfg"``: the switch
-    :data:`~hiddenstate.grammar.START` over the start nonterminals, then one switch per
-    left-hand side over its right-hand sides (in the grammar's order), all with Dirichlet
-    concentration ``prior``; the observed goal ``sentence(words)`` picks a start symbol and
-    derives the words from it.
+    """Return ``grammar`` as a probabilistic program named ``"pcfg"``.
 
-    ``theta``: flat rule probabilities in the kernels' layout (``PCFG.theta_``), declared in
-    the program (the probabilities ``ProgramModel(..., init="declared")`` starts from);
-    None declares none (uniform)."""
+    The program has the switch :data:`~hiddenstate.grammar.START` over the start
+    nonterminals, then one switch per left-hand side over its right-hand sides (in the
+    grammar's order), all with Dirichlet concentration ``prior``; the observed goal
+    ``sentence(words)`` picks a start symbol and derives the words from it.
+
+    Parameters
+    ----------
+    grammar : hiddenstate.grammar.Grammar
+        A grammar in Chomsky normal form (``PCFG.grammar()``).
+    theta : ndarray of shape (n_params,) or None, default=None
+        Flat rule probabilities in the kernels' layout (``PCFG.theta_``), declared in
+        the program (the probabilities ``ProgramModel(..., init="declared")`` starts from);
+        None declares none (uniform).
+    prior : float, default=1.0
+        The Dirichlet concentration of every switch.
+
+    Returns
+    -------
+    Program
+        The program.
+
+    Examples
+    --------
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.programs import grammar_program
+    >>> rules = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)],
+    ...          "VP": [("V", "NP"), ("eats",)], "V": [("eats",)]}
+    >>> pcfg = hs.PCFG(rules)
+    >>> prog = grammar_program(pcfg.grammar())
+    >>> sentence = prog.predicates["sentence"]
+    >>> hs.ProgramModel(prog).score_samples([sentence(["she", "eats", "fish"])]).round(4)
+    array([-2.0794])
+    >>> pcfg.score_samples([["she", "eats", "fish"]]).round(4)
+    array([-2.0794])
+    """
     prog = Program("pcfg")
     probs = None if theta is None else np.asarray(theta, dtype=np.float64)
     for name, lo, m in grammar.switches():

@@ -22,10 +22,32 @@ from .program import Goal, Msw
 class Explanation:
     """One explanation (derivation) of a goal.
 
-    ``logprob``: the sum of the log-probabilities of its switch outcomes; ``steps``: the
-    goals it uses in pre-order, each with the index of the alternative taken (its position
-    in the list the goal's function returned); ``msws``: its switch outcomes in the same
-    order (an outcome drawn twice appears twice).
+    Parameters
+    ----------
+    logprob : float
+        The sum of the log-probabilities of its switch outcomes.
+    steps : tuple of (Goal, int)
+        The goals it uses in pre-order, each with the index of the alternative taken (its
+        position in the list the goal's function returned).
+    msws : tuple of Msw
+        Its switch outcomes in the same order (an outcome drawn twice appears twice).
+
+    Examples
+    --------
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.programs import Program, msw
+    >>> prog = Program("coins")
+    >>> prog.switch("coin", ["a", "b"])
+    'coin'
+    >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+    >>> @prog.goal
+    ... def two(x, y):
+    ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+    >>> e = hs.ProgramModel(prog).viterbi(two("h", "t"))
+    >>> e.steps, e.prob
+    (((two('h', 't'), 0),), 0.125...)
+    >>> e.msws
+    (msw('coin', 'a'), msw(('toss', 'a'), 'h'), msw(('toss', 'a'), 't'))
     """
 
     logprob: float
@@ -34,6 +56,7 @@ class Explanation:
 
     @property
     def prob(self) -> float:
+        """Its probability, ``exp(logprob)``."""
         return float(np.exp(self.logprob))
 
     def __repr__(self) -> str:

@@ -45,8 +45,35 @@ SAMPLE_RUN_BYTES = 64.0
 
 
 def geometric_schedule(beta0: float = 0.1, rate: float = 1.5) -> list[float]:
-    """PRISM's DAEM schedule: beta0, beta0 * rate, ... up to 1 (``itemp_init``,
-    ``itemp_rate``); at most :data:`MAX_STAGES` stages."""
+    """Return PRISM's DAEM schedule: beta0, beta0 * rate, ... up to 1.
+
+    PRISM's ``itemp_init`` and ``itemp_rate``; at most :data:`MAX_STAGES` stages. Pass it
+    as ``ProgramModel(anneal=...)``.
+
+    Parameters
+    ----------
+    beta0 : float, default=0.1
+        The first inverse temperature, in (0, 1].
+    rate : float, default=1.5
+        The factor between stages, > 1.
+
+    Returns
+    -------
+    list of float
+        The inverse temperatures, the last 1.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``beta0`` or ``rate`` is out of range, or the schedule has more than
+        :data:`MAX_STAGES` stages.
+
+    Examples
+    --------
+    >>> from hiddenstate.programs import geometric_schedule
+    >>> geometric_schedule(0.25, 2.0)
+    [0.25, 0.5, 1.0]
+    """
     if isinstance(beta0, bool) or not (isinstance(beta0, (int, float)) and 0 < beta0 <= 1):
         raise InvalidInputError(f"beta0: expected a number in (0, 1], got {beta0!r}")
     if isinstance(rate, bool) or not (isinstance(rate, (int, float)) and rate > 1):

@@ -77,8 +77,25 @@ class _Spec:
 
 
 class SwitchFamily:
-    """A declared family of switches; calling it with a key gives the switch's name:
-    ``tr = prog.switch_family("tr", states, keys=states)`` then ``msw(tr(s), t)``."""
+    """A declared family of switches; calling it with a key gives the switch's name.
+
+    Made by :meth:`~hiddenstate.programs.Program.switch_family`:
+    ``tr = prog.switch_family("tr", states, keys=states)`` then ``msw(tr(s), t)``.
+
+    Parameters
+    ----------
+    name : str
+        The family's name, the first item of its switches' names.
+    keys : collection of hashable or None
+        The keys that exist (None: any key).
+
+    Examples
+    --------
+    >>> from hiddenstate.programs import Program
+    >>> tr = Program("hmm").switch_family("tr", [0, 1], keys=[0, 1])
+    >>> tr, tr(1)
+    (SwitchFamily('tr'), ('tr', 1))
+    """
 
     def __init__(self, name: str, keys):
         self.name = name

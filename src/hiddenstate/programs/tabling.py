@@ -35,7 +35,46 @@ def _bad_item(goal, item) -> ProgramError:
 
 
 def explain(program: Program, goals: list[Goal]) -> ExplanationGraph:
-    """Tabled search for all explanations of ``goals``, compiled (see module docstring)."""
+    """Find all explanations of ``goals`` by tabled search, compiled into one graph.
+
+    See the module docstring. Every sub-goal appears once in the graph, however many
+    explanations use it.
+
+    Parameters
+    ----------
+    program : Program
+        The program the goals belong to.
+    goals : list of Goal
+        The observed goals (a goal repeated is a root repeated).
+
+    Returns
+    -------
+    ExplanationGraph
+        The AND/OR graph in topological order; ``roots`` are the nodes of ``goals``.
+
+    Raises
+    ------
+    hiddenstate.errors.InvalidInputError
+        If ``program`` is not a Program or ``goals`` is empty.
+    hiddenstate.errors.ProgramError
+        If a goal is not of the program, an alternative holds something else than goals
+        and ``msw`` events, or the search passes one of the program's ``max_*`` limits.
+
+    Examples
+    --------
+    >>> from hiddenstate.programs import Program, msw
+    >>> prog = Program("coins")
+    >>> prog.switch("coin", ["a", "b"])
+    'coin'
+    >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+    >>> @prog.goal
+    ... def two(x, y):
+    ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+    >>> from hiddenstate.programs import explain
+    >>> graph = explain(prog, [two("h", "h"), two("h", "t")])
+    >>> graph.goals, graph.n_alts
+    ([two('h', 'h'), two('h', 't')], 4)
+    """
     if not isinstance(program, Program):
         raise InvalidInputError(
             f"program: expected a hiddenstate.programs.Program, got {type(program).__name__}")

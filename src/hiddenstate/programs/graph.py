@@ -66,8 +66,48 @@ class Explanation:
 
 @dataclass
 class ExplanationGraph:
-    """AND/OR graph in topological order (see :mod:`hiddenstate.kernels.explanation_graph`);
-    ``goals[n]`` is node ``n``'s goal, ``roots[i]`` the node of the i-th goal explained."""
+    """The AND/OR explanation graph of a batch of goals, in topological order.
+
+    Built by :func:`~hiddenstate.programs.explain`; the arrays are described in
+    :mod:`hiddenstate.kernels.explanation_graph`. Nodes are goals (OR: their alternatives),
+    alternatives are conjunctions (AND) of switch outcomes and child goals.
+
+    Parameters
+    ----------
+    node_ptr : ndarray of shape (n_nodes + 1,)
+        Node ``n``'s alternatives are ``node_ptr[n]:node_ptr[n + 1]``.
+    item_ptr : ndarray of shape (n_alts + 1,)
+        Alternative ``a``'s items are ``items[item_ptr[a]:item_ptr[a + 1]]``.
+    items : ndarray of int
+        A child node (``>= 0``) or ``~p`` for flat parameter ``p`` (``< 0``).
+    alt_orig : ndarray of shape (n_alts,)
+        The position of each alternative in the list its goal's function returned.
+    goals : list of Goal
+        ``goals[n]`` is node ``n``'s goal.
+    roots : ndarray of shape (n_roots,)
+        ``roots[i]`` is the node of the i-th goal explained.
+    n_params : int
+        The length of the flat parameter vector.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.programs import Program, explain, msw
+    >>> prog = Program("coins")
+    >>> prog.switch("coin", ["a", "b"])
+    'coin'
+    >>> toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+    >>> @prog.goal
+    ... def two(x, y):
+    ...     return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+    >>> graph = explain(prog, [two("h", "h"), two("h", "t")])
+    >>> logtheta = np.log([0.5, 0.5, 0.9, 0.1, 0.2, 0.8])  # coin, toss(a), toss(b)
+    >>> ins, cond = graph.inside(logtheta)
+    >>> np.exp(ins[graph.roots]).round(4)
+    array([0.425, 0.125])
+    >>> graph.expected(logtheta)[2].round(4)  # expected counts of the six outcomes
+    array([1.3129, 0.6871, 2.2659, 0.36  , 0.7341, 0.64  ])
+    """
 
     node_ptr: np.ndarray
     item_ptr: np.ndarray
@@ -79,10 +119,12 @@ class ExplanationGraph:
 
     @property
     def n_nodes(self) -> int:
+        """The number of nodes (goals)."""
         return len(self.node_ptr) - 1
 
     @property
     def n_alts(self) -> int:
+        """The number of alternatives."""
         return len(self.item_ptr) - 1
 
     @cached_property
@@ -94,6 +136,7 @@ class ExplanationGraph:
 
     @cached_property
     def node_of(self) -> dict:
+        """Goal -> its node."""
         return {g: n for n, g in enumerate(self.goals)}
 
     @cached_property
@@ -104,7 +147,18 @@ class ExplanationGraph:
         return mask
 
     def root_weights(self, weights=None) -> np.ndarray:
-        """Weight of every node as an observed goal (repeated goals add up)."""
+        """Return the weight of every node as an observed goal (repeated goals add up).
+
+        Parameters
+        ----------
+        weights : array-like of shape (n_roots,) or None, default=None
+            The weight of each observed goal (None: 1 each).
+
+        Returns
+        -------
+        ndarray of shape (n_nodes,)
+            The weights (0 for a node that is not a root).
+        """
         w = np.zeros(self.n_nodes)
         np.add.at(w, self.roots, 1.0 if weights is None else weights)
         return w
@@ -114,17 +168,45 @@ class ExplanationGraph:
 
     # -- sum-product ---------------------------------------------------------------------------
     def inside(self, logtheta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Log inside probability of every node, and the probability of every alternative
-        given its node."""
+        """Return the log inside probability of every node (the sum-product pass).
+
+        Parameters
+        ----------
+        logtheta : ndarray of shape (n_params,)
+            The log-probability of every switch outcome (flat layout).
+
+        Returns
+        -------
+        ins_node : ndarray of shape (n_nodes,)
+            The log inside probability of every node.
+        cond : ndarray of shape (n_alts,)
+            The probability of every alternative given its node.
+        """
         ins_node = np.empty(self.n_nodes)
         cond = np.empty(self.n_alts)
         kg.inside(logtheta, *self._args(), ins_node, cond)
         return ins_node, cond
 
     def expected(self, logtheta: np.ndarray, weights=None):
-        """Inside pass then outside pass: ``(ins_node, uses, counts)``: log inside
-        probabilities, expected uses of every node and expected counts of every switch
-        outcome, for the observed goals weighted by ``weights`` (default 1 each)."""
+        """Run the inside pass then the outside pass.
+
+        Parameters
+        ----------
+        logtheta : ndarray of shape (n_params,)
+            The log-probability of every switch outcome (flat layout).
+        weights : array-like of shape (n_roots,) or None, default=None
+            The weight of each observed goal (None: 1 each).
+
+        Returns
+        -------
+        ins_node : ndarray of shape (n_nodes,)
+            Log inside probabilities.
+        uses : ndarray of shape (n_nodes,)
+            Expected uses of every node.
+        counts : ndarray of shape (n_params,)
+            Expected counts of every switch outcome, for the observed goals weighted by
+            ``weights``.
+        """
         ins_node, cond = self.inside(logtheta)
         uses = self.root_weights(weights)
         counts = np.zeros(self.n_params)
@@ -133,15 +215,42 @@ class ExplanationGraph:
 
     # -- max-product ---------------------------------------------------------------------------
     def viterbi(self, logtheta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Log-probability of the best explanation of every node and its alternative."""
+        """Return the best explanation of every node (the max-product pass).
+
+        Parameters
+        ----------
+        logtheta : ndarray of shape (n_params,)
+            The log-probability of every switch outcome (flat layout).
+
+        Returns
+        -------
+        vit : ndarray of shape (n_nodes,)
+            The log-probability of the best explanation of every node.
+        best : ndarray of shape (n_nodes,)
+            Its alternative at every node.
+        """
         vit = np.empty(self.n_nodes)
         best = np.empty(self.n_nodes, dtype=np.int64)
         kg.viterbi(logtheta, *self._args(), vit, best)
         return vit, best
 
     def viterbi_counts(self, best: np.ndarray, weights=None) -> tuple[np.ndarray, np.ndarray]:
-        """Switch counts along the Viterbi explanations of the observed goals and the
-        alternative each used node takes (-1 elsewhere)."""
+        """Count the switch outcomes along the Viterbi explanations of the observed goals.
+
+        Parameters
+        ----------
+        best : ndarray of shape (n_nodes,)
+            The best alternative of every node (from :meth:`viterbi`).
+        weights : array-like of shape (n_roots,) or None, default=None
+            The weight of each observed goal (None: 1 each).
+
+        Returns
+        -------
+        counts : ndarray of shape (n_params,)
+            The switch counts.
+        chosen : ndarray of shape (n_nodes,)
+            The alternative each used node takes (-1 elsewhere).
+        """
         uses = self.root_weights(weights)
         counts = np.zeros(self.n_params)
         chosen = np.empty(self.n_nodes, dtype=np.int64)
@@ -149,9 +258,34 @@ class ExplanationGraph:
         return counts, chosen
 
     def kbest(self, logtheta: np.ndarray, k: int, name: str = "k"):
-        """``(score (N, k), alt (N, k), rank (N, k, width))`` of the k best explanations of
-        every node (see :func:`hiddenstate.kernels.explanation_graph.kbest`); the tables
-        are checked against the available memory first (the error names ``name``)."""
+        """Return the ``k`` best explanations of every node.
+
+        See :func:`hiddenstate.kernels.explanation_graph.kbest`; the tables are checked
+        against the available memory first.
+
+        Parameters
+        ----------
+        logtheta : ndarray of shape (n_params,)
+            The log-probability of every switch outcome (flat layout).
+        k : int
+            The number of explanations per node.
+        name : str, default="k"
+            The argument the memory error names.
+
+        Returns
+        -------
+        score : ndarray of shape (n_nodes, k)
+            Their log-probabilities (``-inf`` past the last).
+        alt : ndarray of shape (n_nodes, k)
+            The alternative of each.
+        rank : ndarray of shape (n_nodes, k, width)
+            The rank used for each child goal.
+
+        Raises
+        ------
+        hiddenstate.errors.InsufficientMemoryError
+            If the tables would not fit in memory.
+        """
         check_memory({name: float(self.n_nodes) * k * (self.width + 2) * 8},
                      f"keeping the {k} best explanations of each of {self.n_nodes} goals",
                      {name: f"use a smaller {name}"})
@@ -162,8 +296,24 @@ class ExplanationGraph:
         return score, alt, rank
 
     def kbest_counts(self, alt, rank, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Switch counts along the k best explanations of each observed goal, weighted by
-        ``weights (n_roots, k)``; also the weighted uses of every (node, rank)."""
+        """Count the switch outcomes along the k best explanations of each observed goal.
+
+        Parameters
+        ----------
+        alt : ndarray of shape (n_nodes, k)
+            From :meth:`kbest`.
+        rank : ndarray of shape (n_nodes, k, width)
+            From :meth:`kbest`.
+        weights : ndarray of shape (n_roots, k)
+            The weight of each explanation of each observed goal.
+
+        Returns
+        -------
+        counts : ndarray of shape (n_params,)
+            The weighted switch counts.
+        uses : ndarray of shape (n_nodes, k)
+            The weighted uses of every (node, rank).
+        """
         uses = np.zeros(alt.shape)
         np.add.at(uses, self.roots, weights)
         counts = np.zeros(self.n_params)
@@ -172,9 +322,25 @@ class ExplanationGraph:
 
     # -- explanations --------------------------------------------------------------------------
     def walk(self, node: int, rank: int, alt, child_rank) -> list[tuple[int, int]]:
-        """The (node, alternative) steps of a derivation in pre-order: ``alt[n, r]`` is the
-        alternative of rank ``r`` at node ``n``, ``child_rank[n, r, i]`` the rank used for
-        its i-th child goal (``child_rank=None``: rank 0 everywhere, i.e. Viterbi)."""
+        """Return the (node, alternative) steps of a derivation in pre-order.
+
+        Parameters
+        ----------
+        node : int
+            The node the derivation starts from.
+        rank : int
+            Its rank there.
+        alt : ndarray of shape (n_nodes, k)
+            ``alt[n, r]`` is the alternative of rank ``r`` at node ``n``.
+        child_rank : ndarray of shape (n_nodes, k, width) or None
+            ``child_rank[n, r, i]`` is the rank used for its i-th child goal (None: rank 0
+            everywhere, i.e. Viterbi).
+
+        Returns
+        -------
+        list of (int, int)
+            The steps.
+        """
         steps = []
         stack = [(node, rank)]
         while stack:
@@ -188,8 +354,22 @@ class ExplanationGraph:
         return steps
 
     def explanation(self, steps, param_msw: list, logtheta: np.ndarray) -> Explanation:
-        """An :class:`Explanation` from (node, alternative) steps; ``param_msw[p]`` is the
-        ``msw`` atom of flat parameter ``p``, ``logtheta`` its log-probability."""
+        """Return the :class:`Explanation` of (node, alternative) steps.
+
+        Parameters
+        ----------
+        steps : list of (int, int)
+            The steps (from :meth:`walk` or :meth:`sample`).
+        param_msw : list of Msw
+            ``param_msw[p]`` is the ``msw`` atom of flat parameter ``p``.
+        logtheta : ndarray of shape (n_params,)
+            The log-probability of every switch outcome (flat layout).
+
+        Returns
+        -------
+        Explanation
+            Its goals, switch outcomes and log-probability.
+        """
         params = []
         for _, a in steps:
             params.extend(~v for v in self.items[self.item_ptr[a]:self.item_ptr[a + 1]].tolist()
@@ -200,9 +380,24 @@ class ExplanationGraph:
                            tuple(msws))
 
     def sample(self, cond, nodes: np.ndarray, rng: np.random.Generator):
-        """Posterior draws of one explanation for each entry of ``nodes``: a list of
-        (node, alternative) step arrays (see
-        :func:`hiddenstate.kernels.explanation_graph.sample_derivations`)."""
+        """Draw one explanation from the posterior for each entry of ``nodes``.
+
+        See :func:`hiddenstate.kernels.explanation_graph.sample_derivations`.
+
+        Parameters
+        ----------
+        cond : ndarray of shape (n_alts,)
+            The probability of every alternative given its node (from :meth:`inside`).
+        nodes : ndarray of int
+            The nodes to draw from.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        list of list of (int, int)
+            The (node, alternative) steps of each draw.
+        """
         size = max(64, 4 * len(nodes))
         uniforms = rng.random(size)
         while True:

@@ -51,13 +51,10 @@ PUBLIC_MODULES = [
 # a public name of a module (``hiddenstate.HMM``) stands for itself and its members while
 # the module's other names are still to do.
 NUMPYDOC_DONE = (
+    "hiddenstate",
     "hiddenstate.learn",
-    "hiddenstate.NaiveBayesHidden",
     "hiddenstate.distributed",
     "hiddenstate.cli",
-    "hiddenstate.PCFG",
-    "hiddenstate.PLCG",
-    "hiddenstate.ProgramModel",
     "hiddenstate.programs",
     "hiddenstate.learn.online",
     "hiddenstate.families",
@@ -70,10 +67,6 @@ NUMPYDOC_DONE = (
     "hiddenstate.compat.hmmlearn",
     "hiddenstate.errors",
     "hiddenstate.progress",
-    "hiddenstate.HMM",
-    "hiddenstate.load",
-    "hiddenstate.TreeNet",
-    "hiddenstate.PROPS",
     "hiddenstate.lm",
     "hiddenstate.personalize",
     "hiddenstate.io",

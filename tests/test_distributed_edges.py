@@ -308,7 +308,7 @@ def test_all_workers_gone_for_good_mid_fit_times_out_naming_the_cluster():
             with pytest.raises(ClusterError, match=rf"^timeout: the Dask cluster at "
                                                    rf"{cluster.scheduler_address} (has had no "
                                                    r"worker for 2 s|did not start the holder "
-                                                   r"of partitions 0-0 on a worker within "
+                                                   r"of partition 0 on a worker within "
                                                    r"2 s)") as err:
                 hsd.fit(hs.HMM(2, "gaussian", n_iter=20, tol=-np.inf, random_state=0), X, c,
                         lengths=lengths, callback=kill, timeout=2)

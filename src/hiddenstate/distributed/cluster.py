@@ -222,18 +222,30 @@ class Shards:
     def _start(self, address: str, indices: list) -> _Holder:
         future = self.client.submit(Shard, actor=True, workers=[address],
                                     allow_other_workers=True, pure=False)
-        try:
-            actor = future.result(timeout=self.timeout)
-        except TimeoutError as exc:
-            raise ClusterError(
-                f"timeout: {self.where} did not start the holder of partitions "
-                f"{indices[0]}-{indices[-1]} on a worker within {self.timeout:g} s; check "
-                "the workers (dask logs) or pass a larger timeout=") from exc
-        except Exception as exc:  # noqa: BLE001 - re-raised unless the worker went away
-            if future.status in ("error", "lost", "cancelled"):
-                raise _Lost from exc
-            raise
+        start = time.monotonic()
+        while True:  # polled: a worker that dies before the actor starts is a loss
+            try:
+                actor = future.result(timeout=POLL)
+                break
+            except TimeoutError as exc:
+                if address not in live_workers(self.client, self.timeout):
+                    raise _Lost from exc
+                if self.timeout is not None and time.monotonic() - start > self.timeout:
+                    raise ClusterError(
+                        f"timeout: {self.where} did not start the holder of "
+                        f"{self._named(indices)} on a worker within {self.timeout:g} s; "
+                        "check the workers (dask logs) or pass a larger timeout=") from exc
+            except Exception as exc:  # noqa: BLE001 - re-raised unless the worker went away
+                if future.status in ("error", "lost", "cancelled"):
+                    raise _Lost from exc
+                raise
         return _Holder(future, actor, getattr(actor, "_address", address), indices)
+
+    def _named(self, indices: list) -> str:
+        """The partitions ``indices`` by name, for a message."""
+        names = [self.names[i] for i in indices]
+        return names[0] if len(names) == 1 else f"{len(names)} partitions ({names[0]} .. " \
+            f"{names[-1]})"
 
     def close(self) -> None:
         """Release the actors: the workers drop their partitions. An actor with a call

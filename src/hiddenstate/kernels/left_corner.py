@@ -224,9 +224,22 @@ def chart(mode, logtheta, words, offsets, goal_nt, root_goal, root_param, first_
     live_slots = np.empty(n_slots, dtype=np.int64)
     stack = np.empty(64, dtype=np.int64)
     root_of = np.empty(n_roots, dtype=np.int64)
+    # the graph grows about as the cube of the sentence lengths: room for all of it, as
+    # estimated from the sentences done, saves copies
+    cubes = 0.0
+    for s in range(n_sent):
+        cubes += float(offsets[s + 1] - offsets[s]) ** 3
+    done = 0.0
     for s in range(n_sent):
         w = words[offsets[s]:offsets[s + 1]]
         n = w.shape[0]
+        if graph and done > 0.0:
+            grow = 1.1 * cubes / done
+            if n_items * grow > items.shape[0]:
+                items = _grow(items, int(n_items * grow))
+                item_ptr = _grow(item_ptr, int(n_alts * grow) + 1)
+                node_ptr = _grow(node_ptr, int(n_nodes * grow) + 1)
+        done += float(n) ** 3
         if not graph:
             n_nodes = 0
         goal_id = np.full((n + 1, n + 1, n_goals), -1, dtype=np.int64)

@@ -121,7 +121,8 @@ class LeftCorner:
         return np.concatenate([np.full(len(outs), 1.0 / len(outs)) for _, outs in self.switches])
 
     def _kernel_tables(self) -> None:
-        """The arrays :func:`hiddenstate.kernels.left_corner.build_graph` takes."""
+        """The arrays :func:`hiddenstate.kernels.left_corner.chart` takes (built once per
+        grammar; the model caches its ``LeftCorner``)."""
         g = self.grammar
         nt, wi = g.nt_index, g.word_index
         n_goals, n_nt, n_words = len(self.goals), len(g.nonterminals), len(g.words)
@@ -179,8 +180,8 @@ class LeftCorner:
                                  len(sizes) else 0, 0).sum(axis=0).astype(np.int64)
 
     def kernel_args(self) -> tuple:
-        """What :func:`hiddenstate.kernels.left_corner.build_graph` takes after the
-        sentences."""
+        """What :func:`hiddenstate.kernels.left_corner.chart` and
+        :func:`~hiddenstate.kernels.left_corner.build_graph` take after the sentences."""
         return (self.goal_nt, self.root_goal, self.root_param, self.first_param,
                 self.att_param, self.slot_of, self.s_ptr, self.s_param, self.s_right,
                 self.s_slot, self.s_rank, self.s_next, self.s_proj, self.s_done, self.lex_of,

@@ -1,46 +1,63 @@
-r"""The explanation graph of a probabilistic left-corner grammar, built by a compiled chart.
+r"""The chart of a probabilistic left-corner grammar: its explanation graph, or its inside
+and Viterbi values directly.
 
-:func:`build_graph` writes, for a batch of sentences, the AND/OR graph that the tabled
-search of :func:`hiddenstate.programs.left_corner.left_corner_program` finds (same goals,
-same alternatives in the same order, the same pruning of goals without explanation and of
-goals no observed goal uses), directly as the arrays of
-:mod:`hiddenstate.kernels.explanation_graph`, whose passes (inside, outside, Viterbi, k-best,
-sampling) then run on it unchanged. Tabled search in Python costs about a second per
-sentence on a treebank grammar; this builder, about a millisecond.
+:func:`chart` fills, for a batch of sentences, the cells of the program of
+:func:`hiddenstate.programs.left_corner.left_corner_program` bottom-up, with one of three
+uses (``mode``):
 
-The chart of one sentence of ``n`` words (``w[i]`` the word ids) has three kinds of cells:
-``goal(G, i, k)`` (goal ``G`` derives words ``i .. k - 1``), ``lc(G, B, j, k)`` (a
-nonterminal ``B`` is complete and ends at ``j``; its slot ``slot_of[G, B]``) and
+- ``GRAPH`` writes the AND/OR graph of the cells as the arrays of
+  :mod:`hiddenstate.kernels.explanation_graph`, whose passes (inside, outside, Viterbi,
+  k-best, sampling) then run on it unchanged; :func:`build_graph` prunes it to the goals
+  the sentences use, which is the graph the tabled search of the program finds (same goals,
+  same alternatives in the same order; tested). Learning runs on that graph.
+- ``INSIDE`` and ``VITERBI`` compute each cell's log inside probability, or its Viterbi
+  log-probability and choice, as the cell is made, and write no graph: a sentence's
+  log-probability, or its best derivation. Only cells of non-zero probability are made.
+
+The cells of one sentence of ``n`` words (``w[i]`` the word ids): ``goal(G, i, k)`` (goal
+``G`` derives words ``i .. k - 1``), ``lc(G, B, j, k)`` (a nonterminal ``B`` is complete and
+ends at ``j``, the goal ``G`` ends at ``k``; ``(G, B)`` is a *slot*, ``slot_of[G, B]``) and
 ``lc(G, (w[j-1],), j, k)`` (the word ``w[j-1]`` was shifted for goal ``G``). They are made in
-this order (children before parents, as the passes need): for ``k = 1 .. n`` and ``j = k ..
-1``: the cells ``lc(G, B, j, k)`` by slot, the cells ``lc(G, (w[j-1],), j, k)`` by goal, the
-cells ``goal(G, j - 1, k)`` by goal; last, ``sentence``. The alternatives of ``lc(G, B, j,
-k)`` are the rules ``A -> B C`` of its slot, in order, each with every end ``m`` of ``C``
-(``j < m <= k``) in increasing order. A cell is made only if it has an alternative whose
-child cells exist; a second sweep keeps the cells reachable from the sentence.
+this order (children before parents): for ``k = 1 .. n`` and ``j = k .. 1``: the cells
+``lc(G, B, j, k)`` by slot, the cells ``lc(G, (w[j-1],), j, k)`` by goal, the cells
+``goal(G, j - 1, k)`` by goal; last, ``sentence``. The alternatives of ``lc(G, B, j, k)``
+are the rules ``A -> B C`` of its slot in order, each with every end ``m`` of ``C`` (``j <
+m <= k``) in increasing order: ``goal(C, j, m)``, then attach (``A = G``, ``m = k``) or
+``lc(G, A, m, k)``. A cell is made only if it has an alternative whose cells exist.
 
-A left-to-right filter (necessary conditions for a cell to be called, from the words before
-it) keeps the chart small: ``goal(G, i, .)`` only for the goals ``G`` predicted at ``i``
-(a start symbol at 0, else the right child of a rule whose left corner may end at ``i``),
-``lc(G, B, j, .)`` only for the slots that may be called at ``j`` (the *live* slots of
-position ``j``, complete once step ``k = j`` is done). Each alternative is found once per
-cell from two lists built as the chart fills: the live rules of position ``j`` by right
-child, and the *ends* ``(j, m)``: the completions ``A -> B C`` (``B`` ending at ``j``, ``C``
-over ``j .. m``) whose ``A`` may go on up the spine at ``m``; the alternative ``(rule, m)``
-of ``lc(G, B, j, k)`` exists if the cell ``lc(G, A, m, k)`` does (``m < k``) or if ``A`` is
-the goal (``m = k``). The work is that of the alternatives tried, O(n^3) times the rules
-per cell, with no per-rule scan of the grammar.
+How the alternatives are found, each once, without scanning the grammar per cell:
+
+- a left-to-right filter (necessary conditions for a cell to be called, from the words
+  before it): at position ``k``, a slot ``(G, A)`` is *live* when a corner ``A`` may end at
+  ``k`` under ``G`` (a shift of ``w[k-1]``, or a completion below) and one of its rules
+  has a right child that can begin with ``w[k]``; ``goal(C, k, .)`` is called only for the
+  right children of live rules (``pred``);
+- when ``goal(C, j, k)`` is made, the live rules ``A -> B C`` at ``j`` (listed by right
+  child) complete: the alternative ``(rule, k)`` of ``lc(G, B, j, k)`` if ``A`` is the
+  goal, and, when ``A`` may go on up the spine, a *completion* kept with the slot ``(G, A)``
+  at ``k``;
+- when a cell ``lc(G, A, m, k)`` is made, each completion kept with its slot at ``m``
+  becomes the alternative ``(rule, m)`` of its cell ``lc(G, B, j, k)`` (``j < m``, made
+  later in the step). ``GRAPH`` collects them per cell and orders them by a stable counting
+  sort (rules are numbered by slot; the completions come in increasing ``m``); the value
+  modes add them at once to the cell's running log-sum or maximum (ties to the first in
+  the graph's order, by rule then ``m``), so a cell's value is known when it is made.
+
+The work is proportional to the alternatives and completions the filter lets through:
+O(n^3) per sentence times the rules of a slot, as for CKY, with the PLCG's rules
+conditioned on the goal (many more than the PCFG's; see ``docs/plcg.md``).
 
 Tables (from :class:`hiddenstate.grammar.left_corner.LeftCorner`, built once per grammar):
 ``goal_nt[G]`` the nonterminal of goal ``G``; ``root_goal[r]``, ``root_param[r]`` the start
 switch; ``first_param[G, w]`` (-1: ``w`` cannot begin ``G``); ``att_param[G] = (attach,
 project)`` (-1: ``G`` is not left-recursive); projections with a nonterminal corner: slot
 ``s``'s rules ``s_ptr[s] .. s_ptr[s + 1] - 1`` with ``s_param``, the goal of the right child
-``s_right``, ``s_slot`` the slot of each rule, ``s_next`` the slot ``(G, A)`` its left-hand
-side continues the spine with (-1: it cannot), ``s_proj`` the attach outcome drawn then
-(-1: none), ``s_done`` the attach outcome when ``A`` completes the goal (-2: ``A`` is not
-the goal, -1: no switch); with a word corner: ``lex_of[G, w]``, ``x_ptr``, ``x_param``,
-``x_lhs``, and ``lex_alts[w]`` the number of such rules over every goal.
+``s_right``, ``s_slot`` the slot of each rule and ``s_rank`` its rank there, ``s_next`` the
+slot ``(G, A)`` its left-hand side goes on with (-1: it cannot), ``s_proj`` the attach
+outcome drawn then (-1: none), ``s_done`` the attach outcome when ``A`` completes the goal
+(-2: ``A`` is not the goal, -1: no switch); with a word corner: ``lex_of[G, w]``,
+``x_ptr``, ``x_param``, ``x_lhs``, and ``lex_alts[w]`` the number of such rules over every
+goal.
 """
 
 from __future__ import annotations
@@ -205,19 +222,20 @@ def chart(mode, logtheta, words, offsets, goal_nt, root_goal, root_param, first_
         w_proj[r] = _alt_score(logtheta, val, s_param[r], s_proj[r], -1, -1)
     count = np.zeros(n_goals + 1, dtype=np.int64)
     starts = np.zeros(n_goals, dtype=np.bool_)
-    live = np.empty((4096, 3), dtype=np.int64)    # the live rules: rule, t, s_next
-    lc_node = np.empty(4096, dtype=np.int64)
-    # (values) per live rule: its cell's accumulator; the log-weight of its switches when
-    # A completes the goal (-inf: it does not) and when it goes on
+    # the live rules: rule, the accumulator of its cell, s_next; (values) its log-weights
+    # w_done, w_proj
+    live = np.empty((4096, 3), dtype=np.int64)
     live_w = np.empty((4096 if not graph else 1, 2), dtype=np.float64)
-    # completions: j (GRAPH) or the accumulator of the cell they are an alternative of
-    # (values), rule, node of C, slot (G, A); and (values) the alternative's log-weight
-    # without the cell lc(G, A, m, k) it goes on with
+    lc_node = np.empty(4096, dtype=np.int64)
+    # the completions of step k: j (GRAPH) or the accumulator of the cell they are an
+    # alternative of (values), rule, node of C, the slot's previous one (chain[slot]: its
+    # newest); (values) the alternative's log-weight without the cell it goes on with.
+    # Once step k is done, they are gathered by slot into subs and subs_w
     ends = np.empty((4096, 4), dtype=np.int64)
     ends_w = np.empty(4096 if not graph else 1, dtype=np.float64)
-    chain = np.full(n_slots, -1, dtype=np.int64)  # at step k: a slot's newest completion
-    subs = np.empty((4096, 3), dtype=np.int64)    # the completions by slot: j or t, rule,
-    subs_w = np.empty(4096 if not graph else 1)     # node of C; the log-weight
+    chain = np.full(n_slots, -1, dtype=np.int64)
+    subs = np.empty((4096, 3), dtype=np.int64)
+    subs_w = np.empty(4096 if not graph else 1)
     sub_ptr = np.empty(1024, dtype=np.int64)
     state = np.zeros(n_slots, dtype=np.int8)      # at step k: 0 unseen, LIVE, DEAD
     touched = np.empty(n_slots, dtype=np.int64)
@@ -244,19 +262,19 @@ def chart(mode, logtheta, words, offsets, goal_nt, root_goal, root_param, first_
             n_nodes = 0
         goal_id = np.full((n + 1, n + 1, n_goals), -1, dtype=np.int64)
         lex_id = np.full((n + 1, n + 1, n_goals), -1, dtype=np.int64)
-        # the filter: pred[i, G]: goal(G, i, .) may be called; shifted[j, G]:
-        # lc(G, (w[j-1],), j, .) may be called; the slots (G, B) with lc(G, B, k, .)
-        # callable, found during step k: live_slots[:n_found] (is_live)
+        # the filter: pred[i, G]: goal(G, i, .) may be called; shift_goal[j, :n_shift[j]]:
+        # the goals G with lc(G, (w[j-1],), j, .) callable; the slots met during step k:
+        # touched[:n_touched] (state), the live ones live_slots[:n_found]
         pred = np.zeros((n + 1, n_goals), dtype=np.bool_)
         shift_goal = np.empty((n + 1, n_goals), dtype=np.int64)
         n_shift = np.zeros(n + 1, dtype=np.int64)
         # position j, once complete (the end of step k = j): loc_of[j, slot] the rank of a
         # live slot (-1: not live), n_live[j] how many; the node of lc(G, B, j, k) at
         # lc_node[lc_base[j] + (k - j - 1) * n_live[j] + loc_of[j, slot]] (-1: none); the
-        # live rules by right child C: live_rule[live_ptr[j, C] .. live_ptr[j, C + 1] - 1];
-        # the completions A -> B C, C over j'..j, whose A goes on as the live slot of rank l
-        # at j: rows sub_ptr[sub_base[j] + l] .. sub_ptr[sub_base[j] + l + 1] - 1 of subs;
-        # the cell lc(G, B, j, k) being accumulated (values) at acc_base[j] + its rank
+        # live rules by right child C: rows live_ptr[j, C] .. live_ptr[j, C + 1] - 1 of
+        # live; the completions A -> B C, C over j'..j, whose A goes on as the live slot of
+        # rank l at j: rows sub_ptr[sub_base[j] + l] .. sub_ptr[sub_base[j] + l + 1] - 1 of
+        # subs; the cell lc(G, B, j, k) being accumulated (values) at acc_base[j] + its rank
         loc_of = np.full((n + 1, n_slots), -1, dtype=np.int64)
         n_live = np.zeros(n + 1, dtype=np.int64)
         lc_base = np.zeros(n + 1, dtype=np.int64)

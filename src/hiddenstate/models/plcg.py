@@ -6,12 +6,14 @@ to the operations of a left-corner parser: *shift* (the first word of a goal), *
 (the rule built on a completed left corner, given the goal) and *attach* (whether a
 completed goal category is the goal). Its switches and their meaning are described in
 :mod:`hiddenstate.grammar.left_corner`; the model is the program of
-:func:`hiddenstate.programs.left_corner.left_corner_program`, whose explanation graph is
-built by the compiled :func:`hiddenstate.kernels.left_corner.build_graph` (the same graph as
-the tabled search, tested) and run by the passes of
-:mod:`hiddenstate.kernels.explanation_graph`. Every batch mode learns it through
-:func:`hiddenstate.learn.fit`, exactly as the program engine does
-(:class:`~hiddenstate.programs.problem.ProgramProblem`).
+:func:`hiddenstate.programs.left_corner.left_corner_program`, computed by the compiled
+left-corner chart of :mod:`hiddenstate.kernels.left_corner`: :meth:`PLCG.score_samples` and
+:meth:`PLCG.parse` take the sentences' inside or Viterbi values straight from the chart;
+fitting, :meth:`PLCG.expected_counts`, k-best parses and posterior samples run the passes of
+:mod:`hiddenstate.kernels.explanation_graph` on the explanation graph the chart writes
+(:func:`~hiddenstate.kernels.left_corner.build_graph`: the same graph as the tabled search,
+tested). Every batch mode learns it through :func:`hiddenstate.learn.fit`, exactly as the
+program engine does (:class:`~hiddenstate.programs.problem.ProgramProblem`).
 
 The rules are those of :class:`~hiddenstate.PCFG` (Chomsky normal form, a start switch over
 the root nonterminals, the same ``unknown_word`` handling and treebank preparation), so a

@@ -6,13 +6,12 @@ categorical tables and dense scaled tables. Every random generator is seeded.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 from brute_force import dataset_posteriors, log_space_sequence
 from scipy import stats
 
-from hiddenstate import inference
+from hiddenstate import inference, threads
 from hiddenstate.inference import EmissionTable, Sequences
 
 TOL = 1e-10
@@ -290,11 +289,12 @@ def _run_all(startprob, transmat, table, seqs):
 
 
 def test_results_are_identical_for_one_and_two_threads(monkeypatch):
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("numba has a single thread here")
+    """Every parallel call (thresholds 0: helpers whatever the load) on 1 and on 2 threads:
+    the same numbers, bit for bit, on plans of more than 2 chunks."""
     monkeypatch.setattr(inference, "_SEGMENT", 1000)
     monkeypatch.setattr(inference, "_WARMUP", 100)
-    monkeypatch.setattr(inference, "_PARALLEL_WORK", 0)  # every call with 2 chunks or more
+    monkeypatch.setattr(threads, "PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(threads, "BUSY_PARALLEL_SECONDS", 0.0)
     rng = np.random.default_rng(9)
     lengths = rng.integers(1, 3000, 150)
     lengths[7] = 20000
@@ -303,17 +303,19 @@ def test_results_are_identical_for_one_and_two_threads(monkeypatch):
     seqs = Sequences.from_lengths(lengths)
     plans = (seqs.short_lanes, seqs.long_segments, seqs.segments)
     assert min(plan.n_chunks for plan in plans) > 2
-    before = numba.get_num_threads()
-    try:
-        for table in (cat, dense):
-            numba.set_num_threads(1)
+    monkeypatch.setattr(threads, "_default", 2)
+    pools = []
+    helpers = threads._helpers
+    monkeypatch.setattr(threads, "_helpers", lambda n: pools.append(n) or helpers(n))
+    for table in (cat, dense):
+        with threads.limit(1):
             one = _run_all(startprob, transmat, table, seqs)
-            numba.set_num_threads(2)
-            two = _run_all(startprob, transmat, table, seqs)
-            for a, b in zip(one, two, strict=True):
-                np.testing.assert_array_equal(a, b)
-    finally:
-        numba.set_num_threads(before)
+        assert pools == []
+        two = _run_all(startprob, transmat, table, seqs)
+        assert len(pools) >= 6  # every kernel of _run_all had a helper thread
+        pools.clear()
+        for a, b in zip(one, two, strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("K", [9, 300])
@@ -345,7 +347,7 @@ def test_many_states_match_the_log_space_recursions(K):
 
 
 @pytest.mark.parametrize("covariance_type", ["diag", "spherical"])
-def test_gaussian_table_matches_scipy_for_any_thread_count(covariance_type):
+def test_gaussian_table_matches_scipy_for_any_thread_count(covariance_type, monkeypatch):
     """The diagonal-Gaussian kernel (8 rows per vector, parallel row blocks): log-densities
     equal scipy's to 1e-12 (N not a multiple of 8 or of the block), the scaled table is the
     same with 1 and 2 threads, bit for bit."""
@@ -363,15 +365,14 @@ def test_gaussian_table_matches_scipy_for_any_thread_count(covariance_type):
     want = np.stack([stats.norm(params["means"][k], np.sqrt(var[k])).logpdf(X).sum(axis=1)
                      for k in range(K)], axis=1)
     np.testing.assert_allclose(fam.log_likelihood(params, X), want, rtol=1e-12)
-    before = numba.get_num_threads()
-    try:
-        tables = []
-        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
-            numba.set_num_threads(threads)
+    monkeypatch.setattr(threads, "PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(threads, "BUSY_PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(threads, "_default", 2)
+    tables = []
+    for n in (1, 2):
+        with threads.limit(n):
             t = fam.table(params, X)
-            tables.append((t.emis.copy(), t.log_offset.copy()))
-    finally:
-        numba.set_num_threads(before)
+        tables.append((t.emis.copy(), t.log_offset.copy()))
     for a, b in zip(tables[0], tables[1], strict=True):
         np.testing.assert_array_equal(a, b)
     t = tables[0]

@@ -45,8 +45,10 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from ..threads import run
+from .chunks import claim
 from .simd import (
     LANES,
     aligned_empty,
@@ -65,6 +67,19 @@ from .simd import (
 _TINY = 1e-280  # fold the running product of scales into the log before it underflows
 _HUGE = 1e280
 _MIN_NORMAL = 2.2250738585072014e-308  # a scale below this counts as zero
+#: single-thread nanoseconds per row of each lockstep kernel, ``a + b * K**2`` (measured
+#: with thread CPU time, 8 full lanes, K = 2..64): what :func:`hiddenstate.threads.run` weighs
+FORWARD_BACKWARD_NS = (35.0, 0.21)
+FORWARD_NS = (10.0, 0.035)
+BACKWARD_NS = (20.0, 0.15)
+SAMPLE_NS = (20.0, 0.05)
+
+
+def recursion_seconds(first, end, K: int, ns: tuple[float, float]) -> float:
+    """Estimated single-thread seconds of a lockstep kernel over the rows
+    ``first[l] .. end[l] - 1`` of every lane ``l`` with ``K`` states (``ns``: its cost)."""
+    rows = int((end - first).sum())
+    return rows * (ns[0] + ns[1] * K * K) * 1e-9
 
 
 @njit(cache=True)
@@ -81,23 +96,6 @@ def normalise_scale(cur, n):
     for j in range(n):
         cur[j] *= inv
     return c
-
-
-def chunk_bounds(work: np.ndarray, max_chunks: int = 32) -> np.ndarray:
-    """Split items into at most ``max_chunks`` contiguous groups of similar total ``work``.
-
-    Depends only on ``work``, never on the thread count, which keeps every reduction order
-    (and so every result) the same for any number of threads.
-    """
-    n_items = len(work)
-    n_chunks = min(n_items, max_chunks)
-    if n_chunks <= 1:
-        return np.array([0, n_items][:n_chunks + 1], dtype=np.int64)
-    cum = np.cumsum(work)
-    targets = cum[-1] * np.arange(1, n_chunks) / n_chunks
-    cuts = np.searchsorted(cum, targets, side="left") + 1
-    out = np.unique(np.concatenate(([0], np.minimum(cuts, n_items), [n_items])))
-    return out.astype(np.int64)
 
 
 @njit(cache=True)
@@ -242,7 +240,6 @@ def _forward_block(l0, first, lo, end, init, inits, from_state, transmat_t, emis
         loglik[l0 + b] = w.logp[b] + np.log(w.prod[b])
 
 
-@njit(parallel=True, cache=True)
 def forward_backward(startprob, transmat, transmat_t, emis, idx, first, end, seq, chunks,
                      by_idx, post_acc, post_dense, start_acc, trans_acc, loglik):
     r"""Forward-backward of whole sequences (one lane each), fused with the statistics.
@@ -262,8 +259,22 @@ def forward_backward(startprob, transmat, transmat_t, emis, idx, first, end, seq
     loglik : per-sequence log-likelihood ``(S,)`` (``-inf``: impossible sequence, which
         contributes exactly zero statistics).
     """
+    K = startprob.shape[0]
+    run(_forward_backward, len(chunks) - 1,
+        recursion_seconds(first, end, K, FORWARD_BACKWARD_NS), startprob, transmat, transmat_t,
+        emis, idx, first, end, seq, chunks, by_idx, post_acc, post_dense, start_acc, trans_acc,
+        loglik)
+
+
+@njit(nogil=True, cache=True)
+def _forward_backward(startprob, transmat, transmat_t, emis, idx, first, end, seq, chunks,
+                      by_idx, post_acc, post_dense, start_acc, trans_acc, loglik, ticket):
+    """:func:`forward_backward` of the chunks this thread claims from ``ticket``."""
     lane_ll = np.empty(first.shape[0])
-    for c in prange(chunks.shape[0] - 1):
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         _forward_backward_chunk(c, startprob, transmat, transmat_t, emis, idx, first, end, seq,
                                 chunks, by_idx, post_acc[c], post_dense, start_acc[c],
                                 trans_acc[c], loglik, lane_ll)
@@ -476,7 +487,6 @@ def _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha, alpha_base, i
                         beta[j * LANES + b] *= f
 
 
-@njit(parallel=True, cache=True)
 def backward_pass(transmat, emis, idx, lo, stop, end, counts_start, chunks, alpha, alpha_base,
                   inv_c, binits, from_state, stats, by_idx, post_acc, post_dense, start_acc,
                   trans_acc, snap_g_end, snap_g_lo, snap_b_lo):
@@ -487,9 +497,22 @@ def backward_pass(transmat, emis, idx, lo, stop, end, counts_start, chunks, alph
     ``post_acc[c]`` (or ``post_dense`` rows), ``trans_acc[c]`` and, for the entries with
     ``counts_start``, ``start_acc[c]``.
     """
-    K = transmat.shape[0]
-    for c in prange(chunks.shape[0] - 1):
-        w = _backward_work(K)
+    run(_backward_pass, len(chunks) - 1,
+        recursion_seconds(lo, stop, transmat.shape[0], BACKWARD_NS), transmat, emis, idx, lo,
+        stop, end, counts_start, chunks, alpha, alpha_base, inv_c, binits, from_state, stats,
+        by_idx, post_acc, post_dense, start_acc, trans_acc, snap_g_end, snap_g_lo, snap_b_lo)
+
+
+@njit(nogil=True, cache=True)
+def _backward_pass(transmat, emis, idx, lo, stop, end, counts_start, chunks, alpha, alpha_base,
+                   inv_c, binits, from_state, stats, by_idx, post_acc, post_dense, start_acc,
+                   trans_acc, snap_g_end, snap_g_lo, snap_b_lo, ticket):
+    """:func:`backward_pass` of the chunks this thread claims from ``ticket``."""
+    w = _backward_work(transmat.shape[0])
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
             _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha,
                             alpha_base[l0:l0 + LANES], inv_c, binits, from_state, stats, by_idx,
@@ -498,7 +521,6 @@ def backward_pass(transmat, emis, idx, lo, stop, end, counts_start, chunks, alph
                 _add_lane_statistics(l0, counts_start, w, start_acc[c], trans_acc[c])
 
 
-@njit(parallel=True, cache=True)
 def forward_loglik(inits, from_state, transmat_t, emis, idx, first, lo, end, init, chunks,
                    loglik, snap_lo, snap_end, alpha, alpha_base, inv_c):
     r"""Forward pass of every lane: :math:`\sum_{t \ge lo} \log c_t` and filter snapshots.
@@ -509,9 +531,21 @@ def forward_loglik(inits, from_state, transmat_t, emis, idx, first, lo, end, ini
     the exactness check of segmented scoring). If ``alpha`` has rows, :math:`\hat\alpha`
     and :math:`1/c` of the rows ``>= lo`` are stored (``alpha_base`` is per plan entry).
     """
-    K = transmat_t.shape[0]
-    for c in prange(chunks.shape[0] - 1):
-        w = _forward_work(K)
+    run(_forward_loglik, len(chunks) - 1,
+        recursion_seconds(first, end, transmat_t.shape[0], FORWARD_NS), inits, from_state,
+        transmat_t, emis, idx, first, lo, end, init, chunks, loglik, snap_lo, snap_end, alpha,
+        alpha_base, inv_c)
+
+
+@njit(nogil=True, cache=True)
+def _forward_loglik(inits, from_state, transmat_t, emis, idx, first, lo, end, init, chunks,
+                    loglik, snap_lo, snap_end, alpha, alpha_base, inv_c, ticket):
+    """:func:`forward_loglik` of the chunks this thread claims from ``ticket``."""
+    w = _forward_work(transmat_t.shape[0])
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
             _forward_block(l0, first, lo, end, init, inits, from_state, transmat_t, emis, idx,
                            alpha, alpha_base[l0:l0 + LANES], inv_c, snap_lo, snap_end, loglik,
@@ -537,7 +571,6 @@ def _draw(p, u):
     return last
 
 
-@njit(parallel=True, cache=True)
 def sample_posterior_paths(startprob, transmat, transmat_t, emis, idx, first, end, chunks,
                            uniforms, states):
     r"""Forward-filtering backward-sampling (Chib 1996; Frühwirth-Schnatter 1994).
@@ -546,18 +579,30 @@ def sample_posterior_paths(startprob, transmat, transmat_t, emis, idx, first, en
     :math:`z_t \sim \hat\alpha_t(i) A_{i, z_{t+1}}`. ``uniforms`` has one U[0,1) draw per
     row, so the result does not depend on the thread count. Impossible sequences get -1.
     """
+    run(_sample_posterior_paths, len(chunks) - 1,
+        recursion_seconds(first, end, startprob.shape[0], SAMPLE_NS), startprob, transmat,
+        transmat_t, emis, idx, first, end, chunks, uniforms, states)
+
+
+@njit(nogil=True, cache=True)
+def _sample_posterior_paths(startprob, transmat, transmat_t, emis, idx, first, end, chunks,
+                            uniforms, states, ticket):
+    """:func:`sample_posterior_paths` of the chunks this thread claims from ``ticket``."""
     K = startprob.shape[0]
     inits = startprob.reshape((1, K))
     init = np.zeros(first.shape[0], dtype=np.int64)
     from_state = np.zeros(first.shape[0], dtype=np.bool_)
     lane_ll = np.empty(first.shape[0])
-    for c in prange(chunks.shape[0] - 1):
+    w = _forward_work(K)
+    no_snap = np.empty((0, K))
+    wts = np.empty(K)
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         l_lo = chunks[c] * LANES
         l_hi = chunks[c + 1] * LANES
         base, alpha, inv_c = _chunk_buffers(l_lo, l_hi, first, end, K)
-        w = _forward_work(K)
-        no_snap = np.empty((0, K))
-        wts = np.empty(K)
         for l0 in range(l_lo, l_hi, LANES):
             bb = base[l0 - l_lo:l0 - l_lo + LANES]
             _forward_block(l0, first, first, end, init, inits, from_state, transmat_t, emis, idx,

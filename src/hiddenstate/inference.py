@@ -26,6 +26,7 @@ from functools import cached_property
 import numpy as np
 
 from . import kernels, threads
+from .kernels.chunks import lane_plan
 
 _SEGMENT = 16384  # longest sequence run as a single lane; longer ones are split in segments
 _WARMUP = 1024  # rows of warm-up before each further segment
@@ -104,43 +105,29 @@ class LanePlan:
         LanePlan
             The plan.
         """
-        lengths = np.diff(bounds)
-        if segment is None:
-            n_parts = np.ones(len(lengths), dtype=np.int64)
-        else:
-            n_parts = np.maximum(1, -(-lengths // segment))
-        if only is not None:
-            n_parts = np.where(only, n_parts, 0)
-        seq = np.repeat(np.arange(len(lengths), dtype=np.int64), n_parts)
-        part = np.arange(len(seq), dtype=np.int64) - np.repeat(np.cumsum(n_parts) - n_parts,
-                                                               n_parts)
-        start, length, n = bounds[seq], lengths[seq], n_parts[seq]
-        lo = start + part * length // n
-        end = start + (part + 1) * length // n
-        first = np.where(part > 0, np.maximum(lo - warmup, start), lo)
-        order = np.argsort(first - end, kind="stable")
-        pad = -len(seq) % kernels.LANES
-
-        def padded(x, fill):
-            return np.concatenate((x[order], np.full(pad, fill, dtype=np.int64)))
-
-        first, lo, end = padded(first, 0), padded(lo, 0), padded(end, 0)
-        block_len = (end - first).reshape(-1, kernels.LANES).max(axis=1)
-        return cls(first, lo, end, padded((part > 0).astype(np.int64), 0), padded(seq, -1),
-                   padded(part, 0), kernels.chunk_bounds(block_len))
+        return cls(*lane_plan(np.ascontiguousarray(bounds, dtype=np.int64), segment or 0,
+                              warmup, np.empty(0, np.bool_) if only is None
+                              else np.ascontiguousarray(only, dtype=np.bool_)))
 
     @property
     def n_chunks(self) -> int:
         """The number of parallel chunks."""
         return len(self.chunks) - 1
 
-    @property
+    @cached_property
     def rows(self) -> int:
         """The rows processed by all entries, warm-ups included."""
         return int((self.end - self.first).sum())
 
+    @cached_property
+    def _heads(self) -> np.ndarray:
+        """The first entry of each sequence."""
+        return np.flatnonzero((self.seq >= 0) & (self.part == 0))
+
     def _by_sequence(self) -> list[np.ndarray]:
         """The real entries of each sequence that has several, in segment order."""
+        if not self.part.any():
+            return []
         real = np.flatnonzero(self.seq >= 0)
         real = real[np.lexsort((self.part[real], self.seq[real]))]
         cuts = np.flatnonzero(np.diff(self.seq[real])) + 1
@@ -176,7 +163,7 @@ class LanePlan:
         """
         out = np.zeros(n_seq)
         last = np.zeros((n_seq, snap_end.shape[1]))
-        heads = np.flatnonzero((self.seq >= 0) & (self.part == 0))
+        heads = self._heads
         out[self.seq[heads]] = total[heads]
         last[self.seq[heads]] = snap_end[heads]
         for group in self._by_sequence():

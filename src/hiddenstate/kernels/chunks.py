@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
@@ -58,12 +58,79 @@ def chunk_bounds(work: np.ndarray, max_chunks: int = 32) -> np.ndarray:
     >>> chunk_bounds(np.array([5, 1, 1, 1, 1, 1]), max_chunks=2)
     array([0, 1, 6])
     """
-    n_items = len(work)
+    return _chunk_bounds(np.ascontiguousarray(work, dtype=np.int64), int(max_chunks))
+
+
+@njit(cache=True)
+def _chunk_bounds(work, max_chunks):
+    n_items = work.shape[0]
     n_chunks = min(n_items, max_chunks)
     if n_chunks <= 1:
-        return np.array([0, n_items][:n_chunks + 1], dtype=np.int64)
-    cum = np.cumsum(work)
+        out = np.empty(n_chunks + 1, dtype=np.int64)
+        out[0] = 0
+        if n_chunks == 1:
+            out[1] = n_items
+        return out
+    cum = np.cumsum(work).astype(np.float64)
     targets = cum[-1] * np.arange(1, n_chunks) / n_chunks
     cuts = np.searchsorted(cum, targets, side="left") + 1
-    out = np.unique(np.concatenate(([0], np.minimum(cuts, n_items), [n_items])))
-    return out.astype(np.int64)
+    edges = np.empty(n_chunks + 1, dtype=np.int64)
+    edges[0] = 0
+    edges[n_chunks] = n_items
+    for i in range(n_chunks - 1):
+        edges[i + 1] = min(cuts[i], n_items)
+    return np.unique(edges)
+
+
+@njit(cache=True)
+def lane_plan(bounds, segment, warmup, only):
+    """The entries of :class:`hiddenstate.inference.LanePlan` (see ``LanePlan.build``):
+    ``(first, lo, end, init, seq, part, chunks)``; ``segment`` 0: whole sequences; an
+    empty ``only``: every sequence."""
+    S = bounds.shape[0] - 1
+    n_parts = np.empty(S, dtype=np.int64)
+    n = 0
+    for s in range(S):
+        length = bounds[s + 1] - bounds[s]
+        k = 1 if segment == 0 else max(1, -(-length // segment))
+        if only.shape[0] and not only[s]:
+            k = 0
+        n_parts[s] = k
+        n += k
+    pad = -n % 8
+    first = np.zeros(n + pad, dtype=np.int64)
+    lo = np.zeros(n + pad, dtype=np.int64)
+    end = np.zeros(n + pad, dtype=np.int64)
+    init = np.zeros(n + pad, dtype=np.int64)
+    seq = np.full(n + pad, -1, dtype=np.int64)
+    part = np.zeros(n + pad, dtype=np.int64)
+    f = np.empty(n, dtype=np.int64)
+    lo_ = np.empty(n, dtype=np.int64)
+    e = np.empty(n, dtype=np.int64)
+    q = np.empty(n, dtype=np.int64)
+    p = np.empty(n, dtype=np.int64)
+    i = 0
+    for s in range(S):
+        start = bounds[s]
+        length = bounds[s + 1] - start
+        k = n_parts[s]
+        for m in range(k):
+            lo_[i] = start + m * length // k
+            e[i] = start + (m + 1) * length // k
+            f[i] = max(lo_[i] - warmup, start) if m > 0 else lo_[i]
+            q[i] = s
+            p[i] = m
+            i += 1
+    order = np.argsort(f - e, kind="mergesort")
+    for j in range(n):
+        o = order[j]
+        first[j] = f[o]
+        lo[j] = lo_[o]
+        end[j] = e[o]
+        init[j] = 1 if p[o] > 0 else 0
+        seq[j] = q[o]
+        part[j] = p[o]
+    block_len = np.zeros((n + pad) // 8, dtype=np.int64)
+    for j in range(n + pad):
+        block_len[j // 8] = max(block_len[j // 8], end[j] - first[j])
+    return first, lo, end, init, seq, part, _chunk_bounds(block_len, 32)

@@ -377,3 +377,34 @@ def test_gaussian_table_matches_scipy_for_any_thread_count(covariance_type, monk
         np.testing.assert_array_equal(a, b)
     t = tables[0]
     np.testing.assert_allclose(np.log(t[0]) + t[1][:, None], want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("K", [1, 3, 4, 9])
+@pytest.mark.parametrize("lengths", [[700], [40, 33, 9, 8, 7, 6, 5, 4, 30], [5200, 3, 2]])
+def test_a_lane_alone_computes_exactly_what_the_lockstep_block_does(monkeypatch, K, lengths):
+    """A block with one sequence runs it alone (kernels.single_lane), bit for bit as in the
+    8-lane block: whole sequences, a last block of one, and a sequence in segments (forward
+    filter, backward warm-ups and their reruns, Viterbi), categorical and dense tables,
+    with impossible rows (zero emissions) in one sequence."""
+    from hiddenstate.kernels import single_lane
+
+    monkeypatch.setattr(inference, "_SEGMENT", 2000)
+    monkeypatch.setattr(inference, "_WARMUP", 20)  # too short to forget: segments rerun
+    reruns = []
+    single = inference.LanePlan.single
+    monkeypatch.setattr(inference.LanePlan, "single",
+                        lambda plan, l: reruns.append(l) or single(plan, l))
+    rng = np.random.default_rng(K)
+    N = sum(lengths)
+    startprob, transmat, emissionprob, cat = _long_case(N, seed=K, K=K, sticky=0.999)
+    log_e = rng.normal(size=(N, K)) * 3
+    log_e[lengths[0] + 1:lengths[0] + 3] = -np.inf  # the second sequence is impossible
+    dense = EmissionTable.from_log_likelihood(log_e)
+    for table in (cat, dense):
+        out = []
+        for enabled in (True, False):
+            monkeypatch.setattr(single_lane, "ENABLED", enabled)
+            out.append(_run_all(startprob, transmat, table, Sequences.from_lengths(lengths)))
+        for a, b in zip(*out, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert (len(reruns) > 0) == (max(lengths) > 2000 and K > 1)

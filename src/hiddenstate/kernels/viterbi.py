@@ -23,9 +23,11 @@ import numpy as np
 from numba import njit
 
 from ..threads import run
+from . import single_lane
 from .chunks import claim
 from .forward_backward import _block_length, _lane_rows, recursion_seconds
 from .simd import LANES, aligned_empty, vadd, vgather, vload, vsplat, vstore, vsub, vwhere_gt
+from .single_lane import alone, viterbi_lane
 
 #: single-thread nanoseconds per row: the forward pass ``a + b * K**2`` (as
 #: :data:`~.forward_backward.FORWARD_NS`), the backtrack (measured)
@@ -96,14 +98,18 @@ def viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo,
     run(_viterbi_forward, len(chunks) - 1,
         recursion_seconds(first, end, log_transmat_t.shape[0], VITERBI_NS), inits, from_state,
         log_transmat_t, log_emis, idx, first, lo, end, init, chunks, backptr, logprob, snap_lo,
-        snap_end)
+        snap_end, single_lane.ENABLED)
 
 
 @njit(nogil=True, cache=True)
 def _viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo, end, init,
-                     chunks, backptr, logprob, snap_lo, snap_end, ticket):
+                     chunks, backptr, logprob, snap_lo, snap_end, single, ticket):
     """:func:`viterbi_forward` of the chunks this thread claims from ``ticket``."""
     K = log_transmat_t.shape[0]
+    log_transmat = np.ascontiguousarray(log_transmat_t.T)
+    dn1 = np.empty(K)
+    d1 = np.empty(K)
+    arg1 = np.empty(K, dtype=np.int64)
     neg_inf = vsplat(-np.inf)
     zero = vsplat(0.0)
     half = vsplat(0.5)
@@ -120,6 +126,12 @@ def _viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo
         if c >= chunks.shape[0] - 1:
             return
         for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
+            if single and alone(l0, first, end):
+                viterbi_lane(l0, first, lo, end, init, inits, from_state, log_transmat,
+                             log_emis, idx, backptr, logprob, snap_lo, snap_end, dn1, d1, arg1)
+                for b in range(1, LANES):
+                    logprob[l0 + b] = 0.0
+                continue
             for b in range(LANES):
                 offs[b] = init[l0 + b] * K
                 mode[b] = 1.0 if from_state[l0 + b] else 0.0

@@ -313,9 +313,11 @@ def _forward_backward_chunk(c, startprob, transmat, transmat_t, emis, idx, first
     for l0 in range(l_lo, l_hi, LANES):
         block_base = base[l0 - l_lo:l0 - l_lo + LANES]
         if single and alone(l0, first, end):
-            forward_lane(l0, first, first, end, init, inits, from_state, transmat, emis, idx,
-                         alpha, block_base[0], inv_c, no_snap, no_snap, lane_ll, fw.a1, fw.v1)
-            backward_lane(l0, first, end, end, transmat_t, emis, idx, alpha, block_base[0],
+            forward_lane(l0, first, first, end, init, inits, from_state, transmat_t, transmat,
+                         emis, idx, alpha, block_base[0], inv_c, no_snap, no_snap, lane_ll,
+                         fw.a1, fw.v1)
+            backward_lane(l0, first, end, end, transmat, transmat_t, emis, idx, alpha,
+                          block_base[0],
                           inv_c, no_snap, from_state, with_stats, by_idx, post_acc, post_dense,
                           no_snap, no_snap, no_snap, bw.beta1, bw.u1, bw.a_cur1, bw.st1,
                           bw.tr1)
@@ -623,7 +625,8 @@ def _backward_pass(transmat, emis, idx, lo, stop, end, counts_start, chunks, alp
             return
         for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
             if single and alone(l0, lo, stop):
-                backward_lane(l0, lo, stop, end, transmat_t, emis, idx, alpha, alpha_base[l0],
+                backward_lane(l0, lo, stop, end, transmat, transmat_t, emis, idx, alpha,
+                              alpha_base[l0],
                               inv_c, binits, from_state, stats, by_idx, post_acc[c],
                               post_dense, snap_g_end, snap_g_lo, snap_b_lo, w.beta1, w.u1,
                               w.a_cur1, w.st1, w.tr1)
@@ -666,9 +669,9 @@ def _forward_loglik(inits, from_state, transmat_t, emis, idx, first, lo, end, in
             return
         for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
             if single and alone(l0, first, end):
-                forward_lane(l0, first, lo, end, init, inits, from_state, transmat, emis, idx,
-                             alpha, alpha_base[l0], inv_c, snap_lo, snap_end, loglik, w.a1,
-                             w.v1)
+                forward_lane(l0, first, lo, end, init, inits, from_state, transmat_t,
+                             transmat, emis, idx, alpha, alpha_base[l0], inv_c, snap_lo,
+                             snap_end, loglik, w.a1, w.v1)
                 for b in range(1, LANES):  # the empty lanes' product of scales stays 1
                     loglik[l0 + b] = 0.0
                 continue
@@ -731,8 +734,9 @@ def _sample_posterior_paths(startprob, transmat, transmat_t, emis, idx, first, e
         for l0 in range(l_lo, l_hi, LANES):
             bb = base[l0 - l_lo:l0 - l_lo + LANES]
             if single and alone(l0, first, end):
-                forward_lane(l0, first, first, end, init, inits, from_state, transmat, emis,
-                             idx, alpha, bb[0], inv_c, no_snap, no_snap, lane_ll, w.a1, w.v1)
+                forward_lane(l0, first, first, end, init, inits, from_state, transmat_t,
+                             transmat, emis, idx, alpha, bb[0], inv_c, no_snap, no_snap,
+                             lane_ll, w.a1, w.v1)
                 for b in range(1, LANES):
                     lane_ll[l0 + b] = 0.0
             else:

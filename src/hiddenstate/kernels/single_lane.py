@@ -23,6 +23,7 @@ ENABLED = True
 TINY = 1e-280  # fold the running product of scales into the log before it underflows
 HUGE = 1e280
 MIN_NORMAL = 2.2250738585072014e-308  # a scale below this counts as zero
+_FEW = 8  # up to this many states a sum over states stays in a register
 
 
 @njit(cache=True)
@@ -36,12 +37,12 @@ def alone(l0, first, end):
 
 
 @njit(cache=True)
-def forward_lane(l, first, lo, end, init, inits, from_state, transmat, emis, idx, alpha,
-                 base, inv_c, snap_lo, snap_end, loglik, a, v):
+def forward_lane(l, first, lo, end, init, inits, from_state, transmat_t, transmat, emis, idx,
+                 alpha, base, inv_c, snap_lo, snap_end, loglik, a, v):
     r"""``_forward_block`` of plan entry ``l`` alone (``base``: its ``alpha_base``;
     ``a``, ``v``: scratch of ``K``). Writes ``loglik[l]`` and, if ``alpha`` / ``snap_lo``
     have rows, its rows and snapshots."""
-    K = transmat.shape[0]
+    K = transmat_t.shape[0]
     keep_alpha = alpha.shape[0] > 0
     keep_snap = snap_lo.shape[0] > 0
     for j in range(K):
@@ -51,12 +52,19 @@ def forward_lane(l, first, lo, end, init, inits, from_state, transmat, emis, idx
     logp = 0.0
     for t in range(end[l] - first[l]):
         r = first[l] + t
-        for j in range(K):
-            v[j] = 0.0
-        for i in range(K):
-            ai = a[i]
+        if K <= _FEW:  # each sum over i in a register: memory would add its latency
             for j in range(K):
-                v[j] = fma(ai, transmat[i, j], v[j])
+                acc = 0.0
+                for i in range(K):
+                    acc = fma(a[i], transmat_t[j, i], acc)
+                v[j] = acc
+        else:  # vectorised over j (the same sums, in the same order)
+            for j in range(K):
+                v[j] = 0.0
+            for i in range(K):
+                ai = a[i]
+                for j in range(K):
+                    v[j] = fma(ai, transmat[i, j], v[j])
         if t == 0 and prior:
             for j in range(K):
                 v[j] = a[j]
@@ -93,14 +101,14 @@ def forward_lane(l, first, lo, end, init, inits, from_state, transmat, emis, idx
 
 
 @njit(cache=True)
-def backward_lane(l, lo, stop, end, transmat_t, emis, idx, alpha, base, inv_c, binits,
-                  from_state, stats, by_idx, post_acc, post_dense, snap_g_end, snap_g_lo,
-                  snap_b_lo, beta, u, a_cur, st, tr):
+def backward_lane(l, lo, stop, end, transmat, transmat_t, emis, idx, alpha, base, inv_c,
+                  binits, from_state, stats, by_idx, post_acc, post_dense, snap_g_end,
+                  snap_g_lo, snap_b_lo, beta, u, a_cur, st, tr):
     r"""``_backward_block`` of plan entry ``l`` alone: its :math:`\hat\beta` recursion from
     row ``stop - 1`` down to ``lo``, the posteriors, and with ``stats`` its start and
     transition sums in ``st`` (K,) and ``tr`` (K, K) (``beta``, ``u``, ``a_cur``: scratch
     of ``K``)."""
-    K = transmat_t.shape[0]
+    K = transmat.shape[0]
     for j in range(K):
         beta[j] = 1.0
         st[j] = 0.0
@@ -145,12 +153,19 @@ def backward_lane(l, lo, stop, end, transmat_t, emis, idx, alpha, base, inv_c, b
                 ai = alpha[prev, i]
                 for j in range(K):
                     tr[i, j] = fma(ai, u[j], tr[i, j])
-        for i in range(K):
-            beta[i] = 0.0
-        for j in range(K):
-            uj = u[j]
+        if K <= _FEW:
             for i in range(K):
-                beta[i] = fma(uj, transmat_t[j, i], beta[i])
+                acc = 0.0
+                for j in range(K):
+                    acc = fma(u[j], transmat[i, j], acc)
+                beta[i] = acc
+        else:
+            for i in range(K):
+                beta[i] = 0.0
+            for j in range(K):
+                uj = u[j]
+                for i in range(K):
+                    beta[i] = fma(uj, transmat_t[j, i], beta[i])
         for i in range(K):
             a_cur[i] = alpha[prev, i]
         if not stats and r == end[l] and not from_state[l]:
@@ -188,28 +203,40 @@ def add_lane_statistics(l, counts_start, st, tr, start_acc, trans_acc):
 
 
 @njit(cache=True)
-def viterbi_lane(l, first, lo, end, init, inits, from_state, log_transmat, log_emis, idx,
-                 backptr, logprob, snap_lo, snap_end, dn, d, arg):
+def viterbi_lane(l, first, lo, end, init, inits, from_state, log_transmat_t, log_transmat,
+                 log_emis, idx, backptr, logprob, snap_lo, snap_end, dn, d, arg):
     r"""The max-product forward pass of plan entry ``l`` alone (``_viterbi_forward``'s
     lane; ``dn``, ``d``: float scratch, ``arg``: int scratch of ``K``). Ties go to the lowest
     state, as in ``_maxplus``."""
-    K = log_transmat.shape[0]
+    K = log_transmat_t.shape[0]
     for j in range(K):
         dn[j] = inits[init[l], j]
     prior = not from_state[l]
     logprob[l] = 0.0
     for t in range(end[l] - first[l]):
         r = first[l] + t
-        for j in range(K):
-            d[j] = dn[0] + log_transmat[0, j]
-            arg[j] = 0
-        for i in range(1, K):
-            di = dn[i]
+        if K <= _FEW:  # best and its state in registers
             for j in range(K):
-                y = di + log_transmat[i, j]
-                if y > d[j]:
-                    d[j] = y
-                    arg[j] = i
+                best = dn[0] + log_transmat_t[j, 0]
+                at = 0
+                for i in range(1, K):
+                    y = dn[i] + log_transmat_t[j, i]
+                    if y > best:
+                        best = y
+                        at = i
+                d[j] = best
+                arg[j] = at
+        else:
+            for j in range(K):
+                d[j] = dn[0] + log_transmat_t[j, 0]
+                arg[j] = 0
+            for i in range(1, K):
+                di = dn[i]
+                for j in range(K):
+                    y = di + log_transmat[i, j]
+                    if y > d[j]:
+                        d[j] = y
+                        arg[j] = i
         if t == 0 and prior:
             for j in range(K):
                 d[j] = dn[j]

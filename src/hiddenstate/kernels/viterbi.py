@@ -127,8 +127,9 @@ def _viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo
             return
         for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
             if single and alone(l0, first, end):
-                viterbi_lane(l0, first, lo, end, init, inits, from_state, log_transmat,
-                             log_emis, idx, backptr, logprob, snap_lo, snap_end, dn1, d1, arg1)
+                viterbi_lane(l0, first, lo, end, init, inits, from_state, log_transmat_t,
+                             log_transmat, log_emis, idx, backptr, logprob, snap_lo, snap_end,
+                             dn1, d1, arg1)
                 for b in range(1, LANES):
                     logprob[l0 + b] = 0.0
                 continue

@@ -81,6 +81,31 @@ def cases(K: int, sizes):
                lambda x=X: fam.table(params, x))
 
 
+def dispatch_cost(repeats: int = 2000) -> tuple[float, float]:
+    """(best seconds of a call of empty chunks on 1 thread, on 2): what a helper costs."""
+    from numba import njit
+
+    from hiddenstate.kernels.chunks import claim
+
+    @njit(nogil=True)
+    def empty(n, ticket):
+        while claim(ticket) < n:
+            pass
+
+    ticket = np.zeros(1, np.int64)
+    empty(32, ticket)
+    best = []
+    for n_threads in (1, 2):
+        with threads.limit(n_threads):
+            t_best = np.inf
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                threads.run(empty, 32, 1.0, 32)
+                t_best = min(t_best, time.perf_counter() - t0)
+        best.append(t_best)
+    return best[0], best[1]
+
+
 def timed(call, n_threads: int, repeats: int) -> float:
     best = np.inf
     saved = threads.PARALLEL_SECONDS
@@ -126,6 +151,12 @@ def main(argv=None) -> None:
           "| 2 threads us | speed-up |")
     print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     allrows = []
+    for busy in args.busy:
+        with burners(busy):
+            one, two = dispatch_cost()
+        print(f"<!-- busy {busy}: a call of 32 empty chunks, best of 2000: 1 thread "
+              f"{one * 1e6:.1f} us, 2 threads {two * 1e6:.1f} us (a helper costs "
+              f"{(two - one) * 1e6:.1f} us) -->")
     for busy in args.busy:
         for K in args.K:
             for r in run(K, args.sizes, args.repeats, busy):

@@ -12,7 +12,8 @@ from brute_force import dataset_posteriors, log_space_sequence
 from scipy import stats
 
 from hiddenstate import inference, threads
-from hiddenstate.inference import EmissionTable, Sequences
+from hiddenstate.inference import EmissionTable, LanePlan, Sequences
+from hiddenstate.kernels import chunk_bounds
 
 TOL = 1e-10
 LENGTHS = [1, 4, 6, 2, 5, 3, 6, 1, 3, 2]  # 10 sequences: a partly filled second block
@@ -408,3 +409,37 @@ def test_a_lane_alone_computes_exactly_what_the_lockstep_block_does(monkeypatch,
         for a, b in zip(*out, strict=True):
             np.testing.assert_array_equal(a, b)
     assert (len(reruns) > 0) == (max(lengths) > 2000 and K > 1)
+
+
+def _plan_by_hand(lengths, segment, warmup, only):
+    """LanePlan.build's entries from their definition: sequences (or their segments of at
+    most ``segment`` rows, each further one starting ``warmup`` rows early) sorted by
+    decreasing length, stable, padded to blocks of 8 with empty entries."""
+    entries, start = [], 0
+    for s, n in enumerate(lengths):
+        k = 1 if segment is None else max(1, -(-n // segment))
+        if only is None or only[s]:
+            for m in range(k):
+                lo, end = start + m * n // k, start + (m + 1) * n // k
+                first = max(lo - warmup, start) if m else lo
+                entries.append((first, lo, end, int(m > 0), s, m))
+        start += n
+    entries.sort(key=lambda e: e[0] - e[2])  # stable: ties keep the sequence order
+    entries += [(0, 0, 0, 0, -1, 0)] * (-len(entries) % 8)
+    return [np.array([e[i] for e in entries], dtype=np.int64) for i in range(6)]
+
+
+def test_lane_plans_are_what_their_definition_says():
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        lengths = rng.integers(1, rng.choice([5, 100, 5000]), rng.integers(1, 40))
+        segment = rng.choice([None, 7, 1000])
+        warmup = int(rng.integers(0, 300))
+        only = None if rng.random() < 0.5 else rng.random(len(lengths)) < 0.5
+        plan = LanePlan.build(Sequences.from_lengths(lengths).bounds, segment, warmup, only)
+        want = _plan_by_hand(lengths, segment, warmup, only)
+        got = [plan.first, plan.lo, plan.end, plan.init, plan.seq, plan.part]
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+        blocks = (plan.end - plan.first).reshape(-1, 8).max(axis=1)
+        np.testing.assert_array_equal(plan.chunks, chunk_bounds(blocks))

@@ -19,7 +19,8 @@ random HMM of the same size), in float64, with its default threads:
   ``marginal_log_prob`` (``_dynamax_ref.py``: maximum-likelihood M-steps; every call
   compiled ahead of time, the compile time left out);
 - **pomegranate** 1.1.2 (torch on CPU, float64): ``DenseHMM`` with end probabilities 1
-  (``ends=1``: no end state), ``fit`` with ``tol=-inf``, ``viterbi``, ``log_probability``.
+  (``ends=1``: no end state), ``fit`` with ``tol=-inf``, ``viterbi``, ``log_probability``;
+  Gaussian variances floored at 1e-3 (``min_cov``, hmmlearn's and hiddenstate's default).
 
 Timing: EM per iteration is the difference between a fit of ``1 + m`` iterations and one of
 1, divided by ``m`` (steady state: validation and set-up cancel), for dynamax the whole
@@ -157,7 +158,7 @@ def pomegranate_calls(task, K, X, lengths, init):
     def model(n_iter):
         if task == "Gaussian EM":
             dists = [Normal(torch.tensor(init["means"][k]), torch.tensor(init["covars"][k]),
-                            covariance_type="diag") for k in range(K)]
+                            covariance_type="diag", min_cov=1e-3) for k in range(K)]
         else:
             dists = [Categorical(torch.tensor(init["emissionprob"][k:k + 1])) for k in range(K)]
         m = DenseHMM(dists, edges=torch.tensor(init["transmat"]),
@@ -426,7 +427,8 @@ def main(argv=None) -> None:
     try:
         time.sleep(1.0 if procs else 0.0)
         print(f"# {cpu_name()}, {os.cpu_count()} CPUs; {', '.join(versions)}")
-        print(f"# {args.busy} busy background processes; load average at start: {_load()}")
+        start_load = _load()
+        print(f"# {args.busy} busy background processes; load average at start: {start_load}")
         print(f"# best of {args.repeats} interleaved rounds; EM: time per iteration\n")
         print(header())
         results = run(args)
@@ -447,8 +449,8 @@ def main(argv=None) -> None:
             json.dump({"busy": args.busy, "versions": versions, "results": results}, f,
                       indent=1)
     if args.png:
-        plot(results, args.png, f"{cpu_name()}, {args.busy} busy processes; "
-                                f"{', '.join(versions[:4])}")
+        plot(results, args.png, f"{cpu_name()}, {args.busy} busy processes, load average "
+                                f"{start_load} at the start; {', '.join(versions[:4])}")
 
 
 if __name__ == "__main__":

@@ -607,6 +607,8 @@ def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, 
     """
     if callable(transmat):  # a structured model's successor function (Transitions)
         successors = transmat
+    elif np.all(startprob) and np.all(transmat):  # every state at every position
+        return np.ones((1, len(startprob)), dtype=bool), 0, 1
     else:
         step = np.asarray(transmat) > 0
 

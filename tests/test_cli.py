@@ -113,14 +113,46 @@ def test_score_maps_unknown_words_to_unk(text_model, tmp_path, capsys):
     assert json.loads(stdout)["total"] == pytest.approx(model.score(ids[:, None]), rel=1e-12)
 
 
-def test_zero_probability_is_reported_not_hidden(tmp_path, capsys):
-    # Every word seen 4 times (>= the default --min-count): no training word is <unk>, so
-    # unseen words get p = 0.
+def test_unseen_words_get_the_witten_bell_share_when_no_training_word_is_rare(tmp_path,
+                                                                              capsys):
+    # Every word seen 4 times (>= the default --min-count): no training word is <unk>. The
+    # fit gives <unk> V / (N + V) = 2 / (8 + 2) = 0.2 in every state, the rest scaled by 0.8.
     train = tmp_path / "train.txt"
     train.write_text("a b a b\nb a b a\n")
-    rc, _, err = run(["fit", train, "--n-states", 2, "--out", tmp_path / "m",
-                      "--random-state", 0, "--n-iter", 5], capsys)
-    assert rc == 0 and "warning: no training token maps to <unk>" in err
+    rc, out, err = run(["fit", train, "--n-states", 2, "--out", tmp_path / "m",
+                        "--random-state", 0, "--n-iter", 5], capsys)
+    assert rc == 0 and err == ""
+    assert "unseen words: <unk> has probability 0.2 in every state" in out
+    assert "Witten-Bell: 2 word types in 8 tokens" in out
+    model, meta, vocab = cli.load_model_dir(tmp_path / "m")
+    assert meta["unseen_probability"] == 0.2
+    X, lengths, _ = textio.read_data(train, vocabulary=vocab)
+    ref = HMM(**model.get_params()).fit(X, lengths)  # the same fit in Python
+    B = 0.8 * ref.emissionprob_
+    B[:, 0] += 0.2
+    np.testing.assert_allclose(model.emissionprob_, B, rtol=1e-12, atol=1e-15)
+    new = tmp_path / "new.txt"
+    new.write_text("a b\nb zzz\n")
+    rc, stdout, err = run(["score", new, "-m", tmp_path / "m", "--json"], capsys)
+    assert rc == 0 and err == ""
+    ref.emissionprob_ = B
+    Xn = vocab.encode("a b b zzz".split())[:, None]
+    want = ref.score_samples(Xn, [2, 2])
+    got = [s["log_likelihood"] for s in json.loads(stdout)["sequences"]]
+    assert np.isfinite(got).all() and got == pytest.approx(want, rel=1e-12)
+    rc, stdout, err = run(["decode", new, "-m", tmp_path / "m", "--tokens"], capsys)
+    _, states = ref.decode(Xn, [2, 2])
+    assert rc == 0 and stdout.splitlines()[1] == f"b/{states[2]} *zzz/{states[3]}"
+
+
+def test_zero_probability_is_reported_not_hidden(tmp_path, capsys):
+    # a model saved from Python whose <unk> has probability zero in every state (fitted
+    # without the reservation): unseen words give -inf, said on stderr with the fix
+    vocab = Vocabulary.build([["a", "b", "a", "b"], ["b", "a"]])
+    X = vocab.encode("a b a b b a".split())[:, None]
+    m = HMM(2, n_features=len(vocab), n_iter=5, random_state=0).fit(X, [4, 2])
+    assert np.all(m.emissionprob_[:, 0] == 0)
+    cli.save_model_dir(m, tmp_path / "m", "text", vocab)
     new = tmp_path / "new.txt"
     new.write_text("a b\na zzz b\n")
     rc, stdout, err = run(["score", new, "-m", tmp_path / "m", "--json"], capsys)
@@ -129,6 +161,7 @@ def test_zero_probability_is_reported_not_hidden(tmp_path, capsys):
     assert res["total"] is None and res["sequences"][1]["log_likelihood"] is None
     assert res["sequences"][0]["log_likelihood"] < 0
     assert "1 sequence(s) have probability zero: 1" in err
+    assert "refit it with `hiddenstate fit`, which reserves probability for unseen words" in err
 
 
 def test_decode_matches_model_decode(text_model, text_file, capsys):

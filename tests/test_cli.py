@@ -212,6 +212,74 @@ def _gaussian_data(seed=0):
     return seqs
 
 
+def _prices_csv(path, n=60, seed=3):
+    """A CSV of dates, a volume column and a price column with empty and NA cells, and the
+    price column as the file says it (NaN where missing)."""
+    rng = np.random.default_rng(seed)
+    z = (np.arange(n) // 15) % 2
+    price = np.round(rng.normal(10 + 5 * z, 1.0), 3)
+    volume = np.round(rng.normal(100, 5, n), 3)
+    cells = [f"{v:.3f}" for v in price]
+    cells[4], cells[20] = "", "NA"
+    price[[4, 20]] = np.nan
+    dates = np.datetime64("2020-01-01") + np.arange(n)
+    rows = [f"{d},{v:.3f},{c}" for d, v, c in zip(dates, volume, cells, strict=True)]
+    path.write_text("Date,Volume,Price\n" + "\n".join(rows) + "\n")
+    return price[:, None]
+
+
+def test_csv_dates_missing_cells_and_columns_match_api(tmp_path, capsys):
+    """`fit prices.csv --columns Price`: the date column is the index, the empty and NA
+    cells are missing values; the model, the scores and the decoded states equal the
+    Python API's on the same numbers, and score/decode/sample reuse the column choice."""
+    csv = tmp_path / "prices.csv"
+    X = _prices_csv(csv)
+    m = tmp_path / "m"
+    rc, out, err = run(["fit", csv, "--columns", "Price", "--n-states", 2, "--n-iter", 20,
+                        "--tol=-inf", "--random-state", 0, "--out", m], capsys)
+    assert rc == 0, err
+    model, meta, _ = cli.load_model_dir(m)
+    assert meta["columns"] == ["Price"] and meta["column_names"] == ["Price"]
+    assert meta["index_column"] is None  # found by itself: the column of dates
+    ref = HMM(**model.get_params()).fit(X)
+    np.testing.assert_allclose(model.means_, ref.means_, rtol=1e-10)
+    rc, out, err = run(["score", csv, "-m", m, "--json"], capsys)
+    assert rc == 0 and json.loads(out)["total"] == pytest.approx(ref.score(X), rel=1e-12)
+    rc, out, err = run(["decode", csv, "-m", m, "--json"], capsys)
+    res = json.loads(out)
+    assert res["states"][0] == ref.decode(X)[1].tolist()
+    assert res["index_name"] == "Date" and res["index"][0][:2] == ["2020-01-01", "2020-01-02"]
+    rc, out, err = run(["sample", "-m", m, "-n", 5, "--random-state", 1], capsys)
+    assert rc == 0 and out.splitlines()[0] == "Price" and len(out.splitlines()) == 6
+    drawn = tmp_path / "drawn.csv"
+    drawn.write_text(out)
+    rc, out, err = run(["score", drawn, "-m", m], capsys)  # the header names the column
+    assert rc == 0, err
+    # another column on the command line overrides the fit's choice
+    rc, out, err = run(["score", csv, "-m", m, "--columns", "Volume", "--json"], capsys)
+    volume = np.loadtxt(csv, delimiter=",", skiprows=1, usecols=1)[:, None]
+    assert rc == 0 and json.loads(out)["total"] == pytest.approx(model.score(volume),
+                                                                 rel=1e-12)
+    rc, _, err = run(["score", csv, "-m", m, "--columns", "Prise"], capsys)
+    assert rc == 2 and "--columns: no column 'Prise'" in err and "'Price'" in err
+
+
+def test_csv_missing_cell_is_a_missing_symbol_for_categorical(tmp_path, capsys):
+    csv = tmp_path / "symbols.csv"
+    symbols = [0, 1, 1, -1, 2, 0, 2, 2, -1, 1, 0, 0]
+    # one column: an empty cell would be a blank line, which ends a sequence; NA is missing
+    csv.write_text("s\n" + "\n".join("NA" if v < 0 else str(v) for v in symbols) + "\n")
+    rc, _, err = run(["fit", csv, "--emission", "categorical", "--n-states", 2, "--n-iter", 10,
+                      "--tol=-inf", "--random-state", 0, "--out", tmp_path / "m"], capsys)
+    assert rc == 0, err
+    model, _, _ = cli.load_model_dir(tmp_path / "m")
+    X = np.array(symbols)[:, None]
+    ref = HMM(**model.get_params()).fit(X)
+    np.testing.assert_allclose(model.emissionprob_, ref.emissionprob_, rtol=1e-10)
+    rc, out, _ = run(["score", csv, "-m", tmp_path / "m", "--json"], capsys)
+    assert json.loads(out)["total"] == pytest.approx(ref.score(X), rel=1e-12)
+
+
 def test_csv_gaussian_fit_score_decode_match_api(tmp_path, capsys):
     seqs = _gaussian_data()
     csv = tmp_path / "g.csv"

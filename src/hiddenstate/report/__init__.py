@@ -316,6 +316,7 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     doc = (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<link rel="icon" href="data:,">'  # no favicon request (a 404 where it is served)
         f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{_esc(title)}</h1>"
         f"<p>A {K}-state {_esc(emission)} HMM, written by hiddenstate {_esc(__version__)} "

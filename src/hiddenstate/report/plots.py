@@ -232,6 +232,13 @@ def plot_occupancy(occupancy, path: Path) -> Path:
 def plot_states_over_time(series: list[dict], path: Path, n_states: int,
                           feature_names: list[str] | None = None,
                           index_name: str | None = None, max_features: int = 4) -> Path:
+    """Write :func:`states_figure` as a PNG."""
+    return _save(states_figure(series, n_states, feature_names, index_name, max_features),
+                 path)
+
+
+def states_figure(series: list[dict], n_states: int, feature_names: list[str] | None = None,
+                  index_name: str | None = None, max_features: int = 4):
     """The series coloured by decoded state, with posterior bands, one block per sequence.
 
     Each entry of ``series`` is a sequence: ``x`` (the index: dates, numbers, or None for
@@ -311,7 +318,7 @@ def plot_states_over_time(series: list[dict], path: Path, n_states: int,
                    loc="outside upper center", ncol=min(n_states, 10), fontsize=8)
     if D > shown:
         fig.suptitle(f"the first {shown} of {D} features", fontsize=8, x=0.99, ha="right")
-    return _save(fig, path)
+    return fig
 
 
 def _state_colors(K: int) -> list:

@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,8 +123,8 @@ def test_unseen_words_get_the_witten_bell_share_when_no_training_word_is_rare(tm
     rc, out, err = run(["fit", train, "--n-states", 2, "--out", tmp_path / "m",
                         "--random-state", 0, "--n-iter", 5], capsys)
     assert rc == 0 and err == ""
-    assert "unseen words: <unk> has probability 0.2 in every state" in out
-    assert "Witten-Bell: 2 word types in 8 tokens" in out
+    assert "unseen words: probability 0.2 for <unk> in every state" in out
+    assert "(Witten-Bell: 2 types, 8 tokens)" in out
     model, meta, vocab = cli.load_model_dir(tmp_path / "m")
     assert meta["unseen_probability"] == 0.2
     X, lengths, _ = textio.read_data(train, vocabulary=vocab)
@@ -543,3 +544,37 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and err == ""
+
+
+SERIES = Path(__file__).resolve().parents[2] / "shared" / "data" / "series"
+
+
+@pytest.mark.skipif(not SERIES.is_dir(), reason="needs ../shared/data/series (not in a clone)")
+def test_the_real_series_of_the_docs(tmp_path, capsys):
+    """The command lines of docs/cli.md on the real series: Dow Jones (a date column, found
+    by itself), Old Faithful (a label column named, two data columns chosen) and the sea-ice
+    extent (13,175 dates); the numbers read are the file's, checked with the csv module."""
+    import csv as csvmod
+
+    dow = SERIES / "dowjones.csv"
+    rc, out, err = run(["fit", dow, "--n-states", 3, "--random-state", 0, "--n-iter", 5,
+                        "--out", tmp_path / "dow", "--report", tmp_path / "dow-report"],
+                       capsys)
+    assert rc == 0, err
+    rows = list(csvmod.reader(dow.open()))[1:]
+    data = textio.read_table(dow)
+    np.testing.assert_array_equal(data.X[:, 0], [float(r[1]) for r in rows])
+    assert data.index_name == "Date" and str(data.index[-1])[:10] == rows[-1][0]
+    assert "timeline" in (tmp_path / "dow-report" / "index.html").read_text()
+    geyser = SERIES / "geyser.csv"
+    rc, out, err = run(["fit", geyser, "--columns", "duration,waiting", "--index-column",
+                        "kind", "--n-states", 2, "--random-state", 0, "--n-iter", 5,
+                        "--out", tmp_path / "geyser"], capsys)
+    assert rc == 0, err
+    rc, out, err = run(["decode", geyser, "-m", tmp_path / "geyser", "--json"], capsys)
+    res = json.loads(out)
+    assert res["index_name"] == "kind" and res["index"][0][:2] == ["long", "short"]
+    rc, _, err = run(["fit", geyser, "--out", tmp_path / "g2"], capsys)
+    assert rc == 2 and "'kind'): 'long' is not a number" in err and "--columns" in err
+    ice = textio.read_table(SERIES / "seaice.csv")
+    assert ice.X.shape == (13175, 1) and ice.index_name == "Date"

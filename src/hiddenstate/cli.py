@@ -822,10 +822,11 @@ def cmd_fit(args, out) -> int:
                      f"{vocabulary.unk_token})")
         share = notes["unseen_probability"]
         if share > 0:
+            # no training word was rare enough to stand for the unseen ones (docs/cli.md)
             parts.append(
-                f"unseen words: {vocabulary.unk_token} has probability {share:.4g} in every "
-                f"state (no training word was rare enough to stand for them; Witten-Bell: "
-                f"{len(vocabulary) - 1} word types in {sum(vocabulary.counts)} tokens)")
+                f"unseen words: probability {share:.4g} for {vocabulary.unk_token} in every "
+                f"state (Witten-Bell: {len(vocabulary) - 1} types, {sum(vocabulary.counts)} "
+                "tokens)")
     parts.append(f"model saved to {out_dir}")
     if index is not None:
         parts.append(f"report written to {index}")
@@ -1189,18 +1190,19 @@ def main(argv: list[str] | None = None) -> int:
     ...           "--out", "model", "--random-state", "0", "--no-progress"])
     fitted a 2-state categorical HMM on 3 sequences (9 observations) in ...s
     iterations: 8 (converged)
-    log-likelihood: -12.729321 (-1.414369 per observation)
-    perplexity: 4.114
+    log-likelihood: -17.326751 (-1.925195 per observation)
+    perplexity: 6.856
     vocabulary: 7 symbols (0.0% of tokens are <unk>)
+    unseen words: probability 0.4 for <unk> in every state (Witten-Bell: 6 types, 9 tokens)
     model saved to model
     0
     >>> cli.main(["score", "corpus.txt", "--model", "model"])
     sequence  length  log_likelihood
-    0         3       -3.62434...
-    1         3       -3.62434...
-    2         3       -5.48063...
-    total     9       -12.72932...
-    # per observation: -1.414369  perplexity: 4.1139
+    0         3       -5.15681...
+    1         3       -5.15681...
+    2         3       -7.01311...
+    total     9       -17.32675...
+    # per observation: -1.925195  perplexity: 6.8565
     0
     >>> cli.main(["score", "missing.txt", "--model", "model"])  # the error goes to stderr
     2

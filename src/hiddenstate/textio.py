@@ -1550,7 +1550,7 @@ def read_file(path: str | os.PathLike, fmt: str | None = None, *,
     --------
     >>> from pathlib import Path
     >>> from hiddenstate.textio import read_file
-    >>> _ = Path("rides.csv").write_text("when,speed\n2024-05-01,3.5\n2024-05-02,\n")
+    >>> _ = Path("rides.csv").write_text("when,speed\\n2024-05-01,3.5\\n2024-05-02,\\n")
     >>> data = read_file("rides.csv")
     >>> data.X.ravel(), data.index_name
     (array([3.5, nan]), 'when')
@@ -1626,7 +1626,7 @@ def read_data(path: str | os.PathLike, fmt: str | None = None, *,
     --------
     >>> from pathlib import Path
     >>> from hiddenstate.textio import read_data
-    >>> _ = Path("rides.csv").write_text("1,2\n3,4\n")
+    >>> _ = Path("rides.csv").write_text("1,2\\n3,4\\n")
     >>> X, lengths, vocab = read_data("rides.csv")
     >>> X.shape, lengths, vocab
     ((2, 2), array([2]), None)

@@ -301,7 +301,6 @@ def states_figure(series: list[dict], n_states: int, feature_names: list[str] | 
                 ax.set_title((title + ": " if title else "") + "series coloured by its "
                              "Viterbi state; band: posterior predictive mean ± 2 sd",
                              fontsize=9, loc="left")
-                ax.legend(loc="upper right", fontsize=7, framealpha=0.8)
         ax = block[shown]
         ax.stackplot(xs, np.asarray(seq["posterior"]).T, colors=colors, lw=0)
         ax.set_ylim(0, 1)
@@ -312,10 +311,11 @@ def states_figure(series: list[dict], n_states: int, feature_names: list[str] | 
         if is_date:
             for a in block:
                 a.xaxis_date()
-    if n_states <= 20:
-        fig.legend(handles=[Patch(color=colors[k], label=f"state {k}")
-                            for k in range(n_states)],
-                   loc="outside upper center", ncol=min(n_states, 10), fontsize=8)
+    band = axes[0].get_legend_handles_labels()[0]  # above the panels: no data hidden
+    states = ([Patch(color=colors[k], label=f"state {k}") for k in range(n_states)]
+              if n_states <= 20 else [])
+    fig.legend(handles=band + states, loc="outside upper center",
+               ncol=min(len(band) + len(states), 8), fontsize=8)
     if D > shown:
         fig.suptitle(f"the first {shown} of {D} features", fontsize=8, x=0.99, ha="right")
     return fig

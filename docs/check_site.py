@@ -5,8 +5,9 @@ Serves ``docs/_build/html`` on 127.0.0.1 and drives headless Chromium (Debian's
 from the home page:
 
 - every page loads and has a title and a main article, with no error in the browser
-  console (resources on other hosts, such as MathJax's CDN on a machine without network,
-  are reported apart: they are not the site's files);
+  console (resources on other hosts are reported apart: they are not the site's files);
+- every script a page loads is the site's own (MathJax is served from ``_static/mathjax``,
+  so equations render offline), and a page with math has it typeset by MathJax;
 - every link of every page to the site resolves: the file exists and, for ``page#anchor``,
   the target page has an element with that id;
 - every image of every page loaded (``naturalWidth > 0``);
@@ -125,6 +126,16 @@ def check(root: Path, shots: Path | None, max_pages: int | None) -> list[str]:
                     external.add(msg.split(" ")[0])  # another host's file, e.g. a CDN
                 else:
                     problems.append(f"{page}: console error: {msg}")
+            foreign = driver.execute_script(
+                "return Array.from(document.scripts).map(s => s.src).filter(s => s && "
+                "!s.startsWith(arguments[0]))", base)
+            problems += [f"{page}: loads a script from another host: {src}" for src in foreign]
+            if driver.find_elements(By.CSS_SELECTOR, ".math"):
+                try:
+                    WebDriverWait(driver, 20).until(
+                        lambda d: d.find_elements(By.CSS_SELECTOR, "mjx-container"))
+                except Exception:  # noqa: BLE001 - a timeout is the failure being checked
+                    problems.append(f"{page}: math not typeset by MathJax within 20 s")
             broken = driver.execute_script(
                 "return Array.from(document.images).filter(i => !(i.complete && "
                 "i.naturalWidth > 0)).map(i => i.src)")

@@ -40,7 +40,9 @@ from urllib.parse import unquote, urldefrag, urlparse
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-SEARCHES = ("Viterbi", "PROPS", "Baum-Welch", "Kneser-Ney")
+SEARCHES = ("Viterbi", "PROPS", "Baum-Welch", "Kneser-Ney", "quick start")
+#: a query whose results must include a page (the new user's search finds the start page)
+SEARCH_FINDS = {"quick start": "getting-started.html"}
 
 
 class _Ids(html.parser.HTMLParser):
@@ -172,6 +174,12 @@ def check(root: Path, shots: Path | None, max_pages: int | None) -> list[str]:
                 if not hits:
                     raise RuntimeError("no results")
                 print(f"search {query!r}: {hits} results")
+                links = driver.execute_script(
+                    "return Array.from(document.querySelectorAll('#search-results li a'))"
+                    ".map(a => a.href)")
+                want = SEARCH_FINDS.get(query)
+                if want and not any(want in href for href in links):
+                    problems.append(f"search {query!r}: {want} is not among the results")
             except Exception:  # noqa: BLE001 - a timeout is the failure being checked
                 problems.append(f"search {query!r}: no results within 60 s")
     finally:

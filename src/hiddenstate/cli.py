@@ -140,13 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--lengths", metavar="FILE", default=None,
                            help="sequence lengths for CSV/npy input (.npy or integers in a "
                                 "text file); CSV can instead separate sequences by blank lines")
-        fitted = "" if p.prog.endswith(" fit") else "; default: as the model was fitted"
+        fitted = "" if p.prog.endswith(" fit") else "as the model was fitted, else "
         p.add_argument("--columns", metavar="COLS", type=_column_list, default=None,
                        help="CSV: the data columns, comma-separated header names or positions "
-                            f"counted from 1 (default: every column but the index{fitted})")
+                            f"counted from 1 (default: {fitted}every column but the index)")
         p.add_argument("--index-column", metavar="COL", default=None,
                        help="CSV: a column of dates or row labels that is not data (default: "
-                            f"a column whose every cell is a date{fitted}); reports plot the "
+                            f"{fitted}a column whose every cell is a date); reports plot the "
                             "series against it")
 
     def add_model(p: argparse.ArgumentParser) -> None:

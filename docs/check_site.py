@@ -174,11 +174,11 @@ def check(root: Path, shots: Path | None, max_pages: int | None) -> list[str]:
                 if not hits:
                     raise RuntimeError("no results")
                 print(f"search {query!r}: {hits} results")
-                links = driver.execute_script(
+                found = driver.execute_script(
                     "return Array.from(document.querySelectorAll('#search-results li a'))"
                     ".map(a => a.href)")
                 want = SEARCH_FINDS.get(query)
-                if want and not any(want in href for href in links):
+                if want and not any(want in href for href in found):
                     problems.append(f"search {query!r}: {want} is not among the results")
             except Exception:  # noqa: BLE001 - a timeout is the failure being checked
                 problems.append(f"search {query!r}: no results within 60 s")

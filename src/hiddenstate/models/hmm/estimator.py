@@ -90,6 +90,7 @@ from ..._validation import (
     check_states,
     make_rng,
 )
+from ...errors import InvalidInputError
 from ...families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
 from ...inference import Sequences, Transitions
 from ...learn import fit_restarts
@@ -104,6 +105,7 @@ from .problem import HMMProblem
 from .queries import HMMQueries
 from .storage import HMMStorage
 from .streaming import HMMStreaming
+from .weights import SampleWeights
 
 
 class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
@@ -468,7 +470,8 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
         return Xv, seqs
 
     # -- fitting ---------------------------------------------------------------------------------
-    def problem(self, family, X, seqs: Sequences, states=None) -> HMMProblem:
+    def problem(self, family, X, seqs: Sequences, states=None,
+                weights: SampleWeights | None = None) -> HMMProblem:
         """**Entry point.** Return the model on validated data as the batch learner's Problem.
 
         Parameters
@@ -481,6 +484,8 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
             Their layout.
         states : ndarray of int or None, default=None
             Partial state labels (``-1``: unknown).
+        weights : hiddenstate.models.hmm.weights.SampleWeights or None, default=None
+            The sample weights (:meth:`fit`'s ``sample_weight``, checked).
 
         Returns
         -------
@@ -489,11 +494,11 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
             :func:`hiddenstate.learn.merge_statistics`).
         """
         return HMMProblem(family, X, seqs, self.prior("startprob_prior"),
-                          self.prior("transmat_prior"), states, self._transitions())
+                          self.prior("transmat_prior"), states, self._transitions(), weights)
 
     def fit(self, X, lengths=None, callback: Callable[[int, float], None] | None = None,
-            states=None):
-        """Learn the parameters with the mode ``learn`` chooses from one or more sequences.
+            states=None, sample_weight=None):
+        r"""Learn the parameters with the mode ``learn`` chooses from one or more sequences.
 
         With ``n_init > 1`` the run with the highest final objective of the mode is kept. A
         streaming mode makes one pass over the data (from a fresh learner).
@@ -518,6 +523,14 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
             (for example a :class:`hiddenstate.progress.FitProgress`).
         states : array-like of int of shape (n_samples,) or None, default=None
             Known hidden states, ``-1`` where the state is unknown.
+        sample_weight : array-like, dict or None, default=None
+            Batch modes only. One weight per sequence (the objective is
+            :math:`\sum_s v_s \log p(x_s)`: an integer weight counts the sequence that many
+            times), one per observation (its emission term raised to the weight: an
+            integer weight counts the observation that many times at its step, 0 is
+            missing), or ``{"sequence": v, "observation": w}`` for both (or when every
+            sequence is one observation long). Weights are finite and >= 0; the monitor
+            records the weighted objective. See :mod:`hiddenstate.models.hmm.weights`.
 
         Returns
         -------
@@ -545,8 +558,14 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
         X, seqs = self.validate_data(X, lengths, self.resolve_n_features(), stream=streaming)
         if states is not None:
             states = check_states(states, len(X), self.n_states)
+        weights = SampleWeights.of(sample_weight, seqs)
+        if weights is not None and streaming:
+            raise InvalidInputError(
+                f"sample_weight: the streaming learner {self.learn!r} does not take weights; "
+                "use a batch mode (learn='em', 'map', 'vb', 'vt' or 'kvt')")
         n_features = self.resolve_n_features(X)
-        family = self.emission_family(n_features, X)
+        family = self.emission_family(
+            n_features, X if weights is None else weights.prior_data(X, seqs))
         self.check_fit_memory(X, seqs, family)
         rng = make_rng(self.random_state)
         if streaming:
@@ -554,8 +573,8 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
                 delattr(self, "learner_state_")
             return self._stream(X, seqs, family, rng, n_features, continues=False,
                                 states=states)
-        return self.fit_problem(self.problem(family, X, seqs, states), family, n_features, X,
-                                seqs, rng, callback, states)
+        return self.fit_problem(self.problem(family, X, seqs, states, weights), family,
+                                n_features, X, seqs, rng, callback, states)
 
     def fit_problem(self, problem, family, n_features, X, seqs: Sequences | None, rng,
                     callback=None, states=None) -> HMM:

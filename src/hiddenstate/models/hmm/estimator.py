@@ -96,6 +96,7 @@ from ...inference import Sequences, Transitions
 from ...learn import fit_restarts
 from ...learn.online import ONLINE_MODES, make_learner
 from .chain import Chain, transitions_of
+from .fixed import chain_fixed, impose_start
 from .hyperparameters import ALL_LETTERS, as_n_features, check_hyperparameters
 from .init import initial_params, labelled_start
 from .memory import check_fit_memory
@@ -212,6 +213,14 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
         ``transmat_`` are zero and stay exactly zero in every mode; with few allowed
         transitions (at most a quarter of ``K**2``) the sparse kernels run, at a cost
         proportional to their number.
+    fixed : dict or None, default=None
+        Entries of the parameters that stay at given values while the others are learned:
+        a parameter's name without the trailing underscore (``"startprob"``,
+        ``"transmat"``, ``"emissionprob"``, ``"means"``, ``"covars"``, ``"lambdas"``) ->
+        an array of its shape, NaN for the learned entries (``{"transmat": [[nan, 0.3],
+        [nan, nan]]}`` fixes one transition at 0.3; each row's other entries share 0.7).
+        Every batch mode honours them by constrained M-steps (rows stay normalised); see
+        :mod:`hiddenstate.models.hmm.fixed`.
 
     Attributes
     ----------
@@ -271,7 +280,7 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
                  means_weight=None, covars_prior=None, covars_weight=None,
                  lambdas_prior=None, lambdas_weight=None, learner_options: dict | None = None,
                  n_mix: int = 1, n_trials=None, weights_prior=None, topology: str = "full",
-                 bandwidth: int | None = None, transmat_mask=None):
+                 bandwidth: int | None = None, transmat_mask=None, fixed: dict | None = None):
         self.n_states = n_states
         self.emission = emission
         self.n_features = n_features
@@ -302,6 +311,7 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
         self.topology = topology
         self.bandwidth = bandwidth
         self.transmat_mask = transmat_mask
+        self.fixed = fixed
 
     # -- hooks: configuration --------------------------------------------------------------------
     def check_hyperparameters(self) -> None:
@@ -494,7 +504,8 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
             :func:`hiddenstate.learn.merge_statistics`).
         """
         return HMMProblem(family, X, seqs, self.prior("startprob_prior"),
-                          self.prior("transmat_prior"), states, self._transitions(), weights)
+                          self.prior("transmat_prior"), states, self._transitions(), weights,
+                          chain_fixed(self))
 
     def fit(self, X, lengths=None, callback: Callable[[int, float], None] | None = None,
             states=None, sample_weight=None):
@@ -617,6 +628,9 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
                                                        values=True)
             if states is not None:
                 emis = labelled_start(family, X, states, emis, self.init_params)
+            if getattr(self, "fixed", None):
+                startprob, transmat, emis = impose_start(self, family, startprob, transmat,
+                                                         emis, values=True)
             return {"startprob": startprob, "transmat": transmat, "emission": emis}
 
         best = fit_restarts(problem, self.learn, start, n_init=self.n_init,

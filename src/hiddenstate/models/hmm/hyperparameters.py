@@ -17,6 +17,7 @@ from ...families.multinomial import check_n_trials
 from ...learn import MODES
 from ...learn.online import ONLINE_MODES, make_learner
 from .chain import transitions_of
+from .fixed import check_fixed_argument
 from .priors import FLAT_PRIORS, GAUSSIAN
 
 #: hmmlearn's letters of every parameter (``init_params`` / ``params``)
@@ -71,6 +72,11 @@ def check_hyperparameters(model) -> None:
                 f"learner_options={{{given[0]!r}: ...}}), the others have none")
     check_positive_int(model.k_best, "k_best")
     transitions_of(model)  # checks topology, bandwidth and transmat_mask
+    check_fixed_argument(getattr(model, "fixed", None))
+    if getattr(model, "fixed", None) and model.learn in ONLINE_MODES:
+        raise InvalidInputError(
+            f"fixed: the streaming learner {model.learn!r} does not keep fixed values; use a "
+            "batch mode (learn='em', 'map', 'vb', 'vt' or 'kvt')")
     if model.learn == "em":
         given = [n for n in FLAT_PRIORS if getattr(model, n, None) is not None]
         if given:

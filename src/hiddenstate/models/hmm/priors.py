@@ -11,6 +11,7 @@ from ...errors import InvalidInputError
 from ...families import FAMILIES
 from ...families.multicategorical import MultiCategoricalEmissions
 from ...learn.online import ONLINE_MODES
+from .fixed import emission_fixed
 
 #: priors that make every mode's M-step the maximum-likelihood one
 FLAT_PRIORS = {
@@ -211,13 +212,23 @@ def build_family(model, n_features, X: np.ndarray | None = None,
         prior = kwargs.get("emissionprob_prior")
         if prior is None:   # VB's default: 1/W of each feature's alphabet
             prior = 1.0 / np.array(n_features, dtype=np.float64)[:, None, None]
-        return MultiCategoricalEmissions(Ke, n_features, emissionprob_prior=prior)
+        family = MultiCategoricalEmissions(Ke, n_features, emissionprob_prior=prior)
+        return _fixed(model, family, X, n_states)
     if kwargs.get("emissionprob_prior", 1.0) is None:     # VB's default: 1/W
         kwargs["emissionprob_prior"] = 1.0 / n_features
     if model.learn == "vb" and model.emission == "poisson" and model.lambdas_weight is None:
         mean = column_means(X) if X is not None else np.ones(n_features)
         kwargs["lambdas_weight"] = 1.0 / np.where(mean > 0, mean, 1.0)
-    return FAMILIES[model.emission](Ke, n_features, **kwargs)
+    return _fixed(model, FAMILIES[model.emission](Ke, n_features, **kwargs), X, n_states)
+
+
+def _fixed(model, family, X, n_states):
+    """``family`` with the model's fixed emission entries (``HMM(fixed=...)``) when it is
+    built to fit (``X`` given) all the states (they act in the M-steps only)."""
+    fixed = emission_fixed(model)
+    if fixed and X is not None and n_states is None:
+        family.fix(fixed)
+    return family
 
 
 def column_means(X: np.ndarray) -> np.ndarray:

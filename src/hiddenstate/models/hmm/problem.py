@@ -23,16 +23,21 @@ class HMMProblem:
 
     def __init__(self, family, X, seqs: Sequences, startprob_prior, transmat_prior,
                  states: np.ndarray | None = None, transitions: Transitions | None = None,
-                 weights: SampleWeights | None = None):
+                 weights: SampleWeights | None = None, fixed: dict | None = None):
         self.family = family
         self.X = X
         self.seqs = seqs
         self.states = states  # partial state labels (-1: unknown), or None
         # a structured model's transmat block holds its allowed entries only
         self.transitions = transitions
-        trans_block = (DirichletRows("transmat", "t", transmat_prior) if transitions is None
-                       else SparseDirichletRows("transmat", "t", transmat_prior, transitions))
-        self.blocks = {"startprob": DirichletRows("startprob", "s", startprob_prior),
+        # fixed entries of the chain (see .fixed): {"startprob": ..., "transmat": ...}
+        fixed = fixed or {}
+        trans_block = (DirichletRows("transmat", "t", transmat_prior, fixed.get("transmat"))
+                       if transitions is None
+                       else SparseDirichletRows("transmat", "t", transmat_prior, transitions,
+                                                fixed.get("transmat")))
+        self.blocks = {"startprob": DirichletRows("startprob", "s", startprob_prior,
+                                                  fixed.get("startprob")),
                        "transmat": trans_block,
                        "emission": family}
         self.letters = {"startprob": "s", "transmat": "t",

@@ -91,6 +91,7 @@ from ..._validation import (
     make_rng,
 )
 from ...errors import InvalidInputError
+from ...families.mixed import is_mixed
 from ...families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
 from ...inference import Sequences, Transitions
 from ...learn import fit_restarts
@@ -100,7 +101,7 @@ from .fixed import chain_fixed, impose_start
 from .hyperparameters import ALL_LETTERS, as_n_features, check_hyperparameters
 from .init import initial_params, labelled_start
 from .memory import check_fit_memory
-from .parameters import HMMParameters
+from .parameters import HMMParameters, mixed_n_features
 from .priors import build_family, prior_in_force
 from .problem import HMMProblem
 from .queries import HMMQueries
@@ -427,6 +428,13 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
             yet.
         """
         known = as_n_features(self.n_features)
+        if is_mixed(self.emission):  # per column: needs the alphabets of categorical ones
+            if known is None and ("e" not in self.init_params
+                                  or "categorical" not in self.emission):
+                known = mixed_n_features(self)
+            if known is not None or X is None:
+                return known
+            return self.emission_family(1).infer_n_features(X)
         if self.n_features is None and "e" not in self.init_params \
                 and hasattr(self, "emissionprob_"):
             shape = np.asarray(self.emissionprob_).shape

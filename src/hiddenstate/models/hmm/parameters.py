@@ -12,12 +12,30 @@ from ..._validation import check_choice, check_positive_int, check_stochastic
 from ...errors import InvalidInputError, NotFittedError
 from ...families import COVARIANCE_TYPES, FAMILIES
 from ...families.gaussian import full_covars
+from ...families.mixed import LETTERS as MIXED_LETTERS
+from ...families.mixed import check_spec, is_mixed, n_columns
 from ...families.multinomial import check_n_trials
 from .. import _learned
 from .._learned import LearnedArray
 from .chain import check_structure
 from .hyperparameters import as_n_features, check_n_features
 from .priors import GAUSSIAN
+
+
+def mixed_n_features(model) -> tuple[int, ...] | None:
+    """A mixed model's per-column number of features known without data: 1 for a
+    non-categorical column, a categorical column's alphabet from ``emissionprob_`` (the
+    largest for several); None when it has categorical columns and no ``emissionprob_``."""
+    spec = check_spec(model.emission)
+    out = [1] * n_columns(spec)
+    if "categorical" in spec:
+        if not _learned.has(model, "emissionprob_"):
+            return None
+        W = _learned.raw(model, "emissionprob_").shape[-1]
+        for c in spec["categorical"]:
+            out[c] = W
+    return tuple(out)
+
 
 #: suffix of the VB posterior hyper-parameters' attributes
 POSTERIOR_SUFFIX = "_posterior_"
@@ -98,7 +116,10 @@ class HMMParameters:
 
     def _inferred_n_features(self) -> int | None:
         """Columns of the first 2-D emission parameter (``covars_`` aside; a mixture's
-        ``means_`` (K, M, D)), if any."""
+        ``means_`` (K, M, D)), if any; a mixed model's per-column tuple (its categorical
+        columns' alphabets from ``emissionprob_``)."""
+        if is_mixed(self.emission):
+            return mixed_n_features(self)
         for attr in self._emission_attrs():
             if attr not in ("_covars_", "weights_") and _learned.has(self, attr):
                 arr = _learned.raw(self, attr)
@@ -110,6 +131,9 @@ class HMMParameters:
 
     def _emission_keys(self) -> dict[str, str]:
         """The emission family's parameters: letter -> key."""
+        if is_mixed(self.emission):
+            return {letter: key for kind in check_spec(self.emission)
+                    for letter, key in MIXED_LETTERS[kind].items()}
         return FAMILIES[self.emission].letters
 
     def _emission_attrs(self) -> list[str]:
@@ -183,7 +207,8 @@ class HMMParameters:
             If a parameter is invalid; the message names it.
         """
         needed = ["startprob_", "transmat_"]
-        if isinstance(self.emission, str) and self.emission in FAMILIES:
+        if (isinstance(self.emission, str) and self.emission in FAMILIES) or is_mixed(
+                self.emission):
             needed += self._emission_attrs()
         missing = [a for a in needed if not _learned.has(self, a)]
         if missing:
@@ -214,8 +239,15 @@ class HMMParameters:
             If one of these hyper-parameters is invalid.
         """
         K = check_positive_int(self.n_states, "n_states")
-        check_choice(self.emission, "emission", FAMILIES)
+        emission = self.emission
         ct = None
+        if is_mixed(emission):
+            spec = check_spec(emission)
+            emission = tuple(spec.items())
+            if "gaussian" in spec:
+                ct = check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
+        else:
+            check_choice(self.emission, "emission", FAMILIES)
         if self.emission in GAUSSIAN:
             ct = check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
         check_n_features(self.n_features, self.emission)
@@ -234,7 +266,7 @@ class HMMParameters:
                 "n_features") from None
         W = (tuple(check_positive_int(w, "n_features_") for w in W) if isinstance(W, tuple)
              else check_positive_int(W, "n_features_"))
-        return K, self.emission, ct, W
+        return K, emission, ct, W
 
     def _check_learned(self) -> None:
         """Validate the learned parameters against the hyper-parameters: shapes for

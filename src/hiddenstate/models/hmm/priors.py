@@ -9,6 +9,7 @@ import numpy as np
 from ..._validation import broadcast_param, check_number
 from ...errors import InvalidInputError
 from ...families import FAMILIES
+from ...families.mixed import MixedEmissions, check_spec, group_n_features, is_mixed
 from ...families.multicategorical import MultiCategoricalEmissions
 from ...learn.online import ONLINE_MODES
 from .fixed import emission_fixed
@@ -198,6 +199,8 @@ def build_family(model, n_features, X: np.ndarray | None = None,
     ``covars_weight``: ``n_features``; Poisson ``lambdas_weight``: one over the data
     mean)."""
     Ke = model.n_states if n_states is None else n_states
+    if is_mixed(model.emission):
+        return _fixed(model, mixed_family(model, n_features, X, n_states), X, n_states)
     if X is not None:  # fitting: the priors must be usable
         check_priors(model, n_features, Ke)
     kwargs = family_options(model)
@@ -229,6 +232,36 @@ def _fixed(model, family, X, n_states):
     if fixed and X is not None and n_states is None:
         family.fix(fixed)
     return family
+
+
+class _Group:
+    """A mixed model as one of its column groups sees it: ``emission`` the group's family,
+    no fixed entries (the mixed family gives each group its own), everything else the
+    model's (priors, ``learn``, ``covariance_type``...)."""
+
+    fixed = None
+
+    def __init__(self, model, kind: str):
+        self._model = model
+        self.emission = kind
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+
+def mixed_family(model, n_features, X: np.ndarray | None = None,
+                 n_states: int | None = None) -> MixedEmissions:
+    """The :class:`~hiddenstate.families.mixed.MixedEmissions` of ``model`` (emission a dict
+    of families to columns): each group's family built as :func:`build_family` builds one
+    (its priors in force and, with data, checked and VB's defaults from its columns)."""
+    spec = check_spec(model.emission)
+    Ke = model.n_states if n_states is None else n_states
+    per = group_n_features(spec, n_features)
+    parts = None if X is None else MixedEmissions(Ke, spec, {}).group_data(X)
+    groups = {kind: build_family(_Group(model, kind), per[kind],
+                                 None if parts is None else parts[kind], n_states)
+              for kind in spec}
+    return MixedEmissions(Ke, spec, groups)
 
 
 def column_means(X: np.ndarray) -> np.ndarray:

@@ -518,6 +518,58 @@ class EmissionFamily(ABC):
             out[key] = how(np.asarray(params[key], dtype=np.float64), value)
         return out
 
+    # -- the order of the states -------------------------------------------------------------
+    def state_axis(self, key: str, value: np.ndarray) -> int | None:
+        """Return the axis of the states of a parameter or variational posterior array.
+
+        Parameters
+        ----------
+        key : str
+            Its key (``"means"``, ``"covars"``, a VB posterior key such as ``"beta"``).
+        value : ndarray
+            The array.
+
+        Returns
+        -------
+        int or None
+            The axis (0 for every family's per-state arrays); None for an array shared by
+            every state.
+        """
+        return 0
+
+    def permute_states(self, values: dict, perm: np.ndarray) -> dict:
+        """Reorder the states of emission parameters (or their VB posteriors).
+
+        State ``j`` of the result is state ``perm[j]`` of ``values``.
+
+        Parameters
+        ----------
+        values : dict of str to ndarray
+            Parameters or variational posterior hyper-parameters, by key.
+        perm : ndarray of int of shape (n_states,)
+            A permutation of the states.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The reordered arrays (shared arrays as they are).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hiddenstate.families import PoissonEmissions
+        >>> PoissonEmissions(2, 1).permute_states({"lambdas": np.array([[1.0], [5.0]])},
+        ...                                       np.array([1, 0]))
+        {'lambdas': array([[5.],
+               [1.]])}
+        """
+        out = {}
+        for key, value in values.items():
+            value = np.asarray(value)
+            axis = self.state_axis(key, value)
+            out[key] = value if axis is None else np.take(value, perm, axis=axis)
+        return out
+
     def n_free_parameters(self) -> int:
         """Return the number of free parameters of the emissions, for AIC and BIC.
 

@@ -696,6 +696,26 @@ class GaussianEmissions(EmissionFamily):
 
     fixable = ("means", "covars")
 
+    def state_axis(self, key, value):
+        """Return 0, or None for the one matrix of tied covariances (``covars``, and the VB
+        posterior's ``scale`` and ``dof``).
+
+        Parameters
+        ----------
+        key : str
+            The array's key.
+        value : ndarray
+            The array.
+
+        Returns
+        -------
+        int or None
+            The axis of the states.
+        """
+        if self.covariance_type == "tied" and key in ("covars", "scale", "dof"):
+            return None
+        return 0
+
     def check_fixed(self, key, value):
         r"""Check fixed means or covariances (NaN: free).
 

@@ -415,6 +415,28 @@ class MixedEmissions(EmissionFamily):
             out[:, list(self.spec[kind])] = np.asarray(filled).reshape(len(X), -1)
         return out
 
+    def permute_states(self, values, perm):
+        """Reorder the states of every group's parameters (or VB posteriors).
+
+        Parameters
+        ----------
+        values : dict of str to ndarray
+            Parameters or variational posteriors of the groups, by key.
+        perm : ndarray of int
+            State ``j`` of the result is state ``perm[j]``.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The reordered arrays.
+        """
+        out = {}
+        for kind, family in self.groups.items():
+            mine = {k: v for k, v in values.items()
+                    if k in self._keys(kind) or k in VB_KEYS[kind]}
+            out.update(family.permute_states(mine, perm))
+        return out
+
     # -- fixed entries: each group's own ---------------------------------------------------------
     @property
     def fixable(self) -> tuple[str, ...]:

@@ -81,6 +81,26 @@ class MultiCategoricalEmissions(EmissionFamily):
                 "leave those entries NaN")
         return check_fixed_rows(arr, key)
 
+    def permute_states(self, values, perm):
+        """Reorder the states: axis 1 of ``emissionprob`` ``(F, K, W)`` (a VB posterior's
+        ``(F * K, W)`` rows too).
+
+        Parameters
+        ----------
+        values : dict of str to ndarray
+            ``{"emissionprob": ...}``.
+        perm : ndarray of int
+            State ``j`` of the result is state ``perm[j]``.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The reordered rows.
+        """
+        B = np.asarray(values["emissionprob"])
+        shaped = B.reshape(self.n_columns, self.n_states, -1)
+        return {"emissionprob": shaped[:, perm].reshape(B.shape)}
+
     def fix(self, fixed):
         """Fix entries of ``emissionprob`` ``(F, K, W)`` (NaN: free); see
         :meth:`hiddenstate.families.EmissionFamily.fix`."""

@@ -280,6 +280,97 @@ class HMMParameters:
         check_structure(transmat, self._transitions())
         self.emission_family(self.n_features_).check_params(self.emission_params())
 
+    def permute_states(self, perm) -> HMMParameters:
+        """Reorder the hidden states: state ``j`` becomes what state ``perm[j]`` was.
+
+        Applied to every learned parameter (``startprob_``, both axes of ``transmat_``, the
+        emission parameters of every family and column group) and to the variational
+        posteriors (``*_posterior_``), so the model describes the same distribution:
+        ``score_samples`` is unchanged (to rounding) and ``predict`` gives the new numbers
+        of the same states. :func:`hiddenstate.align_states` finds ``perm``. A streaming
+        learner's state (``learner_state_``) is dropped (a following ``partial_fit`` starts a
+        new learner, as a first call does); ``monitor_`` is kept. Hyper-parameters that
+        number the states are not changed: ``fixed`` is refused, and so is a permutation
+        that moves a transition outside ``topology``/``transmat_mask``; array-valued
+        priors keep their order.
+
+        Parameters
+        ----------
+        perm : array-like of int of shape (n_states,)
+            A permutation of ``0 .. n_states - 1``.
+
+        Returns
+        -------
+        HMM
+            The model itself, permuted.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``perm`` is not a permutation of the states, or moves a source state of a
+            PROPS model, or the model fixes values (``fixed``) or restricts its transitions
+            in a way the permutation does not keep.
+        NotFittedError
+            If the parameters are not set.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(2, n_features=3)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> X = np.array([0, 0, 2, 2, 1])
+        >>> before = model.predict(X)
+        >>> model.permute_states([1, 0]).emissionprob_
+        array([[0.1, 0.3, 0.6],
+               [0.7, 0.2, 0.1]])
+        >>> bool(np.all(model.predict(X) == 1 - before))
+        True
+        """
+        startprob, transmat, emission = self.checked_params()
+        K = len(startprob)
+        perm = np.asarray(perm)
+        if perm.shape != (K,) or perm.dtype.kind not in "iu" or not np.array_equal(
+                np.sort(perm), np.arange(K)):
+            raise InvalidInputError(
+                f"perm: expected a permutation of 0 .. {K - 1} (one entry per state), got "
+                f"{np.asarray(perm).tolist()!r:.80}")
+        if getattr(self, "fixed", None):
+            raise InvalidInputError(
+                "fixed: its values number the states, which permute_states would move; "
+                "drop them (set_params(fixed=None)) or permute them too, then permute")
+        transitions = self._transitions()
+        if transitions is not None:
+            mask = transitions.mask()
+            if not np.array_equal(mask[np.ix_(perm, perm)], mask):
+                raise InvalidInputError(
+                    "perm: moves allowed transitions outside topology / transmat_mask; a "
+                    "structured model can only be permuted in ways that keep its structure")
+        family, n_fixed = self.emission_family(self.n_features_).learned_part()
+        if n_fixed and not np.array_equal(perm[:n_fixed], np.arange(n_fixed)):
+            raise InvalidInputError(
+                f"perm: the first {n_fixed} states are source states and must stay in place")
+        inner = perm[n_fixed:] - n_fixed
+        posterior = {a[:-len(POSTERIOR_SUFFIX)]: getattr(self, a)
+                     for a in self._posterior_attrs()}
+        self.assign_params(startprob[perm], transmat[np.ix_(perm, perm)],
+                           family.permute_states(emission, inner))
+        for key, value in posterior.items():
+            if key == "startprob":
+                new = value[perm]
+            elif key == "transmat":
+                dense = value if transitions is None else transitions.dense(value)
+                new = dense[np.ix_(perm, perm)]
+                new = new if transitions is None else transitions.gather(new)
+            else:
+                new = family.permute_states({key: value}, inner)[key]
+            setattr(self, key + POSTERIOR_SUFFIX, np.ascontiguousarray(new))
+        if hasattr(self, "learner_state_"):
+            del self.learner_state_
+        return self
+
     def _set_posterior_(self, posterior: dict | None) -> None:
         """VB posterior hyper-parameters as ``<name>_posterior_`` attributes."""
         for attr in self._posterior_attrs():

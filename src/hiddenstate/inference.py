@@ -1194,7 +1194,7 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences,
         _call(kernels.forward_backward, short.chunks, short.rows, K,
               startprob, transmat, transmat_t, table.emis, table.idx, short.first, short.end,
               short.seq, short.chunks, table.by_idx, post_acc[:Cs], post_dense, start_acc[:Cs],
-              trans_acc[:Cs], loglik, lane_weights(short, weights))
+              trans_acc[:Cs], loglik, _lane_weights(short, weights))
     if long.n_chunks:
         Cs = short.n_chunks
         loglik += _segmented_forward_backward(
@@ -1205,7 +1205,7 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences,
     return out
 
 
-def lane_weights(plan: LanePlan, weights: np.ndarray | None) -> np.ndarray:
+def _lane_weights(plan: LanePlan, weights: np.ndarray | None) -> np.ndarray:
     """The weight of each entry of a lane plan: that of its sequence (1 without
     ``weights``; 0 for a padding entry)."""
     real = plan.seq >= 0
@@ -1318,7 +1318,7 @@ def _segmented_forward_backward(startprob, transmat, transmat_t, table: Emission
     inner = ok & (end < seq_end)  # segments followed by another one
     counts_start = ok & (plan.part == 0)
     snaps = [np.zeros((n, K)) for _ in range(3)]
-    lane_w = lane_weights(plan, weights)
+    lane_w = _lane_weights(plan, weights)
 
     def backward(lo, stop, end, from_state, states, stats, chunks, base, snaps):
         _call(kernels.backward_pass, chunks, int((stop - lo).sum()), K,

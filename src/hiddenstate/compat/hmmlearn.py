@@ -306,10 +306,9 @@ class _HmmlearnHMM(HMM):
         return self.validate_data(X, None, None)[0]
 
     def validate_data(self, X, lengths, n_features, stream=False, continues=False):
-        """Validate the observations as :meth:`hiddenstate.HMM.validate_data` does, without
-        missing values.
+        """Validate the observations as the native estimator does, without missing values.
 
-        hmmlearn's classes take complete data: a list of sequences of different lengths
+        See :meth:`hiddenstate.HMM.validate_data`. hmmlearn's classes take complete data: a list of sequences of different lengths
         and NaN are refused with a message that gives the fix (hmmlearn #381, #327).
 
         Parameters
@@ -836,6 +835,31 @@ class CategoricalHMM(_EmissionRows, _HmmlearnHMM):
         return {**super()._prior_shapes(K, D), "emissionprob_prior": ((K, D), ())}
 
     def validate_data(self, X, lengths, n_features, stream=False, continues=False):
+        """Validate integer symbols, one per row (``(n_samples, 1)``; hmmlearn #455).
+
+        Parameters
+        ----------
+        X : array-like of int
+            The symbols, the sequences one after the other.
+        lengths : array-like of int or None
+            The length of each sequence; None: one sequence.
+        n_features : int or None
+            The number of symbols; None before it is known.
+        stream, continues : bool, default=False
+            See :meth:`hiddenstate.HMM.validate_data`.
+
+        Returns
+        -------
+        X : ndarray
+            The symbols.
+        seqs : hiddenstate.inference.Sequences
+            Their layout.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``X`` is not integer symbols in one column, or ``lengths`` is invalid.
+        """
         check_sequence_list(X, lengths, categorical=False)   # hmmlearn #381
         arr = np.asarray(X)
         if arr.dtype == object or not np.issubdtype(arr.dtype, np.integer):

@@ -697,8 +697,9 @@ class GaussianEmissions(EmissionFamily):
     fixable = ("means", "covars")
 
     def state_axis(self, key, value):
-        """Return 0, or None for the one matrix of tied covariances (``covars``, and the VB
-        posterior's ``scale`` and ``dof``).
+        """Return 0, or None for the one matrix of tied covariances.
+
+        Tied: ``covars`` and the VB posterior's ``scale`` and ``dof`` are shared.
 
         Parameters
         ----------

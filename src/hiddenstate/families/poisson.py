@@ -255,8 +255,9 @@ class PoissonEmissions(EmissionFamily):
     fixable = ("lambdas",)
 
     def check_fixed(self, key, value):
-        """Fixed rates: finite and >= 0 (NaN: free); each is kept by every mode (the other
-        rates' estimates do not depend on it).
+        """Check fixed rates: finite and >= 0 (NaN: free).
+
+        Each is kept by every mode; the other rates' estimates do not depend on it.
 
         Parameters
         ----------

@@ -117,3 +117,21 @@ def test_permutations_that_break_the_model_are_refused():
         hs.align_states(model, hs.HMM(2, n_iter=2, random_state=0).fit(X))
     with pytest.raises(InvalidInputError, match="pass X"):
         hs.align_states(model, labels=[0, 1, 2])
+
+
+def test_props_permutes_its_perturbation_states_only():
+    from hiddenstate.sources import KneserNeySource
+
+    X = np.random.default_rng(4).integers(0, 3, (40, 1))
+    src = KneserNeySource(order=2).fit(X[:, 0], n_symbols=3)
+    model = hs.PROPS(sources=[src], n_perturbation_states=2, random_state=0,
+                     n_iter=5).fit(X, [20, 20])
+    score, post = model.score_samples(X, [20, 20]), model.predict_proba(X, [20, 20])
+    B = model.emissionprob_.copy()                 # the perturbation states' rows
+    model.permute_states([0, 2, 1])
+    np.testing.assert_allclose(model.score_samples(X, [20, 20]), score, rtol=1e-12)
+    np.testing.assert_allclose(model.predict_proba(X, [20, 20]), post[:, [0, 2, 1]],
+                               atol=1e-12)
+    np.testing.assert_array_equal(model.emissionprob_, B[[1, 0]])
+    with pytest.raises(InvalidInputError, match="source states"):
+        model.permute_states([1, 0, 2])

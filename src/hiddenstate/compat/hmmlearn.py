@@ -308,8 +308,9 @@ class _HmmlearnHMM(HMM):
     def validate_data(self, X, lengths, n_features, stream=False, continues=False):
         """Validate the observations as the native estimator does, without missing values.
 
-        See :meth:`hiddenstate.HMM.validate_data`. hmmlearn's classes take complete data: a list of sequences of different lengths
-        and NaN are refused with a message that gives the fix (hmmlearn #381, #327).
+        See :meth:`hiddenstate.HMM.validate_data`. hmmlearn's classes take complete data: a
+        list of sequences of different lengths and NaN are refused with a message that
+        gives the fix (hmmlearn #381, #327).
 
         Parameters
         ----------

@@ -86,6 +86,14 @@ def test_sequence_weights_on_a_structured_chain(learn):
     b = make().fit(*_repeat(X, lengths, counts))
     np.testing.assert_allclose(a.monitor_.history, b.monitor_.history, rtol=0, atol=1e-12)
     np.testing.assert_allclose(a.transmat_, b.transmat_, rtol=0, atol=1e-12)
+    w = np.ones(len(X))                   # observation weights: 0 is missing here too
+    w[[2, 9, 15]] = 0.0
+    Xm = X.copy()
+    Xm[[2, 9, 15]] = -1
+    c = make().fit(X, lengths, sample_weight=w)
+    d = make().fit(Xm, lengths)
+    np.testing.assert_allclose(c.monitor_.history, d.monitor_.history, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(c.emissionprob_, d.emissionprob_, rtol=0, atol=1e-12)
 
 
 def test_sequence_weights_on_a_segmented_sequence():

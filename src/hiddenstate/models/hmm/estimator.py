@@ -129,15 +129,20 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
     ----------
     n_states : int, default=2
         The number of hidden states K.
-    emission : {"categorical", "gaussian", "poisson", "gmm", "multinomial"}, default="categorical"
-        The emission family: integer symbols, Gaussian vectors, Poisson counts, a mixture of
-        ``n_mix`` Gaussians per state, or count vectors (see ``docs/families.md``).
+    emission : str or dict, default="categorical"
+        The emission family, ``"categorical"``, ``"gaussian"``, ``"poisson"``, ``"gmm"`` or
+        ``"multinomial"``: integer symbols, Gaussian vectors, Poisson counts, a mixture of
+        ``n_mix`` Gaussians per state, or count vectors (see ``docs/families.md``); or a
+        dict of families to the columns of ``X`` they emit, ``{"gaussian": [0, 1],
+        "categorical": [2], "poisson": [3]}``: mixed emissions, independent given the
+        state, NaN missing in any column (:mod:`hiddenstate.families.mixed`).
     n_features : int, sequence of int or None, default=None
         The number of symbols (categorical) or features; None: inferred from the data.
         Several categorical features per step (``X`` of shape ``(n, F)``, F > 1): a product
         of per-feature categoricals, ``n_features`` is then the alphabet size of each
         feature (a sequence of F ints) and ``emissionprob_`` has shape ``(F, K, W)`` with
-        ``W`` the largest alphabet (zeros past a feature's own).
+        ``W`` the largest alphabet (zeros past a feature's own). Mixed emissions: one
+        entry per column (a categorical column's alphabet, 1 for the others).
     covariance_type : {"spherical", "diag", "full", "tied"}, default="diag"
         The form of the covariances (``"gaussian"`` and ``"gmm"``; gmm's ``"tied"`` shares
         one matrix among a state's components).

@@ -103,11 +103,11 @@ def forward_lane(l, first, lo, end, init, inits, from_state, transmat_t, transma
 @njit(cache=True)
 def backward_lane(l, lo, stop, end, transmat, transmat_t, emis, idx, alpha, base, inv_c,
                   binits, from_state, stats, by_idx, post_acc, post_dense, snap_g_end,
-                  snap_g_lo, snap_b_lo, beta, u, a_cur, st, tr):
+                  snap_g_lo, snap_b_lo, beta, u, a_cur, st, tr, f):
     r"""``_backward_block`` of plan entry ``l`` alone: its :math:`\hat\beta` recursion from
-    row ``stop - 1`` down to ``lo``, the posteriors, and with ``stats`` its start and
-    transition sums in ``st`` (K,) and ``tr`` (K, K) (``beta``, ``u``, ``a_cur``: scratch
-    of ``K``)."""
+    row ``stop - 1`` down to ``lo``, the posteriors (times ``f``, the lane's weight), and
+    with ``stats`` its start and transition sums in ``st`` (K,) and ``tr`` (K, K)
+    (``beta``, ``u``, ``a_cur``: scratch of ``K``)."""
     K = transmat.shape[0]
     for j in range(K):
         beta[j] = 1.0
@@ -134,10 +134,10 @@ def backward_lane(l, lo, stop, end, transmat, transmat_t, emis, idx, alpha, base
             if by_idx:
                 pr = idx[r]
                 for j in range(K):
-                    post_acc[pr, j] += a_cur[j] * beta[j]
+                    post_acc[pr, j] += a_cur[j] * beta[j] * f
             else:
                 for j in range(K):
-                    post_dense[r, j] = a_cur[j] * beta[j]
+                    post_dense[r, j] = a_cur[j] * beta[j] * f
         if t == 0:
             if stats:
                 for j in range(K):
@@ -191,15 +191,15 @@ def _normalised(x, y, out):
 
 
 @njit(cache=True)
-def add_lane_statistics(l, counts_start, st, tr, start_acc, trans_acc):
-    """``_add_lane_statistics`` of a block whose only lane is ``l``."""
+def add_lane_statistics(l, counts_start, st, tr, start_acc, trans_acc, f):
+    """``_add_lane_statistics`` of a block whose only lane is ``l`` (weight ``f``)."""
     K = start_acc.shape[0]
     if counts_start[l]:
         for j in range(K):
-            start_acc[j] += st[j]
+            start_acc[j] += st[j] * f
     for i in range(K):
         for j in range(K):
-            trans_acc[i, j] += tr[i, j]
+            trans_acc[i, j] += tr[i, j] * f
 
 
 @njit(cache=True)

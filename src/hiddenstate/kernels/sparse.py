@@ -73,22 +73,24 @@ def _forward_sequence(a, b, startprob, indptr, indices, values, emis, idx, alpha
 
 
 def sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bounds, chunks,
-                            by_idx, post_acc, post_dense, start_acc, trans_acc, loglik):
+                            by_idx, post_acc, post_dense, start_acc, trans_acc, loglik,
+                            seq_weight):
     """Posteriors and expected counts of every sequence. Per chunk ``c`` of sequences:
     ``start_acc[c]`` (K,), ``trans_acc[c]`` (nnz,) and, with ``by_idx``, ``post_acc[c]``
-    (rows of ``emis``, K) summed by emission row; otherwise ``post_dense`` (N, K) per row.
+    (rows of ``emis``, K) summed by emission row; otherwise ``post_dense`` (N, K) per row;
+    every statistic of sequence ``s`` times ``seq_weight[s]``.
     ``loglik[s]`` = log p(x_s). An impossible sequence contributes nothing (its rows of
     ``post_dense`` are 0)."""
     N, K = len(idx), len(startprob)
     run(_sparse_forward_backward, len(chunks) - 1, _seconds(bounds, len(values), 2), startprob,
         indptr, indices, values, emis, idx, bounds, chunks, by_idx, post_acc, post_dense,
-        start_acc, trans_acc, loglik, np.empty((N, K)), np.empty(N))
+        start_acc, trans_acc, loglik, seq_weight, np.empty((N, K)), np.empty(N))
 
 
 @njit(nogil=True, cache=True)
 def _sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bounds, chunks,
-                             by_idx, post_acc, post_dense, start_acc, trans_acc, loglik, alpha,
-                             log_c, ticket):
+                             by_idx, post_acc, post_dense, start_acc, trans_acc, loglik,
+                             seq_weight, alpha, log_c, ticket):
     """:func:`sparse_forward_backward` of the chunks this thread claims from ``ticket``
     (``alpha`` and ``log_c``: scratch rows for every observation)."""
     K = len(startprob)
@@ -109,18 +111,19 @@ def _sparse_forward_backward(startprob, indptr, indices, values, emis, idx, boun
                         for j in range(K):
                             post_dense[t, j] = 0.0
                 continue
+            f = seq_weight[s]
             for j in range(K):
                 beta[j] = 1.0
             for t in range(b - 1, a - 1, -1):
                 for j in range(K):
-                    g = alpha[t, j] * beta[j]
+                    g = alpha[t, j] * beta[j] * f
                     if by_idx:
                         post_acc[c, idx[t], j] += g
                     else:
                         post_dense[t, j] = g
                 if t == a:
                     for j in range(K):
-                        start_acc[c, j] += alpha[t, j] * beta[j]
+                        start_acc[c, j] += alpha[t, j] * beta[j] * f
                     break
                 # beta_{t-1}(i) = sum_j A_ij e_t(j) beta_t(j) / c_t, and the counts of t-1 -> t
                 row = emis[idx[t]]
@@ -133,7 +136,7 @@ def _sparse_forward_backward(startprob, indptr, indices, values, emis, idx, boun
                     for p in range(indptr[i], indptr[i + 1]):
                         w = values[p] * nxt[indices[p]]
                         acc += w
-                        trans_acc[c, p] += ai * w
+                        trans_acc[c, p] += ai * w * f
                     beta[i] = acc
 
 

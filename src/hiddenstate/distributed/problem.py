@@ -40,7 +40,7 @@ def _path_counts(problem, name: str, views, k: int):
 
 
 def _describe(problem, name: str):
-    return problem.blocks, problem.letters, problem.n_virtual
+    return problem.blocks, problem.letters, problem.n_virtual, problem.n_observations
 
 
 def _build(source, name: str, make_problem):
@@ -76,6 +76,8 @@ class DaskProblem:
         The letters of each block (hmmlearn's ``params``).
     n_virtual : dict of str to float
         The observations per state of each block, summed over the partitions.
+    n_observations : int
+        The observations of all partitions (the unit of the stop rule's ``tol``).
 
     See Also
     --------
@@ -108,18 +110,21 @@ class DaskProblem:
     (True, True)
     """
 
-    def __init__(self, shards: Shards, blocks: dict, letters: dict, n_virtual: dict):
+    def __init__(self, shards: Shards, blocks: dict, letters: dict, n_virtual: dict,
+                 n_observations: int):
         self.shards = shards
         self.blocks = blocks
         self.letters = letters
         self.n_virtual = n_virtual
+        self.n_observations = n_observations
 
     @classmethod
     def build(cls, client, partitions: list, names: list[str], make_problem,
               timeout: float | None = TIMEOUT) -> DaskProblem:
         """Build ``make_problem(partition, name)`` on a worker for each partition, in data order.
 
-        ``n_virtual`` is summed over the partitions (it counts data).
+        ``n_virtual`` and ``n_observations`` are summed over the partitions (they count
+        data).
 
         Parameters
         ----------
@@ -174,10 +179,11 @@ class DaskProblem:
             Their Problem, with ``n_virtual`` summed over the partitions.
         """
         described = shards.map(_describe, what="describing the partitions' Problems")
-        blocks, letters, n_virtual = described[0]
-        for _, _, more in described[1:]:
+        blocks, letters, n_virtual, n_observations = described[0]
+        for _, _, more, more_observations in described[1:]:
             n_virtual = {key: n_virtual[key] + more[key] for key in n_virtual}
-        return cls(shards, blocks, letters, n_virtual)
+            n_observations += more_observations
+        return cls(shards, blocks, letters, n_virtual, n_observations)
 
     def close(self) -> None:
         """Release the workers' copies of the partitions."""

@@ -196,9 +196,9 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
     n_iter : int, default=100
         The most iterations of each restart.
     tol : float, default=1e-4
-        The absolute gain in the objective below which EM, MAP and VB stop (``tol=-inf``:
-        never); VT and k-best VT ignore ``tol`` and stop when the clusters repeat or the
-        objective stops rising (see ``docs/learning-modes.md``).
+        The gain in the objective per training sample below which EM, MAP and VB stop
+        (``tol=-inf``: never); VT and k-best VT ignore ``tol`` and stop when the clusters
+        repeat or the objective stops rising (see ``docs/learning-modes.md``).
     k_best : int, default=2
         Clusters per sample for ``learn="kvt"``.
     missing_values : tuple of str, default=("?",)

@@ -56,6 +56,7 @@ class _PCFGProblem(FlatSwitches):
     def __init__(self, model: PCFG, g: Grammar, words: np.ndarray, offsets: np.ndarray,
                  theta: np.ndarray, prior: float):
         self.model, self.g, self.words, self.offsets = model, g, words, offsets
+        self.n_observations = len(words)  # words of all sentences
         self.base = theta
         groups: dict[int, list[int]] = {}
         for _, lo, m in g.switches():
@@ -206,8 +207,9 @@ class PCFG(BaseEstimator):
     n_iter : int, default=100
         The most iterations of each restart.
     tol : float, default=1e-4
-        EM / MAP / VB stop when the objective gains less than ``tol`` (VT and k-best VT
-        stop when their parses stop changing).
+        EM / MAP / VB stop when the objective gains less than ``tol`` nats per word of the
+        training sentences (``-inf``: never; VT and k-best VT stop when their parses stop
+        changing).
     n_init : int, default=1
         Random restarts (``init="random"``); the run with the best final objective is
         kept, the earliest among equal ones (Sato & Kubota used 50).

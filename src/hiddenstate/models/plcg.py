@@ -80,8 +80,9 @@ class PLCG(BaseEstimator):
     n_iter : int, default=100
         The most iterations of each restart.
     tol : float, default=1e-4
-        EM / MAP / VB stop when the objective gains less than ``tol`` (VT and k-best VT
-        stop when their derivations stop changing).
+        EM / MAP / VB stop when the objective gains less than ``tol`` nats per word of the
+        training sentences (``-inf``: never; VT and k-best VT stop when their derivations
+        stop changing).
     n_init : int, default=1
         Random restarts (``init="random"``); the run with the best final objective is
         kept.
@@ -450,6 +451,7 @@ class PLCG(BaseEstimator):
         prior = self._prior()
         program = self._program(lc, prior)
         problem = ProgramProblem(graph, program.switches, theta, self.learn == "em")
+        problem.n_observations = len(words)  # words, as the PCFG's stop rule counts
         best = self._best_restart(problem, theta, LEARNED, callback)
         self.theta_ = problem.flat(best.params)
         self.posterior_ = problem.switch_posteriors(best.posterior, program.switches)

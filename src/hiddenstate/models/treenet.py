@@ -54,6 +54,7 @@ class _TreeProblem:
 
     def __init__(self, s: Structure, evidence: list, n: int, prior):
         self.s, self.evidence, self.n = s, evidence, n
+        self.n_observations = n  # patterns
         self.blocks, self.letters, self.n_virtual = {}, {}, {}
         for r in s.roots:
             key = "prior:" + s.names[r]
@@ -147,7 +148,8 @@ class TreeNet(BaseEstimator):
     n_iter : int, default=100
         The iterations (batch modes) or epochs (stochastic EM, which runs them all).
     tol : float, default=1e-4
-        A batch mode stops when its objective gains less than ``tol``.
+        A batch mode (not VT) stops when its objective gains less than ``tol`` nats per
+        pattern (row of ``X``; ``-inf``: never).
     prior : float or None, default=None
         The Dirichlet concentration of every row (``"map"``, ``"vb"``, ``"vt"``; None: 1).
     learning_rate : float, default=1.0

@@ -107,8 +107,8 @@ class ProgramModel(BaseEstimator):
     n_iter : int, default=100
         The most iterations of each restart.
     tol : float, default=1e-4
-        The objective gain below which EM/MAP/VB stop (VT and k-best VT stop on their
-        explanations).
+        The objective gain per observed goal below which EM/MAP/VB stop (``-inf``: never;
+        VT and k-best VT stop on their explanations).
     n_init : int, default=1
         Random restarts (``init="random"``); the run with the best final objective of
         the mode is kept.

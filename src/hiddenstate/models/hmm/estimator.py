@@ -141,7 +141,8 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
         The maximum number of iterations of a batch mode.
     tol : float, default=1e-4
         EM, MAP and VB stop when an iteration improves their objective by less than ``tol``
-        (``-inf``: run all ``n_iter`` iterations). VT and k-best VT ignore ``tol``: they stop
+        nats per observation (per time step: the gain divided by the number of samples;
+        ``-inf``: run all ``n_iter`` iterations). VT and k-best VT ignore ``tol``: they stop
         when their paths repeat (see :func:`hiddenstate.learn.fit_restarts`).
     n_init : int, default=1
         The number of random restarts; the run with the highest final objective of the mode

@@ -37,6 +37,7 @@ class HMMProblem:
                         "emission": "".join(family.letters)}
         n = len(X) / family.n_states
         self.n_virtual = {"startprob": len(seqs.lengths), "transmat": n, "emission": n}
+        self.n_observations = len(X)  # time steps
 
     def _chain(self, views) -> Chain:
         if self.transitions is None:

@@ -46,11 +46,13 @@ class InvalidInputError(HiddenStateError, ValueError):
     """
 
 
-class NotFittedError(HiddenStateError, AttributeError):
+class NotFittedError(HiddenStateError, ValueError, AttributeError):
     """A method needs learned parameters that the model does not have yet.
 
-    Also an :class:`AttributeError`. Call ``fit`` first, or set the learned attributes
-    (``startprob_``, ``transmat_``, ...) by hand.
+    Also a :class:`ValueError` and an :class:`AttributeError`, as scikit-learn's
+    ``NotFittedError`` is, so code written for scikit-learn that catches either keeps
+    working. Call ``fit`` first, or set the learned attributes (``startprob_``,
+    ``transmat_``, ...) by hand.
 
     Examples
     --------
@@ -60,6 +62,11 @@ class NotFittedError(HiddenStateError, AttributeError):
     Traceback (most recent call last):
     ...
     hiddenstate.errors.NotFittedError: This HMM has no learned parameters yet; ...
+    >>> try:
+    ...     hs.HMM(2).predict(np.zeros((3, 1)))
+    ... except ValueError:
+    ...     print("caught as a ValueError, as scikit-learn's")
+    caught as a ValueError, as scikit-learn's
     """
 
 

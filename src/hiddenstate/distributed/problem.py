@@ -23,7 +23,14 @@ import hashlib
 import numpy as np
 
 from ..learn import merge_statistics
-from .cluster import TIMEOUT, Shards, check_timeout, live_workers
+from .cluster import (
+    TIMEOUT,
+    WORKER_WAIT,
+    Shards,
+    check_timeout,
+    check_worker_wait,
+    live_workers,
+)
 from .partitions import named
 
 
@@ -120,7 +127,8 @@ class DaskProblem:
 
     @classmethod
     def build(cls, client, partitions: list, names: list[str], make_problem,
-              timeout: float | None = TIMEOUT) -> DaskProblem:
+              timeout: float | None = TIMEOUT,
+              worker_wait: float | None = WORKER_WAIT) -> DaskProblem:
         """Build ``make_problem(partition, name)`` on a worker for each partition, in data order.
 
         ``n_virtual`` and ``n_observations`` are summed over the partitions (they count
@@ -140,6 +148,9 @@ class DaskProblem:
             :class:`~hiddenstate.learn.batch.Problem`, run on the worker that holds it.
         timeout : float or None, default=600.0
             The longest wait in seconds for any one step (None: no limit).
+        worker_wait : float or None, default=60.0
+            The longest wait in seconds for a worker once every worker has gone (None: no
+            limit); a cluster with no worker at the start fails at once.
 
         Returns
         -------
@@ -149,14 +160,15 @@ class DaskProblem:
         Raises
         ------
         hiddenstate.errors.InvalidInputError
-            If ``timeout`` is invalid or there are no partitions.
+            If ``timeout`` or ``worker_wait`` is invalid or there are no partitions.
         hiddenstate.errors.ClusterError
-            If the cluster has no worker within ``timeout``, the client is not running, or a
-            partition's worker died 3 times.
+            If the cluster has no worker, a step takes longer than ``timeout``, the client is
+            not running, or a partition's worker died 3 times.
         """
         timeout = check_timeout(timeout)
-        live_workers(client, timeout)
-        shards = Shards(client, list(partitions), list(names), timeout)
+        worker_wait = check_worker_wait(worker_wait)
+        live_workers(client, 0.0, timeout)
+        shards = Shards(client, list(partitions), list(names), timeout, worker_wait)
         try:
             shards.load(_build, make_problem)
             return cls.on(shards)

@@ -17,6 +17,7 @@ show the sentence's own words.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 
@@ -1177,13 +1178,16 @@ class PCFG(BaseEstimator):
         from ._saving import save
 
         g = self._check_hyper()
-        self.theta_ = self._theta(g)
-        self.rules = g.rule_list()
-        self.start = list(g.start)
-        self.n_features_ = len(g.words)
-        if not hasattr(self, "monitor_"):
-            self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
-        save(self, path)
+        # the file holds the grammar's canonical form (rules as a list, start as a list);
+        # the model itself keeps its parameters as given (get_params is unchanged)
+        saved = copy.copy(self)
+        saved.theta_ = self._theta(g)
+        saved.rules = g.rule_list()
+        saved.start = list(g.start)
+        saved.n_features_ = len(g.words)
+        if not hasattr(saved, "monitor_"):
+            saved.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
+        save(saved, path)
 
 
 #: bytes per node of a sampled derivation: a :class:`~hiddenstate.grammar.Tree` (slots)

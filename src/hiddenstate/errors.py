@@ -198,6 +198,34 @@ class DegenerateStateWarning(UserWarning):
     """
 
 
+class ParameterOverwriteWarning(UserWarning):
+    """``fit`` is about to replace learned parameters that were set by hand.
+
+    Raised when a model's initialisation step (``init_params`` of :class:`~hiddenstate.HMM`
+    and :class:`~hiddenstate.PROPS`, ``init`` of the grammars, ``warm_start`` of
+    :class:`~hiddenstate.TreeNet`, every fit of :class:`~hiddenstate.NaiveBayesHidden`)
+    will draw new values for an attribute the user assigned since the last ``fit`` or
+    load. The message names the attributes and the argument that keeps them. Values left by
+    a previous ``fit`` or by :func:`hiddenstate.load` are the model's own: refitting them
+    does not warn.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.errors import ParameterOverwriteWarning
+    >>> X = np.random.default_rng(0).normal(size=(50, 1))
+    >>> m = hs.HMM(2, emission="gaussian", random_state=0)
+    >>> m.transmat_ = np.array([[0.5, 0.5], [0.5, 0.5]])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = m.fit(X)
+    >>> [w.category.__name__ for w in caught]
+    ['ParameterOverwriteWarning']
+    """
+
+
 class ConvergenceWarning(UserWarning):
     """The learning objective went down, or the iteration limit was reached.
 

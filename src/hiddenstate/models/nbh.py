@@ -31,7 +31,11 @@ from .._validation import (
 from ..errors import InvalidInputError, NotFittedError
 from ..learn import MODES, ConvergenceMonitor, check_possible, fit_restarts
 from ..treenet.passes import categorical
+from . import _learned
 from .nbh_problem import NBHProblem, log_joint, logsumexp_rows, one_hot
+
+#: the learned parameters (set by fit, a load, or by hand)
+_PARAMS = ("class_prior_", "cluster_prior_", "feature_prob_")
 
 #: values of ``X`` read as missing besides ``None`` and NaN (a hyper-parameter can add more)
 DEFAULT_MISSING = ("?",)
@@ -403,6 +407,7 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         self.class_prior_ = params["class"]
         self.cluster_prior_ = params["cluster"]
         self.feature_prob_ = [params[f"attr:{j}"] for j in range(len(self.categories_))]
+        _learned.mark_own(self, _PARAMS)
 
     def _check_memory(self, n: int, d: int, what: str, n_classes: int = 1,
                       n_values: list[int] | None = None) -> None:
@@ -493,6 +498,10 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         self._check_memory(*arr.shape, "fit", len(classes), n_values)
         problem = NBHProblem(codes, y_idx.ravel(), len(classes), self.n_clusters, n_values,
                              prior)
+        _learned.warn_replaced(
+            self, _PARAMS, None, "NaiveBayesHidden learns from random clusters and cannot "
+            "start from given parameters: predict with your values without fitting, or "
+            "delete them to silence this")
         rng = make_rng(self.random_state)
         best = fit_restarts(problem, self.learn, lambda _: self._initial(problem, prior, rng),
                             n_init=self.n_init, n_iter=self.n_iter, tol=self.tol, which="cha",
@@ -902,6 +911,7 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         self.class_prior_ = arrays["class_prior_"]
         self.cluster_prior_ = arrays["cluster_prior_"]
         self.feature_prob_ = [arrays[f"feature_prob_:{j}"] for j in range(d)]
+        _learned.mark_own(self, _PARAMS)  # a fit's values
 
     @classmethod
     def from_saved_params(cls, params: dict, part=None) -> NaiveBayesHidden:

@@ -38,6 +38,7 @@ from ..grammar import START, Grammar, Tree, from_cnf, normalise, read_trees, to_
 from ..kernels import cky
 from ..learn import MODES, ConvergenceMonitor, check_possible, fit_restarts, kbest_weights
 from ..programs.problem import FlatSwitches, SwitchRows
+from . import _learned
 
 INITS = ("random", "uniform", "current")
 _LEARNED = "r"
@@ -714,11 +715,19 @@ class PCFG(BaseEstimator):
                     self.posterior_[g.param_lhs[int(lo)]] = np.asarray(row, dtype=np.float64)
         self.monitor_ = best.monitor
         self.n_features_ = len(g.words)
+        _learned.mark_own(self, ["theta_"])
         return self
 
     def _best_restart(self, problem, theta: np.ndarray, which: str, callback):
         """:func:`~hiddenstate.learn.fit_restarts` from :meth:`_start_point` (shared with
-        :class:`~hiddenstate.PLCG`): the run with the best final objective."""
+        :class:`~hiddenstate.PLCG`): the run with the best final objective. Probabilities
+        set by hand (``theta_``, ``set_probs``, ``from_treebank``) that ``init`` will not
+        start from get a :class:`~hiddenstate.errors.ParameterOverwriteWarning`."""
+        if self.init != "current":
+            _learned.warn_replaced(
+                self, ["theta_"], "init",
+                f"init={self.init!r} starts from {self.init} rule probabilities: pass "
+                "init='current' to start from the values you set")
         rng = make_rng(self.random_state)
         return fit_restarts(problem, self.learn,
                             lambda _: self._start_point(problem, theta, rng),
@@ -1145,6 +1154,7 @@ class PCFG(BaseEstimator):
             raise InvalidInputError(
                 f"arrays: a saved {type(self).__name__} holds exactly 'theta_'")
         self.theta_ = np.asarray(arrays["theta_"], dtype=np.float64)
+        _learned.mark_own(self, ["theta_"])  # a fit's values
 
     def _check_learned(self) -> None:
         self._theta(self._check_hyper())

@@ -35,6 +35,7 @@ from ..kernels.left_corner import build_graph
 from ..programs.graph import ExplanationGraph
 from ..programs.left_corner import left_corner_program
 from ..programs.problem import LEARNED, ProgramProblem
+from . import _learned
 from .pcfg import PCFG, SAMPLE_NODE_BYTES, _check_possible
 
 
@@ -457,6 +458,7 @@ class PLCG(BaseEstimator):
         self.posterior_ = problem.switch_posteriors(best.posterior, program.switches)
         self.monitor_ = best.monitor
         self.n_features_ = len(lc.grammar.words)
+        _learned.mark_own(self, ["theta_"])
         return self
 
     # -- inference ------------------------------------------------------------------------------

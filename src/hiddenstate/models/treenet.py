@@ -41,6 +41,7 @@ from ..treenet.checks import (
     check_work,
 )
 from ..treenet.structure import Structure, build
+from . import _learned
 
 #: batch learning modes available for trees (through :mod:`hiddenstate.learn.batch`)
 TREE_MODES = ("em", "map", "vb", "vt")
@@ -354,6 +355,7 @@ class TreeNet(BaseEstimator):
         self.weights_ = {s.edge_name(e): np.asarray(w, dtype=np.float64)
                          for e, w in enumerate(weights)}
         self.priors_ = {s.names[r]: np.asarray(prior[r], dtype=np.float64) for r in s.roots}
+        _learned.mark_own(self, ["weights_", "priors_"])
 
     def _initial(self, s: Structure, rng: np.random.Generator) -> tuple[list, dict]:
         """Batch modes: Dirichlet(1) rows, uniform priors. Stochastic EM: near-uniform log
@@ -361,6 +363,9 @@ class TreeNet(BaseEstimator):
         scaled under ``soft_normalization`` so that a product of uniform rows sums to one."""
         if self.warm_start and hasattr(self, "weights_"):
             return self._params(s)
+        _learned.warn_replaced(self, ["weights_", "priors_"], "warm_start",
+                               "fit starts from a random initialisation: pass "
+                               "warm_start=True to start from the values you set")
         prior = {r: np.full(s.sizes[r], 1.0 / s.sizes[r]) for r in s.roots}
         weights = []
         for p, c in s.edges:
@@ -1091,6 +1096,7 @@ class TreeNet(BaseEstimator):
                 raise InvalidInputError(f"{key}: not a learned array of {type(self).__name__}")
             groups[head][name] = value
         self.weights_, self.priors_ = groups["weights_"], groups["priors_"]
+        _learned.mark_own(self, ["weights_", "priors_"])  # a fit's values
         if groups["usage_"]:
             self.usage_ = groups["usage_"]
         for key, value in scalars.items():

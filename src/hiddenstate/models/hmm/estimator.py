@@ -594,9 +594,9 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
         HMM
             The model itself, fitted.
         """
-        def start(_restart):
+        def start(restart):
             startprob, transmat, emis = initial_params(self, X, family, rng, seqs,
-                                                       values=True)
+                                                       values=True, warn=restart == 0)
             if states is not None:
                 emis = labelled_start(family, X, states, emis, self.init_params)
             return {"startprob": startprob, "transmat": transmat, "emission": emis}

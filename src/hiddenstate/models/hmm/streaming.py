@@ -27,7 +27,7 @@ class HMMStreaming:
                 raise InvalidInputError(
                     "continues: there is no stream to continue yet; call partial_fit without "
                     "continues=True first")
-            startprob, transmat, emis = initial_params(self, X, family, rng, seqs)
+            startprob, transmat, emis = initial_params(self, X, family, rng, seqs, warn=True)
             if states is not None:  # as batch: the labels pin which state is which
                 emis = labelled_start(family, X, states, emis, self.init_params)
             state = learner.start({"startprob": startprob, "transmat": transmat,

@@ -42,7 +42,7 @@ def client():
 
 
 def _hmm(emission: str = "categorical", **kw) -> hs.HMM:
-    return hs.HMM(2, emission, **{"n_iter": 3, "random_state": 0, **kw})
+    return hs.HMM(2, emission=emission, **{"n_iter": 3, "random_state": 0, **kw})
 
 
 def _one_line(exc: BaseException) -> str:
@@ -285,7 +285,7 @@ def test_a_step_that_hangs_times_out_naming_the_worker(client):
 
 
 def _data_gauss(n_seq: int = 8, T: int = 60):
-    gen = hs.HMM(2, "gaussian", init_params="", random_state=1)
+    gen = hs.HMM(2, emission="gaussian", init_params="", random_state=1)
     gen.startprob_, gen.transmat_ = np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.1, 0.9]])
     gen.means_, gen.covars_ = np.array([[-2.0], [2.0]]), np.ones((2, 1))
     X = np.concatenate([gen.sample(T, random_state=i)[0] for i in range(n_seq)])
@@ -319,7 +319,8 @@ def test_all_workers_gone_for_good_mid_fit_times_out_naming_the_cluster():
                                                    rf"cluster at {cluster.scheduler_address} "
                                                    r"has gone, and none came back within "
                                                    r"2 s; start workers") as err:
-                hsd.fit(hs.HMM(2, "gaussian", n_iter=20, tol=-np.inf, random_state=0), X, c,
+                hsd.fit(hs.HMM(2, emission="gaussian", n_iter=20, tol=-np.inf, random_state=0), X,
+                        c,
                         lengths=lengths, callback=kill, worker_wait=2)
             assert time.monotonic() - start < 30
             _one_line(err.value)
@@ -338,7 +339,7 @@ def test_the_scheduler_going_away_mid_fit_is_named():
 
         start = time.monotonic()
         with pytest.raises(ClusterError, match=r"^(client|timeout|worker_wait): ") as err:
-            hsd.fit(hs.HMM(2, "gaussian", n_iter=20, tol=-np.inf, random_state=0), X, c,
+            hsd.fit(hs.HMM(2, emission="gaussian", n_iter=20, tol=-np.inf, random_state=0), X, c,
                     lengths=lengths, callback=close, timeout=5, worker_wait=5)
         assert time.monotonic() - start < 60
         assert "scheduler" in _one_line(err.value) or "came back" in str(err.value)

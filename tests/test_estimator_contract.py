@@ -471,6 +471,24 @@ def test_init_validates_nothing_and_fit_refuses_the_invalid_value_naming_it(case
 
 
 @pytest.mark.parametrize("case", cases("construction"))
+def test_arguments_after_the_first_by_position_warn_naming_what_they_were_read_as(case):
+    """The "renames" rule for arguments becoming keyword-only: for one release a positional
+    call still works, with a FutureWarning naming the parameter each value went to (issue
+    27: HMM(3, "gaussian", "full") read "full" as n_features with no word of it)."""
+    model = case.make()
+    cls = type(model)
+    first, second = list(inspect.signature(cls.__init__).parameters)[1:3]
+    params = model.get_params(deep=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        cls(params[first], **{second: params[second]})  # keywords after the first: silent
+    with pytest.warns(FutureWarning, match=rf"^{cls.__name__}: arguments after {first} are "
+                                           rf"keyword-only .* {second}="):
+        again = cls(params[first], params[second])
+    assert getattr(again, second) is params[second]
+
+
+@pytest.mark.parametrize("case", cases("construction"))
 def test_get_params_and_set_params_round_trip(case):
     model = case.make()
     params = model.get_params(deep=False)

@@ -81,7 +81,7 @@ def test_streaming_learners_warn_when_the_stream_starts():
 
 def test_props_warns_for_its_perturbation_states():
     src = CallableSource(lambda history: np.full(3, 1 / 3), 3)
-    m = hs.PROPS([src], 1, learn="em", n_iter=3, random_state=0)
+    m = hs.PROPS([src], n_perturbation_states=1, learn="em", n_iter=3, random_state=0)
     m.transmat_ = FLAT
     (message,) = _warnings(lambda: m.fit(XC))
     assert message.startswith("init_params: fit replaces transmat_ set by hand")

@@ -147,7 +147,7 @@ def test_summary_agrees_with_the_saved_models(run, texts):
     bb = _stepped_log_probs(src, Xp, lp_)
     assert models["black_box"]["personalisation"]["perplexity"] == pytest.approx(
         math.exp(-bb.mean()), rel=1e-10)
-    fresh = PROPS([src], 2, learn="online-em", random_state=0).fit(Xp, lp_)
+    fresh = PROPS([src], n_perturbation_states=2, learn="online-em", random_state=0).fit(Xp, lp_)
     assert models["props"]["personalisation"]["mean_log_prob"] == pytest.approx(
         fresh.stream_log_prob_.mean(), rel=1e-10)
     np.testing.assert_allclose(fresh.transmat_, props.transmat_, rtol=0, atol=1e-12)

@@ -835,7 +835,8 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
 
     # -- personalise PROPS, stream the HMM
     t = time.perf_counter()
-    props = PROPS([src], perturbation_states, learn="online-em", random_state=seed)
+    props = PROPS([src], n_perturbation_states=perturbation_states, learn="online-em",
+                  random_state=seed)
     props_curve = stream_fit(props, pers, chunk, progress, "props")
     times["props"] = time.perf_counter() - t
     t = time.perf_counter()

@@ -62,6 +62,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .._bundle import from_json, read_bundle, to_json, write_bundle
+from .._deprecation import keyword_only_after_first
 from .._sklearn_base import BaseEstimator
 from .._validation import check_memory
 from ..errors import (
@@ -289,6 +290,7 @@ class BlockedHMMLM(BaseEstimator):
     True
     """
 
+    @keyword_only_after_first
     def __init__(self, constraint: str = "brown", states_per_cluster: int = 32,
                  n_states: int | None = None, parameterization: str = "scalar",
                  hidden_size: int = 256, tie_embeddings: bool = False,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from .._deprecation import renamed_method
+from .._deprecation import keyword_only_after_first, renamed_method
 from .._sklearn_base import BaseEstimator, ClassifierMixin
 from .._validation import (
     check_memory,
@@ -240,6 +240,7 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
     array(['play', 'stay', 'play'], dtype='<U4')
     """
 
+    @keyword_only_after_first
     def __init__(self, n_clusters: int = 15, learn: str = "map", prior: float | None = None,
                  n_init: int = 1, n_iter: int = 100, tol: float = 1e-4, k_best: int = 2,
                  missing_values=DEFAULT_MISSING, random_state=None, verbose: bool = False):

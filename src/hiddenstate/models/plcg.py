@@ -36,7 +36,7 @@ from ..programs.graph import ExplanationGraph
 from ..programs.left_corner import left_corner_program
 from ..programs.problem import LEARNED, ProgramProblem
 from . import _learned
-from .pcfg import PCFG, SAMPLE_NODE_BYTES, _check_possible
+from .pcfg import PCFG, SAMPLE_NODE_BYTES, _check_possible, _explainer
 
 
 class _Names:
@@ -437,7 +437,7 @@ class PLCG(BaseEstimator):
         """
         g = self._check_hyper()
         lc = self.left_corner()
-        words, offsets, _ = self._encode(g, sentences)
+        words, offsets, tokens = self._encode(g, sentences)
         key = (words.tobytes(), offsets.tobytes())
         cached = self.__dict__.get("_fit_graph")
         if cached is None or cached[0] is not lc or cached[1] != key:
@@ -445,7 +445,7 @@ class PLCG(BaseEstimator):
         graph = cached[2]
         # a sentence no derivation reaches (whatever the probabilities) is an input error
         _check_possible(np.where(np.diff(graph.node_ptr)[graph.roots] > 0, 0.0, -np.inf),
-                        structural=True)
+                        structural=True, explain=_explainer(g, None, words, offsets, tokens))
         # switches no sentence uses keep these: theta_ (hand-set or fitted), else uniform
         theta = (self._theta() if self.init == "current" or "theta_" in self.__dict__
                  else lc.uniform())

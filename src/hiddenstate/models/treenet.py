@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._deprecation import keyword_only_after_first
 from .._sklearn_base import BaseEstimator
 from .._validation import (
     check_choice,
@@ -238,6 +239,7 @@ class TreeNet(BaseEstimator):
            [0.03, 0.97]])
     """
 
+    @keyword_only_after_first
     def __init__(self, n_states: dict | None = None, edges=(), observed: dict | None = None,
                  learn: str = "em", n_iter: int = 100, tol: float = 1e-4, prior=None,
                  learning_rate: float = 1.0, batch_size: int = 100,

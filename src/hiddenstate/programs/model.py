@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .._deprecation import renamed_method
+from .._deprecation import keyword_only_after_first, renamed_method
 from .._sklearn_base import BaseEstimator
 from .._validation import check_memory, check_positive_int, check_random_state, make_rng
 from ..errors import HiddenStateError, InvalidInputError, ProgramError
@@ -159,6 +159,7 @@ class ProgramModel(BaseEstimator):
     (array([0.98, 0.02]), array([0.122, 0.878]))
     """
 
+    @keyword_only_after_first
     def __init__(self, program: Program, learn: str = "em", n_iter: int = 100,
                  tol: float = 1e-4, n_init: int = 1, init: str = "random", k_best: int = 1,
                  anneal: Sequence[float] | None = None, random_state=None,

@@ -82,7 +82,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..._deprecation import renamed_method
+from ..._deprecation import keyword_only_after_first, renamed_method
 from ..._sklearn_base import BaseEstimator
 from ..._validation import (
     check_lengths,
@@ -260,6 +260,7 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
 
     score_sequences = renamed_method("score_sequences", "score_samples")
 
+    @keyword_only_after_first
     def __init__(self, n_states: int = 2, emission: str = "categorical",
                  n_features: int | None = None, covariance_type: str = "diag",
                  n_iter: int = 100, tol: float = 1e-4, n_init: int = 1,

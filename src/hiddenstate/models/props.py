@@ -182,6 +182,8 @@ class PROPS(HMM):
     (array([0, 0, 0, 0, 0, 0, 0, 0]), array([1, 1, 1, 1, 1, 1, 1, 1]))
     """
 
+    _grows_alphabet = False  # the sources fix the alphabet
+
     @keyword_only_after_first
     def __init__(self, sources: Sequence[Source] = (), n_perturbation_states: int = 1,
                  emission: str = "categorical", n_features: int | None = None,

@@ -1001,15 +1001,14 @@ def _unseen_share(pers: Stream, evs: Stream, W: int) -> float:
 
 
 def hmm_baseline_note(summary: dict, always: bool = True) -> str | None:
-    r"""Explain the streaming HMM's evaluation score (the report's note; the CLI's table
-    prints it when the perplexity exceeds the vocabulary size).
+    r"""Explain the streaming HMM's evaluation score.
 
-    The baseline HMM learns its emissions from the personalisation words alone, by online
-    EM whose prior adds :data:`~hiddenstate.learn.online.online_em.PRIOR_MASS` (1e-6)
+    The report's note; the CLI's table prints it when the perplexity exceeds the vocabulary
+    size. The baseline HMM learns its emissions from the personalisation words alone, by
+    online EM whose prior adds :data:`~hiddenstate.learn.online.online_em.PRIOR_MASS` (1e-6)
     pseudo-observations per row: an evaluation word it never saw there gets almost no
-    probability. A perplexity above the vocabulary size W is worse than a uniform guess
-    over the W symbols (whose perplexity is W); PROPS predicts such words through its black
-    box.
+    probability. A perplexity above the vocabulary size W is worse than a uniform guess over
+    the W symbols (whose perplexity is W); PROPS predicts such words through its black box.
 
     Parameters
     ----------

@@ -126,9 +126,10 @@ class OnlineLearner(Protocol):  # numpydoc ignore=PR01
         """
 
     def grow(self, state: dict, n_symbols: int) -> dict:
-        """Return the state of the same stream over a larger alphabet (one categorical
-        feature): a symbol not seen yet has no statistics and, in every emission row,
-        the share a flat row over ``n_symbols`` symbols would give it
+        """Return the state of the same stream over a larger alphabet.
+
+        One categorical feature: a symbol not seen yet has no statistics and, in every
+        emission row, the share a flat row over ``n_symbols`` symbols would give it
         (:func:`grown_rows`; the Dirichlet learners: the prior's pseudo-count and nothing
         else). The stream goes on as if those symbols had always been in its alphabet and
         never been seen (their rows of the initial emission matrix aside).

@@ -476,16 +476,15 @@ class OnlineEM:
         return state
 
     def grow(self, state: dict, n_symbols: int) -> dict:
-        """Return the state of the same stream over a larger alphabet (one categorical
-        feature).
+        """Return the state of the same stream over a larger alphabet.
 
-        The lazy statistics of a symbol never seen are exactly zero whatever the alphabet
-        (``E``, ``touch``, ``avg_acc`` get zero rows), so after the warm-up the stream goes
-        on exactly as one over ``n_symbols`` symbols from the start would, but for the
-        default prior's pseudo-count :math:`10^{-6}/W` per entry, which is now over the
-        larger alphabet; the initial emission matrix (used during the warm-up, and for the
-        support) gets the new symbols as :func:`~hiddenstate.learn.online.base.grown_rows`
-        does.
+        One categorical feature. The lazy statistics of a symbol never seen are exactly zero
+        whatever the alphabet (``E``, ``touch``, ``avg_acc`` get zero rows), so after the
+        warm-up the stream goes on exactly as one over ``n_symbols`` symbols from the start
+        would, but for the default prior's pseudo-count :math:`10^{-6}/W` per entry, which
+        is now over the larger alphabet; the initial emission matrix (used during the warm-
+        up, and for the support) gets the new symbols as
+        :func:`~hiddenstate.learn.online.base.grown_rows` does.
 
         Parameters
         ----------

@@ -352,9 +352,10 @@ class BaumWelchOnline:
                 "n_sequences": 0}
 
     def grow(self, state: dict, n_symbols: int) -> dict:
-        """Return the state over a larger alphabet: every new symbol gets ``1/n_symbols``
-        of each emission row, the others are scaled by ``W/n_symbols``
-        (:func:`~hiddenstate.learn.online.base.grown_rows`).
+        """Return the state over a larger alphabet.
+
+        Every new symbol gets ``1/n_symbols`` of each emission row, the others are scaled
+        by ``W/n_symbols`` (:func:`~hiddenstate.learn.online.base.grown_rows`).
 
         Parameters
         ----------
@@ -567,10 +568,11 @@ class BaldiChauvin:
         return state
 
     def grow(self, state: dict, n_symbols: int) -> dict:
-        """Return the state over a larger alphabet: every new symbol's weight is the
-        log-mean-exp of its row's (divided by ``lam``), which gives it ``1/n_symbols`` of
-        the row and scales the others by ``W/n_symbols``, as
-        :func:`~hiddenstate.learn.online.base.grown_rows`.
+        """Return the state over a larger alphabet.
+
+        Every new symbol's weight is the log-mean-exp of its row's (divided by ``lam``),
+        which gives it ``1/n_symbols`` of the row and scales the others by
+        ``W/n_symbols``, as :func:`~hiddenstate.learn.online.base.grown_rows`.
 
         Parameters
         ----------
@@ -1025,9 +1027,11 @@ class _DirichletOnline:
         return state
 
     def grow(self, state: dict, n_symbols: int) -> dict:
-        """Return the state over a larger alphabet: every new symbol of a row gets the
-        mean pseudo-count of the row's prior (1 for the default flat start), as prior and
-        as posterior (it has no data), so the known symbols keep their counts.
+        """Return the state over a larger alphabet.
+
+        Every new symbol of a row gets the mean pseudo-count of the row's prior (1 for the
+        default flat start), as prior and as posterior (it has no data), so the known
+        symbols keep their counts.
 
         Parameters
         ----------

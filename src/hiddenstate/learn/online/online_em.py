@@ -482,8 +482,8 @@ class OnlineEM:
         whatever the alphabet (``E``, ``touch``, ``avg_acc`` get zero rows), so after the
         warm-up the stream goes on exactly as one over ``n_symbols`` symbols from the start
         would, but for the default prior's pseudo-count :math:`10^{-6}/W` per entry, which
-        is now over the larger alphabet; the initial emission matrix (used during the warm-
-        up, and for the support) gets the new symbols as
+        is now over the larger alphabet; the initial emission matrix (used during the
+        warm-up, and for the support) gets the new symbols as
         :func:`~hiddenstate.learn.online.base.grown_rows` does.
 
         Parameters

@@ -270,7 +270,7 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
     True
     >>> model.emissionprob_.round(1)
     array([[0.8, 0.2, 0. ],
-           [0.1, 0.4, 0.5]])
+           [0. , 0.4, 0.6]])
     >>> bool((model.predict(X) == states).mean() > 0.7)
     True
     """

@@ -530,7 +530,8 @@ def test_a_selection_runs_the_blocks_it_selects(tmp_path):
         f"```python notest\n```\n\n```python\ndef log(word):\n"
         f"    open({str(ran)!r}, 'a').write(word + ' ')\n```\n\n{PROBE_PAGE}")
     (repo / "pytest.ini").write_text(
-        "[pytest]\nmarkers =\n    slow: slow\naddopts = -m 'not slow' -p no:cacheprovider\n")
+        "[pytest]\nmarkers =\n    slow: slow\n"
+        "addopts = -m 'not slow' -p no:cacheprovider -p no:hypothesispytest\n")
 
     def run(*args: str) -> tuple[str, str]:
         ran.unlink(missing_ok=True)

@@ -64,8 +64,10 @@ def _scaled_products(w, u, shift, out):
 
 @njit(cache=True)
 def scale_message(msg, up, rows, log_norm):
-    """Each row of the message ``msg = up @ rows.T`` scaled to a largest entry of one and the
-    log of the factor added to ``log_norm[n]``. A row whose sums involve a product
+    """Each row of the message ``msg = up @ rows.T`` whose largest entry is above one or
+    below :data:`RESCALE_BELOW` divided by that entry and the log of the factor added to
+    ``log_norm[n]`` (the others, the usual case, are left as they are: no rounding added to
+    the log-evidence). A row whose sums involve a product
     ``rows[i, j] * up[n, j]`` below :data:`TINY` (found from the smallest positive entry of
     each column of ``rows``) is first recomputed from the mantissas and exponents of
     ``rows`` and ``up`` relative to the pattern's largest product, so it keeps its digits; a
@@ -99,10 +101,10 @@ def scale_message(msg, up, rows, log_norm):
                 top = msg[n, i]
         if top == 0.0:  # no positive product
             log_norm[n] = -np.inf
-            continue
-        for i in range(P):
-            msg[n, i] /= top
-        log_norm[n] += np.log(top)
+        elif top > 1.0 or top < RESCALE_BELOW:
+            for i in range(P):
+                msg[n, i] /= top
+            log_norm[n] += np.log(top)
 
 
 @njit(cache=True)

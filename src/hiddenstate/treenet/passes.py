@@ -14,7 +14,8 @@ estimator checks its inputs). Notation (equation numbers are Funk's):
   soft evidence), or None (no evidence: ones).
 
 Upward pass (eq. 1, 2, 6): :math:`\hat v \propto e_v \odot \prod_c W_{vc}\hat c`. Each
-message :math:`W_{vc}\hat c` is scaled per pattern to a largest entry of one with the log of
+message :math:`W_{vc}\hat c` whose largest entry is above one or tiny is scaled per pattern
+to a largest entry of one, and so is a running product that gets small, with the log of
 the factor kept, so that in a tree :math:`\log P(X) = \sum_{\text{roots}} \log(\pi_r\cdot\hat
 r) + \sum \log(\text{scales})` stays exact however deep or wide the tree and whatever the
 scale of the evidence and factors (subnormal or near the float64 maximum): a message is
@@ -71,9 +72,10 @@ def normalise_rows(weights: list) -> list:
 
 
 def upward(s: Structure, rows: list, evidence: list, n: int) -> Upward:
-    """Upward values of every variable, children before parents (eq. 6). Every message is
-    scaled per pattern to a largest entry of one, and the running product of a variable's
-    messages is rescaled whenever it gets small; the scale factors join ``log_norm``, so a
+    """Upward values of every variable, children before parents (eq. 6). A message whose
+    largest entry is above one or tiny is scaled per pattern to a largest entry of one, and
+    the running product of a variable's messages is rescaled whenever it gets small; the
+    scale factors join ``log_norm``, so a
     variable with hundreds of children does not underflow and extreme evidence does not
     overflow."""
     up: list = [None] * s.n_vars
@@ -101,6 +103,8 @@ def log_evidence(s: Structure, prior: dict, upw: Upward) -> np.ndarray:
         w = prior[r][None, :]
         msg = upw.up[r] @ w.T
         scale_message(msg, upw.up[r], w, out)
+        with np.errstate(divide="ignore"):  # 0 where out is already -inf
+            out += np.log(msg[:, 0])
     return out
 
 

@@ -267,3 +267,11 @@ def test_after_the_warm_up_first_fits_compile_nothing(tmp_path):
     out, err = python("import json\n" + FIRST_RUNS, env, timeout=600)
     assert json.loads(out.splitlines()[-1]) == []
     assert compile_notice.MESSAGE not in err
+
+
+def test_the_warm_up_reports_numbas_cache_folder(tmp_path):
+    """``make install`` prints where the warm-up caches the kernels: the folder numba uses
+    for a kernel the warm-up compiles (NUMBA_CACHE_DIR when set)."""
+    code = "from hiddenstate import warmup; print(warmup.cache_dir())"
+    out, _ = python(code, {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}, timeout=120)
+    assert out.strip().startswith(str(tmp_path / "cache"))

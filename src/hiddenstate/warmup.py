@@ -29,7 +29,8 @@ from collections.abc import Callable
 import numpy as np
 from numba.core import event
 
-from .kernels import compile_notice, forward_backward
+from .kernels import compile_notice
+from .kernels.forward_backward import _forward_backward
 from .models import HMM
 
 
@@ -126,7 +127,7 @@ def warm_up(steps=None, out=sys.stderr) -> list[tuple[str, float, int]]:
 
 def cache_dir() -> str:
     """Where numba caches the kernels for this process (see the module docstring)."""
-    return str(forward_backward.stats.cache_path)
+    return str(_forward_backward.stats.cache_path)
 
 
 def main(argv=None) -> int:

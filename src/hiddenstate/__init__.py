@@ -17,12 +17,13 @@ from ._version import __version__
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
 
 if TYPE_CHECKING:
-    from .models import HMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
+    from .models import HMM, HSMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
     from .persist import load
     from .programs import ProgramModel
 
 __all__ = [
     "HMM",
+    "HSMM",
     "NaiveBayesHidden",
     "PCFG",
     "PLCG",
@@ -40,6 +41,7 @@ __all__ = [
 
 __getattr__, __dir__ = attach(__name__, {
     "HMM": ".models.hmm",
+    "HSMM": ".models.hsmm",
     "NaiveBayesHidden": ".models.nbh",
     "PCFG": ".models.pcfg",
     "PLCG": ".models.plcg",

@@ -455,6 +455,7 @@ class DurationFamily(ABC):
             The count.
         """
 
+    @abstractmethod
     def check_prior(self, learn: str) -> None:
         """Check the prior in force for the learning mode ``learn`` (errors name it).
 

@@ -648,7 +648,10 @@ class HSMM(HMM):
     # -- memory -----------------------------------------------------------------------------------
     def _memory_parts(self, op: str, X, seqs: Sequences, family, k: int = 1) -> dict:
         K = self.n_states
-        D = self.__dict__.get("_fit_max_duration") or self.max_duration_
+        try:  # unknown (a distributed fit without max_duration): at most the longest sequence
+            D = self.__dict__.get("_fit_max_duration") or self.max_duration_
+        except AttributeError:
+            D = seqs.max_len
         parts = segments.memory_estimate(op, K, D, seqs, k)
         by_symbol = family.table_by_symbol
         if by_symbol:

@@ -542,3 +542,17 @@ def test_censored_imputation_is_a_generalised_em_step():
             new, _ = family.mstep(params, stats, "d")
             assert q(new) >= q(params) - 1e-9, type(family).__name__
             params = new
+
+
+def test_the_exact_kl_divergence_refuses_an_hsmm_and_the_rate_takes_it():
+    """An HSMM's transmat_ is not an HMM's: the exact KL divergence (a Markov chain's)
+    refuses it; the divergence rate (by sampling) takes it, 0 against itself."""
+    from hiddenstate import metrics
+
+    m = _nonparametric([0.5, 0.5], [[0.0, 1.0], [1.0, 0.0]],
+                       np.array([[0.2, 0.3, 0.5], [0.5, 0.3, 0.2]]),
+                       np.array([[0.8, 0.2], [0.3, 0.7]]))
+    with pytest.raises(InvalidInputError, match="HSMM"):
+        metrics.kl_divergence(m, m, 5)
+    rate = metrics.divergence_rate(m, m, length=50, n_sequences=20, random_state=0)
+    assert abs(float(rate)) < 1e-12

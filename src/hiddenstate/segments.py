@@ -31,8 +31,10 @@ from .inference import EmissionTable, Sequences
 from .kernels import semimarkov as sm
 
 PAD = sm.PAD
-#: bytes of the forward state of one step that a block keeps in cache (sets the block length)
-_BLOCK_CACHE = 256 * 1024
+#: bytes of forward state a backward pass keeps per running sequence: a sequence whose every
+#: step fits is never recomputed (benchmarks/bench_hsmm.py: recomputing blocks of 32 steps
+#: cost 1.7x the E-step of keeping 1000)
+_BLOCK_BYTES = 32 * 2**20
 
 
 def _f64(a) -> np.ndarray:
@@ -207,8 +209,9 @@ def _work_states(chain: SegmentChain) -> int:
 
 
 def block_length(K: int, D: int, max_len: int) -> int:
-    """Steps per block of the backward passes: a block's forward state fits in cache, and at
-    least sqrt(T) steps, which keeps the checkpoints (one per block) as small as a block.
+    """Steps per block of the backward passes: the whole sequence when its forward state
+    fits in ``_BLOCK_BYTES``, else at least sqrt(T) steps (the checkpoints, one per block,
+    then take no more room than a block).
 
     Parameters
     ----------
@@ -225,8 +228,8 @@ def block_length(K: int, D: int, max_len: int) -> int:
         The block length.
     """
     W = -(-D // sm.LANES) * sm.LANES + 2 * PAD
-    cache = max(1, _BLOCK_CACHE // (K * W * 8))
-    return int(max(1, min(max_len, max(cache, int(np.ceil(np.sqrt(max_len)))))))
+    fits = max(1, _BLOCK_BYTES // (K * W * 8))
+    return int(max(1, min(max_len, max(fits, int(np.ceil(np.sqrt(max_len)))))))
 
 
 def _limited(chain: SegmentChain, seqs: Sequences) -> SegmentChain:

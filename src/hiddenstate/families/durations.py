@@ -65,10 +65,23 @@ def _reverse_cumsum(f: np.ndarray) -> np.ndarray:
 
 def _impute(pmf: np.ndarray, surv: np.ndarray, censored: np.ndarray) -> np.ndarray:
     r"""The censored segments' true durations at the current pmf, on 1..D:
-    :math:`\sum_{d \le d'} c(d) f(d') / S(d)` (nothing for ages where :math:`S = 0`)."""
+    :math:`\sum_{d \le d'} c(d) f(d') / S(d)` (nothing for ages where :math:`S = 0`), summed
+    in logs so that a tiny survival does not overflow the ratio."""
+    with np.errstate(divide="ignore"):
+        return _tail(np.log(pmf), np.log(surv), censored)
+
+
+def _tail(log_pmf: np.ndarray, log_surv: np.ndarray, censored: np.ndarray) -> np.ndarray:
+    """``exp(log_pmf(d') + log sum_{d <= d'} c(d) / S(d))`` along the last axis (the censored
+    counts padded with their last running sum when ``log_pmf`` is longer)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(surv > 0, censored / np.where(surv > 0, surv, 1.0), 0.0)
-    return pmf * np.cumsum(ratio, axis=1)
+        terms = np.where((censored > 0) & np.isfinite(log_surv),
+                         np.log(np.where(censored > 0, censored, 1.0)) - log_surv, -np.inf)
+        acc = np.logaddexp.accumulate(terms, axis=-1)
+        extra = log_pmf.shape[-1] - acc.shape[-1]
+        if extra > 0:
+            acc = np.concatenate((acc, np.repeat(acc[..., -1:], extra, axis=-1)), axis=-1)
+        return np.where(np.isfinite(acc) & np.isfinite(log_pmf), np.exp(log_pmf + acc), 0.0)
 
 
 def _beta_prior(value, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -1011,14 +1024,8 @@ class NegativeBinomialDurations(DurationFamily):
         h = np.zeros(hi)
         h[:D] += complete
         if censored.any():
-            y = np.arange(hi)
-            logpmf = sps.nbinom.logpmf(y, r, p)
             logsf = sps.nbinom.logsf(np.arange(D) - 1, r, p)      # P(Y >= m), m = 0..D-1
-            with np.errstate(divide="ignore", invalid="ignore"):
-                w = np.where((censored > 0) & np.isfinite(logsf),
-                             censored * np.exp(-logsf), 0.0)
-            cw = np.cumsum(w)
-            h += np.exp(logpmf) * np.concatenate((cw, np.full(hi - D, cw[-1])))
+            h += _tail(sps.nbinom.logpmf(np.arange(hi), r, p), logsf, censored)
         return h
 
     def _profile(self, r: float, h: np.ndarray, y: np.ndarray, a: float, b: float):

@@ -132,27 +132,28 @@ def _next_start(sem, k, A, fend, start, tags):
     """The start scores of the next step from the end scores: ``SUM`` sum_i fend_i A_ij;
     ``MAX`` the top-k over (i, rank) of fend A_ij, tags ``i k + rank`` (-1: none)."""
     K = A.shape[0]
+    if sem == SUM:  # as axpys over the rows of A: independent sums, vectorised
+        for j in range(K):
+            start[j] = 0.0
+        for i in range(K):
+            fi = fend[i]
+            for j in range(K):
+                start[j] += fi * A[i, j]
+        return
     for j in range(K):
-        if sem == SUM:
-            s = 0.0
-            for i in range(K):
-                s += fend[i] * A[i, j]
-            start[j] = s
-        else:
+        for r in range(k):
+            start[j * k + r] = -1.0
+            tags[j * k + r] = -1
+        for i in range(K):
+            a = A[i, j]
+            if a == 0.0:
+                continue
             for r in range(k):
-                start[j * k + r] = -1.0
-                tags[j * k + r] = -1
-            for i in range(K):
-                a = A[i, j]
-                if a == 0.0:
-                    continue
-                for r in range(k):
-                    _insert(start[j * k:j * k + k], tags[j * k:j * k + k], k,
-                            fend[i * k + r] * a, i * k + r)
-    if sem == MAX:  # an absent entry (-1) starts nothing
-        for q in range(start.shape[0]):
-            if start[q] < 0.0:
-                start[q] = 0.0
+                _insert(start[j * k:j * k + k], tags[j * k:j * k + k], k,
+                        fend[i * k + r] * a, i * k + r)
+    for q in range(start.shape[0]):  # an absent entry (-1) starts nothing
+        if start[q] < 0.0:
+            start[q] = 0.0
 
 
 @njit(cache=True)
@@ -288,7 +289,7 @@ def segment_posteriors(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, 
         UB = np.zeros((B, K, W))
         CK = np.zeros((n_blocks_max, K, W))
         CKS = np.zeros((n_blocks_max, K))
-        Bt = np.zeros((2, K, W))
+        Bt = np.zeros((K, W))
         start = np.empty(K)
         tags = np.empty(K, dtype=np.int64)
         fend = np.empty(K)
@@ -296,6 +297,7 @@ def segment_posteriors(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, 
         rowsum = np.empty(K)
         w = np.empty(K)
         bend = np.empty(K)
+        AT = np.ascontiguousarray(A.T)
         fhat = np.empty(K)
         eta = complete_acc[c]
         cens = censored_acc[c]
@@ -313,7 +315,6 @@ def segment_posteriors(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, 
                             starts[lo + t, j] = 0.0
                 continue
             Bt[:] = 0.0
-            cur = 0
             last0 = ((T - 1) // B) * B
             b0 = last0
             while b0 >= 0:
@@ -323,11 +324,11 @@ def segment_posteriors(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, 
                                      UB, CK, CKS, scale, start, tags, fend, ftag, rowsum)
                 for t in range(b1 - 1, b0 - 1, -1):
                     ut = UB[t - b0]
-                    inv_t = vsplat(1.0 / scale[lo + t])
+                    inv = 1.0 / scale[lo + t]
                     nb = n_blocks(t, D)
-                    Bc = Bt[cur]
                     if t == T - 1:
-                        Bc[:, PAD:] = 1.0
+                        Bt[:, PAD:] = 1.0
+                        inv_t = vsplat(inv)
                         for j in range(K):
                             g = vsplat(0.0)
                             for b in range(nb):
@@ -337,47 +338,49 @@ def segment_posteriors(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, 
                                 vstore(cens, j * W + col, vadd(vload(cens, j * W + col), a))
                             post[lo + t, j] = _hsum(g)
                             if want_starts:
-                                starts[lo + t, j] = ut[j, PAD] / scale[lo + t]
-                    else:
-                        Bn = Bt[1 - cur]
-                        cn = 1.0 / scale[lo + t + 1]
-                        er = idx[lo + t + 1]
-                        for q in range(K):
-                            w[q] = rho[q, PAD] * emis[er, q] * cn * Bn[q, PAD]
+                                starts[lo + t, j] = ut[j, PAD] * inv
+                        continue
+                    # beta_{t+1} in Bt becomes beta_t in place: age a reads age a + 1,
+                    # which the blocks in increasing order have not overwritten yet
+                    cn = 1.0 / scale[lo + t + 1]
+                    er = idx[lo + t + 1]
+                    for q in range(K):
+                        w[q] = rho[q, PAD] * emis[er, q] * cn * Bt[q, PAD]
+                    for j in range(K):
+                        bend[j] = 0.0
+                    for q in range(K):  # axpys over the columns of A (rows of AT)
+                        wq = w[q]
                         for j in range(K):
-                            sb = 0.0
-                            for q in range(K):
-                                sb += A[j, q] * w[q]
-                            bend[j] = sb
+                            bend[j] += AT[q, j] * wq
+                    for j in range(K):
+                        mj = vsplat(emis[er, j] * cn)
+                        bj = vsplat(bend[j])
+                        bi = vsplat(bend[j] * inv)  # the hazard term of eta, alpha unscaled
+                        g = vsplat(0.0)
+                        fh = vsplat(0.0)
+                        off = j * W
+                        for b in range(nb):
+                            col = PAD + b * LANES
+                            hz = vload(haz, off + col)
+                            beta = vfma(hz, bj, vmul(vmul(vload(rho, off + col + 1), mj),
+                                                     vload(Bt, off + col + 1)))
+                            vstore(Bt, off + col, beta)
+                            u = vload(ut, off + col)
+                            g = vfma(u, beta, g)
+                            uh = vmul(u, hz)
+                            fh = vadd(fh, uh)
+                            vstore(eta, off + col, vfma(uh, bi, vload(eta, off + col)))
+                        if nb * LANES < W - 2 * PAD:
+                            vstore(Bt, off + PAD + nb * LANES, vsplat(0.0))
+                        post[lo + t, j] = _hsum(g) * inv
+                        fhat[j] = _hsum(fh) * inv
+                        if want_starts:
+                            starts[lo + t, j] = ut[j, PAD] * inv * Bt[j, PAD]
+                    tr = trans_acc[c]
+                    for i in range(K):
+                        fi = fhat[i]
                         for j in range(K):
-                            mj = vsplat(emis[er, j] * cn)
-                            bj = vsplat(bend[j])
-                            g = vsplat(0.0)
-                            fh = vsplat(0.0)
-                            off = j * W
-                            for b in range(nb):
-                                col = PAD + b * LANES
-                                hz = vload(haz, off + col)
-                                beta = vfma(hz, bj, vmul(vmul(vload(rho, off + col + 1), mj),
-                                                         vload(Bn, off + col + 1)))
-                                vstore(Bc, off + col, beta)
-                                a = vmul(vload(ut, off + col), inv_t)
-                                g = vfma(a, beta, g)
-                                ah = vmul(a, hz)
-                                fh = vadd(fh, ah)
-                                vstore(eta, off + col, vfma(ah, bj, vload(eta, off + col)))
-                            if nb * LANES < W - 2 * PAD:
-                                vstore(Bc, off + PAD + nb * LANES, vsplat(0.0))
-                            post[lo + t, j] = _hsum(g)
-                            fhat[j] = _hsum(fh)
-                            if want_starts:
-                                starts[lo + t, j] = ut[j, PAD] / scale[lo + t] * Bc[j, PAD]
-                        tr = trans_acc[c]
-                        for i in range(K):
-                            fi = fhat[i]
-                            for j in range(K):
-                                tr[i, j] += fi * A[i, j] * w[j]
-                    cur = 1 - cur
+                            tr[i, j] += fi * A[i, j] * w[j]
                 b0 -= B
             for j in range(K):
                 start_acc[c, j] += post[lo, j]

@@ -36,7 +36,13 @@ from .. import _learned
 from .._learned import LearnedArray
 from ..hmm import HMM
 from ..hmm.hyperparameters import ALL_LETTERS, check_hyperparameters
-from ..hmm.init import initial_params, labelled_start, persistence, user_param
+from ..hmm.init import (
+    MAX_PERSISTENCE,
+    initial_params,
+    labelled_start,
+    persistence,
+    user_param,
+)
 from ..hmm.memory import sample_bytes
 from .engine import ENGINES, Runner
 from .problem import HSMMProblem, between_states, check_possible
@@ -588,21 +594,19 @@ class HSMM(HMM):
         K = self.n_states
         transitions = between_states(K)
 
-        def start(_restart):
+        def start(restart):
             startprob, transmat, emis = initial_params(self, X, family, rng, seqs,
                                                        values=True)
             if states is not None:
                 emis = labelled_start(family, X, states, emis, self.init_params)
             if "t" in self.init_params:
-                stay = float(np.mean(np.diag(transmat)))
+                hmm_stay = float(np.mean(np.diag(transmat)))
                 transmat = np.full((K, K), 1.0 / (K - 1))
                 np.fill_diagonal(transmat, 0.0)
-            else:
-                s = persistence(*family.autocorrelation_data(X), seqs.bounds) \
-                    if X is not None else 0.0
-                stay = s + (1.0 - s) / K
             if "d" in self.init_params:
-                durations = dfamily.initialize(np.full(K, stay))
+                durations = dfamily.initialize(self._initial_stay(
+                    restart, dfamily, family, X, seqs, rng,
+                    hmm_stay if "t" in self.init_params else None))
             else:
                 durations = dfamily.check_params(
                     {key: user_param(self, key + "_", "d") for key in dfamily.keys})
@@ -621,6 +625,27 @@ class HSMM(HMM):
             setattr(self, key + "_", value)
         self._set_posterior_(best.posterior)
         return self
+
+    def _initial_stay(self, restart: int, dfamily, family, X, seqs, rng,
+                      hmm_stay: float | None) -> np.ndarray:
+        """The probability of staying one more step that the initial durations imply, per
+        state. Geometric durations start where :class:`~hiddenstate.HMM` starts (its
+        self-transitions). The others: the first restart from the data's persistence
+        (:func:`~hiddenstate.models.hmm.init.persistence`, mean durations up to D/2 rather
+        than the HMM's 10, so that long segments are reachable: on daily sea-ice extent the
+        capped start left Poisson durations at 15-37 days instead of about 150); each
+        further restart from mean durations drawn log-uniformly in [1, D/2] per state."""
+        K, D = self.n_states, dfamily.max_duration
+        if self.duration == "geometric" and hmm_stay is not None:
+            return np.full(K, hmm_stay)
+        longest = max(1.0, D / 2.0)
+        if restart > 0 and self.duration != "geometric":
+            mean = np.exp(rng.uniform(0.0, np.log(longest), size=K))
+            return 1.0 - 1.0 / mean
+        cap = 1.0 - 1.0 / longest if self.duration != "geometric" else MAX_PERSISTENCE
+        s = persistence(*family.autocorrelation_data(X), seqs.bounds, cap) \
+            if X is not None else 0.0
+        return np.full(K, s + (1.0 - s) / K)
 
     def partial_fit(self, X, lengths=None, continues: bool = False, states=None):
         """Refuse: the HSMM has no streaming learner.

@@ -92,7 +92,7 @@ def numpy_estep(pi, A, rho, haz, E, offsets, batch=20):
 
 def load() -> str:
     try:
-        return "load average %.2f %.2f %.2f" % os.getloadavg()
+        return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     except OSError:
         return "load average unknown"
 
@@ -145,7 +145,8 @@ def em_iteration(args) -> list[str]:
         "| implementation | seconds | ratio |",
         "|---|---:|---:|",
         f"| hiddenstate (numba segment recursion) | {t_ours:.3f} | 1.0 |",
-        f"| NumPy reference (same recursion, vectorised) | {t_ref:.3f} | {t_ref / t_ours:.1f} |",
+        f"| NumPy reference (same recursion, vectorised) | {t_ref:.3f} | "
+        f"{t_ref / t_ours:.1f} |",
         "",
         f"log-likelihood: hiddenstate {ll:.6f}, NumPy {ref_ll:.6f}; same new durations: "
         f"{same}; {load()}",
@@ -198,7 +199,7 @@ def phases(args) -> list[str]:
 
 # -- 3. memory ------------------------------------------------------------------------------------
 _MEMORY = textwrap.dedent("""
-    import json, resource, sys
+    import json, sys
     import numpy as np
     import hiddenstate as hs
     from hiddenstate import inference, segments
@@ -213,14 +214,22 @@ _MEMORY = textwrap.dedent("""
     X = m.means_[rng.integers(0, K, size=T)] + rng.normal(size=(T, 1))
     small = np.ascontiguousarray(X[:2000])
     m.predict_proba(small)                       # compile
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    import re
+    def status(key):
+        text = open("/proc/self/status").read()
+        return int(re.search(key + r":\\s+(\\d+)", text).group(1)) * 1024
+    before = status("VmHWM")                     # the peak so far: imports, compilation
+    base = status("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")                             # reset the peak to the current size
     t0 = __import__("time").perf_counter()
     post = m.predict_proba(X)
     secs = __import__("time").perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = status("VmHWM")
     seqs = inference.Sequences.from_lengths([T])
     est = sum(segments.memory_estimate("posteriors", K, D, seqs).values()) + 2 * T * K * 8
-    print(json.dumps({"peak": peak, "base": base, "estimate": est, "seconds": secs,
+    print(json.dumps({"peak": peak, "base": base, "before": before, "estimate": est,
+                      "seconds": secs,
                       "sum": float(post.sum())}))
 """)
 
@@ -236,8 +245,13 @@ def memory(args) -> list[str]:
         "",
         "| quantity | MiB |",
         "|---|---:|",
-        f"| peak resident memory of the process | {r['peak'] / 2**20:.0f} |",
-        f"| of which before the call (interpreter, numba, data) | {r['base'] / 2**20:.0f} |",
+        f"| resident memory before the call (interpreter, numba, data) | "
+        f"{r['base'] / 2**20:.0f} |",
+        f"| peak resident memory during the call (VmHWM reset before it) | "
+        f"{r['peak'] / 2**20:.0f} |",
+        f"| the call's share: that peak minus the memory before | "
+        f"{(r['peak'] - r['base']) / 2**20:.0f} |",
+        f"| (peak before the call: imports, compilation) | {r['before'] / 2**20:.0f} |",
         f"| estimate (segments.memory_estimate + table + posteriors) | "
         f"{r['estimate'] / 2**20:.0f} |",
         f"| one float64 per (t, k, d), for comparison | {naive / 2**20:.0f} |",
@@ -246,7 +260,7 @@ def memory(args) -> list[str]:
         ""]
 
 
-# -- 4. ssm -----------------------------------------------------------------------------------------
+# -- 4. ssm ---------------------------------------------------------------------------------
 _SSM = textwrap.dedent("""
     import json, sys, time
     import numpy as np

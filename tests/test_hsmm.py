@@ -11,6 +11,8 @@ from; and each bad input's error, or the right answer.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from segment_brute_force import enumerate_hsmm
@@ -556,3 +558,27 @@ def test_the_exact_kl_divergence_refuses_an_hsmm_and_the_rate_takes_it():
         metrics.kl_divergence(m, m, 5)
     rate = metrics.divergence_rate(m, m, length=50, n_sequences=20, random_state=0)
     assert abs(float(rate)) < 1e-12
+
+
+def test_the_command_line_fits_an_hsmm_that_score_reads(tmp_path, capsys):
+    """``hiddenstate fit --duration poisson --max-duration 12`` writes an HSMM; ``score``
+    reads it and prints its log-likelihood."""
+    from hiddenstate import cli
+
+    teacher = _teacher("poisson")
+    X, _ = teacher.sample(300, random_state=5)
+    data = tmp_path / "x.npy"
+    np.save(data, X)
+    out = tmp_path / "m"
+    assert cli.main(["fit", str(data), "--out", str(out), "--emission", "gaussian",
+                     "--n-states", "3", "--duration", "poisson", "--max-duration", "12",
+                     "--random-state", "0", "--n-iter", "5"]) == 0
+    model = hs.load(out)
+    assert type(model) is hs.HSMM and model.max_duration_ == 12
+    capsys.readouterr()
+    assert cli.main(["score", str(data), "--model", str(out), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["total"] == pytest.approx(model.score(X), rel=1e-12)
+    assert cli.main(["fit", str(data), "--out", str(tmp_path / "n"), "--max-duration",
+                     "5"]) != 0
+    assert "--max-duration" in capsys.readouterr().err

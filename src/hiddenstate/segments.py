@@ -267,7 +267,7 @@ def log_likelihood(chain: SegmentChain, table: EmissionTable, seqs: Sequences) -
     >>> table = inference.EmissionTable.from_symbols(np.array([[0.9, 0.1], [0.2, 0.8]]),
     ...                                             np.array([0, 0, 1]))
     >>> segments.log_likelihood(chain, table, inference.Sequences.from_lengths([3])).round(4)
-    array([-2.0455])
+    array([-1.5921])
     """
     chain = _limited(chain, seqs)
     N, S = seqs.n_samples, len(seqs.lengths)
@@ -510,7 +510,7 @@ def memory_estimate(op: str, K: int, D: int, seqs: Sequences, k: int = 1) -> dic
     >>> from hiddenstate.segments import memory_estimate
     >>> parts = memory_estimate("posteriors", 10, 500, Sequences.from_lengths([10**6]))
     >>> round(sum(parts.values()) / 2**20)   # MiB
-    175
+    164
     """
     D = min(D, seqs.max_len)
     W = -(-D // sm.LANES) * sm.LANES + 2 * PAD
@@ -588,9 +588,9 @@ class PhaseChain:
         ndarray of shape (n, K)
             Values per state.
         """
-        out = np.zeros((phase_values.shape[0], len(self.first)))
-        np.add.at(out.T, self.owner, phase_values.T)
-        return out
+        onehot = np.zeros((len(self.owner), len(self.first)))
+        onehot[np.arange(len(self.owner)), self.owner] = 1.0
+        return phase_values @ onehot
 
 
 def expand_phases(startprob, transmat, shapes, probs) -> PhaseChain:

@@ -541,7 +541,7 @@ class NonparametricDurations(DurationFamily):
     array([[1. , 0.8, 0.3]])
     >>> stats = family.statistics(np.array([[2.0, 1.0, 0.0]]), np.array([[0.0, 1.0, 0.0]]))
     >>> family.mstep(params, stats, "d")[0]["durations"].round(3)   # 1 censored at >= 2
-    array([[0.5  , 0.344, 0.156]])
+    array([[0.5  , 0.406, 0.094]])
     """
 
     keys = ("durations",)
@@ -592,8 +592,9 @@ class NonparametricDurations(DurationFamily):
         return f @ np.arange(1, f.shape[1] + 1) / f.sum(axis=1)
 
     def initialize(self, continuation):
-        """Return the geometric pmf of ``continuation`` on 1..D mixed with a uniform one
-        (9:1), so that no duration starts at probability zero (EM keeps zeros).
+        """Return the geometric pmf of ``continuation`` on 1..D mixed with a uniform one.
+
+        9:1, so that no duration starts at probability zero (EM keeps zeros).
 
         Parameters
         ----------
@@ -793,8 +794,9 @@ class GeometricDurations(DurationFamily):
 
 
 class PoissonDurations(DurationFamily):
-    r"""Shifted Poisson durations: :math:`d - 1 \sim \mathrm{Poisson}(\lambda)`
-    (``duration_rates``, (K,); mean duration :math:`1 + \lambda`).
+    r"""Shifted Poisson durations: :math:`d - 1 \sim \mathrm{Poisson}(\lambda)`.
+
+    ``duration_rates``, (K,); mean duration :math:`1 + \lambda`.
 
     The M-step imputes the censored segments' tails in closed form,
     :math:`E[Y \mid Y \ge m] = \lambda P(Y \ge m - 1) / P(Y \ge m)` (a generalised EM step),
@@ -811,9 +813,9 @@ class PoissonDurations(DurationFamily):
     max_duration : int
         D, the longest duration the segment recursion considers.
     prior : float, array-like or None, default=None
-        a (None: 0).
+        The Gamma prior's a (None: 0).
     weight : float, array-like or None, default=None
-        b (None: 0).
+        The Gamma prior's b (None: 0).
 
     Examples
     --------
@@ -950,7 +952,8 @@ class PoissonDurations(DurationFamily):
 
 
 class NegativeBinomialDurations(DurationFamily):
-    r"""Shifted negative-binomial durations: :math:`d - 1 \sim \mathrm{NB}(r, p)`,
+    r"""Shifted negative-binomial durations: :math:`d - 1 \sim \mathrm{NB}(r, p)`.
+
     :math:`P(d - 1 = y) = \binom{y + r - 1}{y} p^r (1 - p)^y` (``duration_shapes`` r, an
     integer >= 1, and ``duration_probs`` p, (K,); mean duration :math:`1 + r(1 - p)/p`).
 

@@ -178,12 +178,11 @@ class HSMM(HMM):
     >>> teacher.transmat_ = [[0.0, 1.0], [1.0, 0.0]]
     >>> teacher.duration_rates_ = [6.0, 2.0]          # mean durations 7 and 3
     >>> teacher.emissionprob_ = [[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]]
-    >>> X, states = teacher.sample(2000, random_state=0)
-    >>> model = hs.HSMM(2, duration="poisson", max_duration=20, random_state=0)
-    >>> model = model.fit(X)
+    >>> X, states = teacher.sample(5000, random_state=0)
+    >>> model = hs.HSMM(2, duration="poisson", max_duration=20, random_state=0).fit(X)
     >>> order = np.argsort(model.emissionprob_[:, 0])[::-1]
     >>> model.duration_rates_[order].round(1)
-    array([6.2, 2. ])
+    array([5.6, 2.1])
     """
 
     durations_ = LearnedArray()
@@ -310,8 +309,11 @@ class HSMM(HMM):
 
     @property
     def max_duration_(self) -> int:
-        """The longest segment counted: ``max_duration``, else what ``fit`` took (the longest
-        training sequence), else the columns of a ``durations_`` set by hand."""
+        """The longest segment counted.
+
+        ``max_duration``, else what ``fit`` took (the longest training sequence), else the
+        columns of a ``durations_`` set by hand.
+        """
         if self.max_duration is not None:
             return int(self.max_duration)
         stored = self.__dict__.get("_max_duration")
@@ -369,8 +371,10 @@ class HSMM(HMM):
         super().check_is_fitted()
 
     def validation_key(self) -> tuple:
-        """**Hook.** Return what the parameters are validated against (see
-        :meth:`hiddenstate.HMM.validation_key`), with the duration family and ``max_duration_``.
+        """**Hook.** Return what the parameters are validated against.
+
+        :meth:`hiddenstate.HMM.validation_key`'s, with the duration family and
+        ``max_duration_``.
 
         Returns
         -------
@@ -830,11 +834,11 @@ class HSMM(HMM):
         return self._posteriors(X, lengths)[1]
 
     def segment_proba(self, X, lengths=None) -> np.ndarray:
-        r"""Compute the posteriors of segment starts, :math:`P(\text{a segment of } k
-        \text{ starts at } t \mid x)`.
+        r"""Compute the posteriors of segment starts.
 
-        Summed over the states: the probability of a segment boundary before step ``t``
-        (1 at the first step of a sequence).
+        :math:`P(\text{a segment of } k \text{ starts at } t \mid x)`; summed over the
+        states: the probability of a segment boundary before step ``t`` (1 at the first
+        step of a sequence).
 
         Parameters
         ----------
@@ -918,8 +922,9 @@ class HSMM(HMM):
         return filtered
 
     def score_tokens(self, X, lengths=None) -> np.ndarray:
-        r"""Compute the predictive log-probability :math:`\log p(x_t \mid x_{0:t-1})` of
-        every observation (a sequence's entries sum to its log-likelihood).
+        r"""Compute the predictive log-probability of every observation.
+
+        :math:`\log p(x_t \mid x_{0:t-1})`; a sequence's entries sum to its log-likelihood.
 
         Parameters
         ----------
@@ -1050,11 +1055,11 @@ class HSMM(HMM):
         return states
 
     def sample(self, n_samples: int = 1, random_state=None):
-        """Draw one sequence of ``n_samples`` steps: segments of states and durations, then the
-        observations.
+        """Draw one sequence of ``n_samples`` steps.
 
-        Durations are drawn from the family's pmf on 1..``max_duration_`` (renormalised);
-        the last segment is cut at ``n_samples``.
+        Segments of states and durations, then the observations. Durations are drawn from
+        the family's pmf on 1..``max_duration_`` (renormalised); the last segment is cut at
+        ``n_samples``.
 
         Parameters
         ----------

@@ -582,3 +582,59 @@ def test_the_command_line_fits_an_hsmm_that_score_reads(tmp_path, capsys):
     assert cli.main(["fit", str(data), "--out", str(tmp_path / "n"), "--max-duration",
                      "5"]) != 0
     assert "--max-duration" in capsys.readouterr().err
+
+
+def test_sample_counts_gives_the_log_joint_of_the_drawn_segmentation():
+    """What a Gibbs sweep calls: the drawn segmentation's log p(X, z | theta) equals the
+    enumerated one, and its counts are the segmentation's."""
+    rng = np.random.default_rng(2)
+    K, D, T = 2, 4, 7
+    pi, A, f = _chain_params(rng, K, D)
+    E = rng.dirichlet(np.ones(3), size=K)
+    X = rng.integers(0, 3, size=T)
+    want = {tuple(z): lp for lp, z in enumerate_hsmm(pi, A, f, _survival(f),
+                                                      E[:, X].T)["paths"]}
+    m = _nonparametric(pi, A, f, E)
+    family = m.emission_family(3, X)
+    problem = HSMMProblem(family, NonparametricDurations(K, D), X,
+                          inference.Sequences.from_lengths([T]), 1.0, 1.0)
+    views = {"startprob": pi, "transmat": problem.transitions.gather(A),
+             "emission": {"emissionprob": E}, "durations": {"durations": f}}
+    for seed in range(5):
+        log_joint, stats, z = problem.sample_counts(views, np.random.default_rng(seed))
+        assert log_joint == pytest.approx(want[tuple(z)], rel=1e-12)
+        n_segments = 1 + np.count_nonzero(np.diff(z))
+        assert stats["durations"]["complete"].sum() + stats["durations"]["censored"].sum() \
+            == n_segments
+
+
+@pytest.mark.parametrize("family", [NonparametricDurations(1, 6), GeometricDurations(1, 6),
+                                    PoissonDurations(1, 6)])
+def test_conjugate_draws_have_the_posterior_mean(family):
+    """4000 draws given complete segments: their mean is the conjugate posterior's
+    (Dirichlet(1 + n), Beta(1 + ends, 1 + stays), Gamma(1 + sum(d - 1), n)) within 4
+    standard errors."""
+    rng = np.random.default_rng(0)
+    complete = np.array([[0.0, 3.0, 5.0, 1.0, 0.0, 2.0]])
+    stats = family.statistics(complete, np.zeros((1, 6)))
+    params = family.initialize(np.array([0.6]))
+    key = family.keys[0]
+    draws = np.array([family.sample_posterior(params, stats, "d", rng)[key][0]
+                      for _ in range(4000)])
+    d = np.arange(6)
+    want = {NonparametricDurations: (1 + complete[0]) / (6 + complete.sum()),
+            GeometricDurations: np.array([(1 + 11) / (2 + 11 + complete[0] @ d)]),
+            PoissonDurations: np.array([(1 + complete[0] @ d) / 11])}[type(family)]
+    se = draws.std(axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - want) <= 4 * se + 1e-12)
+
+
+def test_censored_segments_are_completed_from_the_tail_of_the_pmf():
+    """Data augmentation of a Gibbs sweep: a segment censored at 3 steps gets a duration
+    d >= 3 with probability f(d) / S(3)."""
+    family = NonparametricDurations(1, 5)
+    f = np.array([[0.1, 0.2, 0.3, 0.25, 0.15]])
+    censored = np.array([[0.0, 0.0, 20000.0, 0.0, 0.0]])
+    got = family._augment({"durations": f}, censored, np.random.default_rng(1))[0]
+    want = np.array([0, 0, 0.3, 0.25, 0.15]) / 0.7 * 20000
+    assert np.all(np.abs(got - want) <= 4 * np.sqrt(want * (1 - want / 20000)) + 1e-9)

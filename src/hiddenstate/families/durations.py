@@ -422,6 +422,53 @@ class DurationFamily(ABC):
         """
         self._no_vb()
 
+    def sample_posterior(self, params: dict, stats: dict, which: str,
+                         rng: np.random.Generator) -> dict:
+        """Draw the parameters from their conjugate posterior given hard counts (Gibbs).
+
+        The true durations of the censored last segments are drawn first (from the pmf
+        beyond their observed length, at ``params``: data augmentation), then the
+        parameters given the completed durations.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The current parameters.
+        stats : dict
+            Hard counts (:meth:`statistics` of one segmentation per sequence).
+        which : str
+            The letters of the learned parameters (without ``d`` they are kept).
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The drawn parameters.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the family has no conjugate posterior (the default).
+        """
+        raise InvalidInputError(
+            f"learn: Gibbs sampling needs a conjugate prior, and {type(self).__name__} has "
+            "none; use another duration")
+
+    def _augment(self, params: dict, censored: np.ndarray, rng) -> np.ndarray:
+        """Complete durations (1..D) of the censored segments, drawn from f(d') / S(d),
+        d' >= d, at ``params``: one per censored segment (``censored`` holds counts)."""
+        f = self.pmf(params)
+        out = np.zeros_like(f)
+        for k, d in zip(*np.nonzero(censored > 0), strict=True):
+            tail = f[k, d:]
+            if not tail.sum() > 0:
+                continue
+            n = int(round(censored[k, d]))
+            draws = rng.choice(len(tail), size=n, p=tail / tail.sum())
+            np.add.at(out[k], d + draws, 1.0)
+        return out
+
     # -- initial values, checks ---------------------------------------------------------------
     @abstractmethod
     def initialize(self, continuation: np.ndarray) -> dict:
@@ -586,6 +633,15 @@ class NonparametricDurations(DurationFamily):
 
     def vb_mean(self, q):
         return {"durations": self._rows().vb_mean(q["durations"])}
+
+    def sample_posterior(self, params, stats, which, rng):
+        if self.letter not in which:
+            return params
+        counts = stats["complete"] + self._augment(params, stats["censored"], rng)
+        alpha = np.broadcast_to(np.asarray(1.0 if self.prior is None else self.prior,
+                                           dtype=np.float64), counts.shape) + counts
+        draw = rng.gamma(alpha)
+        return {"durations": draw / draw.sum(axis=1, keepdims=True)}
 
     def mean(self, params):
         f = self.pmf(params)
@@ -776,6 +832,12 @@ class GeometricDurations(DurationFamily):
         a, b = q["duration_probs_a"], q["duration_probs_b"]
         return {"duration_probs": a / (a + b)}
 
+    def sample_posterior(self, params, stats, which, rng):
+        if self.letter not in which:
+            return params
+        a, b = self._ab()
+        return {"duration_probs": rng.beta(a + stats["ends"], b + stats["stays"])}
+
     def mean(self, params):
         return 1.0 / np.asarray(params["duration_probs"], dtype=np.float64)
 
@@ -917,6 +979,22 @@ class PoissonDurations(DurationFamily):
 
     def vb_mean(self, q):
         return {"duration_rates": q["duration_rates_shape"] / q["duration_rates_rate"]}
+
+    def sample_posterior(self, params, stats, which, rng):
+        if self.letter not in which:
+            return params
+        lam = np.asarray(params["duration_rates"], dtype=np.float64)
+        a, b = self._ab()
+        C, c = stats["complete"], stats["censored"]
+        y = np.arange(C.shape[1], dtype=np.float64)
+        sy, n = C @ y, C.sum(axis=1) + c.sum(axis=1)
+        for k, m in zip(*np.nonzero(c > 0), strict=True):   # d - 1 >= m, drawn
+            lo = sps.poisson.cdf(m - 1, lam[k])
+            u = lo + rng.random(int(round(c[k, m]))) * (1.0 - lo)
+            sy[k] += np.maximum(sps.poisson.ppf(u, lam[k]), m).sum()
+        shape = np.broadcast_to(a, lam.shape) + 1.0 + sy
+        rate = np.broadcast_to(b, lam.shape) + n
+        return {"duration_rates": rng.gamma(shape, 1.0 / rate)}
 
     def mean(self, params):
         return 1.0 + np.asarray(params["duration_rates"], dtype=np.float64)

@@ -132,15 +132,8 @@ class HSMMProblem:
                                                     out.complete, out.censored, dstats,
                                                     views, table, fold)
 
-    def path_counts(self, views, k):
-        """Max-product: ``(objective of the k best segmentations, counts per block, paths)``."""
-        runner = self._runner(views, "viterbi" if k == 1 else "learn")
-        table, fold = self._table(views, runner)
-        logprob, paths = runner.best_paths(table, self.seqs, k)
-        check_possible(logprob[:, 0], labelled=self.states is not None)
-        weights, log_mass = kbest_weights(logprob)
-        value = float(np.sum(log_mass))
-        K, D = len(runner.startprob), self.dfamily.max_duration
+    def _counts(self, views, table, fold, paths, weights):
+        K, D = self.family.n_states, self.dfamily.max_duration
         rows = table.idx if table.by_idx else np.arange(len(self.X), dtype=np.int64)
         n_rows = table.emis.shape[0] if table.by_idx else len(self.X)
         start, trans, post, complete, censored = path_counts(paths, weights, self.seqs, K, D,
@@ -149,4 +142,54 @@ class HSMMProblem:
         stats = {"startprob": start, "transmat": self.transitions.gather(trans),
                  "emission": self.family.statistics_at(views["emission"], self.X, post),
                  "durations": self.dfamily.statistics(complete, censored)}
-        return value, stats, paths
+        return stats, (start, trans, complete, censored)
+
+    def path_counts(self, views, k):
+        """Max-product: ``(objective of the k best segmentations, counts per block, paths)``."""
+        runner = self._runner(views, "viterbi" if k == 1 else "learn")
+        table, fold = self._table(views, runner)
+        logprob, paths = runner.best_paths(table, self.seqs, k)
+        check_possible(logprob[:, 0], labelled=self.states is not None)
+        weights, log_mass = kbest_weights(logprob)
+        stats, _ = self._counts(views, table, fold, paths, weights)
+        return float(np.sum(log_mass)), stats, paths
+
+    def sample_counts(self, views, rng):
+        r"""One segmentation of every sequence drawn from :math:`p(z \mid X, \theta)` (forward
+        filtering, backward sampling of segments), and the counts along it: what a Gibbs
+        sweep draws before each block's conjugate posterior (``sample_posterior``).
+
+        Parameters
+        ----------
+        views : dict
+            The parameters per block.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        log_joint : float
+            :math:`\log p(X, z \mid \theta)` of the drawn segmentations (the last segment
+            of each sequence with its survival).
+        stats : dict
+            The counts per block.
+        states : ndarray of int64 of shape (n_samples,)
+            The drawn states.
+        """
+        runner = self._runner(views, "any")
+        table, fold = self._table(views, runner)
+        states = runner.sample_posterior(table, self.seqs, rng)
+        bad = np.add.reduceat((states < 0).astype(np.int64), self.seqs.bounds[:-1]) > 0
+        check_possible(np.where(bad, -np.inf, 0.0), labelled=self.states is not None)
+        stats, (start, trans, complete, censored) = self._counts(
+            views, table, fold, states[None], np.ones((len(self.seqs.lengths), 1)))
+        dfam, dparams = self.dfamily, views["durations"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            emis = np.log(table.emis[table.idx, states])
+            parts = [emis.sum(), 0.0 if table.log_offset is None else table.log_offset.sum(),
+                     start @ np.log(runner.startprob),
+                     np.sum(np.where(trans > 0, trans * np.log(runner.transmat), 0.0)),
+                     np.sum(np.where(complete > 0, complete * np.log(dfam.pmf(dparams)), 0.0)),
+                     np.sum(np.where(censored > 0,
+                                     censored * np.log(dfam.survival(dparams)), 0.0))]
+        return float(np.sum(parts)), stats, states

@@ -572,7 +572,8 @@ class PhaseChain:
         hiddenstate.inference.EmissionTable
             The phases' table.
         """
-        return EmissionTable(np.ascontiguousarray(table.emis[:, self.owner]), table.idx,
+        counts = np.diff(np.append(self.first, len(self.owner)))
+        return EmissionTable(np.repeat(table.emis, counts, axis=1), table.idx,
                              table.log_offset, table.by_idx)
 
     def states(self, phase_values: np.ndarray) -> np.ndarray:
@@ -588,9 +589,7 @@ class PhaseChain:
         ndarray of shape (n, K)
             Values per state.
         """
-        onehot = np.zeros((len(self.owner), len(self.first)))
-        onehot[np.arange(len(self.owner)), self.owner] = 1.0
-        return phase_values @ onehot
+        return np.add.reduceat(phase_values, self.first, axis=1)  # a state's phases: a run
 
 
 def expand_phases(startprob, transmat, shapes, probs) -> PhaseChain:

@@ -649,3 +649,26 @@ def test_the_e_step_memory_of_a_long_sequence_is_far_below_t_k_d():
     more_t = sum(segments.memory_estimate(
         "posteriors", 10, 500, inference.Sequences.from_lengths([2 * 10**6])).values())
     assert more_d - est < more_t - est
+
+
+@pytest.mark.parametrize("learn", ["em", "vb"])
+def test_permuting_the_states_moves_every_parameter_and_keeps_the_scores(learn):
+    teacher = _teacher("poisson")
+    X, _ = teacher.sample(200, random_state=7)
+    m = hs.HSMM(3, duration="poisson", emission="gaussian", max_duration=30, learn=learn,
+                n_iter=3, random_state=0).fit(X)
+    before, states = m.score_samples(X), m.predict(X)
+    rates, perm = m.duration_rates_.copy(), np.array([2, 0, 1])
+    posterior = {a: getattr(m, a).copy() for a in m._posterior_attrs()}
+    m.permute_states(perm)
+    np.testing.assert_allclose(m.score_samples(X), before, rtol=1e-12)
+    np.testing.assert_array_equal(m.duration_rates_, rates[perm])
+    np.testing.assert_array_equal(perm[m.predict(X)], states)
+    if learn == "vb":
+        np.testing.assert_array_equal(m.duration_rates_shape_posterior_,
+                                      posterior["duration_rates_shape_posterior_"][perm])
+
+
+def test_sample_weights_are_refused_naming_them():
+    with pytest.raises(InvalidInputError, match="sample_weight"):
+        hs.HSMM(2).fit(np.array([0, 1, 1, 0]), sample_weight=[2.0])

@@ -44,6 +44,7 @@ from ..hmm.init import (
     user_param,
 )
 from ..hmm.memory import sample_bytes
+from ..hmm.parameters import POSTERIOR_SUFFIX
 from .engine import ENGINES, Runner
 from .problem import HSMMProblem, between_states, check_possible
 
@@ -52,6 +53,13 @@ LETTERS = ALL_LETTERS + "d"
 #: the duration parameters' attributes of each family
 DURATION_ATTRS = {name: tuple(key + "_" for key in cls.keys) for name, cls in
                   DURATIONS.items()}
+
+
+def _no_weights(weights) -> None:
+    if weights is not None:
+        raise InvalidInputError(
+            "sample_weight: the HSMM does not take sample weights yet (the segment recursion "
+            "has no per-sequence or per-observation weight); drop it, or repeat sequences")
 
 
 class HSMM(HMM):
@@ -190,11 +198,12 @@ class HSMM(HMM):
     duration_shapes_ = LearnedArray()
     duration_probs_ = LearnedArray()
 
-    # the HMM's structure and streaming options do not apply: fixed at the HMM's defaults
+    # the HMM's structure, streaming and fixed-value options do not apply: at their defaults
     topology = "full"
     bandwidth = None
     transmat_mask = None
     learner_options = None
+    fixed = None
 
     def __init__(self, n_states: int = 2, *, duration: str = "nonparametric",
                  max_duration: int | None = None, emission: str = "categorical",
@@ -476,7 +485,7 @@ class HSMM(HMM):
         return super().learned_attribute_names(arrays) | set(DURATION_ATTRS[self.duration])
 
     # -- fitting ----------------------------------------------------------------------------------
-    def problem(self, family, X, seqs: Sequences, states=None) -> HSMMProblem:
+    def problem(self, family, X, seqs: Sequences, states=None, weights=None) -> HSMMProblem:
         """**Entry point.** Return the model on validated data as the batch learner's Problem.
 
         Parameters
@@ -489,6 +498,8 @@ class HSMM(HMM):
             Their layout.
         states : ndarray of int or None, default=None
             Partial state labels (``-1``: unknown).
+        weights : object or None, default=None
+            Sample weights: not taken by the HSMM (None only).
 
         Returns
         -------
@@ -498,8 +509,10 @@ class HSMM(HMM):
         Raises
         ------
         hiddenstate.errors.InvalidInputError
-            If ``max_duration`` is None outside :meth:`fit` (the distributed fit needs it).
+            If ``max_duration`` is None outside :meth:`fit` (the distributed fit needs it), or
+            there are sample weights.
         """
+        _no_weights(weights)
         D = self.max_duration if self.max_duration is not None else \
             self.__dict__.get("_fit_max_duration")
         if D is None:
@@ -513,7 +526,7 @@ class HSMM(HMM):
                            self.prior("transmat_prior"), self.engine, states)
 
     def fit(self, X, lengths=None, callback: Callable[[int, float], None] | None = None,
-            states=None):
+            states=None, sample_weight=None):
         """Learn the parameters with the batch mode ``learn`` chooses.
 
         With ``max_duration=None`` the longest training sequence becomes ``max_duration_``.
@@ -531,6 +544,8 @@ class HSMM(HMM):
             ``callback(iteration, objective)`` after every iteration.
         states : array-like of int of shape (n_samples,) or None, default=None
             Known hidden states, ``-1`` where the state is unknown.
+        sample_weight : None, default=None
+            Not taken by the HSMM yet (the HMM's per-sequence and per-observation weights).
 
         Returns
         -------
@@ -540,13 +555,15 @@ class HSMM(HMM):
         Raises
         ------
         hiddenstate.errors.InvalidInputError
-            If a hyper-parameter, the data or a parameter set by hand is invalid.
+            If a hyper-parameter, the data or a parameter set by hand is invalid, or
+            ``sample_weight`` is given.
         hiddenstate.errors.ZeroProbabilityError
             If a sequence has probability zero under the starting parameters (or its labels).
         hiddenstate.errors.InsufficientMemoryError
             If the fit would not fit in memory (raised before anything is allocated).
         """
         self.check_hyperparameters()
+        _no_weights(sample_weight)
         X, seqs = self.validate_data(X, lengths, self.resolve_n_features())
         if states is not None:
             states = check_states(states, len(X), self.n_states)
@@ -1100,6 +1117,59 @@ class HSMM(HMM):
                 j = int(rng.choice(self.n_states, p=transmat[j]))
         X = self.emission_family(self.n_features_).sample(emis, states, rng)
         return X, states
+
+    def permute_states(self, perm) -> HSMM:
+        """Reorder the hidden states: state ``j`` becomes what state ``perm[j]`` was.
+
+        Applied to ``startprob_``, both axes of ``transmat_``, the emission and the duration
+        parameters and the variational posteriors, so the model describes the same
+        distribution (``score_samples`` unchanged to rounding).
+
+        Parameters
+        ----------
+        perm : array-like of int of shape (n_states,)
+            A permutation of ``0 .. n_states - 1``.
+
+        Returns
+        -------
+        HSMM
+            The model itself, permuted.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``perm`` is not a permutation of the states.
+        NotFittedError
+            If the parameters are not set.
+        """
+        startprob, transmat, emission = self.checked_params()
+        K = len(startprob)
+        perm = np.asarray(perm)
+        if perm.shape != (K,) or perm.dtype.kind not in "iu" or not np.array_equal(
+                np.sort(perm), np.arange(K)):
+            raise InvalidInputError(
+                f"perm: expected a permutation of 0 .. {K - 1} (one entry per state), got "
+                f"{np.asarray(perm).tolist()!r:.80}")
+        family = self.emission_family(self.n_features_)
+        durations = {key: value[perm] for key, value in self.duration_params().items()}
+        posterior = {a[:-len(POSTERIOR_SUFFIX)]: getattr(self, a)
+                     for a in self._posterior_attrs()}
+        transitions = between_states(K)
+        self.assign_params(startprob[perm], transmat[np.ix_(perm, perm)],
+                           family.permute_states(emission, perm))
+        for key, value in durations.items():
+            setattr(self, key + "_", value)
+        for key, value in posterior.items():
+            if key == "startprob":
+                new = value[perm]
+            elif key == "transmat":
+                new = transitions.gather(transitions.dense(value)[np.ix_(perm, perm)])
+            elif key.startswith("duration"):  # the durations' posteriors: one row per state
+                new = value[perm]
+            else:
+                new = family.permute_states({key: value}, perm)[key]
+            setattr(self, key + POSTERIOR_SUFFIX, np.ascontiguousarray(new))
+        return self
 
     def n_parameters(self) -> int:
         """Count the free parameters (for AIC and BIC).

@@ -44,7 +44,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 import numpy as np
-from scipy import stats as sps
 from scipy.special import betaln, digamma, gammaln
 
 from .._validation import as_float_array, broadcast_param
@@ -57,6 +56,14 @@ MAX_SHAPE = 1000
 _TAIL = 1e-18
 #: the longest imputed negative-binomial tail (terms)
 _LONGEST = 10**6
+
+
+def _sps():
+    """``scipy.stats``, imported when a Poisson or negative-binomial duration first needs it
+    (it costs a third of a second, and an HMM never does)."""
+    from scipy import stats
+
+    return stats
 
 
 def _reverse_cumsum(f: np.ndarray) -> np.ndarray:
@@ -915,20 +922,20 @@ class PoissonDurations(DurationFamily):
     def pmf(self, params):
         lam, logc = self._rate_and_factor(params)
         y = np.arange(self.max_duration)
-        return np.exp(logc[:, None] + sps.poisson.logpmf(y[None, :], lam[:, None]))
+        return np.exp(logc[:, None] + _sps().poisson.logpmf(y[None, :], lam[:, None]))
 
     def survival(self, params):
         lam, logc = self._rate_and_factor(params)
         y = np.arange(self.max_duration)
-        return np.exp(logc[:, None] + sps.poisson.logsf(y[None, :] - 1, lam[:, None]))
+        return np.exp(logc[:, None] + _sps().poisson.logsf(y[None, :] - 1, lam[:, None]))
 
     def _sum_y(self, lam, stats):
         """The completed sum of d - 1 and the number of segments."""
         C, c = stats["complete"], stats["censored"]
         m = np.arange(C.shape[1], dtype=np.float64)      # observed d - 1
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.exp(sps.poisson.logsf(m[None, :] - 2, lam[:, None])
-                           - sps.poisson.logsf(m[None, :] - 1, lam[:, None]))
+            ratio = np.exp(_sps().poisson.logsf(m[None, :] - 2, lam[:, None])
+                           - _sps().poisson.logsf(m[None, :] - 1, lam[:, None]))
         tail = np.where((c > 0) & np.isfinite(ratio), lam[:, None] * ratio, 0.0)
         tail[:, 0] = lam  # nothing known: the mean
         return C @ m + (c * tail).sum(axis=1), C.sum(axis=1) + c.sum(axis=1)
@@ -989,9 +996,9 @@ class PoissonDurations(DurationFamily):
         y = np.arange(C.shape[1], dtype=np.float64)
         sy, n = C @ y, C.sum(axis=1) + c.sum(axis=1)
         for k, m in zip(*np.nonzero(c > 0), strict=True):   # d - 1 >= m, drawn
-            lo = sps.poisson.cdf(m - 1, lam[k])
+            lo = _sps().poisson.cdf(m - 1, lam[k])
             u = lo + rng.random(int(round(c[k, m]))) * (1.0 - lo)
-            sy[k] += np.maximum(sps.poisson.ppf(u, lam[k]), m).sum()
+            sy[k] += np.maximum(_sps().poisson.ppf(u, lam[k]), m).sum()
         shape = np.broadcast_to(a, lam.shape) + 1.0 + sy
         rate = np.broadcast_to(b, lam.shape) + n
         return {"duration_rates": rng.gamma(shape, 1.0 / rate)}
@@ -1086,12 +1093,12 @@ class NegativeBinomialDurations(DurationFamily):
     def pmf(self, params):
         r, p = self._rp(params)
         y = np.arange(self.max_duration)
-        return np.exp(sps.nbinom.logpmf(y[None, :], r[:, None], p[:, None]))
+        return np.exp(_sps().nbinom.logpmf(y[None, :], r[:, None], p[:, None]))
 
     def survival(self, params):
         r, p = self._rp(params)
         y = np.arange(self.max_duration)
-        return np.exp(sps.nbinom.logsf(y[None, :] - 1, r[:, None], p[:, None]))
+        return np.exp(_sps().nbinom.logsf(y[None, :] - 1, r[:, None], p[:, None]))
 
     def _completed(self, r: float, p: float, complete: np.ndarray, censored: np.ndarray):
         """The histogram of d - 1 over 0..L-1 with the censored tails imputed at (r, p)."""
@@ -1099,14 +1106,14 @@ class NegativeBinomialDurations(DurationFamily):
         hi = D
         if censored.any() and p < 1.0:
             seen = np.flatnonzero(censored > 0)
-            smin = float(np.exp(sps.nbinom.logsf(seen - 1, r, p)).min())
+            smin = float(np.exp(_sps().nbinom.logsf(seen - 1, r, p)).min())
             if smin > 0:
-                hi = int(min(max(D, sps.nbinom.isf(_TAIL * smin, r, p) + 2), _LONGEST))
+                hi = int(min(max(D, _sps().nbinom.isf(_TAIL * smin, r, p) + 2), _LONGEST))
         h = np.zeros(hi)
         h[:D] += complete
         if censored.any():
-            logsf = sps.nbinom.logsf(np.arange(D) - 1, r, p)      # P(Y >= m), m = 0..D-1
-            h += _tail(sps.nbinom.logpmf(np.arange(hi), r, p), logsf, censored)
+            logsf = _sps().nbinom.logsf(np.arange(D) - 1, r, p)      # P(Y >= m), m = 0..D-1
+            h += _tail(_sps().nbinom.logpmf(np.arange(hi), r, p), logsf, censored)
         return h
 
     def _profile(self, r: float, h: np.ndarray, y: np.ndarray, a: float, b: float):

@@ -141,7 +141,7 @@ class HMMParameters:
                 for key in self._emission_keys().values()]
 
     def emission_params(self) -> dict:
-        """Return the emission parameters by family key.
+        """**Entry point.** Return the emission parameters by family key.
 
         Returns
         -------
@@ -152,7 +152,7 @@ class HMMParameters:
                 for key in self._emission_keys().values()}
 
     def checked_params(self) -> tuple[np.ndarray, np.ndarray, dict]:
-        """Return the validated parameters.
+        """**Entry point.** Return the validated parameters.
 
         Validated once per change (see :func:`hiddenstate.models._learned.checked`).
 

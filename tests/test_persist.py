@@ -47,7 +47,7 @@ def _hsmm():
 def _props():
     X, lengths = _symbols(1)
     src = KneserNeySource(order=2).fit(X[:, 0], n_symbols=W)
-    m = hs.PROPS([src], 2, random_state=0).fit(X, lengths)
+    m = hs.PROPS([src], n_perturbation_states=2, random_state=0).fit(X, lengths)
     return m, lambda model: model.score(X, lengths)
 
 
@@ -104,8 +104,9 @@ def _lm():
     return m, lambda model: model.score(ids)
 
 
-ESTIMATORS = {"HMM": _hmm, "HSMM": _hsmm, "PROPS": _props, "PCFG": _pcfg, "PLCG": _plcg, "TreeNet": _treenet,
-              "NaiveBayesHidden": _nbh, "ProgramModel": _program, "BlockedHMMLM": _lm}
+ESTIMATORS = {"HMM": _hmm, "HSMM": _hsmm, "PROPS": _props, "PCFG": _pcfg, "PLCG": _plcg,
+              "TreeNet": _treenet, "NaiveBayesHidden": _nbh, "ProgramModel": _program,
+              "BlockedHMMLM": _lm}
 
 
 @pytest.mark.parametrize("name", list(ESTIMATORS))

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ... import inference, segments
+from ..._deprecation import keyword_only_after_first
 from ..._validation import (
     check_choice,
     check_positive_int,
@@ -190,7 +191,7 @@ class HSMM(HMM):
     >>> model = hs.HSMM(2, duration="poisson", max_duration=20, random_state=0).fit(X)
     >>> order = np.argsort(model.emissionprob_[:, 0])[::-1]
     >>> model.duration_rates_[order].round(1)
-    array([5.6, 2.1])
+    array([5.3, 2.2])
     """
 
     durations_ = LearnedArray()
@@ -205,7 +206,8 @@ class HSMM(HMM):
     learner_options = None
     fixed = None
 
-    def __init__(self, n_states: int = 2, *, duration: str = "nonparametric",
+    @keyword_only_after_first
+    def __init__(self, n_states: int = 2, duration: str = "nonparametric",
                  max_duration: int | None = None, emission: str = "categorical",
                  n_features: int | None = None, covariance_type: str = "diag",
                  n_iter: int = 100, tol: float = 1e-4, n_init: int = 1,
@@ -617,7 +619,7 @@ class HSMM(HMM):
 
         def start(restart):
             startprob, transmat, emis = initial_params(self, X, family, rng, seqs,
-                                                       values=True)
+                                                       values=True, warn=restart == 0)
             if states is not None:
                 emis = labelled_start(family, X, states, emis, self.init_params)
             if "t" in self.init_params:

@@ -96,6 +96,7 @@ class HSMMProblem:
                        "durations": dfamily}
         self.letters = {"startprob": "s", "transmat": "t",
                         "emission": "".join(family.letters), "durations": "d"}
+        self.n_observations = len(X)  # time steps: the unit of the stop rule's tol
         n = len(X) / K
         self.n_virtual = {"startprob": len(seqs.lengths), "transmat": n, "emission": n,
                           "durations": n}

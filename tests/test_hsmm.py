@@ -672,3 +672,30 @@ def test_permuting_the_states_moves_every_parameter_and_keeps_the_scores(learn):
 def test_sample_weights_are_refused_naming_them():
     with pytest.raises(InvalidInputError, match="sample_weight"):
         hs.HSMM(2).fit(np.array([0, 1, 1, 0]), sample_weight=[2.0])
+
+
+@pytest.mark.parametrize("learn", ["em", "kvt"])
+def test_a_fit_is_the_same_on_one_and_on_two_threads(learn, monkeypatch):
+    """Every segment kernel call parallel (thresholds 0): 1 and 2 threads learn, score,
+    decode and sample the same numbers, bit for bit (chunks own their accumulators)."""
+    from hiddenstate import threads
+
+    monkeypatch.setattr(threads, "PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(threads, "BUSY_PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(threads, "_default", 2)
+    teacher = _teacher("poisson")
+    rng = np.random.default_rng(8)
+    lengths = rng.integers(30, 120, 24)
+    X = np.concatenate([teacher.sample(int(n), random_state=i)[0]
+                        for i, n in enumerate(lengths)])
+    fits = []
+    for n_threads in (1, 2):
+        with threads.limit(n_threads):
+            m = hs.HSMM(3, duration="nonparametric", emission="gaussian", max_duration=30,
+                        learn=learn, k_best=2, n_iter=4, tol=-np.inf, random_state=0)
+            m.fit(X, lengths)
+            fits.append((m.monitor_.history, m.durations_, m.score_samples(X, lengths),
+                         m.predict(X, lengths), m.sample_posterior(X, lengths, random_state=1),
+                         m.filter_proba(X, lengths)))
+    for a, b in zip(*fits, strict=True):
+        np.testing.assert_array_equal(a, b)

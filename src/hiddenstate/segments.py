@@ -23,10 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from . import inference
+from . import threads
 from .inference import EmissionTable, Sequences
 from .kernels import semimarkov as sm
 
@@ -201,13 +200,6 @@ class SegmentPosteriors:
     starts: np.ndarray | None = None
 
 
-def _work_states(chain: SegmentChain) -> int:
-    """The ``K`` that makes :func:`inference._call`'s work measure (rows K**2) that of a
-    segment kernel (rows K (D + K))."""
-    K = chain.n_states
-    return int(np.sqrt(K * (chain.max_duration + K))) + 1
-
-
 def block_length(K: int, D: int, max_len: int) -> int:
     """Steps per block of the backward passes: the whole sequence when its forward state
     fits in ``_BLOCK_BYTES``, else at least sqrt(T) steps (the checkpoints, one per block,
@@ -273,7 +265,7 @@ def log_likelihood(chain: SegmentChain, table: EmissionTable, seqs: Sequences) -
     N, S = seqs.n_samples, len(seqs.lengths)
     scale = np.empty(N)
     loglik = np.empty(S)
-    inference._call(sm.segment_loglik, seqs.chunks, N, _work_states(chain), chain.startprob,
+    sm.segment_loglik(chain.startprob,
                     chain.transmat, chain.rho, chain.haz, chain.max_duration, _f64(table.emis),
                     table.idx, seqs.bounds, seqs.chunks, scale, np.empty((1, 1)), False, loglik)
     return loglik + _offsets(table, seqs)
@@ -307,7 +299,7 @@ def filter_states(chain: SegmentChain, table: EmissionTable,
     scale = np.empty(N)
     filtered = np.zeros((N, K))
     loglik = np.empty(S)
-    inference._call(sm.segment_loglik, seqs.chunks, N, _work_states(chain), chain.startprob,
+    sm.segment_loglik(chain.startprob,
                     chain.transmat, chain.rho, chain.haz, chain.max_duration, _f64(table.emis),
                     table.idx, seqs.bounds, seqs.chunks, scale, filtered, True, loglik)
     with np.errstate(divide="ignore"):
@@ -366,8 +358,8 @@ def posteriors(chain: SegmentChain, table: EmissionTable, seqs: Sequences,
     trans_acc = np.zeros((C, K, K))
     complete_acc = np.zeros((C, K, W))
     censored_acc = np.zeros((C, K, W))
-    inference._call(sm.segment_posteriors, seqs.chunks, N, _work_states(chain),
-                    chain.startprob, chain.transmat, chain.rho, chain.haz, D, _f64(table.emis),
+    sm.segment_posteriors(chain.startprob, chain.transmat, chain.rho, chain.haz, D,
+                          _f64(table.emis),
                     table.idx, seqs.bounds, seqs.chunks, B, n_blocks_max, scale, loglik, post,
                     seg_starts, starts, start_acc, trans_acc, complete_acc, censored_acc)
 
@@ -427,7 +419,7 @@ def best_paths(chain: SegmentChain, table: EmissionTable, seqs: Sequences,
     bp_end = np.empty((N, K, k), dtype=np.int32)
     logprob = np.empty((S, k))
     paths = np.empty((k, N), dtype=np.int64)
-    inference._call(sm.segment_best, seqs.chunks, N, _work_states(chain) * k, chain.startprob,
+    sm.segment_best(chain.startprob,
                     chain.transmat, chain.rho, chain.haz, chain.max_duration, k,
                     _f64(table.emis), table.idx, seqs.bounds, seqs.chunks, bp_start, bp_end,
                     logprob, paths)
@@ -464,7 +456,7 @@ def sample_posterior(chain: SegmentChain, table: EmissionTable, seqs: Sequences,
     B = block_length(K, D, seqs.max_len)
     uniforms = rng.random(N)
     states = np.empty(N, dtype=np.int64)
-    inference._call(sm.segment_sample, seqs.chunks, N, _work_states(chain), chain.startprob,
+    sm.segment_sample(chain.startprob,
                     chain.transmat, chain.rho, chain.haz, D, _f64(table.emis), table.idx,
                     seqs.bounds, seqs.chunks, B, -(-seqs.max_len // B), np.empty(N), uniforms,
                     states)
@@ -472,7 +464,7 @@ def sample_posterior(chain: SegmentChain, table: EmissionTable, seqs: Sequences,
 
 
 def _running(n_chunks: int) -> int:
-    return max(1, min(n_chunks, numba.config.NUMBA_NUM_THREADS))
+    return max(1, min(n_chunks, threads.get_num_threads()))
 
 
 def memory_estimate(op: str, K: int, D: int, seqs: Sequences, k: int = 1) -> dict[str, float]:

@@ -36,14 +36,28 @@ so results do not depend on the thread count.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from ..threads import run
+from .chunks import claim
 from .kbest import _insert
 from .simd import LANES, vadd, vfma, vget, vload, vmul, vsplat, vstore, vwhere_gt
 
 SUM = 0
 MAX = 1
 PAD = LANES
+#: single-thread nanoseconds of each kernel per (row, state, age), and per (row, state**2):
+#: what :func:`hiddenstate.threads.run` weighs against starting helper threads
+LOGLIK_NS = (0.5, 1.0)
+POSTERIORS_NS = (2.5, 3.0)
+BEST_NS = (1.0, 2.0)
+SAMPLE_NS = (1.5, 1.0)
+
+
+def _seconds(bounds, K: int, D: int, ns: tuple[float, float], k: int = 1) -> float:
+    """Estimated single-thread seconds of a segment kernel over the sequences ``bounds``."""
+    rows = float(bounds[-1] - bounds[0])
+    return rows * K * (ns[0] * min(D, rows) * k + ns[1] * K * k) * 1e-9
 
 
 @njit(cache=True)
@@ -167,22 +181,32 @@ def _begin(sem, k, startprob, start, tags):
 
 
 # -- sum-product: the likelihood and the filter -----------------------------------------------
-@njit(parallel=True, cache=True)
 def segment_loglik(startprob, A, rho, haz, D, emis, idx, bounds, chunks, scale, filtered,
                    want_filter, loglik):
     """Forward pass (``SUM``): ``loglik[s]`` = sum_t log n_t of each sequence (without the
     emission table's row offsets), ``scale[row]`` = n_t and, with ``want_filter``,
     ``filtered[row, j]`` = P(z_t = j | x_0..t). An impossible sequence gets ``-inf`` (its
     later scales 0)."""
+    run(_segment_loglik, chunks.shape[0] - 1, _seconds(bounds, rho.shape[0], D, LOGLIK_NS),
+        startprob, A, rho, haz, D, emis, idx, bounds, chunks, scale, filtered, want_filter, loglik)
+
+
+@njit(nogil=True, cache=True)
+def _segment_loglik(startprob, A, rho, haz, D, emis, idx, bounds, chunks, scale, filtered,
+                    want_filter, loglik, ticket):
+    """:func:`segment_loglik` of the chunks this thread claims from ``ticket``."""
     K = rho.shape[0]
     W = rho.shape[1]
-    for c in prange(chunks.shape[0] - 1):
-        U = np.zeros((2, K, W))
-        start = np.empty(K)
-        tags = np.empty(K, dtype=np.int64)
-        fend = np.empty(K)
-        ftag = np.empty(K, dtype=np.int64)
-        rowsum = np.empty(K)
+    U = np.zeros((2, K, W))
+    start = np.empty(K)
+    tags = np.empty(K, dtype=np.int64)
+    fend = np.empty(K)
+    ftag = np.empty(K, dtype=np.int64)
+    rowsum = np.empty(K)
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             lo = bounds[s]
             T = bounds[s + 1] - lo
@@ -263,10 +287,9 @@ def _recompute_block(startprob, A, rho, haz, D, emis, idx, lo, b0, b1, B, U, UB,
         _next_start(SUM, 1, A, fend, start, tags)
 
 
-@njit(parallel=True, cache=True)
-def segment_posteriors(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, n_blocks_max,
-                       scale, loglik, post, starts, want_starts, start_acc, trans_acc,
-                       complete_acc, censored_acc):
+def segment_posteriors(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, n_blocks_max, scale,
+                       loglik, post, starts, want_starts, start_acc, trans_acc, complete_acc,
+                       censored_acc):
     r"""Forward-backward over (state, age): per sequence ``loglik`` (sum_t log n_t),
     ``post[row, j]`` = P(z_t = j | x), optionally ``starts[row, j]`` = P(a segment of j
     starts at t | x); per chunk ``c``: the expected initial states ``start_acc[c]``,
@@ -282,23 +305,36 @@ def segment_posteriors(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, 
     with :math:`\beta_{T-1} = 1`, gives the posterior of (j, a) at t as
     :math:`u_t(j, a) \beta_t(j, a) / n_t`. An impossible sequence (``-inf``) adds nothing
     and its rows of ``post`` are 0."""
+    run(_segment_posteriors, chunks.shape[0] - 1, _seconds(bounds, rho.shape[0], D, POSTERIORS_NS),
+        startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, n_blocks_max, scale, loglik, post,
+        starts, want_starts, start_acc, trans_acc, complete_acc, censored_acc)
+
+
+@njit(nogil=True, cache=True)
+def _segment_posteriors(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, n_blocks_max,
+                        scale, loglik, post, starts, want_starts, start_acc, trans_acc,
+                        complete_acc, censored_acc, ticket):
+    """:func:`segment_posteriors` of the chunks this thread claims from ``ticket``."""
     K = rho.shape[0]
     W = rho.shape[1]
-    for c in prange(chunks.shape[0] - 1):
-        U = np.zeros((2, K, W))
-        UB = np.zeros((B, K, W))
-        CK = np.zeros((n_blocks_max, K, W))
-        CKS = np.zeros((n_blocks_max, K))
-        Bt = np.zeros((K, W))
-        start = np.empty(K)
-        tags = np.empty(K, dtype=np.int64)
-        fend = np.empty(K)
-        ftag = np.empty(K, dtype=np.int64)
-        rowsum = np.empty(K)
-        w = np.empty(K)
-        bend = np.empty(K)
-        AT = np.ascontiguousarray(A.T)
-        fhat = np.empty(K)
+    U = np.zeros((2, K, W))
+    UB = np.zeros((B, K, W))
+    CK = np.zeros((n_blocks_max, K, W))
+    CKS = np.zeros((n_blocks_max, K))
+    Bt = np.zeros((K, W))
+    start = np.empty(K)
+    tags = np.empty(K, dtype=np.int64)
+    fend = np.empty(K)
+    ftag = np.empty(K, dtype=np.int64)
+    rowsum = np.empty(K)
+    w = np.empty(K)
+    bend = np.empty(K)
+    AT = np.ascontiguousarray(A.T)
+    fhat = np.empty(K)
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         eta = complete_acc[c]
         cens = censored_acc[c]
         for s in range(chunks[c], chunks[c + 1]):
@@ -387,27 +423,37 @@ def segment_posteriors(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, 
 
 
 # -- max-product: the k best segmentations ----------------------------------------------------
-@njit(parallel=True, cache=True)
-def segment_best(startprob, A, rho, haz, D, k, emis, idx, bounds, chunks, bp_start, bp_end,
-                 logprob, paths):
+def segment_best(startprob, A, rho, haz, D, k, emis, idx, bounds, chunks, bp_start, bp_end, logprob,
+                 paths):
     """The ``k`` best segmentations of each sequence (max-product with top-k lists; ``k = 1``:
     Viterbi): ``logprob[s, r]`` = log p(x, z_r) without the table's row offsets (``-inf``
     where a sequence has fewer than ``k`` paths of non-zero probability; their state -1) and
     the paths in ``paths[r]``. Back-pointers ``bp_start`` (N, K, k): the tag ``i k + rank``
     of the segment that ended before a segment of j started at t; ``bp_end`` (N, K, k): the
     tag ``age k + rank`` of ending state i at t. Ties keep the candidate met first."""
+    run(_segment_best, chunks.shape[0] - 1, _seconds(bounds, rho.shape[0], D, BEST_NS, k),
+        startprob, A, rho, haz, D, k, emis, idx, bounds, chunks, bp_start, bp_end, logprob, paths)
+
+
+@njit(nogil=True, cache=True)
+def _segment_best(startprob, A, rho, haz, D, k, emis, idx, bounds, chunks, bp_start, bp_end,
+                  logprob, paths, ticket):
+    """:func:`segment_best` of the chunks this thread claims from ``ticket``."""
     K = rho.shape[0]
     W = rho.shape[1]
     R = K * k
-    for c in prange(chunks.shape[0] - 1):
-        U = np.zeros((2, R, W))
-        start = np.empty(R)
-        tags = np.empty(R, dtype=np.int64)
-        fend = np.empty(R)
-        ftag = np.empty(R, dtype=np.int64)
-        rowsum = np.empty(K)
-        fin = np.empty(k)
-        fin_tag = np.empty(k, dtype=np.int64)
+    U = np.zeros((2, R, W))
+    start = np.empty(R)
+    tags = np.empty(R, dtype=np.int64)
+    fend = np.empty(R)
+    ftag = np.empty(R, dtype=np.int64)
+    rowsum = np.empty(K)
+    fin = np.empty(k)
+    fin_tag = np.empty(k, dtype=np.int64)
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             lo = bounds[s]
             T = bounds[s + 1] - lo
@@ -492,27 +538,38 @@ def _draw(u, weights, n):
     return -1
 
 
-@njit(parallel=True, cache=True)
-def segment_sample(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, n_blocks_max,
-                   scale, uniforms, states):
+def segment_sample(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, n_blocks_max, scale,
+                   uniforms, states):
     """One segmentation per sequence drawn from p(z | x): the forward pass (``SUM``), then
     backward from the end the last segment's (state, age) in proportion to u_{T-1}, and for
     each segment that starts at s > 0 the (state, age) of the one before in proportion to
     u_{s-1}(i, a) h_i(a) A_ij; ``uniforms[row]`` decides the segment that ends at ``row``.
     An impossible sequence gets state -1 throughout."""
+    run(_segment_sample, chunks.shape[0] - 1, _seconds(bounds, rho.shape[0], D, SAMPLE_NS),
+        startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, n_blocks_max, scale, uniforms,
+        states)
+
+
+@njit(nogil=True, cache=True)
+def _segment_sample(startprob, A, rho, haz, D, emis, idx, bounds, chunks, B, n_blocks_max, scale,
+                    uniforms, states, ticket):
+    """:func:`segment_sample` of the chunks this thread claims from ``ticket``."""
     K = rho.shape[0]
     W = rho.shape[1]
-    for c in prange(chunks.shape[0] - 1):
-        U = np.zeros((2, K, W))
-        UB = np.zeros((B, K, W))
-        CK = np.zeros((n_blocks_max, K, W))
-        CKS = np.zeros((n_blocks_max, K))
-        start = np.empty(K)
-        tags = np.empty(K, dtype=np.int64)
-        fend = np.empty(K)
-        ftag = np.empty(K, dtype=np.int64)
-        rowsum = np.empty(K)
-        weights = np.empty(K * D)
+    U = np.zeros((2, K, W))
+    UB = np.zeros((B, K, W))
+    CK = np.zeros((n_blocks_max, K, W))
+    CKS = np.zeros((n_blocks_max, K))
+    start = np.empty(K)
+    tags = np.empty(K, dtype=np.int64)
+    fend = np.empty(K)
+    ftag = np.empty(K, dtype=np.int64)
+    rowsum = np.empty(K)
+    weights = np.empty(K * D)
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             lo = bounds[s]
             T = bounds[s + 1] - lo

@@ -202,6 +202,42 @@ HMM_CASES = [
 ]
 
 
+def _hsmm_case() -> Case:
+    """A categorical HSMM with nonparametric durations (the durations' Dirichlet prior is
+    a concentration like the others)."""
+    def make(**kw):
+        return hs.HSMM(**{"n_states": 2, "n_features": W, "n_iter": 3, "random_state": 0,
+                          **kw})
+
+    def zero():
+        """Symbol 2 has emission probability zero in every state."""
+        m = make(max_duration=3)
+        m.startprob_ = [0.5, 0.5]
+        m.transmat_ = [[0.0, 1.0], [1.0, 0.0]]
+        m.durations_ = [[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]]
+        m.emissionprob_ = [[0.5, 0.5, 0.0], [0.3, 0.7, 0.0]]
+        Xz = np.array([[0], [1], [1], [0], [2], [1]])
+        return m, Data((Xz, [3, 3]), n_items=2), [1], {
+            "predict_proba": lambda m, d: m.predict_proba(*d.args),
+            "decode": lambda m, d: m.decode(*d.args),
+            "filter_proba": lambda m, d: m.filter_proba(*d.args),
+            "segment_proba": lambda m, d: m.segment_proba(*d.args),
+            "best_segmentations": lambda m, d: m.best_segmentations(*d.args, k=2),
+            "sample_posterior": lambda m, d: m.sample_posterior(*d.args, random_state=0)}
+
+    def prior(learn, alpha):
+        p = {} if learn == "em" else {"startprob_prior": alpha, "transmat_prior": alpha,
+                                      "emissionprob_prior": alpha, "duration_prior": alpha}
+        return make(learn=learn, **p)
+
+    return Case(
+        "HSMM", make, lambda m: Data((_CAT_X, _LEN2), n_items=2),
+        ("em", "map", "vb", "vt", "kvt"), ("max_duration", 0), bad=HMM_CASES[0].bad,
+        zero=zero, prior=prior,
+        params=lambda m: {"startprob_": m.startprob_, "transmat_": m.transmat_,
+                          "emissionprob_": m.emissionprob_, "durations_": m.durations_})
+
+
 def _props_case() -> Case:
     X, lengths = _symbols(4)
     src = KneserNeySource(order=2).fit(X[:, 0], n_symbols=W)
@@ -426,8 +462,8 @@ def _lm_marks() -> tuple:
     return ()
 
 
-CASES = [*HMM_CASES, _props_case(), _pcfg_case(), _plcg_case(), _treenet_case(), _nbh_case(),
-         _program_case(), _lm_case()]
+CASES = [*HMM_CASES, _hsmm_case(), _props_case(), _pcfg_case(), _plcg_case(), _treenet_case(),
+         _nbh_case(), _program_case(), _lm_case()]
 
 
 def cases(clause: str, where: Callable[[Case], bool] = lambda c: True):

@@ -335,3 +335,60 @@ def test_every_family_must_merge_its_statistics():
 
     with pytest.raises(TypeError, match="merge_statistics"):
         Bare(2, 1)
+
+
+#: the HSMM's duration families (with Gaussian, categorical-with-missing and labelled data)
+HSMM_CASES = ["nonparametric+gaussian-diag", "poisson+categorical+missing",
+              "negative-binomial+gaussian-full", "geometric+gaussian-diag+labels",
+              "nonparametric+poisson"]
+
+
+@pytest.mark.parametrize("name", HSMM_CASES)
+@pytest.mark.parametrize("learn", ["em", "vb"])
+def test_merged_hsmm_statistics_of_any_split_equal_those_of_the_whole(name, learn):
+    """An HSMM's E-step over parts of the sequences (its own ``max_duration``, so parts
+    whose longest sequence is shorter still give statistics of the same shape), merged,
+    equals the whole data's: durations (complete and censored), transitions between
+    segments and emissions, for expected and path counts."""
+    duration, _, rest = name.partition("+")
+    if learn == "vb" and duration == "negative-binomial":
+        pytest.skip("negative-binomial durations have no variational Bayes")
+    gen, X, lengths, states = _case(rest)
+    K = gen.n_states
+    model = hs.HSMM(K, duration=duration, emission=gen.emission, max_duration=25,
+                    learn=learn, covariance_type=gen.covariance_type,
+                    n_features=gen.n_features_ if gen.emission == "categorical" else None)
+    Xv = model.validate_data(X, lengths, gen.n_features_)[0]
+    family = model.emission_family(gen.n_features_, Xv)
+    model.__dict__["_fit_max_duration"] = 25
+    whole = model.problem(family, Xv, Sequences.from_lengths(lengths), states)
+    dfam = whole.blocks["durations"]
+    A = np.full((K, K), 1.0 / (K - 1)) - np.eye(K) / (K - 1)
+    theta = {"startprob": np.full(K, 1.0 / K), "transmat": whole.transitions.gather(A),
+             "emission": gen.emission_params(),
+             "durations": dfam.initialize(np.linspace(0.6, 0.9, K))}
+    if duration == "negative-binomial":
+        theta["durations"]["duration_shapes"] = np.array([1.0, 3.0, 2.0])
+    views = theta if learn != "vb" else {
+        n: b.vb_expected(b.vb_init(theta[n], whole.n_virtual[n]))
+        for n, b in whole.blocks.items()}
+    rng = np.random.default_rng(HSMM_CASES.index(name))
+    for kind in ("expected", "paths"):
+        def estep(problem, kind=kind):
+            if kind == "expected":
+                return problem.expected_counts(views)
+            return problem.path_counts(views, 2)[:2]
+
+        want_value, want = estep(whole)
+        for parts in _splits(rng):
+            value, merged = 0.0, None
+            for seq_ids in parts:
+                rows = _rows(lengths, seq_ids)
+                sub = model.problem(family, Xv[rows], Sequences.from_lengths(lengths[seq_ids]),
+                                    None if states is None else states[rows])
+                v, stats = estep(sub)
+                value += v
+                merged = stats if merged is None else merge_statistics(whole.blocks, merged,
+                                                                       stats)
+            assert abs(value - want_value) <= RTOL * abs(want_value)
+            _assert_equal_stats(merged, want, f"{kind}, parts {[list(p) for p in parts]}")

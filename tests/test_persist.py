@@ -37,6 +37,13 @@ def _hmm():
     return m, lambda model: model.score(X, lengths)
 
 
+def _hsmm():
+    X, lengths = _symbols(7)
+    m = hs.HSMM(2, duration="negative-binomial", max_duration=20, n_iter=4,
+                random_state=0).fit(X, lengths)
+    return m, lambda model: model.score(X, lengths)
+
+
 def _props():
     X, lengths = _symbols(1)
     src = KneserNeySource(order=2).fit(X[:, 0], n_symbols=W)
@@ -97,8 +104,9 @@ def _lm():
     return m, lambda model: model.score(ids)
 
 
-ESTIMATORS = {"HMM": _hmm, "PROPS": _props, "PCFG": _pcfg, "PLCG": _plcg, "TreeNet": _treenet,
-              "NaiveBayesHidden": _nbh, "ProgramModel": _program, "BlockedHMMLM": _lm}
+ESTIMATORS = {"HMM": _hmm, "HSMM": _hsmm, "PROPS": _props, "PCFG": _pcfg, "PLCG": _plcg,
+              "TreeNet": _treenet, "NaiveBayesHidden": _nbh, "ProgramModel": _program,
+              "BlockedHMMLM": _lm}
 
 
 @pytest.mark.parametrize("name", list(ESTIMATORS))
@@ -113,7 +121,7 @@ def test_every_estimator_saves_and_loads_with_the_same_score(name, tmp_path):
 
 
 def test_the_registry_names_every_model_class_the_format_holds():
-    assert set(persist.MODELS) == {"HMM", "PROPS", "PCFG", "PLCG", "TreeNet",
+    assert set(persist.MODELS) == {"HMM", "HSMM", "PROPS", "PCFG", "PLCG", "TreeNet",
                                    "NaiveBayesHidden"}
     assert all(getattr(hs, n) is c for n, c in persist.MODELS.items())
     assert hs.ProgramModel is ProgramModel and "ProgramModel" in hs.__all__

@@ -18,12 +18,13 @@ from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFitt
 
 if TYPE_CHECKING:
     from .align import align_states
-    from .models import HMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
+    from .models import HMM, HSMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
     from .persist import load
     from .programs import ProgramModel
 
 __all__ = [
     "HMM",
+    "HSMM",
     "NaiveBayesHidden",
     "PCFG",
     "PLCG",
@@ -42,6 +43,7 @@ __all__ = [
 
 __getattr__, __dir__ = attach(__name__, {
     "HMM": ".models.hmm",
+    "HSMM": ".models.hsmm",
     "NaiveBayesHidden": ".models.nbh",
     "PCFG": ".models.pcfg",
     "PLCG": ".models.plcg",

@@ -177,6 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-trials", type=_int_at_least(1), default=None,
                    help="the total every row of counts must have, --emission multinomial "
                    "only (default: each row's own total)")
+    p.add_argument("--duration", choices=("nonparametric", "poisson", "negative-binomial",
+                                          "geometric"), default=None,
+                   help="fit a hidden semi-Markov model (hs.HSMM) whose states last a number "
+                        "of steps of this distribution (default: an HMM)")
+    p.add_argument("--max-duration", type=_int_at_least(1), default=None, metavar="D",
+                   help="with --duration: the longest segment (default: the longest sequence)")
     p.add_argument("--n-iter", type=_int_at_least(1), default=100,
                    help="maximum EM iterations (100)")
     p.add_argument("--learn", choices=MODES, default="em",
@@ -420,7 +426,7 @@ def _holds_an_hmm(option: str):
             _, cls = peek(path)
         except ModelFileError:
             return  # a damaged fit folder: made only of the files fit writes
-        if cls != "HMM":
+        if cls not in ("HMM", "HSMM"):
             raise InvalidInputError(
                 f"{option}: {path} holds a {cls!s:.40} model, not one written by `hiddenstate "
                 "fit`, and is never replaced; pass a new folder")
@@ -639,7 +645,7 @@ def _not_a_fit_folder(d: Path) -> str:
         _, cls = peek(d)
     except ModelFileError as exc:
         return f"{exc}; pass the folder `hiddenstate fit --out` wrote, or fit one with `{new}`"
-    if cls != "HMM":
+    if cls not in ("HMM", "HSMM"):
         return (f"holds a {cls!s:.40} model (model.json), and score, decode, sample and report "
                 f"read the HMMs `hiddenstate fit` writes: load it in Python with "
                 f"hiddenstate.load('{d}'), or fit an HMM with `{new}`")
@@ -807,7 +813,8 @@ def cmd_fit(args, out) -> int:
     loglik = model.score(X, lengths)
     n_obs = int(lengths.sum())
     history = model.monitor_.history
-    parts = [f"fitted a {args.n_states}-state {emission} HMM on {len(lengths)} sequences "
+    parts = [f"fitted a {args.n_states}-state {emission} {type(model).__name__} on "
+             f"{len(lengths)} sequences "
              f"({n_obs} observations) in {seconds:.1f}s",
              f"iterations: {len(history)}"
              f" ({'converged' if model.monitor_.converged else 'not converged'})",
@@ -845,6 +852,13 @@ def _fit(HMM, X, lengths, vocabulary, emission: str, fmt: str, args):
         raise InvalidInputError("--n-mix: only applies with --emission gmm; drop it")
     if args.n_trials is not None and emission != "multinomial":
         raise InvalidInputError("--n-trials: only applies with --emission multinomial; drop it")
+    semi = {}
+    if args.duration is not None:  # an HSMM: the HMM's options, and its durations
+        from .models import HSMM as HMM
+
+        semi = {"duration": args.duration, "max_duration": args.max_duration}
+    elif args.max_duration is not None:
+        raise InvalidInputError("--max-duration: only applies with --duration; drop it")
     if emission == "categorical" and fmt != "text" and X.shape[1] != 1:
         raise InvalidInputError(
             f"{args.input}: categorical emissions need one column of integer symbols, got "
@@ -857,7 +871,7 @@ def _fit(HMM, X, lengths, vocabulary, emission: str, fmt: str, args):
         n_init=args.n_init, random_state=args.random_state, learn=args.learn,
         k_best=args.k_best, startprob_prior=args.startprob_prior,
         transmat_prior=args.transmat_prior, emissionprob_prior=args.emissionprob_prior,
-        n_mix=args.n_mix or 1, n_trials=args.n_trials,
+        n_mix=args.n_mix or 1, n_trials=args.n_trials, **semi,
     )
     show = sys.stderr.isatty() if args.progress is None else args.progress
     start = time.perf_counter()

@@ -57,6 +57,7 @@ from ._validation import check_choice, check_positive_int, check_stochastic, mak
 from .errors import ConvergenceWarning, InvalidInputError, NumericalError
 from .inference import EmissionTable, Sequences
 from .models.hmm import HMM
+from .models.hsmm import HSMM
 
 __all__ = [
     "DivergenceRate",
@@ -89,6 +90,11 @@ def categorical_params(model, name: str) -> tuple[np.ndarray, np.ndarray, np.nda
                 f"a sequence of length {len(model)}")
         startprob, transmat, emissionprob = model
     else:
+        if isinstance(model, HSMM):
+            raise InvalidInputError(
+                f"{name}: an HSMM's states last their own durations, not the geometric ones "
+                "of a (startprob, transmat, emissionprob) chain; the exact KL divergence and "
+                "drifting teachers take HMMs (divergence_rate takes any model)")
         if isinstance(model, HMM) and model.emission != "categorical":
             raise InvalidInputError(
                 f"{name}: expected an HMM with categorical emissions (the exact KL "

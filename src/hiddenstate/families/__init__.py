@@ -7,6 +7,14 @@ from .base import EmissionFamily
 from .blackbox import BlackBoxEmissions
 from .categorical import CategoricalEmissions
 from .dirichlet import DirichletRows, estimate_rows
+from .durations import (
+    DURATIONS,
+    DurationFamily,
+    GeometricDurations,
+    NegativeBinomialDurations,
+    NonparametricDurations,
+    PoissonDurations,
+)
 from .gaussian import COVARIANCE_TYPES, GaussianEmissions
 from .gmm import GMMEmissions
 from .multinomial import MultinomialEmissions
@@ -23,13 +31,19 @@ FAMILIES = {
 __all__ = [
     "BlackBoxEmissions",
     "COVARIANCE_TYPES",
+    "DURATIONS",
     "FAMILIES",
     "CategoricalEmissions",
     "DirichletRows",
+    "DurationFamily",
     "EmissionFamily",
     "GMMEmissions",
     "GaussianEmissions",
+    "GeometricDurations",
     "MultinomialEmissions",
+    "NegativeBinomialDurations",
+    "NonparametricDurations",
+    "PoissonDurations",
     "PoissonEmissions",
     "estimate_rows",
 ]

@@ -13,17 +13,19 @@ from .._lazy import attach
 
 if TYPE_CHECKING:
     from .hmm import HMM
+    from .hsmm import HSMM
     from .nbh import NaiveBayesHidden
     from .pcfg import PCFG
     from .plcg import PLCG
     from .props import PROPS, TokenScores
     from .treenet import TreeNet
 
-__all__ = ["HMM", "NaiveBayesHidden", "PCFG", "PLCG", "PROPS", "TokenScores", "TreeNet"]
+__all__ = ["HMM", "HSMM", "NaiveBayesHidden", "PCFG", "PLCG", "PROPS", "TokenScores", "TreeNet"]
 
 
 __getattr__, __dir__ = attach(__name__, {
     "HMM": ".hmm",
+    "HSMM": ".hsmm",
     "NaiveBayesHidden": ".nbh",
     "PCFG": ".pcfg",
     "PLCG": ".plcg",

@@ -50,8 +50,9 @@ def _autocorrelation(X: np.ndarray, symbols: bool, bounds: np.ndarray, lag: int)
     return float(np.mean(Z[i] * Z[i + lag]))
 
 
-def persistence(X: np.ndarray, symbols: bool, bounds: np.ndarray) -> float:
-    r"""Moment estimate of how persistent the hidden chain is, in [0, ``MAX_PERSISTENCE``]:
+def persistence(X: np.ndarray, symbols: bool, bounds: np.ndarray,
+                cap: float = MAX_PERSISTENCE) -> float:
+    r"""Moment estimate of how persistent the hidden chain is, in [0, ``cap``]:
     the ratio :math:`\hat\rho_2 / \hat\rho_1` of the lag-2 and lag-1 autocorrelations of
     the observations (:func:`_autocorrelation`).
 
@@ -63,13 +64,14 @@ def persistence(X: np.ndarray, symbols: bool, bounds: np.ndarray) -> float:
     initial transition matrix :math:`\lambda I + (1 - \lambda)/K` has exactly that
     eigenvalue. 0 (flat) unless :math:`\hat\rho_1` exceeds its white-noise band
     :math:`2/\sqrt{n}` and :math:`\hat\rho_2 > 0`: on text, where consecutive words
-    rarely repeat, :math:`\hat\rho_1 < 0` and the start is flat.
+    rarely repeat, :math:`\hat\rho_1 < 0` and the start is flat. (The HSMM raises ``cap``:
+    its durations start from the mean this persistence implies.)
     """
     r1 = _autocorrelation(X, symbols, bounds, 1)
     r2 = _autocorrelation(X, symbols, bounds, 2)
     if not (r1 > 2.0 / np.sqrt(len(X)) and r2 > 0):   # NaN compares False
         return 0.0
-    return float(min(r2 / r1, MAX_PERSISTENCE))
+    return float(min(r2 / r1, cap))
 
 
 def warn_overwritten(model, family) -> None:

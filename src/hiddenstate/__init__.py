@@ -17,7 +17,7 @@ from ._version import __version__
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
 
 if TYPE_CHECKING:
-    from .models import HMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
+    from .models import HMM, PCFG, PLCG, PROPS, NaiveBayesHidden, RegressionHMM, TreeNet
     from .persist import load
     from .programs import ProgramModel
 
@@ -28,6 +28,7 @@ __all__ = [
     "PLCG",
     "PROPS",
     "ProgramModel",
+    "RegressionHMM",
     "TreeNet",
     "HiddenStateError",
     "InvalidInputError",
@@ -44,6 +45,7 @@ __getattr__, __dir__ = attach(__name__, {
     "PCFG": ".models.pcfg",
     "PLCG": ".models.plcg",
     "PROPS": ".models.props",
+    "RegressionHMM": ".models.regression",
     "TreeNet": ".models.treenet",
     "ProgramModel": ".programs",
     "load": ".persist",

@@ -1,7 +1,8 @@
 """Conjugate parameter blocks. Emission families own one block each (log-likelihood table,
 sufficient statistics, MLE/MAP M-step, log prior, variational updates, initialisation,
 sampling); the initial distribution and the transition rows are :class:`DirichletRows`
-blocks, as are categorical emissions."""
+blocks, as are categorical emissions. Regression emissions (linear, logistic) and the
+input-driven :class:`SoftmaxTransitions` serve :class:`hiddenstate.RegressionHMM`."""
 
 from .base import EmissionFamily
 from .blackbox import BlackBoxEmissions
@@ -9,8 +10,11 @@ from .categorical import CategoricalEmissions
 from .dirichlet import DirichletRows, estimate_rows
 from .gaussian import COVARIANCE_TYPES, GaussianEmissions
 from .gmm import GMMEmissions
+from .logistic import LogisticEmissions
 from .multinomial import MultinomialEmissions
 from .poisson import PoissonEmissions
+from .regression import LinearRegressionEmissions
+from .softmax import SoftmaxTransitions
 
 FAMILIES = {
     "categorical": CategoricalEmissions,
@@ -29,7 +33,10 @@ __all__ = [
     "EmissionFamily",
     "GMMEmissions",
     "GaussianEmissions",
+    "LinearRegressionEmissions",
+    "LogisticEmissions",
     "MultinomialEmissions",
     "PoissonEmissions",
+    "SoftmaxTransitions",
     "estimate_rows",
 ]

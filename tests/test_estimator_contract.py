@@ -172,6 +172,57 @@ HMM_CASES = [
 ]
 
 
+def _regression_case(name: str, hyper: dict, modes: tuple, X, U, lengths, bad: dict,
+                     no_bad: dict, no_zero: str, no_prior: str = "") -> Case:
+    """A RegressionHMM row: ``inputs`` travel in every call's keyword arguments (and
+    ``sample``'s, with one row per step drawn)."""
+    kw = {} if U is None else {"inputs": U}
+
+    def make(**more):
+        return hs.RegressionHMM(**{"n_states": 2, "n_iter": 3, "random_state": 0, **hyper,
+                                   **more})
+
+    def prior(learn, alpha):
+        if learn == "em":
+            return make(learn="em")
+        flat = {"coef_weight": 0.0} | ({"covars_prior": 0.0} if hyper.get(
+            "emission", "linear") == "linear" else {}) | (
+            {"transition_coef_weight": 0.0} if hyper.get("transitions") == "softmax" else {})
+        return make(learn=learn, startprob_prior=alpha, transmat_prior=alpha,
+                    **(flat if learn == "map" else {}))
+
+    return Case(
+        f"RegressionHMM-{name}", make, lambda m: Data((X, lengths), kw, n_items=len(lengths)),
+        modes, ("n_states", 0), bad=bad, no_bad=no_bad, no_zero=no_zero,
+        prior=None if no_prior else prior, no_prior=no_prior,
+        sample_kwargs={} if U is None else {"inputs": U[:3]},
+        params=lambda m: {k: np.asarray(v) for k, v in m.learned_arrays().items()})
+
+
+_REG_U = np.random.default_rng(9).normal(size=(40, 2))
+_REG_BAD = {"shape": Data((_SHAPE, None)), "non-finite": Data((np.array([[0.0, np.inf]]),
+                                                               None)),
+            "empty": Data((np.empty((0, 2)), None))}
+REGRESSION_CASES = [
+    _regression_case("linear", {}, ("em", "map", "vb", "vt", "kvt"), _GAUSS_X, _REG_U, _LEN2,
+                     _REG_BAD, {"range": "every real vector is a Gaussian observation"},
+                     "a Gaussian density is positive everywhere"),
+    _regression_case("ar", {"n_lags": 2}, ("em", "map", "vb", "vt", "kvt"), _GAUSS_X, None,
+                     _LEN2, _REG_BAD, {"range": "every real vector is a Gaussian observation"},
+                     "a Gaussian density is positive everywhere"),
+    _regression_case("logistic-softmax", {"emission": "logistic", "transitions": "softmax"},
+                     ("em", "map", "vt"), _CAT_X, _REG_U, _LEN2,
+                     {"shape": Data((_SHAPE, None)),
+                      "non-finite": Data((np.array([0.0, np.nan]), None)),
+                      "range": Data((np.array([[0], [-2]]), None),
+                                    {"inputs": np.zeros((2, 2))}),
+                      "empty": Data((np.empty((0, 1), dtype=np.int64), None))},
+                     {}, "softmax probabilities are positive everywhere",
+                     no_prior="learn='vb' needs the conjugate linear emissions; the Dirichlet "
+                              "priors are checked on the RegressionHMM-linear row"),
+]
+
+
 def _props_case() -> Case:
     X, lengths = _symbols(4)
     src = KneserNeySource(order=2).fit(X[:, 0], n_symbols=W)
@@ -396,7 +447,7 @@ def _lm_marks() -> tuple:
     return ()
 
 
-CASES = [*HMM_CASES, _props_case(), _pcfg_case(), _plcg_case(), _treenet_case(), _nbh_case(),
+CASES = [*HMM_CASES, *REGRESSION_CASES, _props_case(), _pcfg_case(), _plcg_case(), _treenet_case(), _nbh_case(),
          _program_case(), _lm_case()]
 
 

@@ -71,6 +71,8 @@ NUMPYDOC_DONE = (
     "hiddenstate.personalize",
     "hiddenstate.io",
     "hiddenstate.inference",
+    "hiddenstate.time_varying",
+    "hiddenstate.models.regression",
 )
 
 # numpydoc.validate's checks those modules meet: all of them ("all"), except

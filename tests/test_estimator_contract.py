@@ -447,8 +447,8 @@ def _lm_marks() -> tuple:
     return ()
 
 
-CASES = [*HMM_CASES, *REGRESSION_CASES, _props_case(), _pcfg_case(), _plcg_case(), _treenet_case(), _nbh_case(),
-         _program_case(), _lm_case()]
+CASES = [*HMM_CASES, *REGRESSION_CASES, _props_case(), _pcfg_case(), _plcg_case(),
+         _treenet_case(), _nbh_case(), _program_case(), _lm_case()]
 
 
 def cases(clause: str, where: Callable[[Case], bool] = lambda c: True):

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from brute_force import all_paths
 from scipy.special import logsumexp
 
 import hiddenstate as hs
-from brute_force import all_paths
 
 
 def _model(K=2, D=2, M=1, n_lags=2, transitions="fixed", emission="linear", seed=0):

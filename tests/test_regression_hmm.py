@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from brute_force import all_paths
 from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 
 import hiddenstate as hs
-from brute_force import all_paths
 from hiddenstate.errors import InvalidInputError
 from hiddenstate.inference import Sequences
 from hiddenstate.learn import merge_statistics

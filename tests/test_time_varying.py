@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from brute_force import all_paths
+
 from hiddenstate import inference, time_varying
 from hiddenstate.inference import EmissionTable, Sequences
 
@@ -130,8 +130,7 @@ def test_one_fixed_matrix_gives_the_fixed_chain_kernels_numbers():
 
 
 def test_posterior_sampling_draws_paths_with_their_posterior_probability():
-    startprob, A, log_e, design, seqs = _problem(3, [3], K=2)
-    table = EmissionTable.from_log_likelihood(log_e)
+    startprob, A, log_e, design, _ = _problem(3, [3], K=2)
     ref = _brute(startprob, A, log_e, design)
     n = 20000
     big = Sequences.from_lengths([3] * n)

@@ -46,6 +46,18 @@ class VaryingPosteriors:
     xi_design : ndarray of shape (K, K, P)
         :math:`\sum_t \xi_t(i, j)\,\phi_t` for the design ``phi`` given (``P = 0`` when
         none was).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference, time_varying
+    >>> table = inference.EmissionTable.from_log_likelihood(np.zeros((3, 2)))
+    >>> post = time_varying.forward_backward(np.array([1.0, 0.0]), np.full((1, 2, 2), 0.5),
+    ...                                      np.zeros(3, int), table,
+    ...                                      inference.Sequences.from_lengths([3]))
+    >>> post.trans, post.xi_design.shape
+    (array([[0.75, 0.75],
+           [0.25, 0.25]]), (2, 2, 0))
     """
 
     loglik: np.ndarray
@@ -153,7 +165,7 @@ def filter_states(startprob, transmats, tidx, table: EmissionTable,
     >>> filtered.round(3)
     array([[0.875, 0.125],
            [0.25 , 0.75 ],
-           [0.093, 0.907]])
+           [0.167, 0.833]])
     """
     startprob = _f64(startprob)
     K = len(startprob)
@@ -199,7 +211,7 @@ def log_likelihood(startprob, transmats, tidx, table: EmissionTable,
     >>> float(time_varying.log_likelihood(np.array([0.5, 0.5]), np.full((1, 2, 2), 0.5),
     ...                                   np.zeros(3, int), table,
     ...                                   inference.Sequences.from_lengths([3]))[0].round(4))
-    -2.6173
+    -1.9379
     """
     startprob = _f64(startprob)
     K = len(startprob)
@@ -244,7 +256,7 @@ def viterbi(startprob, transmats, tidx, table: EmissionTable, seqs: Sequences):
     >>> transmats = np.array([[[0.9, 0.1], [0.2, 0.8]]])
     >>> time_varying.viterbi(np.array([0.5, 0.5]), transmats, np.zeros(3, int), table,
     ...                      inference.Sequences.from_lengths([3]))[1]
-    array([0, 1, 1])
+    array([1, 1, 1])
     """
     startprob = _f64(startprob)
     K = len(startprob)

@@ -149,8 +149,9 @@ def softmax_newton(S: np.ndarray, r: np.ndarray, phi: np.ndarray, W: np.ndarray,
 
 
 class SoftmaxTransitions:
-    r"""Input-driven transitions (an IOHMM): a softmax regression of the next state on the
-    inputs of the step it moves into.
+    r"""Input-driven transitions (an IOHMM): the next state regressed on the inputs.
+
+    A softmax regression on the inputs of the step the chain moves into:
 
     .. math::
         P(z_t = j \mid z_{t-1} = i, u_t) = \frac{A_{ij}\, e^{w_{ij}^\top u_t}}
@@ -323,21 +324,82 @@ class SoftmaxTransitions:
             "has no conjugate prior); use 'em', 'map' or 'vt'")
 
     def vb_init(self, params, n_virtual):
-        """Refuse: no conjugate prior (see the class docstring)."""
+        """Refuse: a softmax regression has no conjugate prior.
+
+        Parameters
+        ----------
+        params : dict
+            ``transmat`` and ``coef``.
+        n_virtual : float
+            Not used.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            Always (``learn="vb"`` is not available).
+        """
         self._no_vb()
 
     def vb_update(self, q, stats, which):
-        """Refuse: no conjugate prior."""
+        """Refuse: a softmax regression has no conjugate prior.
+
+        Parameters
+        ----------
+        q : dict
+            Not used.
+        stats : dict
+            Not used.
+        which : str
+            Not used.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            Always.
+        """
         self._no_vb()
 
     def vb_expected(self, q):
-        """Refuse: no conjugate prior."""
+        """Refuse: a softmax regression has no conjugate prior.
+
+        Parameters
+        ----------
+        q : dict
+            Not used.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            Always.
+        """
         self._no_vb()
 
     def vb_kl(self, q):
-        """Refuse: no conjugate prior."""
+        """Refuse: a softmax regression has no conjugate prior.
+
+        Parameters
+        ----------
+        q : dict
+            Not used.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            Always.
+        """
         self._no_vb()
 
     def vb_mean(self, q):
-        """Refuse: no conjugate prior."""
+        """Refuse: a softmax regression has no conjugate prior.
+
+        Parameters
+        ----------
+        q : dict
+            Not used.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            Always.
+        """
         self._no_vb()

@@ -32,6 +32,23 @@ class InputDrivenProblem:
         The Dirichlet priors of the initial distribution and of the transitions at inputs 0.
     coef_weight : float
         The precision of the Gaussian prior of the transition coefficients.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> m = hs.RegressionHMM(2, transitions="softmax")
+    >>> u = np.array([[0.0], [1.0], [-1.0], [2.0]])
+    >>> d = m._design(np.array([[0.1], [2.0], [-1.5], [3.0]]), None, u)
+    >>> problem = m.problem(m.emission_family(1, d.Z, n_inputs=1), d.Z, d.seqs, U=d.U)
+    >>> views = {"startprob": np.array([0.5, 0.5]),
+    ...          "transmat": {"transmat": np.array([[0.9, 0.1], [0.1, 0.9]]),
+    ...                       "coef": np.zeros((2, 2, 1))},
+    ...          "emission": {"coef": np.array([[[1.0]], [[-1.0]]]),
+    ...                       "intercept": np.zeros((2, 1)), "covars": np.ones((2, 1, 1))}}
+    >>> loglik, stats = problem.expected_counts(views)
+    >>> round(loglik, 3), stats["transmat"]["xi_phi"].shape   # K x K x (inputs + 1)
+    (-5.707, (2, 2, 2))
     """
 
     def __init__(self, family, Z: np.ndarray, seqs: Sequences, U: np.ndarray,
@@ -65,6 +82,21 @@ class InputDrivenProblem:
         return {"xi_phi": xi_design, "r": prev_post, "phi": self._design}
 
     def expected_counts(self, views):
+        r"""Sum-product: the E-step over the time-varying chain.
+
+        Parameters
+        ----------
+        views : dict
+            The parameters per block.
+
+        Returns
+        -------
+        loglik : float
+            :math:`\log p(X)`, summed over the sequences.
+        stats : dict
+            The statistics per block (the transitions': ``xi_phi``
+            :math:`\sum_t\xi_t(i, j)[u_t, 1]`, and the rows ``r`` and ``phi``).
+        """
         startprob, transmats, table = self._inference(views)
         post = time_varying.forward_backward(startprob, transmats, np.arange(len(self.X)),
                                              table, self.seqs, self._full)
@@ -76,6 +108,25 @@ class InputDrivenProblem:
         return float(post.loglik.sum()), stats
 
     def path_counts(self, views, k):
+        r"""Max-product: the statistics along each sequence's Viterbi path.
+
+        Parameters
+        ----------
+        views : dict
+            The parameters per block.
+        k : int
+            The paths per sequence (1: k-best paths of a time-varying chain are refused by
+            the estimator).
+
+        Returns
+        -------
+        value : float
+            :math:`\log p(X, z^*)`, summed.
+        stats : dict
+            The hard-count statistics per block.
+        paths : ndarray of shape (1, n_samples)
+            The paths.
+        """
         startprob, transmats, table = self._inference(views)
         logp, states = time_varying.viterbi(startprob, transmats, np.arange(len(self.X)),
                                             table, self.seqs)

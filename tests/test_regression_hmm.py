@@ -60,15 +60,16 @@ def _logistic(K=2, C=3, M=2, transitions="fixed", seed=0):
 def _emission_logs(m, x, u, t):
     """log p(x_t | z = k, design) by hand (scipy), for every state."""
     K, p = m.n_states, m.n_lags
+    ue = u[t, m._columns("emission", u.shape[1])]
     out = np.empty(K)
     for k in range(K):
         if m.emission == "linear":
             lags = np.concatenate([x[t - lag] for lag in range(1, p + 1)]) if p else []
-            phi = np.concatenate([u[t], lags])
+            phi = np.concatenate([ue, lags])
             mean = m.coef_[k] @ phi + m.intercept_[k]
             out[k] = multivariate_normal(mean, m.covars_[k]).logpdf(x[t])
         else:
-            logits = m.coef_[k] @ u[t] + m.intercept_[k]
+            logits = m.coef_[k] @ ue + m.intercept_[k]
             out[k] = logits[int(x[t])] - logsumexp(logits)
     return out
 
@@ -77,7 +78,8 @@ def _transition(m, u, t):
     """The matrix of the move into row t, by hand."""
     if m.transitions == "fixed":
         return m.transmat_
-    logits = np.log(m.transmat_) + m.transition_coef_ @ u[t]
+    logits = np.log(m.transmat_) + m.transition_coef_ @ u[t, m._columns("transition",
+                                                                         u.shape[1])]
     return np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
 
 
@@ -101,12 +103,23 @@ def _enumerate(m, x, u):
     return ll, gamma, paths[np.argmax(lp)], lp.max()
 
 
+def _split_inputs():
+    """Emissions read input 0 and 2, transitions input 1."""
+    m = _linear(K=2, D=1, M=2, n_lags=1, transitions="softmax", seed=3)
+    m.set_params(emission_inputs=[0, 2], transition_inputs=[1])
+    rng = np.random.default_rng(4)
+    m.coef_ = rng.normal(size=(2, 1, 3))
+    m.transition_coef_ = np.array([[[0.0], [2.0]], [[-1.0], [0.0]]])
+    return m
+
+
 CASES = {
     "linear": lambda: _linear(D=2, M=1),
     "ar2": lambda: _linear(D=1, M=0, n_lags=2),
     "ar1-inputs-softmax": lambda: _linear(K=3, D=2, M=2, n_lags=1, transitions="softmax"),
     "logistic": lambda: _logistic(C=3),
     "logistic-softmax": lambda: _logistic(C=2, transitions="softmax"),
+    "split-inputs": _split_inputs,
 }
 
 

@@ -38,12 +38,12 @@ class Design:
         The layout of the modelled rows (each sequence ``n_lags`` shorter).
     rows : ndarray of int64 of shape (n,)
         The row of the data each modelled row is.
-    U : ndarray of shape (n, M)
-        The inputs of each modelled row (what input-driven transitions read).
+    U : ndarray of shape (n, M_t)
+        The transition inputs of each modelled row (what input-driven transitions read).
     bounds : ndarray of int64
         The sequences' offsets in the data.
     n_inputs : int
-        M.
+        M, the columns of ``inputs``.
     """
 
     Z: np.ndarray
@@ -122,9 +122,11 @@ def check_inputs(inputs, n_samples: int, n_inputs: int | None) -> np.ndarray:
 
 
 def build(y: np.ndarray, lengths: np.ndarray, U: np.ndarray, n_lags: int,
-          fit_intercept: bool) -> Design:
+          fit_intercept: bool, emission_columns: np.ndarray,
+          transition_columns: np.ndarray) -> Design:
     """Lay out the modelled rows of validated observations ``y`` (``(N, D)`` numbers or
-    ``(N,)`` categories), their ``lengths`` (each > ``n_lags``) and inputs ``U``."""
+    ``(N,)`` categories), their ``lengths`` (each > ``n_lags``) and inputs ``U``, of which
+    the emissions read ``emission_columns`` and the transitions ``transition_columns``."""
     bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=bounds[1:])
     short = np.flatnonzero(lengths <= n_lags)
@@ -142,9 +144,12 @@ def build(y: np.ndarray, lengths: np.ndarray, U: np.ndarray, n_lags: int,
     else:
         rows = np.arange(len(y), dtype=np.int64)
     Y = y.reshape(len(y), -1).astype(np.float64)
-    parts = [Y[rows], U[rows]] + [Y[rows - lag] for lag in range(1, n_lags + 1)]
+    Ur = U[rows]
+    parts = [Y[rows], Ur[:, emission_columns]] + [Y[rows - lag]
+                                                  for lag in range(1, n_lags + 1)]
     if fit_intercept:
         parts.append(np.ones((len(rows), 1)))
     Z = np.ascontiguousarray(np.hstack(parts))
     seqs = Sequences.from_lengths(np.asarray(lengths, dtype=np.int64) - n_lags)
-    return Design(Z, seqs, rows, np.ascontiguousarray(U[rows]), bounds, U.shape[1])
+    return Design(Z, seqs, rows, np.ascontiguousarray(Ur[:, transition_columns]), bounds,
+                  U.shape[1])

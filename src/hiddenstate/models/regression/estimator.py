@@ -111,6 +111,10 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         A fixed transition matrix, or a softmax regression on the inputs.
     fit_intercept : bool, default=True
         Whether each state's regression has an intercept (``intercept_``).
+    emission_inputs : sequence of int or None, default=None
+        The columns of ``inputs`` the emissions regress on; None: every column.
+    transition_inputs : sequence of int or None, default=None
+        The columns of ``inputs`` the softmax transitions regress on; None: every column.
     n_iter : int, default=100
         The most iterations of a run.
     tol : float, default=1e-4
@@ -154,13 +158,13 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         The initial distribution.
     transmat_ : ndarray of shape (n_states, n_states)
         The transition matrix (softmax transitions: at inputs 0).
-    transition_coef_ : ndarray of shape (n_states, n_states, n_inputs)
+    transition_coef_ : ndarray of shape (n_states, n_states, n_transition_inputs)
         Softmax transitions: the change in log-odds of moving from ``i`` to ``j`` rather
         than staying, per unit of input (``transition_coef_[i, i] = 0``).
     coef_ : ndarray of shape (n_states, n_features, n_regressors)
-        The regression coefficients, columns ``[inputs | lag 1 | ... | lag p]`` (each lag
-        ``n_features`` wide); logistic: ``(n_states, n_categories, n_inputs)``, category 0
-        the reference (zeros).
+        The regression coefficients, columns ``[inputs | lag 1 | ... | lag p]`` (the
+        ``emission_inputs``, then each lag ``n_features`` wide); logistic: ``(n_states,
+        n_categories, n_emission_inputs)``, category 0 the reference (zeros).
     intercept_ : ndarray of shape (n_states, n_features)
         The intercepts (logistic: ``(n_states, n_categories)``).
     covars_ : ndarray of shape (n_states, n_features, n_features)
@@ -202,7 +206,8 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
     covars_ = LearnedArray()
 
     def __init__(self, n_states: int = 2, *, emission: str = "linear", n_lags: int = 0,
-                 transitions: str = "fixed", fit_intercept: bool = True, n_iter: int = 100,
+                 transitions: str = "fixed", fit_intercept: bool = True,
+                 emission_inputs=None, transition_inputs=None, n_iter: int = 100,
                  tol: float = 1e-4, n_init: int = 1, init_params: str = LETTERS,
                  params: str = LETTERS, min_covar: float = 1e-3, random_state=None,
                  verbose: bool = False, learn: str = "em", k_best: int = 1,
@@ -214,6 +219,8 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         self.n_lags = n_lags
         self.transitions = transitions
         self.fit_intercept = fit_intercept
+        self.emission_inputs = emission_inputs
+        self.transition_inputs = transition_inputs
         self.n_iter = n_iter
         self.tol = tol
         self.n_init = n_init
@@ -257,6 +264,11 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         check_positive_int(self.k_best, "k_best")
         if not isinstance(self.verbose, (bool, int, np.bool_, np.integer)):
             raise InvalidInputError(f"verbose: expected True or False, got {self.verbose!r:.40}")
+        for name in ("emission_inputs", "transition_inputs"):
+            _check_columns(getattr(self, name), name)
+        if self.transitions == "fixed" and self.transition_inputs is not None:
+            raise InvalidInputError(
+                "transition_inputs: only used by transitions='softmax'; drop it")
         for name in ("init_params", "params"):
             letters = getattr(self, name)
             if not isinstance(letters, str) or set(letters) - set(LETTERS):
@@ -383,10 +395,23 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
                     "every state's residual scatter); pass e.g. covars_prior=1e-2")
 
     # -- shapes --------------------------------------------------------------------------------
+    def _columns(self, which: str, n_inputs: int) -> np.ndarray:
+        """The columns of ``inputs`` the emissions (``which="emission"``) or the
+        transitions read."""
+        chosen = getattr(self, f"{which}_inputs")
+        if chosen is None:
+            return np.arange(n_inputs)
+        cols = np.asarray(chosen, dtype=np.int64).reshape(-1)
+        if len(cols) and cols.max() >= n_inputs:
+            raise InvalidInputError(
+                f"{which}_inputs: column {int(cols.max())} does not exist; inputs has "
+                f"{n_inputs} column(s)")
+        return cols
+
     def _n_regressors(self, n_features: int, n_inputs: int) -> int:
-        """Q, the design columns besides the intercept."""
+        """Q, the emission design columns besides the intercept."""
         lags = self.n_lags * n_features if self.emission == "linear" else 0
-        return n_inputs + lags
+        return len(self._columns("emission", n_inputs)) + lags
 
     @property
     def n_features_(self) -> int:
@@ -408,15 +433,32 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
 
     @property
     def n_inputs_(self) -> int:
-        """The number of inputs, from the shape of ``coef_`` (or ``transition_coef_``)."""
-        if _learned.has(self, "coef_"):
+        """The number of columns of ``inputs``.
+
+        Set by ``fit``; with parameters set by hand, from the shape of ``coef_`` (or of
+        ``transition_coef_``) when a model reads every input, else the largest column of
+        ``emission_inputs`` / ``transition_inputs`` plus one.
+        """
+        stored = self.__dict__.get("_fitted_n_inputs")
+        if stored is not None:
+            return stored
+        has_coef = _learned.has(self, "coef_")
+        has_tc = _learned.has(self, "transition_coef_")
+        if has_coef and self.emission_inputs is None:
             Q = _learned.raw(self, "coef_").shape[-1]
-            if self.emission == "linear":
-                return int(Q - self.n_lags * self.n_features_)
-            return int(Q)
-        if _learned.has(self, "transition_coef_"):
+            lags = self.n_lags * self.n_features_ if self.emission == "linear" else 0
+            return int(Q - lags)
+        if has_tc and self.transition_inputs is None:
             return int(_learned.raw(self, "transition_coef_").shape[-1])
+        if has_coef or has_tc:
+            cols = [*(self.emission_inputs or []), *(self.transition_inputs or [])]
+            return int(max(cols)) + 1 if cols else 0
         raise AttributeError("n_inputs_")
+
+    @n_inputs_.setter
+    def n_inputs_(self, value) -> None:
+        self.__dict__["_fitted_n_inputs"] = int(value)
+        _learned.invalidate(self)
 
     def _emission_keys(self) -> tuple[str, ...]:
         return ("coef", "intercept", "covars") if self.emission == "linear" else (
@@ -451,11 +493,13 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
             y = check_symbols(X, n_features, allow_missing=True)
         lengths = check_lengths(lengths, len(y))
         U = layout.check_inputs(inputs, len(y), n_inputs)
-        if self.transitions == "softmax" and U.shape[1] == 0:
+        if self.transitions == "softmax" and len(self._columns("transition", U.shape[1])) == 0:
             raise InvalidInputError(
                 "inputs: transitions='softmax' regresses the transitions on the inputs; pass "
                 "inputs= (or use transitions='fixed')")
-        return layout.build(y, lengths, U, self.n_lags, self.fit_intercept)
+        return layout.build(y, lengths, U, self.n_lags, self.fit_intercept,
+                            self._columns("emission", U.shape[1]),
+                            self._columns("transition", U.shape[1]))
 
     def validate_data(self, X, lengths, n_features, stream: bool = False,
                       continues: bool = False):
@@ -529,7 +573,8 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         n_states : int or None, default=None
             The number of states; None: ``n_states``.
         n_inputs : int or None, default=None
-            The number of inputs; None: from ``X``'s width, else the fitted model's.
+            The columns of ``inputs``; None: from ``X``'s width (a model that reads every
+            input), else the fitted model's.
 
         Returns
         -------
@@ -564,7 +609,9 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
             self.prior("covars_prior"), float(D) if nu is None else nu, means)
 
     def _transition_block(self, n_inputs: int) -> SoftmaxTransitions:
-        return SoftmaxTransitions(self.n_states, n_inputs, self.prior("transmat_prior"),
+        """The softmax transitions of a model with ``n_inputs`` inputs."""
+        return SoftmaxTransitions(self.n_states, len(self._columns("transition", n_inputs)),
+                                  self.prior("transmat_prior"),
                                   float(self.prior("transition_coef_weight")))
 
     # -- parameters ----------------------------------------------------------------------------
@@ -619,7 +666,8 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         check_choice(self.transitions, "transitions", TRANSITIONS)
         check_positive_int(self.n_lags, "n_lags", minimum=0)
         return (self.n_states, self.emission, self.transitions, self.n_lags,
-                bool(self.fit_intercept), self.n_features_, self.n_inputs_)
+                bool(self.fit_intercept), self.n_features_, self.n_inputs_,
+                _columns_key(self.emission_inputs), _columns_key(self.transition_inputs))
 
     def _check_learned(self) -> None:
         """Validate the parameters against the hyper-parameters: shapes, probabilities,
@@ -634,10 +682,11 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
                 f"{self.n_lags * self.n_features_} lag columns of n_lags={self.n_lags}")
         if self.transitions == "softmax":
             tc = _learned.raw(self, "transition_coef_")
-            if tc.shape != (K, K, M) or not np.all(np.isfinite(tc)):
+            Mt = len(self._columns("transition", M))
+            if tc.shape != (K, K, Mt) or not np.all(np.isfinite(tc)):
                 raise InvalidInputError(
-                    f"transition_coef_: expected finite values of shape {(K, K, M)} "
-                    f"(n_states, n_states, n_inputs), got {tc.shape}")
+                    f"transition_coef_: expected finite values of shape {(K, K, Mt)} "
+                    f"(n_states, n_states, n_transition_inputs), got {tc.shape}")
         if self.emission == "logistic" and self.n_features_ < 2:
             raise InvalidInputError("coef_: a logistic model needs at least 2 categories")
         family = self.emission_family(self.n_features_, n_inputs=M)
@@ -756,16 +805,17 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         """
         self.check_hyperparameters()
         d = self._design(X, lengths, inputs)
-        n_features = (d.Z.shape[1] - d.n_inputs - int(self.fit_intercept)) // (
+        n_emission = len(self._columns("emission", d.n_inputs))
+        n_features = (d.Z.shape[1] - n_emission - int(self.fit_intercept)) // (
             self.n_lags + 1) if self.emission == "linear" else self.resolve_n_features(d.Z)
         family = self.emission_family(n_features, d.Z, n_inputs=d.n_inputs)
         self.check_fit_memory(d.Z, d.seqs, family)
         problem = self.problem(family, d.Z, d.seqs, U=d.U)
         return self.fit_problem(problem, family, n_features, d.Z, d.seqs,
-                                make_rng(self.random_state), callback)
+                                make_rng(self.random_state), callback, n_inputs=d.n_inputs)
 
     def fit_problem(self, problem, family, n_features, X, seqs, rng, callback=None,
-                    states=None):
+                    states=None, *, n_inputs: int = 0):
         """**Entry point.** Run the ``n_init`` restarts of the batch mode on ``problem``.
 
         Parameters
@@ -786,6 +836,8 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
             ``callback(iteration, objective)``.
         states : None
             Not supported.
+        n_inputs : int, default=0
+            The columns of the inputs (none in a distributed fit).
 
         Returns
         -------
@@ -794,8 +846,7 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         """
         K = self.n_states
         X = np.asarray(X)
-        n_inputs = family.n_regressors - (self.n_lags * n_features
-                                          if self.emission == "linear" else 0)
+        n_trans = len(self._columns("transition", n_inputs))
         init = self.init_params
 
         def user(attr, letter):
@@ -810,7 +861,7 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
             if "t" in init:
                 lam = persistence(*family.autocorrelation_data(X), seqs.bounds)
                 transmat = lam * np.eye(K) + (1.0 - lam) / K
-                coef = np.zeros((K, K, n_inputs))
+                coef = np.zeros((K, K, n_trans))
             else:
                 transmat = user("transmat_", "t")
                 coef = user("transition_coef_", "t") if self.transitions == "softmax" \
@@ -832,6 +883,7 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
                             verbose=self.verbose, callback=callback)
         self.monitor_ = best.monitor
         self.n_features_ = n_features
+        self.n_inputs_ = n_inputs
         self._assign(best.params)
         for attr in [a for a in vars(self) if a.endswith(_POSTERIOR)]:
             delattr(self, attr)
@@ -861,14 +913,14 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         return out
 
     def learned_scalars(self) -> dict:
-        """Return the learned scalars (none).
+        """Return the learned scalars: the number of inputs.
 
         Returns
         -------
         dict
-            Empty.
+            ``{"n_inputs_": M}``.
         """
-        return {}
+        return {"n_inputs_": int(self.n_inputs_)}
 
     def set_learned(self, arrays: dict, scalars: dict) -> None:
         """Restore what :meth:`learned_arrays` returned.
@@ -878,7 +930,7 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         arrays : dict of str to ndarray
             The arrays, by attribute name.
         scalars : dict
-            Not used.
+            ``n_inputs_``.
 
         Raises
         ------
@@ -890,7 +942,12 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         if missing:
             raise InvalidInputError(f"{missing[0]}: missing from the saved arrays")
         for key, value in {**arrays, **scalars}.items():
-            if key in names:
+            if key == "n_inputs_":
+                if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+                        or value < 0:
+                    raise InvalidInputError(f"n_inputs_: expected an int >= 0, got {value!r}")
+                self.n_inputs_ = value
+            elif key in names:
                 setattr(self, key, value)
             elif key.endswith(_POSTERIOR) and key.isidentifier():
                 if not (isinstance(value, np.ndarray) and np.all(np.isfinite(value))):
@@ -925,3 +982,22 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         from .._saving import save
 
         save(self, path)
+
+
+def _check_columns(value, name: str) -> None:
+    """None, or distinct column indices >= 0."""
+    if value is None:
+        return
+    if isinstance(value, (str, bytes)) or np.ndim(value) != 1:
+        raise InvalidInputError(
+            f"{name}: expected a list of column indices of inputs (or None: every column), "
+            f"got {value!r:.60}")
+    cols = list(value)
+    if not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 0
+               for c in cols) or len(set(cols)) != len(cols):
+        raise InvalidInputError(
+            f"{name}: expected distinct column indices >= 0, got {value!r:.60}")
+
+
+def _columns_key(value):
+    return None if value is None else tuple(int(c) for c in value)

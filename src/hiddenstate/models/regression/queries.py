@@ -448,16 +448,18 @@ class RegressionQueries:
         U = check_inputs(inputs, n, self.n_inputs_)
         lags = self._history(history)
         family = self.emission_family(self.n_features_)
-        states = self._sample_states(params, U, rng)
-        X = self._emit(params, family, states, rng, self._design_rows, lags, U)
+        states = self._sample_states(params, U[:, self._columns("transition", U.shape[1])],
+                                     rng)
+        X = self._emit(params, family, states, rng, self._design_rows, lags,
+                       U[:, self._columns("emission", U.shape[1])])
         return (X.reshape(n, -1) if self.emission == "linear" else X.reshape(n, 1)), states
 
     def _sample_states(self, params, U, rng) -> np.ndarray:
-        """A path of the chain over the rows of ``U`` (the move into row ``t`` reads
-        ``U[t]``)."""
+        """A path of the chain over the rows of ``U``, the transition inputs (the move into
+        row ``t`` reads ``U[t]``)."""
         n = len(U)
         if self.transitions == "softmax":
-            transmats = self._transition_block(U.shape[1]).matrices(params["transmat"], U)
+            transmats = self._transition_block(self.n_inputs_).matrices(params["transmat"], U)
             tidx = np.arange(n)
         else:
             transmats = np.asarray(params["transmat"])[None]
@@ -482,16 +484,18 @@ class RegressionQueries:
         D, p = self.n_features_, self.n_lags
         Y = d.Z[:, :D]
         ends = d.seqs.bounds[1:] - 1   # the last modelled row: lag 1 of the first step
-        lags = np.hstack([Y[ends]] + [d.Z[ends, D + M + (lag - 1) * D:D + M + lag * D]
+        Me = len(self._columns("emission", M))
+        lags = np.hstack([Y[ends]] + [d.Z[ends, D + Me + (lag - 1) * D:D + Me + lag * D]
                                       for lag in range(1, p)]) if p else np.zeros((S, 0))
         if self.transitions == "softmax":
             block = self._transition_block(M)
-            transmats = block.matrices(params["transmat"], Uf.reshape(S * h, M)).reshape(
+            Ut = Uf[..., self._columns("transition", M)]
+            transmats = block.matrices(params["transmat"], Ut.reshape(S * h, -1)).reshape(
                 S, h, self.n_states, self.n_states)
         else:
             transmats = np.broadcast_to(params["transmat"], (S, h, self.n_states,
                                                              self.n_states))
-        return params, alpha, lags, Uf, transmats
+        return params, alpha, lags, Uf[..., self._columns("emission", M)], transmats
 
     def forecast(self, X, lengths=None, steps: int = 1, *, inputs=None,
                  future_inputs=None) -> fc.Forecast:
@@ -546,8 +550,7 @@ class RegressionQueries:
         if self.emission == "linear":
             state, mean, cov = fc.linear_moments(alpha, transmats, W,
                                                  params["emission"]["covars"], lags, Uf,
-                                                 self.n_inputs_, self.n_lags,
-                                                 self.fit_intercept)
+                                                 Uf.shape[2], self.n_lags, self.fit_intercept)
             return fc.Forecast(state, mean, cov)
         state = fc.state_path(alpha, transmats)
 
@@ -651,7 +654,7 @@ class RegressionQueries:
         K = self.n_states
         per_row = K - 1
         if self.transitions == "softmax":
-            per_row *= self.n_inputs_ + 1
+            per_row *= len(self._columns("transition", self.n_inputs_)) + 1
         family = self.emission_family(self.n_features_)
         return (K - 1) + K * per_row + family.n_free_parameters()
 

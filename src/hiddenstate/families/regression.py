@@ -65,10 +65,14 @@ from scipy import linalg
 from scipy.special import digamma
 
 from ..errors import InvalidInputError
+from ..kernels.moments import weighted_outer_sums
 from .base import DEAD_MASS, EmissionFamily, kmeans
 from .gaussian import _definite, _floor_eigen, _kl_wishart
 
 _LOG_2PI = np.log(2.0 * np.pi)
+#: rows of at most this many columns get their statistics from a numba loop
+#: (:mod:`hiddenstate.kernels.moments`), wider ones from a BLAS product per state
+_NARROW = 16
 
 
 def _solve_sym(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -227,6 +231,15 @@ class LinearRegressionEmissions(EmissionFamily):
         D, K = self.n_features, self.n_states
         y, phi, miss = self._rows(X)
         W = self.weights(params)
+        if D == 1 and "design_var" not in params:   # a scalar series: every state at once
+            var = params["covars"][:, 0, 0]
+            resid = y - phi @ W[:, 0, :].T
+            out = -0.5 * (resid * resid / var + (_LOG_2PI + np.log(var)))
+            if "log_offset" in params:
+                out += params["log_offset"]
+            if miss.any():
+                out[miss] = 0.0
+            return out
         out = np.empty((len(X), K))
         for k in range(K):
             L = linalg.cholesky(params["covars"][k], lower=True)
@@ -271,13 +284,18 @@ class LinearRegressionEmissions(EmissionFamily):
             ``post`` :math:`n_k` (K,) and ``G`` (K, D + P, D + P), the blocks
             :math:`S_{yy}, S_{y\phi}, S_{\phi\phi}` about :attr:`center`.
         """
-        y, phi, miss = self._rows(X)
-        Zc = np.hstack([y, phi]) - self._center()
-        w = np.where(miss[:, None], 0.0, post) if miss.any() else post
-        G = np.empty((self.n_states, Zc.shape[1], Zc.shape[1]))
-        for k in range(self.n_states):
-            G[k] = (Zc * w[:, k, None]).T @ Zc
-        return {"post": w.sum(axis=0), "G": G}
+        Zc = X - self._center()
+        miss = np.isnan(Zc[:, 0])
+        if miss.any():
+            Zc[miss] = 0.0
+            post = np.where(miss[:, None], 0.0, post)
+        K, W = self.n_states, Zc.shape[1]
+        if W <= _NARROW:   # see hiddenstate.kernels.moments
+            G = np.zeros((K, W, W))
+            weighted_outer_sums(Zc, np.ascontiguousarray(post, dtype=np.float64), G)
+        else:
+            G = np.stack([(Zc * post[:, k, None]).T @ Zc for k in range(K)])
+        return {"post": post.sum(axis=0), "G": G}
 
     def merge_statistics(self, a, b):
         """Sum the statistics (taken about the family's fixed :attr:`center`).

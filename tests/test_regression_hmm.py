@@ -293,6 +293,8 @@ def test_vb_of_an_ar_hmm_raises_its_bound_and_agrees_with_map_on_much_data():
     other = np.argsort(mp.intercept_[:, 0])
     np.testing.assert_allclose(vb.coef_[order], mp.coef_[other], atol=0.01)
     np.testing.assert_allclose(vb.covars_[order], mp.covars_[other], rtol=0.01)
+    np.testing.assert_allclose(vb.coef_[order], t.coef_, atol=0.06)   # the AR(2) teacher
+    np.testing.assert_allclose(vb.intercept_[order], t.intercept_, atol=0.15)
     assert {"coef_posterior_", "precision_posterior_", "scale_posterior_",
             "dof_posterior_"} <= set(vars(vb))
 
@@ -306,9 +308,17 @@ def test_a_missing_row_has_no_emission_term():
     ll, gamma, _, _ = _enumerate_missing(m, Xm, U)
     np.testing.assert_allclose(m.score(Xm, inputs=U), ll, rtol=1e-10)
     np.testing.assert_allclose(m.predict_proba(Xm, inputs=U), gamma, atol=1e-10)
-    fitted = hs.RegressionHMM(2, random_state=0, n_iter=5).fit(np.vstack([Xm, X]), [6, 6],
-                                                                inputs=np.vstack([U, U]))
-    assert np.isfinite(fitted.score(Xm, inputs=U))
+    # EM with missing rows is EM on the observed ones: it never decreases the observed-data
+    # log-likelihood, and it recovers what the full data give
+    X, U, lengths = _data(m, [400, 300], seed=6)
+    Xm = X.copy()
+    Xm[np.random.default_rng(7).random(len(X)) < 0.1] = np.nan
+    kw = {"random_state": 0, "n_iter": 40, "tol": -np.inf}
+    full = hs.RegressionHMM(2, **kw).fit(X, lengths, inputs=U)
+    holes = hs.RegressionHMM(2, **kw).fit(Xm, lengths, inputs=U)
+    assert np.all(np.diff(holes.monitor_.history) >= -1e-9 * abs(holes.monitor_.history[-1]))
+    order_f, order_h = np.argsort(full.intercept_[:, 0]), np.argsort(holes.intercept_[:, 0])
+    np.testing.assert_allclose(holes.coef_[order_h], full.coef_[order_f], atol=0.1)
 
 
 def _enumerate_missing(m, X, U):

@@ -360,18 +360,19 @@ class RegressionQueries:
         return d.scatter(states, -1)
 
     # -- sampling ----------------------------------------------------------------------------
-    def _emit(self, params, family, states, rng, design_of, lags, U):
+    def _emit(self, params, family, states, rng, lags, U):
         """Draw the observations of a path ``states`` (n,), each step's design from its
         inputs ``U[t]`` and the lag vector ``lags`` (the previous observations, most recent
         first), which the draws update. Returns the (n, D) draws (categories: (n,))."""
         n = len(states)
         D = self.n_features_
         if not self.n_lags:
-            return family.sample(params["emission"], states, rng, design=design_of(U, None))
+            return family.sample(params["emission"], states, rng,
+                                 design=self._design_rows(U, None))
         out = np.empty((n, D))
         for t in range(n):
             y = family.sample(params["emission"], states[t:t + 1], rng,
-                              design=design_of(U[t:t + 1], lags[None]))
+                              design=self._design_rows(U[t:t + 1], lags[None]))
             out[t] = y[0]
             lags = np.concatenate([y[0], lags[:-D]])
         return out
@@ -450,7 +451,7 @@ class RegressionQueries:
         family = self.emission_family(self.n_features_)
         states = self._sample_states(params, U[:, self._columns("transition", U.shape[1])],
                                      rng)
-        X = self._emit(params, family, states, rng, self._design_rows, lags,
+        X = self._emit(params, family, states, rng, lags,
                        U[:, self._columns("emission", U.shape[1])])
         return (X.reshape(n, -1) if self.emission == "linear" else X.reshape(n, 1)), states
 

@@ -277,7 +277,8 @@ class LogisticEmissions(EmissionFamily):
             raise InvalidInputError("X: every observation is missing (-1); nothing to fit")
         onehot = np.zeros((len(y), C))
         onehot[np.arange(len(y)), y] = 1.0
-        W, _ = softmax_newton(onehot.T @ phi, np.ones(len(y)), phi, np.zeros((C, P)),
+        W, _ = softmax_newton(np.einsum("tc,tp->cp", onehot, phi), np.ones(len(y)), phi,
+                              np.zeros((C, P)),
                               np.eye(P), np.arange(C) > 0, max_iter=25)
         sd = phi.std(axis=0)
         scale = 0.5 / np.where(sd > 0, sd, 1.0)

@@ -65,13 +65,17 @@ from scipy import linalg
 from scipy.special import digamma
 
 from ..errors import InvalidInputError
-from ..kernels.moments import weighted_outer_sums
+from ..inference import EmissionTable, _call, all_occupied
+from ..kernels.regression import _TASK_ROWS, regression_loglik, weighted_outer_sums
 from .base import DEAD_MASS, EmissionFamily, kmeans
 from .gaussian import _definite, _floor_eigen, _kl_wishart
 
 _LOG_2PI = np.log(2.0 * np.pi)
+# Products with a long dimension of rows and short others ((N, P) x (P, K)) are written as
+# np.einsum, which does not call BLAS: OpenBLAS's threads took 100 ms for what einsum does in
+# 2 ms on a busy two-core machine (benchmarks/bench_covariates.py).
 #: rows of at most this many columns get their statistics from a numba loop
-#: (:mod:`hiddenstate.kernels.moments`), wider ones from a BLAS product per state
+#: (:mod:`hiddenstate.kernels.regression`), wider ones from a BLAS product per state
 _NARROW = 16
 
 
@@ -209,6 +213,25 @@ class LinearRegressionEmissions(EmissionFamily):
         return y, phi, miss
 
     # -- log-likelihood -------------------------------------------------------------------
+    def _kernel_loglik(self, params, X, scale: bool, occupied=None):
+        """``(table, shift)`` by :func:`~hiddenstate.kernels.regression.regression_loglik`
+        (scaled per row with ``scale``)."""
+        K, D = self.n_states, self.n_features
+        covars = np.asarray(params["covars"], dtype=np.float64)
+        chol = np.linalg.cholesky(covars)
+        inv_chol = np.ascontiguousarray(np.linalg.inv(chol))
+        log_norm = -0.5 * (D * _LOG_2PI) - np.log(np.diagonal(chol, axis1=1,
+                                                              axis2=2)).sum(axis=1)
+        if "log_offset" in params:
+            log_norm = log_norm + params["log_offset"]
+        out = np.empty((len(X), K))
+        shift = np.empty(len(X) if scale else 0)
+        tasks = np.arange(-(-len(X) // _TASK_ROWS) + 1)   # one thread for small tables
+        _call(regression_loglik, tasks, len(X), K, np.ascontiguousarray(X, dtype=np.float64),
+              np.ascontiguousarray(self.weights(params), dtype=np.float64), inv_chol,
+              np.ascontiguousarray(log_norm), scale, all_occupied(K, occupied), out, shift)
+        return out, shift
+
     def log_likelihood(self, params, X):
         r"""Compute :math:`\log N(y_t \mid W_k\phi_t, \Sigma_k)` for every row and state.
 
@@ -228,36 +251,37 @@ class LinearRegressionEmissions(EmissionFamily):
         ndarray of shape (n, K)
             The log-likelihoods.
         """
-        D, K = self.n_features, self.n_states
+        if "design_var" not in params:
+            return self._kernel_loglik(params, X, False)[0]
+        D = self.n_features
+        out = self._kernel_loglik({k: v for k, v in params.items() if k != "design_var"},
+                                  X, False)[0]
         y, phi, miss = self._rows(X)
-        W = self.weights(params)
-        if D == 1 and "design_var" not in params:   # a scalar series: every state at once
-            var = params["covars"][:, 0, 0]
-            resid = y - phi @ W[:, 0, :].T
-            out = -0.5 * (resid * resid / var + (_LOG_2PI + np.log(var)))
-            if "log_offset" in params:
-                out += params["log_offset"]
-            if miss.any():
-                out[miss] = 0.0
-            return out
-        out = np.empty((len(X), K))
-        for k in range(K):
-            L = linalg.cholesky(params["covars"][k], lower=True)
-            resid = y - phi @ W[k].T
-            if D == 1:
-                maha = resid[:, 0] ** 2 / L[0, 0] ** 2
-            else:
-                sol = linalg.solve_triangular(L, resid.T, lower=True)
-                maha = np.einsum("dn,dn->n", sol, sol)
-            out[:, k] = -0.5 * (D * _LOG_2PI + 2.0 * np.log(np.diag(L)).sum() + maha)
-            if "design_var" in params:
-                out[:, k] -= 0.5 * D * np.einsum("tp,pq,tq->t", phi, params["design_var"][k],
-                                                 phi)
-        if "log_offset" in params:
-            out += params["log_offset"]
+        out -= 0.5 * D * np.einsum("tp,kpq,tq->tk", phi, params["design_var"], phi)
         if miss.any():
             out[miss] = 0.0
         return out
+
+    def table(self, params, X, occupied=None):
+        """Return the emission table, scaled per row as the kernel computes it.
+
+        Parameters
+        ----------
+        params : dict
+            ``coef``, ``intercept``, ``covars`` (and the VB view's extra keys).
+        X : ndarray of shape (n, D + P)
+            Rows ``[y | phi]``.
+        occupied : ndarray of bool of shape (n_states,) or None, default=None
+            The states the chain can be in (the others: probability 0).
+
+        Returns
+        -------
+        hiddenstate.inference.EmissionTable
+            The table the forward-backward and Viterbi kernels read.
+        """
+        if "design_var" in params:
+            return super().table(params, X, occupied)
+        return EmissionTable.from_shifted(*self._kernel_loglik(params, X, True, occupied))
 
     # -- statistics -----------------------------------------------------------------------
     def _center(self) -> np.ndarray:
@@ -284,17 +308,19 @@ class LinearRegressionEmissions(EmissionFamily):
             ``post`` :math:`n_k` (K,) and ``G`` (K, D + P, D + P), the blocks
             :math:`S_{yy}, S_{y\phi}, S_{\phi\phi}` about :attr:`center`.
         """
-        Zc = X - self._center()
+        K, W = self.n_states, X.shape[1]
+        center = self._center()
+        if W <= _NARROW:   # see hiddenstate.kernels.regression
+            G, n = np.zeros((K, W, W)), np.zeros(K)
+            weighted_outer_sums(np.ascontiguousarray(X, dtype=np.float64), center,
+                                np.ascontiguousarray(post, dtype=np.float64), G, n)
+            return {"post": n, "G": G}
+        Zc = X - center
         miss = np.isnan(Zc[:, 0])
         if miss.any():
             Zc[miss] = 0.0
             post = np.where(miss[:, None], 0.0, post)
-        K, W = self.n_states, Zc.shape[1]
-        if W <= _NARROW:   # see hiddenstate.kernels.moments
-            G = np.zeros((K, W, W))
-            weighted_outer_sums(Zc, np.ascontiguousarray(post, dtype=np.float64), G)
-        else:
-            G = np.stack([(Zc * post[:, k, None]).T @ Zc for k in range(K)])
+        G = np.stack([(Zc * post[:, k, None]).T @ Zc for k in range(K)])
         return {"post": post.sum(axis=0), "G": G}
 
     def merge_statistics(self, a, b):
@@ -624,14 +650,14 @@ class LinearRegressionEmissions(EmissionFamily):
         yc, pc = y - c[:D], phi - c[D:]
 
         def ridge(rows):
-            G = pc[rows].T @ pc[rows]
+            G = np.einsum("tp,tq->pq", pc[rows], pc[rows])
             G += 1e-8 * (np.trace(G) / P + 1.0) * np.eye(P)
-            return _solve_sym(G, pc[rows].T @ yc[rows])[0].T
+            return _solve_sym(G, np.einsum("tp,td->pd", pc[rows], yc[rows]))[0].T
 
         everything = np.arange(len(y))
         W_all = ridge(everything)
-        resid = yc - pc @ W_all.T
-        cov = resid.T @ resid / max(len(y), 1)
+        resid = yc - np.einsum("tp,dp->td", pc, W_all)
+        cov = np.einsum("td,te->de", resid, resid) / max(len(y), 1)
         cov, _ = _floor_eigen(cov + 1e-12 * np.eye(D), self.min_covar)
         _, labels = kmeans(y, K, rng)
         A, _, cy = self._maps()

@@ -46,10 +46,10 @@ def logsumexp(x: np.ndarray, axis: int = -1, keepdims: bool = False) -> np.ndarr
 
 
 def _objective(W, S, r, phi, precision, allowed, fi):
-    logits = phi @ W[allowed].T
+    logits = np.einsum("tp,cp->tc", phi, W[allowed])
     lse = logsumexp(logits, axis=1) if logits.shape[1] else np.zeros(len(phi))
     penalty = 0.5 * np.einsum("cp,pq,cq->", W[fi], precision, W[fi])
-    return float(np.sum(W[fi] * S[fi]) - r @ lse - penalty)
+    return float(np.sum(W[fi] * S[fi]) - np.einsum("t,t->", r, lse) - penalty)
 
 
 def softmax_newton(S: np.ndarray, r: np.ndarray, phi: np.ndarray, W: np.ndarray,
@@ -114,17 +114,17 @@ def softmax_newton(S: np.ndarray, r: np.ndarray, phi: np.ndarray, W: np.ndarray,
     pos = np.searchsorted(ai, fi)  # column of each free row among the allowed ones
     q = _objective(W, S, r, phi, precision, allowed, fi)
     for _ in range(max_iter):
-        logits = phi @ W[allowed].T
+        logits = np.einsum("tp,cp->tc", phi, W[allowed])   # no BLAS: see .regression
         p = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))[:, pos]  # (n, F)
         rp = r[:, None] * p
-        g = S[fi] - rp.T @ phi - W[fi] @ precision
+        g = S[fi] - np.einsum("tc,tp->cp", rp, phi) - W[fi] @ precision
         H = np.zeros((F, P, F, P))
         for a in range(F):
             for b in range(a, F):
                 w = -rp[:, a] * p[:, b]
                 if a == b:
                     w = w + rp[:, a]
-                block = (phi * w[:, None]).T @ phi
+                block = np.einsum("t,tp,tq->pq", w, phi, phi)
                 if a == b:
                     block = block + precision
                 H[a, :, b, :] = block

@@ -368,3 +368,28 @@ def test_streaming_learners_start_from_a_fixed_persistence():
                learner_options={"warmup": 10**6}).fit(X)   # no M-step yet: the start
     s = STREAM_PERSISTENCE
     assert np.allclose(m.transmat_, s * np.eye(3) + (1 - s) / 3)
+
+
+def test_stationary_distribution_solves_pi_a_equals_pi():
+    """HMM.get_stationary_distribution (issue 30, item 7): pi A = pi on random chains
+    (against the power method), 0 on transient states, and refused with two closed
+    classes."""
+    rng = np.random.default_rng(0)
+    model = hs.HMM(5, n_features=2)
+    model.startprob_ = np.full(5, 0.2)
+    model.emissionprob_ = np.full((5, 2), 0.5)
+    for _ in range(5):
+        A = rng.dirichlet(np.ones(5), size=5)
+        model.transmat_ = A
+        pi = model.get_stationary_distribution()
+        power = np.linalg.matrix_power(A, 2000)[0]
+        np.testing.assert_allclose(pi, power, rtol=1e-10)
+    model = hs.HMM(3, n_features=2)
+    model.startprob_ = [1.0, 0.0, 0.0]
+    model.emissionprob_ = np.full((3, 2), 0.5)
+    model.transmat_ = [[0.5, 0.5, 0.0], [0.0, 0.9, 0.1], [0.0, 0.2, 0.8]]
+    np.testing.assert_allclose(model.get_stationary_distribution(), [0.0, 2 / 3, 1 / 3],
+                               rtol=1e-14, atol=1e-16)
+    model.transmat_ = [[0.5, 0.25, 0.25], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    with pytest.raises(InvalidInputError, match="2 closed classes"):
+        model.get_stationary_distribution()

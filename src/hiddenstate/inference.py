@@ -831,10 +831,59 @@ def clamp_log_likelihood(loglik: np.ndarray, states: np.ndarray) -> np.ndarray:
     return out
 
 
-def fold_rows(post: np.ndarray, fold: np.ndarray | None) -> np.ndarray:
+def weigh_observations(table: EmissionTable, weights: np.ndarray
+                       ) -> tuple[EmissionTable, np.ndarray | None]:
+    r"""Raise each observation's emission term to its weight: :math:`p(x_t \mid z_t)^{w_t}`.
+
+    The table of the weighted likelihood :math:`\prod_t p(x_t \mid z_t)^{w_t}` (an integer
+    :math:`w_t` counts :math:`x_t` as :math:`w_t` copies emitted from the same state; 0 as
+    missing). Dense tables keep their scaling (:math:`e^{w}` of a row whose maximum is 1,
+    offset times :math:`w`); a shared (``by_idx``) table becomes a dense one, scaled afresh,
+    whose posteriors :func:`fold_rows` sums back onto the shared rows (``fold``).
+
+    Parameters
+    ----------
+    table : EmissionTable
+        The table.
+    weights : ndarray of shape (n_samples,)
+        The weight of each observation (finite, >= 0).
+
+    Returns
+    -------
+    table : EmissionTable
+        The weighted table (dense).
+    fold : ndarray of int64 or None
+        Shared tables: the row of the original table of each observation (``table.idx``);
+        dense tables: None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> table = inference.EmissionTable.from_symbols(np.array([[0.5, 0.5], [0.1, 0.9]]),
+    ...                                              np.array([0, 1]))
+    >>> weighted, fold = inference.weigh_observations(table, np.array([2.0, 0.0]))
+    >>> np.exp(np.log(weighted.emis) + weighted.log_offset[:, None]).round(3), fold
+    (array([[0.25, 0.01],
+           [1.  , 1.  ]]), array([0, 1]))
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if table.by_idx:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_frame = np.where(w[:, None] > 0, w[:, None] * table.log_emis()[table.idx], 0.0)
+        return EmissionTable.from_log_likelihood(log_frame), table.idx
+    offset = np.zeros(len(w)) if table.log_offset is None else table.log_offset
+    with np.errstate(invalid="ignore"):
+        emis = np.power(table.emis, w[:, None])  # 0 ** 0 = 1: weight 0 is missing
+        offset = np.where(w > 0, w * offset, 0.0)
+    return EmissionTable(emis, np.arange(len(w), dtype=np.int64), offset, False), None
+
+
+def fold_rows(post: np.ndarray, fold: np.ndarray | None,
+              n_rows: int | None = None) -> np.ndarray:
     """Sum the posteriors of a clamped shared table back onto the rows of the original table.
 
-    See :func:`clamp_states`.
+    See :func:`clamp_states` and :func:`weigh_observations`.
 
     Parameters
     ----------
@@ -842,6 +891,8 @@ def fold_rows(post: np.ndarray, fold: np.ndarray | None) -> np.ndarray:
         The posteriors by row of the clamped table.
     fold : ndarray of int64 or None
         The original row of each row (None: nothing was clamped).
+    n_rows : int or None, default=None
+        The rows of the original table; None: ``fold.max() + 1``.
 
     Returns
     -------
@@ -859,7 +910,7 @@ def fold_rows(post: np.ndarray, fold: np.ndarray | None) -> np.ndarray:
     """
     if fold is None:
         return post
-    out = np.zeros((int(fold.max()) + 1, post.shape[1]))
+    out = np.zeros((int(fold.max()) + 1 if n_rows is None else n_rows, post.shape[1]))
     np.add.at(out, fold, post)
     return out
 
@@ -1088,7 +1139,8 @@ def _f64(a) -> np.ndarray:
     return a if a.flags.writeable else a.copy()
 
 
-def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences) -> Posteriors:
+def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences,
+                     weights: np.ndarray | None = None) -> Posteriors:
     """Compute the expected counts and state posteriors (scaled forward-backward).
 
     Fused statistics. Sequences of at most ``_SEGMENT`` rows run as one lane each; longer
@@ -1105,6 +1157,10 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences)
         The emission probabilities of the data.
     seqs : Sequences
         The layout of the data.
+    weights : ndarray of shape (n_sequences,) or None, default=None
+        The weight of each sequence: every statistic of sequence ``s`` (``start``,
+        ``trans``, its ``post`` rows) is multiplied by ``weights[s]`` (the log-likelihoods
+        are not); None: 1 (the same numbers, bit for bit).
 
     Returns
     -------
@@ -1138,15 +1194,25 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences)
         _call(kernels.forward_backward, short.chunks, short.rows, K,
               startprob, transmat, transmat_t, table.emis, table.idx, short.first, short.end,
               short.seq, short.chunks, table.by_idx, post_acc[:Cs], post_dense, start_acc[:Cs],
-              trans_acc[:Cs], loglik)
+              trans_acc[:Cs], loglik, _lane_weights(short, weights))
     if long.n_chunks:
         Cs = short.n_chunks
         loglik += _segmented_forward_backward(
             startprob, transmat, transmat_t, table, seqs, post_acc[Cs:], post_dense,
-            start_acc[Cs:], trans_acc[Cs:])
+            start_acc[Cs:], trans_acc[Cs:], weights)
     out = _reduce_chunks(loglik, start_acc, trans_acc, post_acc, post_dense, table, seqs)
     out.trans *= transmat
     return out
+
+
+def _lane_weights(plan: LanePlan, weights: np.ndarray | None) -> np.ndarray:
+    """The weight of each entry of a lane plan: that of its sequence (1 without
+    ``weights``; 0 for a padding entry)."""
+    real = plan.seq >= 0
+    if weights is None:
+        return real.astype(np.float64)
+    return np.where(real, np.asarray(weights, dtype=np.float64)[np.where(real, plan.seq, 0)],
+                    0.0)
 
 
 def _posterior_buffers(table: EmissionTable, seqs: Sequences, C: int, K: int):
@@ -1209,7 +1275,7 @@ def _filter_segments(startprob, transmat_t, table: EmissionTable, plan: LanePlan
 
 def _segmented_forward_backward(startprob, transmat, transmat_t, table: EmissionTable,
                                 seqs: Sequences, post_acc, post_dense, start_acc,
-                                trans_acc) -> np.ndarray:
+                                trans_acc, weights=None) -> np.ndarray:
     r"""Forward-backward of the sequences longer than ``_SEGMENT``, segment by segment.
 
     1. Forward pass of all segments (warm-ups, checks and reruns as in scoring), keeping
@@ -1252,12 +1318,13 @@ def _segmented_forward_backward(startprob, transmat, transmat_t, table: Emission
     inner = ok & (end < seq_end)  # segments followed by another one
     counts_start = ok & (plan.part == 0)
     snaps = [np.zeros((n, K)) for _ in range(3)]
+    lane_w = _lane_weights(plan, weights)
 
     def backward(lo, stop, end, from_state, states, stats, chunks, base, snaps):
         _call(kernels.backward_pass, chunks, int((stop - lo).sum()), K,
               transmat, table.emis, table.idx, lo, stop, end, counts_start, chunks, alpha, base,
               inv_c, states, from_state, stats, table.by_idx, post_acc, post_dense, start_acc,
-              trans_acc, *snaps)
+              trans_acc, *snaps, lane_w if stats else np.ones(len(lo)))
 
     def rerun(l, beta):
         one = [np.zeros((kernels.LANES, K)) for _ in range(3)]
@@ -1525,7 +1592,8 @@ def sample_chain(startprob, transmat, n: int, rng: np.random.Generator) -> np.nd
 
 
 def sparse_forward_backward(startprob, transitions: Transitions, values,
-                            table: EmissionTable, seqs: Sequences) -> Posteriors:
+                            table: EmissionTable, seqs: Sequences,
+                            weights: np.ndarray | None = None) -> Posteriors:
     """Compute :func:`forward_backward` over the allowed transitions only.
 
     See :func:`hiddenstate.kernels.sparse.sparse_forward_backward`.
@@ -1542,6 +1610,8 @@ def sparse_forward_backward(startprob, transitions: Transitions, values,
         The emission probabilities of the data.
     seqs : Sequences
         The layout of the data.
+    weights : ndarray of shape (n_sequences,) or None, default=None
+        The weight of each sequence (see :func:`forward_backward`).
 
     Returns
     -------
@@ -1575,7 +1645,8 @@ def sparse_forward_backward(startprob, transitions: Transitions, values,
     _call(kernels.sparse_forward_backward, seqs.chunks, seqs.n_samples, K,
           startprob, transitions.indptr, transitions.indices, values, table.emis, table.idx,
           seqs.bounds, seqs.chunks, table.by_idx, post_acc, post_dense, start_acc, trans_acc,
-          loglik)
+          loglik, np.ones(len(seqs.lengths)) if weights is None
+          else np.ascontiguousarray(weights, dtype=np.float64))
     return _reduce_chunks(loglik, start_acc, trans_acc, post_acc, post_dense, table, seqs)
 
 

@@ -244,7 +244,7 @@ def _forward_block(l0, first, lo, end, init, inits, from_state, transmat_t, emis
 
 @njit(parallel=True, cache=True)
 def forward_backward(startprob, transmat, transmat_t, emis, idx, first, end, seq, chunks,
-                     by_idx, post_acc, post_dense, start_acc, trans_acc, loglik):
+                     by_idx, post_acc, post_dense, start_acc, trans_acc, loglik, lane_weight):
     r"""Forward-backward of whole sequences (one lane each), fused with the statistics.
 
     Parameters
@@ -261,18 +261,20 @@ def forward_backward(startprob, transmat, transmat_t, emis, idx, first, end, seq
         ``transmat`` to get expected transition counts.
     loglik : per-sequence log-likelihood ``(S,)`` (``-inf``: impossible sequence, which
         contributes exactly zero statistics).
+    lane_weight : per plan entry, the factor of every statistic of its lane (the weight of
+        its sequence; 1.0 leaves the numbers bitwise unchanged).
     """
     lane_ll = np.empty(first.shape[0])
     for c in prange(chunks.shape[0] - 1):
         _forward_backward_chunk(c, startprob, transmat, transmat_t, emis, idx, first, end, seq,
                                 chunks, by_idx, post_acc[c], post_dense, start_acc[c],
-                                trans_acc[c], loglik, lane_ll)
+                                trans_acc[c], loglik, lane_ll, lane_weight)
 
 
 @njit(cache=True)
 def _forward_backward_chunk(c, startprob, transmat, transmat_t, emis, idx, first, end, seq,
                             chunks, by_idx, post_acc, post_dense, start_acc, trans_acc, loglik,
-                            lane_ll):
+                            lane_ll, lane_weight):
     """Chunk ``c`` of ``forward_backward``: block by block, forward then backward."""
     K = startprob.shape[0]
     inits = startprob.reshape((1, K))
@@ -293,11 +295,11 @@ def _forward_backward_chunk(c, startprob, transmat, transmat_t, emis, idx, first
                        alpha, block_base, inv_c, no_snap, no_snap, lane_ll, fw)
         _backward_block(l0, first, end, end, transmat, emis, idx, alpha, block_base, inv_c,
                         no_snap, from_state, with_stats, by_idx, post_acc, post_dense, no_snap,
-                        no_snap, no_snap, bw)
+                        no_snap, no_snap, bw, lane_weight)
         for b in range(LANES):
             if seq[l0 + b] >= 0:
                 loglik[seq[l0 + b]] = lane_ll[l0 + b]
-        _add_lane_statistics(l0, real, bw, start_acc, trans_acc)
+        _add_lane_statistics(l0, real, bw, start_acc, trans_acc, lane_weight)
 
 
 @njit(cache=True)
@@ -322,17 +324,20 @@ def _chunk_buffers(l_lo, l_hi, first, end, K):
 
 
 @njit(cache=True)
-def _add_lane_statistics(l0, counts_start, w, start_acc, trans_acc):
-    """Add the lane accumulators of a block to the chunk's, in lane order."""
+def _add_lane_statistics(l0, counts_start, w, start_acc, trans_acc, lane_weight):
+    """Add the lane accumulators of a block to the chunk's, in lane order, each times its
+    lane's weight."""
     K = start_acc.shape[0]
     for b in range(LANES):
         if counts_start[l0 + b]:
+            f = lane_weight[l0 + b]
             for j in range(K):
-                start_acc[j] += w.st[j * LANES + b]
+                start_acc[j] += w.st[j * LANES + b] * f
     for b in range(LANES):
+        f = lane_weight[l0 + b]
         for i in range(K):
             for j in range(K):
-                trans_acc[i, j] += w.tr[(i * K + j) * LANES + b]
+                trans_acc[i, j] += w.tr[(i * K + j) * LANES + b] * f
 
 
 _BackwardWork = namedtuple("_BackwardWork",
@@ -375,7 +380,7 @@ def _normalised_product(x, y, b, K, out):
 @njit(cache=True)
 def _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha, alpha_base, inv_c, binits,
                     from_state, stats, by_idx, post_acc, post_dense, snap_g_end, snap_g_lo,
-                    snap_b_lo, w):
+                    snap_b_lo, w, lane_weight):
     r"""Scaled backward recursion of one block, with or without the statistics.
 
     Lane ``b`` (plan entry ``l = l0 + b``) runs from row ``stop[l] - 1`` down to ``lo[l]``
@@ -384,10 +389,11 @@ def _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha, alpha_base, i
     lo[l]``. It starts from :math:`\hat\beta = 1` or, if ``from_state[l]``, from
     ``binits[l]`` (the scaled :math:`\hat\beta` of its top row).
 
-    With ``stats``: the posteriors :math:`\gamma_r` of the rows ``r < end[l]`` go to
-    ``post_dense`` rows or are summed into ``post_acc``, and the lane accumulators ``w.tr``
-    (:math:`\sum \hat\alpha_{t-1} u_t^\top`, layout ``(K, K, 8)``, every transition into
-    the lane's rows above ``lo``) and ``w.st`` (:math:`\gamma` of row ``lo``) are filled.
+    With ``stats``: the posteriors :math:`\gamma_r` of the rows ``r < end[l]``, times
+    ``lane_weight[l]``, go to ``post_dense`` rows or are summed into ``post_acc``, and the
+    lane accumulators ``w.tr`` (:math:`\sum \hat\alpha_{t-1} u_t^\top`, layout
+    ``(K, K, 8)``, every transition into the lane's rows above ``lo``) and ``w.st``
+    (:math:`\gamma` of row ``lo``) are filled.
 
     Without: a pass that only computes :math:`\hat\beta` (for the checks of segmented
     forward-backward). Rows ``>= end`` of a lane that starts from 1 are a warm-up: on
@@ -428,14 +434,15 @@ def _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha, alpha_base, i
                     _normalised_product(a_cur, beta, b, K, snap_g_lo[l])
                     for j in range(K):
                         snap_b_lo[l, j] = beta[j * LANES + b]
-            elif r < end[l]:  # gamma_r = alpha_r * beta_r
+            elif r < end[l]:  # gamma_r = alpha_r * beta_r, times the lane's weight
+                f = lane_weight[l]
                 if by_idx:
                     pr = idx[r]
                     for j in range(K):
-                        post_acc[pr, j] += a_cur[j * LANES + b] * beta[j * LANES + b]
+                        post_acc[pr, j] += a_cur[j * LANES + b] * beta[j * LANES + b] * f
                 else:
                     for j in range(K):
-                        post_dense[r, j] = a_cur[j * LANES + b] * beta[j * LANES + b]
+                        post_dense[r, j] = a_cur[j * LANES + b] * beta[j * LANES + b] * f
         m = vload(w.active, 0)
         if t == 0:
             if stats:
@@ -479,13 +486,13 @@ def _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha, alpha_base, i
 @njit(parallel=True, cache=True)
 def backward_pass(transmat, emis, idx, lo, stop, end, counts_start, chunks, alpha, alpha_base,
                   inv_c, binits, from_state, stats, by_idx, post_acc, post_dense, start_acc,
-                  trans_acc, snap_g_end, snap_g_lo, snap_b_lo):
+                  trans_acc, snap_g_end, snap_g_lo, snap_b_lo, lane_weight):
     """The backward half of segmented forward-backward: every block of a lane plan.
 
     See ``_backward_block`` for the lanes, ``stats`` and the snapshots; ``alpha_base`` is
     per plan entry. With ``stats``, chunk ``c`` adds its lanes' statistics to
     ``post_acc[c]`` (or ``post_dense`` rows), ``trans_acc[c]`` and, for the entries with
-    ``counts_start``, ``start_acc[c]``.
+    ``counts_start``, ``start_acc[c]``, each times ``lane_weight`` of its entry.
     """
     K = transmat.shape[0]
     for c in prange(chunks.shape[0] - 1):
@@ -493,9 +500,11 @@ def backward_pass(transmat, emis, idx, lo, stop, end, counts_start, chunks, alph
         for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
             _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha,
                             alpha_base[l0:l0 + LANES], inv_c, binits, from_state, stats, by_idx,
-                            post_acc[c], post_dense, snap_g_end, snap_g_lo, snap_b_lo, w)
+                            post_acc[c], post_dense, snap_g_end, snap_g_lo, snap_b_lo, w,
+                            lane_weight)
             if stats:
-                _add_lane_statistics(l0, counts_start, w, start_acc[c], trans_acc[c])
+                _add_lane_statistics(l0, counts_start, w, start_acc[c], trans_acc[c],
+                                     lane_weight)
 
 
 @njit(parallel=True, cache=True)

@@ -66,10 +66,12 @@ def _forward_sequence(a, b, startprob, indptr, indices, values, emis, idx, alpha
 
 @njit(parallel=True, cache=True)
 def sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bounds, chunks,
-                            by_idx, post_acc, post_dense, start_acc, trans_acc, loglik):
+                            by_idx, post_acc, post_dense, start_acc, trans_acc, loglik,
+                            seq_weight):
     """Posteriors and expected counts of every sequence. Per chunk ``c`` of sequences:
     ``start_acc[c]`` (K,), ``trans_acc[c]`` (nnz,) and, with ``by_idx``, ``post_acc[c]``
-    (rows of ``emis``, K) summed by emission row; otherwise ``post_dense`` (N, K) per row.
+    (rows of ``emis``, K) summed by emission row; otherwise ``post_dense`` (N, K) per row;
+    every statistic of sequence ``s`` times ``seq_weight[s]``.
     ``loglik[s]`` = log p(x_s). An impossible sequence contributes nothing (its rows of
     ``post_dense`` are 0)."""
     K = len(startprob)
@@ -90,18 +92,19 @@ def sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bound
                         for j in range(K):
                             post_dense[t, j] = 0.0
                 continue
+            f = seq_weight[s]
             for j in range(K):
                 beta[j] = 1.0
             for t in range(b - 1, a - 1, -1):
                 for j in range(K):
-                    g = alpha[t, j] * beta[j]
+                    g = alpha[t, j] * beta[j] * f
                     if by_idx:
                         post_acc[c, idx[t], j] += g
                     else:
                         post_dense[t, j] = g
                 if t == a:
                     for j in range(K):
-                        start_acc[c, j] += alpha[t, j] * beta[j]
+                        start_acc[c, j] += alpha[t, j] * beta[j] * f
                     break
                 # beta_{t-1}(i) = sum_j A_ij e_t(j) beta_t(j) / c_t, and the counts of t-1 -> t
                 row = emis[idx[t]]
@@ -114,7 +117,7 @@ def sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bound
                     for p in range(indptr[i], indptr[i + 1]):
                         w = values[p] * nxt[indices[p]]
                         acc += w
-                        trans_acc[c, p] += ai * w
+                        trans_acc[c, p] += ai * w * f
                     beta[i] = acc
 
 

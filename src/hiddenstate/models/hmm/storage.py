@@ -19,7 +19,7 @@ class HMMStorage:
 
     # -- persistence ----------------------------------------------------------------------------
     def learned_arrays(self) -> dict[str, np.ndarray]:
-        """Return the learned arrays by attribute name (what :meth:`save` writes).
+        """**Entry point.** Return the learned arrays by attribute name (what :meth:`save` writes).
 
         Returns
         -------
@@ -45,7 +45,7 @@ class HMMStorage:
         return out
 
     def learned_scalars(self) -> dict:
-        """Return the scalar entries of a streaming learner's state (saved as JSON).
+        """**Entry point.** Return the scalars of a streaming learner's state (saved as JSON).
 
         Returns
         -------
@@ -56,7 +56,7 @@ class HMMStorage:
                 if not isinstance(v, np.ndarray)}
 
     def set_learned(self, arrays: dict, scalars: dict) -> None:
-        """Restore what :meth:`learned_arrays` and :meth:`learned_scalars` returned.
+        """**Entry point.** Restore what :meth:`learned_arrays`, :meth:`learned_scalars` returned.
 
         Parameters
         ----------
@@ -86,7 +86,7 @@ class HMMStorage:
             self.learner_state_ = state
 
     def learned_attribute_names(self, arrays: dict) -> set[str]:
-        """Return the names a saved model may set: the parameters and the VB posteriors.
+        """**Entry point.** Return the names a saved model may set: parameters and VB posteriors.
 
         Parameters
         ----------

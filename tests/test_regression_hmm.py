@@ -433,13 +433,16 @@ def test_distributed_fit_of_an_ar_hmm_equals_the_local_fit():
     np.testing.assert_allclose(remote.monitor_.history, local.monitor_.history, rtol=1e-12)
 
 
-def test_distributed_fit_refuses_a_model_that_needs_inputs():
+def test_distributed_fit_refuses_a_model_that_needs_inputs_and_sample_weights():
     hsd = pytest.importorskip("hiddenstate.distributed")
     pytest.importorskip("distributed")
     X = np.random.default_rng(0).normal(size=(40, 1))
     with hsd.local_client(1, processes=False) as client:
         with pytest.raises(InvalidInputError, match="inputs"):
             hsd.fit(hs.RegressionHMM(2, transitions="softmax"), X, client, lengths=[20, 20])
+        with pytest.raises(InvalidInputError, match="sample_weight"):
+            hsd.fit(hs.RegressionHMM(2), X, client, lengths=[20, 20],
+                    sample_weight=[1.0, 2.0])
 
 
 # -- sampling -----------------------------------------------------------------------------

@@ -704,7 +704,7 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
             setattr(self, key + "_", value)
 
     # -- fitting -------------------------------------------------------------------------------
-    def problem(self, family, X, seqs, states=None, U=None):
+    def problem(self, family, X, seqs, states=None, U=None, weights=None):
         """**Entry point.** The model on its modelled rows as the learner's Problem.
 
         Parameters
@@ -719,6 +719,8 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
             Not supported (no state labels).
         U : ndarray or None, default=None
             The inputs of the rows (softmax transitions).
+        weights : None
+            Sample weights are not supported (the HMM's ``sample_weight``); must be None.
 
         Returns
         -------
@@ -727,6 +729,11 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
             :class:`~.problem.InputDrivenProblem`.
         """
         X = np.asarray(X)
+        if weights is not None or states is not None:
+            raise InvalidInputError(
+                f"{'sample_weight' if weights is not None else 'states'}: RegressionHMM "
+                "does not take " + ("sample weights" if weights is not None else
+                                    "state labels") + " (hs.HMM does); drop them")
         if self.transitions == "softmax":
             return InputDrivenProblem(family, X, seqs, U, self.prior("startprob_prior"),
                                       self.prior("transmat_prior"),

@@ -38,7 +38,7 @@ def _sticky(K: int) -> tuple[np.ndarray, np.ndarray]:
 def _generator(emission: str, rng: np.random.Generator, **kw) -> hs.HMM:
     """A 3-state HMM with distinct states to draw the data from (and to run the E-step
     at)."""
-    m = hs.HMM(K, emission, init_params="", **kw)
+    m = hs.HMM(K, emission=emission, init_params="", **kw)
     m.startprob_, m.transmat_ = _sticky(K)
     if emission == "categorical":
         m.emissionprob_ = rng.dirichlet(np.ones(5), size=K)
@@ -94,7 +94,7 @@ def _case(name: str):
     rng = np.random.default_rng(sum(map(ord, name)))
     kind, _, feature = name.partition("+")
     if kind == "mixed":  # Gaussian, categorical and Poisson columns (families.mixed)
-        gen = hs.HMM(K, {"gaussian": [0, 1], "categorical": [2], "poisson": [3]},
+        gen = hs.HMM(K, emission={"gaussian": [0, 1], "categorical": [2], "poisson": [3]},
                      n_features=[1, 1, 5, 1], init_params="")
         gen.startprob_, gen.transmat_ = _sticky(K)
         gen.means_ = np.array([[-3.0, 0.0], [0.0, 2.0], [3.0, -2.0]])
@@ -103,7 +103,7 @@ def _case(name: str):
         gen.lambdas_ = np.array([[1.0], [7.0], [15.0]])
         X, lengths, z = _draw(gen, rng, False)
     elif kind == "multi-categorical":
-        gen = hs.HMM(K, "categorical", n_features=(5, 4), init_params="")
+        gen = hs.HMM(K, emission="categorical", n_features=(5, 4), init_params="")
         gen.startprob_, gen.transmat_ = _sticky(K)
         B = np.zeros((2, K, 5))
         B[0] = rng.dirichlet(np.ones(5), size=K)

@@ -287,7 +287,8 @@ def check_symbols(X, n_symbols: int | None, name: str = "X",
     if n_symbols is not None and arr.max() >= n_symbols:
         raise InvalidInputError(
             f"{name}: symbol {int(arr.max())} is out of range for a model with {n_symbols} "
-            "symbols; refit with n_features covering every symbol"
+            f"symbols (0 .. {n_symbols - 1}); give the model n_features covering every symbol "
+            "when you make it, or map the others to one symbol kept for unseen ones"
         )
     return np.ascontiguousarray(arr)
 

@@ -188,8 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(f"--{name}-prior", type=_finite_float, default=None,
                        help=f"Dirichlet concentration of {name}_ rows (map/vb/vt/kvt)")
     p.add_argument("--tol", type=_finite_float, default=1e-4,
-                   help="stop when the objective gains less than this (1e-4; not for vt/kvt, "
-                   "which stop when the best paths stop changing)")
+                   help="stop when the objective gains less than this per observation "
+                   "(1e-4 nats; not for vt/kvt, which stop when the best paths stop changing)")
     p.add_argument("--n-init", type=_int_at_least(1), default=1,
                    help="random restarts; the best is kept (1)")
     p.add_argument("--random-state", type=_int_at_least(0), default=None,

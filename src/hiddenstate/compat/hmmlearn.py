@@ -674,7 +674,8 @@ class _HmmlearnHMM(HMM):
         """Return the equivalent :class:`hiddenstate.HMM`.
 
         Same parameters and fitted state (the monitor's history included); prior
-        hyper-parameters are not carried over.
+        hyper-parameters are not carried over. ``tol`` keeps its number, which the native
+        model reads per observation (hmmlearn's is an absolute gain).
 
         Returns
         -------

@@ -22,7 +22,14 @@ from ..inference import Sequences
 from ..learn import MODES
 from ..models.hmm.weights import SampleWeights
 from ..progress import FitProgress
-from .cluster import TIMEOUT, Shards, check_timeout, live_workers
+from .cluster import (
+    TIMEOUT,
+    WORKER_WAIT,
+    Shards,
+    check_timeout,
+    check_worker_wait,
+    live_workers,
+)
 from .partitions import Partitions, as_partitions, named
 from .problem import DaskProblem
 
@@ -192,7 +199,8 @@ def _check_client(client, distributed):
 def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = None,
         n_workers: int | None = None, init_rows: int = INIT_ROWS, progress: bool = False,
         callback: Callable[[int, float], None] | None = None,
-        timeout: float | None = TIMEOUT, sample_weight=None):
+        timeout: float | None = TIMEOUT, sample_weight=None,
+        worker_wait: float | None = WORKER_WAIT):
     """Fit an HMM's batch learning mode on a Dask cluster, as ``model.fit`` would.
 
     The workers load and validate their partitions and run the E-step where the data are;
@@ -227,13 +235,17 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
     callback : callable or None, default=None
         ``callback(iteration, objective)`` after every iteration, as in ``HMM.fit``.
     timeout : float or None, default=600.0
-        The longest wait in seconds for any one step on the cluster (a worker when there is
-        none, loading the partitions, one E-step of a worker); None: no limit.
+        The longest wait in seconds for any one step on the cluster (loading the
+        partitions, one E-step of a worker); None: no limit.
     sample_weight : array-like, dict, list or None, default=None
         ``HMM.fit``'s weights (same meaning, :mod:`hiddenstate.models.hmm.weights`): with an
         array, one per sequence or observation (or a dict of both), cut with the data; with
         a list of arrays, one such entry per array. Other data: give each source a
         ``sample_weight`` attribute.
+    worker_wait : float or None, default=60.0
+        The longest wait in seconds for a worker when every worker of the cluster has gone
+        mid-fit (a restarted worker is back within seconds); None: no limit. A cluster with
+        no worker when the fit starts fails at once.
 
     Returns
     -------
@@ -246,8 +258,10 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
         If ``model`` is not an HMM with a batch mode, or an argument or the data is invalid
         (the message names the partition or file).
     hiddenstate.errors.ClusterError
-        If a step waits longer than ``timeout``, the client is not running or a partition's
-        worker died 3 times; the message names the cluster and what it waited for.
+        If the cluster has no worker, a step waits longer than ``timeout``, every worker
+        has gone for longer than ``worker_wait``, the client is not running or a
+        partition's worker died 3 times; the message names the cluster and what it waited
+        for.
     hiddenstate.errors.MissingDependencyError
         If Dask's distributed scheduler is not installed (the ``dask`` extra).
 
@@ -288,6 +302,7 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
             f"callback: expected a function callback(iteration, objective), got "
             f"{type(callback).__name__}")
     timeout = check_timeout(timeout)
+    worker_wait = check_worker_wait(worker_wait)
     if client is None:
         try:
             client = distributed.default_client()
@@ -295,23 +310,24 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
             with local_client(n_workers) as own:
                 return fit(model, data, own, lengths=lengths, n_partitions=n_partitions,
                            init_rows=init_rows, progress=progress, callback=callback,
-                           timeout=timeout, sample_weight=sample_weight)
+                           timeout=timeout, sample_weight=sample_weight,
+                           worker_wait=worker_wait)
     _check_client(client, distributed)
-    workers = live_workers(client, timeout)
+    workers = live_workers(client, 0.0, timeout)  # no worker: fail at once
     if n_partitions is None:
         n_partitions = len(workers)
     parts = as_partitions(data, lengths, n_partitions, sample_weight)
     step, close = _progress(callback, model, progress)
     try:
-        return _fit(model, parts, client, int(init_rows), step, timeout)
+        return _fit(model, parts, client, int(init_rows), step, timeout, worker_wait)
     finally:
         close()
 
 
-def _fit(model, parts: Partitions, client, init_rows: int, callback, timeout):
+def _fit(model, parts: Partitions, client, init_rows: int, callback, timeout, worker_wait):
     names = list(parts.names)
     known = model.resolve_n_features()
-    shards = Shards(client, list(parts.sources), names, timeout)
+    shards = Shards(client, list(parts.sources), names, timeout, worker_wait)
     try:
         # each worker reads and validates its partitions once and keeps them
         shards.load(_read, model, known)

@@ -117,7 +117,14 @@ from ..._validation import check_lengths, check_states, check_stochastic
 from ...errors import InvalidInputError, NumericalError, ZeroProbabilityError
 from ...families.dirichlet import estimate_rows
 from ..problem import kbest_weights
-from .base import check_count, check_layout, check_nonneg, check_probabilities, template
+from .base import (
+    check_count,
+    check_layout,
+    check_nonneg,
+    check_probabilities,
+    grown_rows,
+    template,
+)
 
 __all__ = [
     "BaldiChauvin",
@@ -158,6 +165,14 @@ def _check_theta(theta: dict, family) -> tuple[np.ndarray, np.ndarray, np.ndarra
     # (K, W), or (F, K, W) with zeros past each alphabet
     emis = family.check_params(theta["emission"])["emissionprob"]
     return startprob.copy(), transmat.copy(), emis.copy()
+
+
+def _one_feature(rows: np.ndarray) -> np.ndarray:
+    """The ``(K, W)`` emission block of a state that can grow its alphabet."""
+    if rows.ndim != 2:
+        raise InvalidInputError(
+            "n_features: only a stream of one categorical feature can grow its alphabet")
+    return rows
 
 
 def _theta(startprob, transmat, emissionprob) -> dict:
@@ -335,6 +350,27 @@ class BaumWelchOnline:
         startprob, transmat, emis = _check_theta(theta, family)
         return {"startprob": startprob, "transmat": transmat, "emissionprob": emis,
                 "n_sequences": 0}
+
+    def grow(self, state: dict, n_symbols: int) -> dict:
+        """Return the state over a larger alphabet.
+
+        Every new symbol gets ``1/n_symbols`` of each emission row, the others are scaled
+        by ``W/n_symbols`` (:func:`~hiddenstate.learn.online.base.grown_rows`).
+
+        Parameters
+        ----------
+        state : dict
+            The state of a stream of one categorical feature (left unchanged).
+        n_symbols : int
+            The new alphabet size.
+
+        Returns
+        -------
+        dict
+            The grown state.
+        """
+        return {**state, "emissionprob": grown_rows(_one_feature(state["emissionprob"]),
+                                                    n_symbols)}
 
     def update(self, state: dict, X, lengths, family, continues: bool = False,
                states=None) -> dict:
@@ -530,6 +566,33 @@ class BaldiChauvin:
                 state["w_" + key] = np.log(p) / lam
         state["n_sequences"] = 0
         return state
+
+    def grow(self, state: dict, n_symbols: int) -> dict:
+        """Return the state over a larger alphabet.
+
+        Every new symbol's weight is the log-mean-exp of its row's (divided by ``lam``),
+        which gives it ``1/n_symbols`` of the row and scales the others by
+        ``W/n_symbols``, as :func:`~hiddenstate.learn.online.base.grown_rows`.
+
+        Parameters
+        ----------
+        state : dict
+            The state of a stream of one categorical feature (left unchanged).
+        n_symbols : int
+            The new alphabet size.
+
+        Returns
+        -------
+        dict
+            The grown state.
+        """
+        _, lam = self._check()
+        w = _one_feature(state["w_emissionprob"])
+        K, W = w.shape
+        top = np.max(lam * w, axis=1, keepdims=True)
+        mean = (top + np.log(np.mean(np.exp(lam * w - top), axis=1, keepdims=True))) / lam
+        return {**state, "w_emissionprob": np.hstack([w, np.repeat(mean, n_symbols - W,
+                                                                    axis=1)])}
 
     def update(self, state: dict, X, lengths, family, continues: bool = False,
                states=None) -> dict:
@@ -962,6 +1025,31 @@ class _DirichletOnline:
             state["prior_" + key] = n * p
         state["n_sequences"] = 0
         return state
+
+    def grow(self, state: dict, n_symbols: int) -> dict:
+        """Return the state over a larger alphabet.
+
+        Every new symbol of a row gets the mean pseudo-count of the row's prior (1 for the
+        default flat start), as prior and as posterior (it has no data), so the known
+        symbols keep their counts.
+
+        Parameters
+        ----------
+        state : dict
+            The state of a stream of one categorical feature (left unchanged).
+        n_symbols : int
+            The new alphabet size.
+
+        Returns
+        -------
+        dict
+            The grown state.
+        """
+        prior = _one_feature(state["prior_emissionprob"])
+        K, W = prior.shape
+        extra = np.repeat(prior.mean(axis=1, keepdims=True), n_symbols - W, axis=1)
+        return {**state, "prior_emissionprob": np.hstack([prior, extra]),
+                "u_emissionprob": np.hstack([state["u_emissionprob"], extra])}
 
     def _project(self, post: dict, u: np.ndarray, layout: _Layout) -> np.ndarray:
         raise NotImplementedError

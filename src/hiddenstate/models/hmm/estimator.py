@@ -82,7 +82,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..._deprecation import renamed_method
+from ..._deprecation import keyword_only_after_first, renamed_method
 from ..._sklearn_base import BaseEstimator
 from ..._validation import (
     check_lengths,
@@ -150,7 +150,8 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
         The maximum number of iterations of a batch mode.
     tol : float, default=1e-4
         EM, MAP and VB stop when an iteration improves their objective by less than ``tol``
-        (``-inf``: run all ``n_iter`` iterations). VT and k-best VT ignore ``tol``: they stop
+        nats per observation (per time step: the gain divided by the number of samples;
+        ``-inf``: run all ``n_iter`` iterations). VT and k-best VT ignore ``tol``: they stop
         when their paths repeat (see :func:`hiddenstate.learn.fit_restarts`).
     n_init : int, default=1
         The number of random restarts; the run with the highest final objective of the mode
@@ -269,13 +270,14 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
     True
     >>> model.emissionprob_.round(1)
     array([[0.8, 0.2, 0. ],
-           [0.1, 0.4, 0.5]])
+           [0. , 0.4, 0.6]])
     >>> bool((model.predict(X) == states).mean() > 0.7)
     True
     """
 
     score_sequences = renamed_method("score_sequences", "score_samples")
 
+    @keyword_only_after_first
     def __init__(self, n_states: int = 2, emission: str = "categorical",
                  n_features: int | None = None, covariance_type: str = "diag",
                  n_iter: int = 100, tol: float = 1e-4, n_init: int = 1,
@@ -636,9 +638,9 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
         HMM
             The model itself, fitted.
         """
-        def start(_restart):
+        def start(restart):
             startprob, transmat, emis = initial_params(self, X, family, rng, seqs,
-                                                       values=True)
+                                                       values=True, warn=restart == 0)
             if states is not None:
                 emis = labelled_start(family, X, states, emis, self.init_params)
             if getattr(self, "fixed", None):

@@ -114,6 +114,13 @@ def check_n_features(value, emission) -> None:
     alphabet of each of several features)."""
     if value is None:
         return
+    if isinstance(value, str):  # HMM(3, "gaussian", "full"): read by meaning
+        meant = ("covariance_type" if value in COVARIANCE_TYPES else
+                 "emission" if value in FAMILIES else None)
+        raise InvalidInputError(
+            f"n_features: expected an integer >= 1, got {value!r}"
+            + (f", which is a value of {meant}: pass {meant}={value!r} (the arguments after "
+               "n_states go by keyword)" if meant else ""))
     if is_mixed(emission):
         C = n_columns(check_spec(emission))
         if not isinstance(value, (list, tuple, np.ndarray)) or len(value) != C:

@@ -180,6 +180,11 @@ class HMMParameters:
     def assign_params(self, startprob, transmat, emission_params: dict) -> None:
         """Set ``startprob_``, ``transmat_`` and the emission parameters at once.
 
+        What ``fit`` and the streaming learners call with what they learned: the values
+        become the model's own, so a later ``fit`` replaces them without a
+        :class:`~hiddenstate.errors.ParameterOverwriteWarning` (values assigned to the
+        attributes by hand get one).
+
         Parameters
         ----------
         startprob : array-like of shape (n_states,)
@@ -191,8 +196,11 @@ class HMMParameters:
         """
         self.startprob_ = startprob
         self.transmat_ = transmat
+        names = ["startprob_", "transmat_"]
         for key, value in emission_params.items():
-            setattr(self, "_covars_" if key == "covars" else key + "_", value)
+            names.append("_covars_" if key == "covars" else key + "_")
+            setattr(self, names[-1], value)
+        _learned.mark_own(self, names)
 
     def check_is_fitted(self) -> None:
         """**Hook.** Check that every parameter is set, then validate them.

@@ -44,10 +44,13 @@ class HMMProblem:
                         "emission": "".join(family.letters)}
         n = len(X) / family.n_states
         self.n_virtual = {"startprob": len(seqs.lengths), "transmat": n, "emission": n}
+        self.n_observations = len(X)  # time steps (weighted: their total weight)
         # sample weights (see .weights): None, or the sequences' and observations' weights
         self.weights = weights
         if weights is not None:
             self.n_virtual = weights.n_virtual(seqs, family.n_states)
+            # integer weights are repeated data: the stop rule counts the repeats
+            self.n_observations = float(weights.row_weights(seqs).sum())
 
     def _chain(self, views) -> Chain:
         if self.transitions is None:

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...errors import InvalidInputError
 from ...learn.online import ONLINE_MODES, StateRecord
+from .. import _learned
 from .parameters import POSTERIOR_SUFFIX
 
 #: the key prefix of a streaming learner's state in a saved model
@@ -84,6 +85,7 @@ class HMMStorage:
                 raise InvalidInputError(f"{key}: not a learned attribute of {type(self).__name__}")
         if state:
             self.learner_state_ = state
+        _learned.mark_own(self, self.learned_attribute_names(arrays))  # a fit's values
 
     def learned_attribute_names(self, arrays: dict) -> set[str]:
         """**Entry point.** Return the names a saved model may set: parameters and VB posteriors.

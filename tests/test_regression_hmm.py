@@ -459,3 +459,26 @@ def test_sample_follows_the_input_driven_chain_and_the_history():
         np.testing.assert_allclose(X[t, 0], m.coef_[k, 0] @ [u[t, 0], lag]
                                    + m.intercept_[k, 0], atol=1e-4)
         lag = X[t, 0]
+
+
+def test_fit_warns_before_replacing_parameters_set_by_hand():
+    """As the HMM (issue 30, item 5): a hand-set value that init_params replaces warns,
+    naming it and the init_params that keeps it; the fit's own values refit silently."""
+    import warnings
+
+    from hiddenstate.errors import ParameterOverwriteWarning
+
+    t = _linear(D=1, M=0, n_lags=1)
+    X, _, _ = _data(t, [200])
+    m = hs.RegressionHMM(2, n_lags=1, n_iter=3, random_state=0)
+    m.transmat_ = [[0.5, 0.5], [0.5, 0.5]]
+    with pytest.warns(ParameterOverwriteWarning, match="init_params='src'"):
+        m.fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ParameterOverwriteWarning)
+        m.fit(X)                          # its own values: silent
+        kept = hs.RegressionHMM(2, n_lags=1, n_iter=3, random_state=0, init_params="src",
+                                params="src")
+        kept.transmat_ = [[0.5, 0.5], [0.5, 0.5]]
+        kept.fit(X)
+    np.testing.assert_array_equal(kept.transmat_, [[0.5, 0.5], [0.5, 0.5]])

@@ -118,12 +118,16 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
     n_iter : int, default=100
         The most iterations of a run.
     tol : float, default=1e-4
-        EM, MAP and VB stop when an iteration gains less (``-inf``: never); VT ignores it.
+        EM, MAP and VB stop when an iteration gains less than ``tol`` nats per modelled
+        observation (``-inf``: never); VT ignores it (see
+        :func:`hiddenstate.learn.fit_restarts`).
     n_init : int, default=1
         The restarts; the run with the highest final objective is kept.
     init_params : str, default="strc"
         The letters ``fit`` initialises (``s`` startprob, ``t`` transitions, ``r``
         regression coefficients and intercepts, ``c`` covariances); the others must be set.
+        Replacing a parameter set by hand warns
+        (:class:`~hiddenstate.errors.ParameterOverwriteWarning`), as the HMM does.
     params : str, default="strc"
         The letters the batch modes update.
     min_covar : float, default=1e-3
@@ -863,6 +867,18 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
                     f"be set before fit; set it or add {letter!r} to init_params")
             return _learned.raw(self, attr).copy()
 
+        by_letter = {"s": ["startprob_"], "t": ["transmat_", "transition_coef_"],
+                     "r": ["coef_", "intercept_"], "c": ["covars_"]}
+        replaced = [a for letter in init for a in by_letter.get(letter, [])
+                    if a in self._parameter_attrs()]
+        hand = _learned.set_by_hand(self, replaced)
+        letters = "".join(c for c in init if set(by_letter.get(c, [])) & set(hand))
+        _learned.warn_replaced(
+            self, replaced, "init_params",
+            f"init_params={init!r} initialises {letters!r}: pass init_params="
+            f"{''.join(c for c in init if c not in letters)!r} to start from the values "
+            "you set (or delete them to silence this)")
+
         def start(_restart):
             startprob = np.full(K, 1.0 / K) if "s" in init else user("startprob_", "s")
             if "t" in init:
@@ -892,6 +908,7 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
         self.n_features_ = n_features
         self.n_inputs_ = n_inputs
         self._assign(best.params)
+        _learned.mark_own(self, self._parameter_attrs())   # the fit's values, not the user's
         for attr in [a for a in vars(self) if a.endswith(_POSTERIOR)]:
             delattr(self, attr)
         for name, value in (best.posterior or {}).items():
@@ -962,6 +979,7 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
                 setattr(self, key, np.asarray(value, dtype=np.float64))
             else:
                 raise InvalidInputError(f"{key}: not a learned attribute of RegressionHMM")
+        _learned.mark_own(self, names)   # a load's values are the model's own
 
     def save(self, path) -> None:
         """Save the model to the directory ``path`` (JSON + npz, no pickle).

@@ -65,6 +65,7 @@ class InputDrivenProblem:
                         "emission": "".join(family.letters)}
         n = len(Z) / K
         self.n_virtual = {"startprob": len(seqs.lengths), "transmat": n, "emission": n}
+        self.n_observations = len(Z)   # the modelled rows (the stop rule's tol is per row)
         inner = np.ones(len(Z), dtype=bool)
         inner[seqs.bounds[:-1]] = False
         self._moves = np.flatnonzero(inner)   # rows entered by a transition

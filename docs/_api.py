@@ -42,6 +42,7 @@ PUBLIC_MODULES = [
     ("hiddenstate.personalize", "the PROPS personalisation pipeline"),
     ("hiddenstate.errors", "the exceptions raised at the public boundary"),
     ("hiddenstate.progress", "progress bars for fits"),
+    ("hiddenstate.threads", "the threads of the compiled kernels"),
     ("hiddenstate.cli", "the command line"),
 ]
 
@@ -71,6 +72,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.personalize",
     "hiddenstate.io",
     "hiddenstate.inference",
+    "hiddenstate.threads",
     "hiddenstate.time_varying",
     "hiddenstate.models.regression",
 )

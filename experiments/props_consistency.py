@@ -314,9 +314,9 @@ def _cross_check(teacher: PROPS, student: PROPS, start: int, hold: HoldOut,
 
 
 def _init_worker() -> None:
-    import numba
+    from hiddenstate import threads
 
-    numba.set_num_threads(1)  # parallelism comes from the process pool
+    threads.set_num_threads(1)  # parallelism comes from the process pool
 
 
 # -- analysis -------------------------------------------------------------------------------------

@@ -23,34 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-import numba
 import numpy as np
 
-from . import kernels
+from . import kernels, threads
+from .kernels.chunks import lane_plan
 
 _SEGMENT = 16384  # longest sequence run as a single lane; longer ones are split in segments
 _WARMUP = 1024  # rows of warm-up before each further segment
 _FILTER_RTOL = 1e-13  # agreement required of the warmed-up filter, in every state
-_PARALLEL_WORK = 2e6  # rows x K**2 below which a kernel runs on one thread
 _LANE_BYTES = 8 * 8  # bytes of one f64x8 lane vector
-
-
-def _call(kernel, chunks: np.ndarray, rows: int, K: int, *args) -> None:
-    """Call a parallel kernel, on the calling thread alone when parallelism cannot pay.
-
-    Waking numba's other threads costs microseconds on an idle machine but up to an OS time
-    slice (milliseconds) when other processes keep the cores busy, so small calls, and calls
-    with a single chunk, run on one thread. Results do not depend on it.
-    """
-    if len(chunks) > 2 and rows * K * K >= _PARALLEL_WORK:
-        kernel(*args)
-        return
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        kernel(*args)
-    finally:
-        numba.set_num_threads(before)
 
 
 @dataclass(frozen=True)
@@ -124,43 +105,29 @@ class LanePlan:
         LanePlan
             The plan.
         """
-        lengths = np.diff(bounds)
-        if segment is None:
-            n_parts = np.ones(len(lengths), dtype=np.int64)
-        else:
-            n_parts = np.maximum(1, -(-lengths // segment))
-        if only is not None:
-            n_parts = np.where(only, n_parts, 0)
-        seq = np.repeat(np.arange(len(lengths), dtype=np.int64), n_parts)
-        part = np.arange(len(seq), dtype=np.int64) - np.repeat(np.cumsum(n_parts) - n_parts,
-                                                               n_parts)
-        start, length, n = bounds[seq], lengths[seq], n_parts[seq]
-        lo = start + part * length // n
-        end = start + (part + 1) * length // n
-        first = np.where(part > 0, np.maximum(lo - warmup, start), lo)
-        order = np.argsort(first - end, kind="stable")
-        pad = -len(seq) % kernels.LANES
-
-        def padded(x, fill):
-            return np.concatenate((x[order], np.full(pad, fill, dtype=np.int64)))
-
-        first, lo, end = padded(first, 0), padded(lo, 0), padded(end, 0)
-        block_len = (end - first).reshape(-1, kernels.LANES).max(axis=1)
-        return cls(first, lo, end, padded((part > 0).astype(np.int64), 0), padded(seq, -1),
-                   padded(part, 0), kernels.chunk_bounds(block_len))
+        return cls(*lane_plan(np.ascontiguousarray(bounds, dtype=np.int64), segment or 0,
+                              warmup, np.empty(0, np.bool_) if only is None
+                              else np.ascontiguousarray(only, dtype=np.bool_)))
 
     @property
     def n_chunks(self) -> int:
         """The number of parallel chunks."""
         return len(self.chunks) - 1
 
-    @property
+    @cached_property
     def rows(self) -> int:
         """The rows processed by all entries, warm-ups included."""
         return int((self.end - self.first).sum())
 
+    @cached_property
+    def _heads(self) -> np.ndarray:
+        """The first entry of each sequence."""
+        return np.flatnonzero((self.seq >= 0) & (self.part == 0))
+
     def _by_sequence(self) -> list[np.ndarray]:
         """The real entries of each sequence that has several, in segment order."""
+        if not self.part.any():
+            return []
         real = np.flatnonzero(self.seq >= 0)
         real = real[np.lexsort((self.part[real], self.seq[real]))]
         cuts = np.flatnonzero(np.diff(self.seq[real])) + 1
@@ -196,7 +163,7 @@ class LanePlan:
         """
         out = np.zeros(n_seq)
         last = np.zeros((n_seq, snap_end.shape[1]))
-        heads = np.flatnonzero((self.seq >= 0) & (self.part == 0))
+        heads = self._heads
         out[self.seq[heads]] = total[heads]
         last[self.seq[heads]] = snap_end[heads]
         for group in self._by_sequence():
@@ -640,6 +607,8 @@ def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, 
     """
     if callable(transmat):  # a structured model's successor function (Transitions)
         successors = transmat
+    elif np.all(startprob) and np.all(transmat):  # every state at every position
+        return np.ones((1, len(startprob)), dtype=bool), 0, 1
     else:
         step = np.asarray(transmat) > 0
 
@@ -1191,10 +1160,10 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences,
     loglik = np.zeros(len(seqs.lengths))
     if short.n_chunks:
         Cs = short.n_chunks
-        _call(kernels.forward_backward, short.chunks, short.rows, K,
-              startprob, transmat, transmat_t, table.emis, table.idx, short.first, short.end,
-              short.seq, short.chunks, table.by_idx, post_acc[:Cs], post_dense, start_acc[:Cs],
-              trans_acc[:Cs], loglik, _lane_weights(short, weights))
+        kernels.forward_backward(
+            startprob, transmat, transmat_t, table.emis, table.idx, short.first, short.end,
+            short.seq, short.chunks, table.by_idx, post_acc[:Cs], post_dense, start_acc[:Cs],
+            trans_acc[:Cs], loglik, _lane_weights(short, weights))
     if long.n_chunks:
         Cs = short.n_chunks
         loglik += _segmented_forward_backward(
@@ -1255,19 +1224,19 @@ def _filter_segments(startprob, transmat_t, table: EmissionTable, plan: LanePlan
     n = len(plan.first)
     alpha, alpha_base, inv_c = store or (np.empty((0, K)), np.zeros(n, np.int64), np.empty(0))
     total, snap_lo, snap_end = np.empty(n), np.zeros((n, K)), np.zeros((n, K))
-    _call(kernels.forward_loglik, plan.chunks, plan.rows, K,
-          np.stack([startprob, np.full(K, 1.0 / K)]), np.zeros(n, np.bool_), transmat_t,
-          table.emis, table.idx, plan.first, plan.lo, plan.end, plan.init, plan.chunks, total,
-          snap_lo, snap_end, alpha, alpha_base, inv_c)
+    kernels.forward_loglik(
+        np.stack([startprob, np.full(K, 1.0 / K)]), np.zeros(n, np.bool_), transmat_t,
+        table.emis, table.idx, plan.first, plan.lo, plan.end, plan.init, plan.chunks, total,
+        snap_lo, snap_end, alpha, alpha_base, inv_c)
 
     def rerun(l, ref):
         one, from_state = plan.single(l)
         t, s_lo, s_end = (np.empty(kernels.LANES), np.zeros((kernels.LANES, K)),
                           np.zeros((kernels.LANES, K)))
-        _call(kernels.forward_loglik, one.chunks, one.rows, K,
-              ref[None, :], from_state, transmat_t, table.emis, table.idx, one.first, one.lo,
-              one.end, one.init, one.chunks, t, s_lo, s_end, alpha,
-              np.full(kernels.LANES, alpha_base[l]), inv_c)
+        kernels.forward_loglik(
+            ref[None, :], from_state, transmat_t, table.emis, table.idx, one.first, one.lo,
+            one.end, one.init, one.chunks, t, s_lo, s_end, alpha,
+            np.full(kernels.LANES, alpha_base[l]), inv_c)
         return t[0], s_end[0]
 
     return plan.join(n_seq, total, snap_lo, snap_end, _agree, rerun)[0]
@@ -1321,10 +1290,10 @@ def _segmented_forward_backward(startprob, transmat, transmat_t, table: Emission
     lane_w = _lane_weights(plan, weights)
 
     def backward(lo, stop, end, from_state, states, stats, chunks, base, snaps):
-        _call(kernels.backward_pass, chunks, int((stop - lo).sum()), K,
-              transmat, table.emis, table.idx, lo, stop, end, counts_start, chunks, alpha, base,
-              inv_c, states, from_state, stats, table.by_idx, post_acc, post_dense, start_acc,
-              trans_acc, *snaps, lane_w if stats else np.ones(len(lo)))
+        kernels.backward_pass(
+            transmat, table.emis, table.idx, lo, stop, end, counts_start, chunks, alpha, base,
+            inv_c, states, from_state, stats, table.by_idx, post_acc, post_dense, start_acc,
+            trans_acc, *snaps, lane_w if stats else np.ones(len(lo)))
 
     def rerun(l, beta):
         one = [np.zeros((kernels.LANES, K)) for _ in range(3)]
@@ -1490,26 +1459,25 @@ def viterbi(startprob, transmat, table: EmissionTable, seqs: Sequences):
     log_emis = table.log_emis()
     n = len(plan.first)
     total, snap_lo, snap_end = np.empty(n), np.zeros((n, K)), np.zeros((n, K))
-    _call(kernels.viterbi_forward, plan.chunks, plan.rows, K,
-          np.stack([log_start, np.zeros(K)]), np.zeros(n, np.bool_), log_transmat_t, log_emis,
-          table.idx, plan.first, plan.lo, plan.end, plan.init, plan.chunks, backptr, total,
-          snap_lo, snap_end)
+    kernels.viterbi_forward(
+        np.stack([log_start, np.zeros(K)]), np.zeros(n, np.bool_), log_transmat_t, log_emis,
+        table.idx, plan.first, plan.lo, plan.end, plan.init, plan.chunks, backptr, total,
+        snap_lo, snap_end)
 
     def rerun(l, ref):
         one, from_state = plan.single(l)
         t, s_lo, s_end = np.empty(kernels.LANES), np.zeros((kernels.LANES, K)), np.zeros(
             (kernels.LANES, K))
-        _call(kernels.viterbi_forward, one.chunks, one.rows, K,
-              ref[None, :], from_state, log_transmat_t, log_emis, table.idx, one.first, one.lo,
-              one.end, one.init, one.chunks, backptr, t, s_lo, s_end)
+        kernels.viterbi_forward(
+            ref[None, :], from_state, log_transmat_t, log_emis, table.idx, one.first, one.lo,
+            one.end, one.init, one.chunks, backptr, t, s_lo, s_end)
         return t[0], s_end[0]
 
     logprob, last = plan.join(len(seqs.lengths), total, snap_lo, snap_end, np.array_equal,
                               rerun)
     last_state = np.where(logprob > -np.inf, np.argmax(last, axis=1), -1)
     states = np.empty(seqs.n_samples, dtype=np.int64)
-    _call(kernels.viterbi_backtrack, seqs.chunks, seqs.n_samples, 1,
-          seqs.bounds, seqs.chunks, last_state, backptr, states)
+    kernels.viterbi_backtrack(seqs.bounds, seqs.chunks, last_state, backptr, states)
     return logprob + table.offset_per_sequence(seqs), states
 
 
@@ -1553,9 +1521,9 @@ def sample_posterior(startprob, transmat, table: EmissionTable, seqs: Sequences,
     uniforms = rng.random(seqs.n_samples)
     states = np.empty(seqs.n_samples, dtype=np.int64)
     plan = seqs.lanes
-    _call(kernels.sample_posterior_paths, plan.chunks, plan.rows, len(startprob),
-          startprob, transmat, np.ascontiguousarray(transmat.T), table.emis, table.idx,
-          plan.first, plan.end, plan.chunks, uniforms, states)
+    kernels.sample_posterior_paths(
+        startprob, transmat, np.ascontiguousarray(transmat.T), table.emis, table.idx,
+        plan.first, plan.end, plan.chunks, uniforms, states)
     return states
 
 
@@ -1642,11 +1610,11 @@ def sparse_forward_backward(startprob, transitions: Transitions, values,
     start_acc = np.zeros((C, K))
     trans_acc = np.zeros((C, transitions.nnz))
     loglik = np.empty(len(seqs.lengths))
-    _call(kernels.sparse_forward_backward, seqs.chunks, seqs.n_samples, K,
-          startprob, transitions.indptr, transitions.indices, values, table.emis, table.idx,
-          seqs.bounds, seqs.chunks, table.by_idx, post_acc, post_dense, start_acc, trans_acc,
-          loglik, np.ones(len(seqs.lengths)) if weights is None
-          else np.ascontiguousarray(weights, dtype=np.float64))
+    kernels.sparse_forward_backward(
+        startprob, transitions.indptr, transitions.indices, values, table.emis, table.idx,
+        seqs.bounds, seqs.chunks, table.by_idx, post_acc, post_dense, start_acc, trans_acc,
+        loglik, np.ones(len(seqs.lengths)) if weights is None
+        else np.ascontiguousarray(weights, dtype=np.float64))
     return _reduce_chunks(loglik, start_acc, trans_acc, post_acc, post_dense, table, seqs)
 
 
@@ -1689,9 +1657,9 @@ def sparse_log_likelihood(startprob, transitions: Transitions, values, table: Em
     True
     """
     loglik = np.empty(len(seqs.lengths))
-    _call(kernels.sparse_log_likelihood, seqs.chunks, seqs.n_samples, len(startprob),
-          _f64(startprob), transitions.indptr, transitions.indices, _f64(values), table.emis,
-          table.idx, seqs.bounds, seqs.chunks, loglik)
+    kernels.sparse_log_likelihood(
+        _f64(startprob), transitions.indptr, transitions.indices, _f64(values), table.emis,
+        table.idx, seqs.bounds, seqs.chunks, loglik)
     return loglik + table.offset_per_sequence(seqs)
 
 
@@ -1739,9 +1707,9 @@ def sparse_viterbi(startprob, transitions: Transitions, values, table: EmissionT
     backptr = np.empty((seqs.n_samples, K), dtype=np.int32 if K < 2**31 else np.int64)
     logprob = np.empty(len(seqs.lengths))
     states = np.empty(seqs.n_samples, dtype=np.int64)
-    _call(kernels.sparse_viterbi, seqs.chunks, seqs.n_samples, K,
-          log_start, transitions.indptr, transitions.indices, log_values, table.log_emis(),
-          table.idx, seqs.bounds, seqs.chunks, backptr, logprob, states)
+    kernels.sparse_viterbi(
+        log_start, transitions.indptr, transitions.indices, log_values, table.log_emis(),
+        table.idx, seqs.bounds, seqs.chunks, backptr, logprob, states)
     return logprob + table.offset_per_sequence(seqs), states
 
 
@@ -1799,9 +1767,9 @@ _F64 = 8  # bytes of a float64 / int64
 
 
 def _running(n_chunks: int) -> int:
-    """Chunks that may hold their scratch at the same time (one per thread; numba's thread
-    pool size, an upper bound that is cheaper to read than the current setting)."""
-    return max(1, min(n_chunks, numba.config.NUMBA_NUM_THREADS))
+    """Chunks that may hold their scratch at the same time (one per thread of a call,
+    :func:`hiddenstate.threads.get_num_threads`)."""
+    return max(1, min(n_chunks, threads.get_num_threads()))
 
 
 def memory_estimate(op: str, K: int, seqs: Sequences, table_rows: int, by_idx: bool,

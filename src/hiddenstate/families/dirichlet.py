@@ -57,12 +57,15 @@ def estimate_rows(counts: np.ndarray, current: np.ndarray, prior=1.0) -> tuple[n
     >>> estimate_rows(counts[:1], current[:1], prior=2.0)[0].round(3)
     array([[0.571, 0.286, 0.143]])
     """
-    est = np.maximum(counts + (np.asarray(prior, dtype=np.float64) - 1.0), 0.0)
-    est = np.where(current == 0, 0.0, est)
+    est = counts + (np.asarray(prior, dtype=np.float64) - 1.0)
+    np.maximum(est, 0.0, out=est)
+    est[current == 0] = 0.0
     est = est.reshape(-1, est.shape[-1])  # rows along the last axis, any number of axes
-    cur = np.reshape(current, est.shape)
     sums = est.sum(axis=1)
     live = sums > 0
+    if live.all():  # the usual case, in fewer steps (the same numbers)
+        return (est / sums[:, None]).reshape(current.shape), []
+    cur = np.reshape(current, est.shape)
     out = np.empty_like(est)
     out[live] = est[live] / sums[live, None]
     out[~live] = cur[~live]
@@ -152,7 +155,7 @@ class DirichletRows:
             return theta, []
         if self.fixed is not None:
             return fixed_rows.mstep_rows(theta, counts, self._alpha(theta), self.fixed)
-        return estimate_rows(counts, theta, self._alpha(theta))
+        return estimate_rows(counts, theta, self.prior)
 
     def log_prior(self, theta) -> float:
         r"""Compute the Dirichlet log density of the rows.

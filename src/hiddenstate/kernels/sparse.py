@@ -22,9 +22,17 @@ state, as in the dense kernel). Emissions come as ``(emis, idx)`` like every ker
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from ..threads import run
+from .chunks import claim
 from .forward_backward import normalise_scale
+
+_ENTRY_NS = 4.0  # single-thread nanoseconds per (row, allowed transition) and pass (measured)
+
+
+def _seconds(bounds, nnz, passes):
+    return bounds[-1] * max(nnz, 1) * passes * _ENTRY_NS * 1e-9
 
 
 @njit(cache=True)
@@ -64,7 +72,6 @@ def _forward_sequence(a, b, startprob, indptr, indices, values, emis, idx, alpha
     return total
 
 
-@njit(parallel=True, cache=True)
 def sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bounds, chunks,
                             by_idx, post_acc, post_dense, start_acc, trans_acc, loglik,
                             seq_weight):
@@ -74,13 +81,25 @@ def sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bound
     every statistic of sequence ``s`` times ``seq_weight[s]``.
     ``loglik[s]`` = log p(x_s). An impossible sequence contributes nothing (its rows of
     ``post_dense`` are 0)."""
+    N, K = len(idx), len(startprob)
+    run(_sparse_forward_backward, len(chunks) - 1, _seconds(bounds, len(values), 2), startprob,
+        indptr, indices, values, emis, idx, bounds, chunks, by_idx, post_acc, post_dense,
+        start_acc, trans_acc, loglik, seq_weight, np.empty((N, K)), np.empty(N))
+
+
+@njit(nogil=True, cache=True)
+def _sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bounds, chunks,
+                             by_idx, post_acc, post_dense, start_acc, trans_acc, loglik,
+                             seq_weight, alpha, log_c, ticket):
+    """:func:`sparse_forward_backward` of the chunks this thread claims from ``ticket``
+    (``alpha`` and ``log_c``: scratch rows for every observation)."""
     K = len(startprob)
-    N = len(idx)
-    alpha = np.empty((N, K))
-    log_c = np.empty(N)
-    for c in prange(len(chunks) - 1):
-        beta = np.empty(K)
-        nxt = np.empty(K)
+    beta = np.empty(K)
+    nxt = np.empty(K)
+    while True:
+        c = claim(ticket)
+        if c >= len(chunks) - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             a, b = bounds[s], bounds[s + 1]
             ll = _forward_sequence(a, b, startprob, indptr, indices, values, emis, idx,
@@ -121,14 +140,24 @@ def sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bound
                     beta[i] = acc
 
 
-@njit(parallel=True, cache=True)
 def sparse_log_likelihood(startprob, indptr, indices, values, emis, idx, bounds, chunks,
                           loglik):
     """``loglik[s]`` = log p(x_s) by the scaled forward pass alone (two rows of scratch
-    per chunk)."""
+    per thread)."""
+    run(_sparse_log_likelihood, len(chunks) - 1, _seconds(bounds, len(values), 1), startprob,
+        indptr, indices, values, emis, idx, bounds, chunks, loglik)
+
+
+@njit(nogil=True, cache=True)
+def _sparse_log_likelihood(startprob, indptr, indices, values, emis, idx, bounds, chunks,
+                           loglik, ticket):
+    """:func:`sparse_log_likelihood` of the chunks this thread claims from ``ticket``."""
     K = len(startprob)
-    for c in prange(len(chunks) - 1):
-        alpha = np.empty((2, K))
+    alpha = np.empty((2, K))
+    while True:
+        c = claim(ticket)
+        if c >= len(chunks) - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             total = 0.0
             a, b = bounds[s], bounds[s + 1]
@@ -143,15 +172,25 @@ def sparse_log_likelihood(startprob, indptr, indices, values, emis, idx, bounds,
             loglik[s] = total
 
 
-@njit(parallel=True, cache=True)
 def sparse_viterbi(log_start, indptr, indices, log_values, log_emis, idx, bounds, chunks,
                    backptr, logprob, states):
     """Most probable path of every sequence (``states``, -1 for an impossible sequence)
     and its ``logprob``; ``backptr`` (N, K) is scratch."""
+    run(_sparse_viterbi, len(chunks) - 1, _seconds(bounds, len(log_values), 1), log_start,
+        indptr, indices, log_values, log_emis, idx, bounds, chunks, backptr, logprob, states)
+
+
+@njit(nogil=True, cache=True)
+def _sparse_viterbi(log_start, indptr, indices, log_values, log_emis, idx, bounds, chunks,
+                    backptr, logprob, states, ticket):
+    """:func:`sparse_viterbi` of the chunks this thread claims from ``ticket``."""
     K = len(log_start)
-    for c in prange(len(chunks) - 1):
-        delta = np.empty(K)
-        nxt = np.empty(K)
+    delta = np.empty(K)
+    nxt = np.empty(K)
+    while True:
+        c = claim(ticket)
+        if c >= len(chunks) - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             a, b = bounds[s], bounds[s + 1]
             row = log_emis[idx[a]]

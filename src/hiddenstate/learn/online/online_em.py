@@ -130,7 +130,6 @@ it and continuing gives bit-identical parameters, wherever the stream was cut.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..._validation import broadcast_param, check_lengths, check_states, check_stochastic
@@ -715,14 +714,8 @@ class OnlineEM:
         K = family.n_states
         Sg = np.empty((K, layout.P))
         counters = np.array([state["t"], state["n_avg"]], dtype=np.int64)
-        # one row per call: a parallel kernel's thread launch would cost more than the row
-        threads = numba.get_num_threads()
-        numba.set_num_threads(1)
-        try:
-            self._dense_loop(state, X, np.ascontiguousarray(X[:, Ks:]), starts, family, layout,
-                             em, keys, Sg, counters, trans_a, start_a, log_pred, states)
-        finally:
-            numba.set_num_threads(threads)
+        self._dense_loop(state, X, np.ascontiguousarray(X[:, Ks:]), starts, family, layout, em,
+                         keys, Sg, counters, trans_a, start_a, log_pred, states)
 
     def _dense_loop(self, state, X, Xi, starts, family, layout, em, keys, Sg, counters,
                     trans_a, start_a, log_pred, states=None) -> None:

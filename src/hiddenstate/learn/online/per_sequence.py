@@ -106,9 +106,6 @@ consumed whole: ``continues=True`` is refused.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
-import numba
 import numpy as np
 from scipy.special import digamma, gammaln, zeta
 
@@ -227,20 +224,6 @@ def _impossible(s: int, name: str, hint: str, labelled: bool = False) -> ZeroPro
     return ZeroProbabilityError(
         f"X: sequence {s} of this call has probability zero under the current parameters of "
         f"learn={name!r}; {hint}")
-
-
-@contextmanager
-def _one_thread():
-    """Run numba's parallel kernels on the calling thread only (numba's thread count is
-    thread-local). A single sequence is a single chunk, so more threads cannot help, and
-    waking them for every sequence costs far more than the sequence itself (about 20 us
-    against 0.2-5 ms per call on a busy 2-core machine)."""
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
 
 
 class _ExpectedCounts:
@@ -412,10 +395,9 @@ class BaumWelchOnline:
         X, bounds, states = _sequences(X, lengths, family, states)
         state = _copy_state(state)
         counts = _ExpectedCounts()
-        with _one_thread():
-            for s in range(len(bounds) - 1):
-                lo, hi = bounds[s], bounds[s + 1]
-                self._step(state, X[lo:hi], s, counts, family, eta, _labels(states, lo, hi))
+        for s in range(len(bounds) - 1):
+            lo, hi = bounds[s], bounds[s + 1]
+            self._step(state, X[lo:hi], s, counts, family, eta, _labels(states, lo, hi))
         return state
 
     def _step(self, state, x, s, counts, family, eta, labels=None):
@@ -634,11 +616,10 @@ class BaldiChauvin:
         X, bounds, states = _sequences(X, lengths, family, states)
         state = _copy_state(state)
         counts = _ExpectedCounts()
-        with _one_thread():
-            for s in range(len(bounds) - 1):
-                lo, hi = bounds[s], bounds[s + 1]
-                self._step(state, X[lo:hi], s, counts, family, eta, lam,
-                           _labels(states, lo, hi))
+        for s in range(len(bounds) - 1):
+            lo, hi = bounds[s], bounds[s + 1]
+            self._step(state, X[lo:hi], s, counts, family, eta, lam,
+                       _labels(states, lo, hi))
         return state
 
     def _step(self, state, x, s, counts, family, eta, lam, labels=None):

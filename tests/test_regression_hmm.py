@@ -482,3 +482,27 @@ def test_fit_warns_before_replacing_parameters_set_by_hand():
         kept.transmat_ = [[0.5, 0.5], [0.5, 0.5]]
         kept.fit(X)
     np.testing.assert_array_equal(kept.transmat_, [[0.5, 0.5], [0.5, 0.5]])
+
+
+@pytest.mark.parametrize("name", ["ar1-inputs-softmax", "logistic-softmax", "ar2"])
+def test_a_fit_is_the_same_on_one_and_on_two_threads(name, monkeypatch):
+    """Every kernel call parallel (the thresholds at 0), as tests/test_threads.py does for
+    the HMM: the time-varying chain and the regression table give the same numbers."""
+    from hiddenstate import threads
+
+    monkeypatch.setattr(threads, "PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(threads, "BUSY_PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(threads, "_default", 2)
+    teacher = CASES[name]()
+    X, U, lengths = _data(teacher, list(np.random.default_rng(1).integers(40, 300, 20)))
+    kw = {"inputs": U} if teacher.n_inputs_ else {}
+    fits = []
+    for n_threads in (1, 2):
+        with threads.limit(n_threads):
+            m = hs.RegressionHMM(2, emission=teacher.emission, n_lags=teacher.n_lags,
+                                 transitions=teacher.transitions, n_iter=6, tol=-np.inf,
+                                 random_state=0).fit(X, lengths, **kw)
+            fits.append((m.monitor_.history, m.coef_, m.score_samples(X, lengths, **kw),
+                         m.predict(X, lengths, **kw), m.filter_proba(X, lengths, **kw)))
+    for a, b in zip(*fits, strict=True):
+        np.testing.assert_array_equal(a, b)

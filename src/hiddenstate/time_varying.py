@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inference import EmissionTable, Sequences, _call, _f64
+from .inference import EmissionTable, Sequences, _f64
 from .kernels.time_varying import (
     tv_filter,
     tv_forward_backward,
@@ -120,9 +120,8 @@ def forward_backward(startprob, transmats, tidx, table: EmissionTable, seqs: Seq
     start_acc = np.zeros((C, K))
     xi_acc = np.zeros((C, K, K, full.shape[1]))
     loglik = np.zeros(len(seqs.lengths))
-    _call(tv_forward_backward, seqs.chunks, N, K, startprob, _f64(transmats),
-          _index(tidx), table.emis, table.idx, seqs.bounds, seqs.chunks, full, post,
-          start_acc, xi_acc, loglik)
+    tv_forward_backward(startprob, _f64(transmats), _index(tidx), table.emis, table.idx,
+                        seqs.bounds, seqs.chunks, full, post, start_acc, xi_acc, loglik)
     xi = xi_acc.sum(axis=0)
     return VaryingPosteriors(loglik + table.offset_per_sequence(seqs), start_acc.sum(axis=0),
                              xi[..., -1], post, xi[..., :-1])
@@ -173,8 +172,8 @@ def filter_states(startprob, transmats, tidx, table: EmissionTable,
     alpha = np.zeros((N, K))
     log_c = np.zeros(N)
     loglik = np.zeros(len(seqs.lengths))
-    _call(tv_filter, seqs.chunks, N, K, startprob, _f64(transmats), _index(tidx),
-          table.emis, table.idx, seqs.bounds, seqs.chunks, alpha, log_c, loglik)
+    tv_filter(startprob, _f64(transmats), _index(tidx), table.emis, table.idx, seqs.bounds,
+              seqs.chunks, alpha, log_c, loglik)
     if table.log_offset is not None:
         log_c = log_c + table.log_offset
     return alpha, log_c
@@ -219,8 +218,8 @@ def log_likelihood(startprob, transmats, tidx, table: EmissionTable,
     alpha = np.zeros((N, K))
     log_c = np.zeros(N)
     loglik = np.zeros(len(seqs.lengths))
-    _call(tv_filter, seqs.chunks, N, K, startprob, _f64(transmats), _index(tidx),
-          table.emis, table.idx, seqs.bounds, seqs.chunks, alpha, log_c, loglik)
+    tv_filter(startprob, _f64(transmats), _index(tidx), table.emis, table.idx, seqs.bounds,
+              seqs.chunks, alpha, log_c, loglik)
     return loglik + table.offset_per_sequence(seqs)
 
 
@@ -268,8 +267,8 @@ def viterbi(startprob, transmats, tidx, table: EmissionTable, seqs: Sequences):
     backptr = np.empty((N, K), dtype=np.int64)
     logprob = np.zeros(len(seqs.lengths))
     states = np.empty(N, dtype=np.int64)
-    _call(tv_viterbi, seqs.chunks, N, K, log_start, log_transmats, _index(tidx),
-          log_emis, table.idx, seqs.bounds, seqs.chunks, backptr, logprob, states)
+    tv_viterbi(log_start, log_transmats, _index(tidx), log_emis, table.idx, seqs.bounds,
+               seqs.chunks, backptr, logprob, states)
     return logprob + table.offset_per_sequence(seqs), states
 
 
@@ -313,9 +312,8 @@ def sample_posterior(startprob, transmats, tidx, table: EmissionTable, seqs: Seq
     N = seqs.n_samples
     uniforms = rng.random(N)
     states = np.empty(N, dtype=np.int64)
-    _call(tv_sample_posterior, seqs.chunks, N, len(startprob), startprob, _f64(transmats),
-          _index(tidx), table.emis, table.idx, seqs.bounds, seqs.chunks, uniforms,
-          states)
+    tv_sample_posterior(startprob, _f64(transmats), _index(tidx), table.emis, table.idx,
+                        seqs.bounds, seqs.chunks, uniforms, states)
     return states
 
 

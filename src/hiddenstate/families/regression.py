@@ -65,8 +65,8 @@ from scipy import linalg
 from scipy.special import digamma
 
 from ..errors import InvalidInputError
-from ..inference import EmissionTable, _call, all_occupied
-from ..kernels.regression import _TASK_ROWS, regression_loglik, weighted_outer_sums
+from ..inference import EmissionTable, all_occupied
+from ..kernels.regression import regression_loglik, weighted_outer_sums
 from .base import DEAD_MASS, EmissionFamily, kmeans
 from .gaussian import _definite, _floor_eigen, _kl_wishart
 
@@ -226,10 +226,10 @@ class LinearRegressionEmissions(EmissionFamily):
             log_norm = log_norm + params["log_offset"]
         out = np.empty((len(X), K))
         shift = np.empty(len(X) if scale else 0)
-        tasks = np.arange(-(-len(X) // _TASK_ROWS) + 1)   # one thread for small tables
-        _call(regression_loglik, tasks, len(X), K, np.ascontiguousarray(X, dtype=np.float64),
-              np.ascontiguousarray(self.weights(params), dtype=np.float64), inv_chol,
-              np.ascontiguousarray(log_norm), scale, all_occupied(K, occupied), out, shift)
+        regression_loglik(np.ascontiguousarray(X, dtype=np.float64),
+                          np.ascontiguousarray(self.weights(params), dtype=np.float64),
+                          inv_chol, np.ascontiguousarray(log_norm), scale,
+                          all_occupied(K, occupied), out, shift)
         return out, shift
 
     def log_likelihood(self, params, X):

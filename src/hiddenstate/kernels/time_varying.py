@@ -21,9 +21,12 @@ forward-backward kernel accumulates :math:`\sum_t \xi_t(i, j)\,\phi_t` for a per
 ``phi`` (``(N, P)``; a column of ones gives the plain expected counts) instead of storing
 :math:`\xi_t`.
 
-One sequence at a time, scalar loops, sequences in parallel by chunk (``chunks``, bounds
-of groups of sequences, as :mod:`.sparse` does): the time-varying matrix defeats the
-lockstep lanes of :mod:`.forward_backward`, whose transposed matrix is shared by every lane.
+One sequence at a time, scalar loops, chunks of sequences (``chunks``, bounds of groups of
+sequences) shared out among threads as :mod:`.sparse` does (each public function hands a
+``nogil`` kernel of the same name, with a leading underscore, to
+:func:`hiddenstate.threads.run` with its estimated time): the time-varying matrix defeats
+the lockstep lanes of :mod:`.forward_backward`, whose transposed matrix is shared by every
+lane.
 A step whose scale :math:`c_t` is zero marks the sequence impossible (log-likelihood
 :math:`-\infty`, no statistics). ``tests/test_time_varying.py`` checks every kernel against
 enumeration of the state paths, and against the fixed-matrix kernels when every
@@ -33,9 +36,17 @@ enumeration of the state paths, and against the fixed-matrix kernels when every
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from ..threads import run
+from .chunks import claim
 from .forward_backward import _draw, normalise_scale
+
+_STEP_NS = 3.0  # single-thread nanoseconds per (row, K**2 entry) and pass (measured)
+
+
+def _seconds(bounds, K, passes):
+    return bounds[-1] * K * K * passes * _STEP_NS * 1e-9
 
 
 @njit(cache=True)
@@ -79,7 +90,6 @@ def _forward_sequence(a, b, startprob, transmats, tidx, emis, idx, alpha, log_c)
     return total
 
 
-@njit(parallel=True, cache=True)
 def tv_forward_backward(startprob, transmats, tidx, emis, idx, bounds, chunks, design, post,
                         start_acc, xi_acc, loglik):
     r"""Posteriors and expected statistics of every sequence.
@@ -90,14 +100,25 @@ def tv_forward_backward(startprob, transmats, tidx, emis, idx, bounds, chunks, d
     ``loglik[s]`` = log p(x_s) (scaled probabilities only: the table's offsets are the
     caller's).
     """
+    N, K = len(idx), len(startprob)
+    run(_tv_forward_backward, len(chunks) - 1, _seconds(bounds, K, 2) * design.shape[1],
+        startprob, transmats, tidx, emis, idx, bounds, chunks, design, post, start_acc,
+        xi_acc, loglik, np.empty((N, K)), np.empty(N))
+
+
+@njit(nogil=True, cache=True)
+def _tv_forward_backward(startprob, transmats, tidx, emis, idx, bounds, chunks, design, post,
+                         start_acc, xi_acc, loglik, alpha, log_c, ticket):
+    """:func:`tv_forward_backward` of the chunks this thread claims from ``ticket``
+    (``alpha``, ``log_c``: scratch rows for every observation)."""
     K = startprob.shape[0]
-    N = idx.shape[0]
     P = design.shape[1]
-    alpha = np.empty((N, K))
-    log_c = np.empty(N)
-    for c in prange(chunks.shape[0] - 1):
-        beta = np.empty(K)
-        nxt = np.empty(K)
+    beta = np.empty(K)
+    nxt = np.empty(K)
+    while True:
+        c = claim(ticket)
+        if c >= len(chunks) - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             a, b = bounds[s], bounds[s + 1]
             ll = _forward_sequence(a, b, startprob, transmats, tidx, emis, idx, alpha, log_c)
@@ -134,27 +155,47 @@ def tv_forward_backward(startprob, transmats, tidx, emis, idx, bounds, chunks, d
                     beta[i] = acc
 
 
-@njit(parallel=True, cache=True)
 def tv_filter(startprob, transmats, tidx, emis, idx, bounds, chunks, alpha, log_c, loglik):
     r"""The scaled forward filter of every sequence: ``alpha[t]`` :math:`= p(z_t \mid
     x_{\le t})` and ``log_c[t]`` :math:`= \log c_t` per row (0 and ``-inf`` from the first
     impossible row of a sequence on), ``loglik[s]`` their sum."""
-    for c in prange(chunks.shape[0] - 1):
+    run(_tv_filter, len(chunks) - 1, _seconds(bounds, len(startprob), 1), startprob,
+        transmats, tidx, emis, idx, bounds, chunks, alpha, log_c, loglik)
+
+
+@njit(nogil=True, cache=True)
+def _tv_filter(startprob, transmats, tidx, emis, idx, bounds, chunks, alpha, log_c, loglik,
+               ticket):
+    """:func:`tv_filter` of the chunks this thread claims from ``ticket``."""
+    while True:
+        c = claim(ticket)
+        if c >= len(chunks) - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             loglik[s] = _forward_sequence(bounds[s], bounds[s + 1], startprob, transmats,
                                           tidx, emis, idx, alpha, log_c)
 
 
-@njit(parallel=True, cache=True)
 def tv_viterbi(log_start, log_transmats, tidx, log_emis, idx, bounds, chunks, backptr,
                logprob, states):
     """Most probable path of every sequence (``states``, -1 for an impossible sequence)
     and its ``logprob``; ties go to the lowest source state; ``backptr`` (N, K) is
     scratch. Max-normalised scores, as the fixed-matrix kernels."""
+    run(_tv_viterbi, len(chunks) - 1, _seconds(bounds, len(log_start), 1), log_start,
+        log_transmats, tidx, log_emis, idx, bounds, chunks, backptr, logprob, states)
+
+
+@njit(nogil=True, cache=True)
+def _tv_viterbi(log_start, log_transmats, tidx, log_emis, idx, bounds, chunks, backptr,
+                logprob, states, ticket):
+    """:func:`tv_viterbi` of the chunks this thread claims from ``ticket``."""
     K = log_start.shape[0]
-    for c in prange(chunks.shape[0] - 1):
-        delta = np.empty(K)
-        nxt = np.empty(K)
+    delta = np.empty(K)
+    nxt = np.empty(K)
+    while True:
+        c = claim(ticket)
+        if c >= len(chunks) - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             a, b = bounds[s], bounds[s + 1]
             row = log_emis[idx[a]]
@@ -201,7 +242,6 @@ def tv_viterbi(log_start, log_transmats, tidx, log_emis, idx, bounds, chunks, ba
                 states[t - 1] = best
 
 
-@njit(parallel=True, cache=True)
 def tv_sample_posterior(startprob, transmats, tidx, emis, idx, bounds, chunks, uniforms,
                         states):
     r"""Forward-filtering backward-sampling (Chib 1996): one path per sequence from
@@ -209,12 +249,21 @@ def tv_sample_posterior(startprob, transmats, tidx, emis, idx, bounds, chunks, u
     :math:`z_{t-1} \sim \hat\alpha_{t-1}(i) A_t(i, z_t)`. One U[0, 1) draw per row
     (``uniforms``), so the result does not depend on the thread count; impossible
     sequences get -1."""
+    N, K = len(idx), len(startprob)
+    run(_tv_sample_posterior, len(chunks) - 1, _seconds(bounds, K, 2), startprob, transmats,
+        tidx, emis, idx, bounds, chunks, uniforms, states, np.empty((N, K)), np.empty(N))
+
+
+@njit(nogil=True, cache=True)
+def _tv_sample_posterior(startprob, transmats, tidx, emis, idx, bounds, chunks, uniforms,
+                         states, alpha, log_c, ticket):
+    """:func:`tv_sample_posterior` of the chunks this thread claims from ``ticket``."""
     K = startprob.shape[0]
-    N = idx.shape[0]
-    alpha = np.empty((N, K))
-    log_c = np.empty(N)
-    for c in prange(chunks.shape[0] - 1):
-        w = np.empty(K)
+    w = np.empty(K)
+    while True:
+        c = claim(ticket)
+        if c >= len(chunks) - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             a, b = bounds[s], bounds[s + 1]
             ll = _forward_sequence(a, b, startprob, transmats, tidx, emis, idx, alpha, log_c)

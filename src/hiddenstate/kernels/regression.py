@@ -85,38 +85,52 @@ def _regression_loglik(Z, W, inv_chol, log_norm, scale, occupied, out, shift, ti
                     out[t, k] -= off
 
 
-@njit(cache=True)
 def weighted_outer_sums(Z, center, post, G, n):
     """``G[k] += sum_t post[t, k] * outer(Z[t] - center, Z[t] - center)`` and ``n[k] +=
     sum_t post[t, k]`` over the rows whose first column is not NaN (``Z`` (N, W), ``post``
-    (N, K), ``G`` (K, W, W)). Each row's upper triangle is formed once, packed, then added
-    to every state's (a contiguous loop the compiler vectorises)."""
+    (N, K), ``G`` (K, W, W)). Chunks of rows accumulate apart and are added in chunk order:
+    the sums do not depend on the thread count."""
+    N, W = Z.shape
+    K = post.shape[1]
+    M = W * (W + 1) // 2
+    n_chunks = -(-N // _TASK_ROWS)
+    acc = np.zeros((n_chunks, K, M))
+    mass = np.zeros((n_chunks, K))
+    run(_weighted_outer_sums, n_chunks, N * K * M * _ENTRY_NS * 1e-9, Z, center, post, acc,
+        mass)
+    total = acc.sum(axis=0) if n_chunks else np.zeros((K, M))
+    n += mass.sum(axis=0) if n_chunks else 0.0
+    rows, cols = np.triu_indices(W)
+    G[:, rows, cols] += total
+    G[:, cols, rows] = G[:, rows, cols]
+
+
+@njit(nogil=True, cache=True)
+def _weighted_outer_sums(Z, center, post, acc, mass, ticket):
+    """:func:`weighted_outer_sums` of the chunks of rows this thread claims: chunk ``c``
+    into ``acc[c]`` (K, W (W + 1) / 2: each row's upper triangle packed, formed once, then
+    added to every state's, a contiguous loop the compiler vectorises) and ``mass[c]``."""
     N, W = Z.shape
     K = post.shape[1]
     M = W * (W + 1) // 2
     z = np.empty(W)
     o = np.empty(M)
-    acc = np.zeros((K, M))
-    for t in range(N):
-        if np.isnan(Z[t, 0]):   # a missing row: no statistics
-            continue
-        for i in range(W):
-            z[i] = Z[t, i] - center[i]
-        m = 0
-        for i in range(W):
-            for j in range(i, W):
-                o[m] = z[i] * z[j]
-                m += 1
-        for k in range(K):
-            w = post[t, k]
-            n[k] += w
-            for m in range(M):
-                acc[k, m] += w * o[m]
-    for k in range(K):
-        m = 0
-        for i in range(W):
-            for j in range(i, W):
-                G[k, i, j] += acc[k, m]
-                if j != i:
-                    G[k, j, i] += acc[k, m]
-                m += 1
+    while True:
+        c = claim(ticket)
+        if c * _TASK_ROWS >= N:
+            return
+        for t in range(c * _TASK_ROWS, min(N, (c + 1) * _TASK_ROWS)):
+            if np.isnan(Z[t, 0]):   # a missing row: no statistics
+                continue
+            for i in range(W):
+                z[i] = Z[t, i] - center[i]
+            m = 0
+            for i in range(W):
+                for j in range(i, W):
+                    o[m] = z[i] * z[j]
+                    m += 1
+            for k in range(K):
+                w = post[t, k]
+                mass[c, k] += w
+                for m in range(M):
+                    acc[c, k, m] += w * o[m]

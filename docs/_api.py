@@ -73,6 +73,8 @@ NUMPYDOC_DONE = (
     "hiddenstate.io",
     "hiddenstate.inference",
     "hiddenstate.threads",
+    "hiddenstate.time_varying",
+    "hiddenstate.models.regression",
 )
 
 # numpydoc.validate's checks those modules meet: all of them ("all"), except

@@ -7,8 +7,10 @@ feature, the E-step statistics of any split of the sequences into parts, merged 
 Statistics taken about a reference point (Gaussian and Gaussian-mixture ``shift``) are
 compared in a form that does not depend on the point: the posterior mass, the weighted mean
 ``shift + obs / n`` and the centred second moments ``obs**2 - obs**2 / n`` (or
-``S - s1 s1^T / n``). Each case draws 4 seeded random splits into 2 to 4 parts (a part is any
-set of sequences, not only a contiguous run) and merges the parts in a random order.
+``S - s1 s1^T / n``); statistics kept as rows (the Newton M-steps of RegressionHMM's
+logistic emissions and softmax transitions) are compared as a multiset of rows. Each case
+draws 4 seeded random splits into 2 to 4 parts (a part is any set of sequences, not only a
+contiguous run) and merges the parts in a random order.
 """
 
 from __future__ import annotations
@@ -163,6 +165,11 @@ def _canonical(stats) -> dict:
         return {f"{group}.{key}": value for group, part in stats.items()
                 for key, value in _canonical(part).items()}
     out = {key: np.asarray(value) for key, value in stats.items()}
+    if "phi" in out:   # rows (logistic emissions, softmax transitions): compared as a multiset
+        rows = [k for k in ("phi", "post", "r") if k in out and out[k].ndim == 2]
+        order = np.lexsort(np.hstack([out[k] for k in rows]).T)
+        for k in rows:
+            out[k] = out[k][order]
     if "shift" in out:
         n = out.pop("post")
         shift, s1 = out.pop("shift"), out.pop("obs")
@@ -386,6 +393,78 @@ def test_merged_hsmm_statistics_of_any_split_equal_those_of_the_whole(name, lear
                 rows = _rows(lengths, seq_ids)
                 sub = model.problem(family, Xv[rows], Sequences.from_lengths(lengths[seq_ids]),
                                     None if states is None else states[rows])
+                v, stats = estep(sub)
+                value += v
+                merged = stats if merged is None else merge_statistics(whole.blocks, merged,
+                                                                       stats)
+            assert abs(value - want_value) <= RTOL * abs(want_value)
+            _assert_equal_stats(merged, want, f"{kind}, parts {[list(p) for p in parts]}")
+
+
+# -- RegressionHMM's blocks: linear-regression (MNIW) and logistic emissions, softmax
+# transitions. Their data are the laid-out rows [y | inputs | lags | 1]; the linear family
+# sums about the column means of the whole data (the family's fixed reference point).
+REGRESSION_CASES = ["linear+inputs", "ar2", "ar2-vb", "logistic+softmax", "linear+softmax"]
+
+
+def _regression_case(name: str):
+    rng = np.random.default_rng(sum(map(ord, name)))
+    kind, _, extra = name.partition("+")
+    emission = "logistic" if kind == "logistic" else "linear"
+    n_lags = 2 if kind.startswith("ar2") else 0
+    M = 0 if kind.startswith("ar2") else 2
+    gen = hs.RegressionHMM(K, emission=emission, n_lags=n_lags,
+                           transitions="softmax" if extra == "softmax" else "fixed",
+                           learn="vb" if kind.endswith("vb") else "em")
+    gen.startprob_, gen.transmat_ = _sticky(K)
+    if extra == "softmax":
+        gen.transition_coef_ = rng.normal(size=(K, K, M)) * (1 - np.eye(K))[..., None]
+    if emission == "logistic":
+        gen.coef_ = rng.normal(size=(K, 3, M)) * (np.arange(3) > 0)[None, :, None]
+        gen.intercept_ = rng.normal(size=(K, 3)) * (np.arange(3) > 0)
+    else:
+        D = 2
+        gen.coef_ = rng.normal(scale=0.3, size=(K, D, M + n_lags * D))
+        gen.intercept_ = 1e3 + rng.normal(size=(K, D))      # far from the origin
+        gen.covars_ = np.tile(np.array([[1.0, 0.3], [0.3, 0.5]]), (K, 1, 1))
+    lengths = rng.integers(15, 40, size=N_SEQ)
+    xs, us = [], []
+    for n in lengths:
+        u = rng.normal(size=(n, M))
+        x, _ = gen.sample(int(n), random_state=int(rng.integers(2**31)),
+                          inputs=u if M else None,
+                          history=1e3 + rng.normal(size=(n_lags, 2)) if n_lags else None)
+        xs.append(x)
+        us.append(u)
+    return gen, np.concatenate(xs), lengths, np.concatenate(us)
+
+
+@pytest.mark.parametrize("name", REGRESSION_CASES)
+def test_merged_statistics_of_the_regression_blocks(name):
+    model, X, lengths, U = _regression_case(name)
+    d = model._design(X, lengths, U if U.shape[1] else None, model.n_features_,
+                      model.n_inputs_)
+    family = model.emission_family(model.n_features_, d.Z, n_inputs=d.n_inputs)
+    whole = model.problem(family, d.Z, d.seqs, U=d.U)
+    views = model._params()
+    if model.learn == "vb":
+        views = {b: whole.blocks[b].vb_expected(whole.blocks[b].vb_init(
+            views[b], whole.n_virtual[b])) for b in views}
+    rng = np.random.default_rng(REGRESSION_CASES.index(name))
+    lens = d.seqs.lengths
+    for kind in ("expected", "paths"):
+        def estep(problem, kind=kind):
+            if kind == "expected":
+                return problem.expected_counts(views)
+            return problem.path_counts(views, 1)[:2]
+
+        want_value, want = estep(whole)
+        for parts in _splits(rng):
+            value, merged = 0.0, None
+            for seq_ids in parts:
+                rows = _rows(lens, seq_ids)
+                sub = model.problem(family, d.Z[rows], Sequences.from_lengths(lens[seq_ids]),
+                                    U=d.U[rows])
                 v, stats = estep(sub)
                 value += v
                 merged = stats if merged is None else merge_statistics(whole.blocks, merged,

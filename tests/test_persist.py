@@ -122,7 +122,7 @@ def test_every_estimator_saves_and_loads_with_the_same_score(name, tmp_path):
 
 def test_the_registry_names_every_model_class_the_format_holds():
     assert set(persist.MODELS) == {"HMM", "HSMM", "PROPS", "PCFG", "PLCG", "TreeNet",
-                                   "NaiveBayesHidden"}
+                                   "NaiveBayesHidden", "RegressionHMM"}
     assert all(getattr(hs, n) is c for n, c in persist.MODELS.items())
     assert hs.ProgramModel is ProgramModel and "ProgramModel" in hs.__all__
 

@@ -18,7 +18,7 @@ from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFitt
 
 if TYPE_CHECKING:
     from .align import align_states
-    from .models import HMM, HSMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
+    from .models import HMM, HSMM, PCFG, PLCG, PROPS, NaiveBayesHidden, RegressionHMM, TreeNet
     from .persist import load
     from .programs import ProgramModel
 
@@ -30,6 +30,7 @@ __all__ = [
     "PLCG",
     "PROPS",
     "ProgramModel",
+    "RegressionHMM",
     "TreeNet",
     "HiddenStateError",
     "InvalidInputError",
@@ -48,6 +49,7 @@ __getattr__, __dir__ = attach(__name__, {
     "PCFG": ".models.pcfg",
     "PLCG": ".models.plcg",
     "PROPS": ".models.props",
+    "RegressionHMM": ".models.regression",
     "TreeNet": ".models.treenet",
     "ProgramModel": ".programs",
     "load": ".persist",

@@ -7,7 +7,7 @@ directory to the reader of that estimator, from a fixed registry (loading runs n
 from the file):
 
 - ``hiddenstate-model``: ``HMM``, ``HSMM``, ``PROPS``, ``PCFG``, ``PLCG``, ``TreeNet``,
-  ``NaiveBayesHidden``,
+  ``NaiveBayesHidden``, ``RegressionHMM``,
   read by :func:`hiddenstate.models._saving.restore` (format versions 1 and 2; a PROPS
   model's sources come back with it);
 - ``hiddenstate-program-params``: ``ProgramModel``, read by
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ._bundle import READS, VERSION, arrays_path, peek, short_repr
 from .errors import InvalidInputError, MissingDependencyError, ModelFileError
-from .models import HMM, HSMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
+from .models import HMM, HSMM, PCFG, PLCG, PROPS, NaiveBayesHidden, RegressionHMM, TreeNet
 from .models._saving import FORMAT as MODEL_FORMAT
 from .models._saving import restore as restore_model
 from .programs import ProgramModel
@@ -48,7 +48,7 @@ LM_FORMAT = "hiddenstate-lm"
 
 #: the estimators of the ``hiddenstate-model`` format, by the class name saved
 MODELS = {cls.__name__: cls
-          for cls in (HMM, HSMM, PROPS, PCFG, PLCG, TreeNet, NaiveBayesHidden)}
+          for cls in (HMM, HSMM, PROPS, PCFG, PLCG, TreeNet, NaiveBayesHidden, RegressionHMM)}
 
 
 def _torch_installed() -> bool:

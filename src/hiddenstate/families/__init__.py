@@ -1,7 +1,8 @@
 """Conjugate parameter blocks. Emission families own one block each (log-likelihood table,
 sufficient statistics, MLE/MAP M-step, log prior, variational updates, initialisation,
 sampling); the initial distribution and the transition rows are :class:`DirichletRows`
-blocks, as are categorical emissions."""
+blocks, as are categorical emissions. Regression emissions (linear, logistic) and the
+input-driven :class:`SoftmaxTransitions` serve :class:`hiddenstate.RegressionHMM`."""
 
 from .base import EmissionFamily
 from .blackbox import BlackBoxEmissions
@@ -17,8 +18,11 @@ from .durations import (
 )
 from .gaussian import COVARIANCE_TYPES, GaussianEmissions
 from .gmm import GMMEmissions
+from .logistic import LogisticEmissions
 from .multinomial import MultinomialEmissions
 from .poisson import PoissonEmissions
+from .regression import LinearRegressionEmissions
+from .softmax import SoftmaxTransitions
 
 FAMILIES = {
     "categorical": CategoricalEmissions,
@@ -40,10 +44,13 @@ __all__ = [
     "GMMEmissions",
     "GaussianEmissions",
     "GeometricDurations",
+    "LinearRegressionEmissions",
+    "LogisticEmissions",
     "MultinomialEmissions",
     "NegativeBinomialDurations",
     "NonparametricDurations",
     "PoissonDurations",
     "PoissonEmissions",
+    "SoftmaxTransitions",
     "estimate_rows",
 ]

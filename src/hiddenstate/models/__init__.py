@@ -18,9 +18,11 @@ if TYPE_CHECKING:
     from .pcfg import PCFG
     from .plcg import PLCG
     from .props import PROPS, TokenScores
+    from .regression import RegressionHMM
     from .treenet import TreeNet
 
-__all__ = ["HMM", "HSMM", "NaiveBayesHidden", "PCFG", "PLCG", "PROPS", "TokenScores", "TreeNet"]
+__all__ = ["HMM", "HSMM", "NaiveBayesHidden", "PCFG", "PLCG", "PROPS", "RegressionHMM",
+           "TokenScores", "TreeNet"]
 
 
 __getattr__, __dir__ = attach(__name__, {
@@ -30,6 +32,7 @@ __getattr__, __dir__ = attach(__name__, {
     "PCFG": ".pcfg",
     "PLCG": ".plcg",
     "PROPS": ".props",
+    "RegressionHMM": ".regression",
     "TokenScores": ".props",
     "TreeNet": ".treenet",
 }, __all__)

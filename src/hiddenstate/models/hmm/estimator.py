@@ -93,8 +93,11 @@ from ..._validation import (
 from ...families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
 from ...inference import Sequences, Transitions
 from ...learn import fit_restarts
+from ...learn.gibbs_fit import clear_gibbs
 from ...learn.online import ONLINE_MODES, make_learner
 from .chain import Chain, transitions_of
+from .gibbs import HMMGibbs, fit_hmm_gibbs, gibbs_extra_options
+from .hdp import StickyHDPProblem, is_sticky
 from .hyperparameters import ALL_LETTERS, as_n_features, check_hyperparameters
 from .init import initial_params, labelled_start
 from .memory import check_fit_memory
@@ -106,7 +109,7 @@ from .storage import HMMStorage
 from .streaming import HMMStreaming
 
 
-class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
+class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEstimator):
     r"""Hidden Markov model with categorical, Gaussian, Poisson, mixture or multinomial emissions.
 
     .. math::
@@ -488,6 +491,10 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
             The :class:`~hiddenstate.learn.batch.Problem` (its statistics merge with
             :func:`hiddenstate.learn.merge_statistics`).
         """
+        if is_sticky(self):
+            options = {**gibbs_extra_options(self), **(self.learner_options or {})}
+            return StickyHDPProblem(family, X, seqs, self.prior("startprob_prior"), options,
+                                    states)
         return HMMProblem(family, X, seqs, self.prior("startprob_prior"),
                           self.prior("transmat_prior"), states, self._transitions())
 
@@ -550,6 +557,7 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
         self.check_fit_memory(X, seqs, family)
         rng = make_rng(self.random_state)
         if streaming:
+            clear_gibbs(self)
             if hasattr(self, "learner_state_"):
                 delattr(self, "learner_state_")
             return self._stream(X, seqs, family, rng, n_features, continues=False,
@@ -600,6 +608,9 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
                 emis = labelled_start(family, X, states, emis, self.init_params)
             return {"startprob": startprob, "transmat": transmat, "emission": emis}
 
+        if self.learn == "gibbs":
+            return fit_hmm_gibbs(self, problem, start, n_features, rng, callback)
+        clear_gibbs(self)
         best = fit_restarts(problem, self.learn, start, n_init=self.n_init,
                             n_iter=self.n_iter, tol=self.tol, which=self.learned_letters(),
                             k_best=self.k_best, verbose=self.verbose, callback=callback)

@@ -442,17 +442,19 @@ def _mean(draws: list) -> dict:
     return out
 
 
-def _take(arr: np.ndarray, index: tuple, axes: tuple, offset: int, size: int,
-          perm: np.ndarray | None = None) -> np.ndarray:
-    """The group's per-state features of one member array (``perm``: in that order):
-    the sub-array moved so the state is axis 0 (two state axes: the diagonal)."""
-    sub = np.asarray(arr)[index] if index else np.asarray(arr)
-    states = offset + (np.arange(size) if perm is None else perm)
+def _features(stack: np.ndarray, index: tuple, axes: tuple, offset: int,
+              size: int) -> np.ndarray:
+    """The group's per-state features of one member over all draws (``stack``: the member
+    array of every draw on axis 0): ``(n_draws, size, f)``, the state on axis 1 (two
+    state axes: the diagonal)."""
+    sub = stack[(slice(None), *index)] if index else stack
+    states = offset + np.arange(size)
     if len(axes) == 2:
-        a, b = axes
+        a, b = axes[0] + 1, axes[1] + 1
         both = np.take(np.take(sub, states, axis=a), states, axis=b)
-        return np.moveaxis(np.diagonal(both, 0, a, b), -1, 0).reshape(size, -1)
-    return np.moveaxis(np.take(sub, states, axis=axes[0]), axes[0], 0).reshape(size, -1)
+        return np.moveaxis(np.diagonal(both, 0, a, b), -1, 1).reshape(len(stack), size, -1)
+    a = axes[0] + 1
+    return np.moveaxis(np.take(sub, states, axis=a), a, 1).reshape(len(stack), size, -1)
 
 
 def _permute(arr: np.ndarray, index: tuple, axes: tuple, offset: int,
@@ -517,42 +519,33 @@ def align_states(draws: list, groups: list, reference: tuple) -> tuple[list, lis
     perms = [np.tile(np.arange(g.size), (n_chains, n_draws, 1)) for g in groups]
     if not groups:
         return draws, perms
-    # each member's spread over all draws and states: the standardisation of its features
-    spread = []
-    for g in groups:
-        per = []
-        for path, index, axes, offset in g.members:
-            values = np.stack([_take(_get(d, path), index, axes, offset, g.size)
-                               for chain in draws for d in chain])
-            s = float(values.std())
-            per.append(s if s > 0 else 1.0)
-        spread.append(per)
-
-    def features(params, g, gi, perm=None):
-        return np.hstack([_take(_get(params, path), index, axes, offset, g.size, perm)
-                          / spread[gi][mi]
-                          for mi, (path, index, axes, offset) in enumerate(g.members)])
-
+    flat = [d for chain in draws for d in chain]
     c0, d0 = reference
-    refs = [features(draws[c0][d0], g, gi) for gi, g in enumerate(groups)]
-    for _ in range(MAX_ALIGN_ROUNDS):
-        changed = False
-        for gi, g in enumerate(groups):
-            total = np.zeros_like(refs[gi])
-            for c in range(n_chains):
-                for d in range(n_draws):
-                    f = features(draws[c][d], g, gi)
-                    cost = ((f[:, None, :] - refs[gi][None, :, :]) ** 2).sum(axis=2)
-                    rows, cols = linear_sum_assignment(cost)
-                    perm = np.empty(g.size, dtype=np.int64)
-                    perm[cols] = rows
-                    if not np.array_equal(perm, perms[gi][c, d]):
-                        changed = True
-                        perms[gi][c, d] = perm
-                    total += f[perm]
-            refs[gi] = total / (n_chains * n_draws)
-        if not changed:
-            break
+    for gi, g in enumerate(groups):
+        parts = []
+        for path, index, axes, offset in g.members:
+            f = _features(np.stack([np.asarray(_get(d, path), dtype=np.float64)
+                                    for d in flat]), index, axes, offset, g.size)
+            spread = float(f.std())  # standardised by its spread over draws and states
+            parts.append(f / (spread if spread > 0 else 1.0))
+        feats = np.concatenate(parts, axis=2)           # (n, size, F)
+        ref = feats[c0 * n_draws + d0]
+        current = np.tile(np.arange(g.size), (len(flat), 1))
+        rows_n = np.arange(len(flat))[:, None]
+        norms = (feats ** 2).sum(axis=2)
+        for _ in range(MAX_ALIGN_ROUNDS):
+            cost = (norms[:, :, None] + (ref ** 2).sum(axis=1)[None, None, :]
+                    - 2.0 * feats @ ref.T)
+            new = np.empty_like(current)
+            for n in range(len(flat)):
+                rows, cols = linear_sum_assignment(cost[n])
+                new[n, cols] = rows
+            changed = not np.array_equal(new, current)
+            current = new
+            ref = feats[rows_n, current].mean(axis=0)
+            if not changed:
+                break
+        perms[gi] = current.reshape(n_chains, n_draws, g.size)
     out = []
     for c in range(n_chains):
         chain = []

@@ -63,6 +63,10 @@ class HMMProblem(HMMSampling):
                 "emission": self.family.statistics_at(views["emission"],
                                                       self.X if X is None else X, post)}
 
+    def check_paths(self, loglik) -> None:
+        """The zero-probability rule while learning (:func:`check_possible`)."""
+        check_possible(loglik, labelled=self.states is not None)
+
     def expected_counts(self, views):
         table, fold = self._table(views)
         post = self._chain(views).forward_backward(table, self.seqs)

@@ -76,13 +76,11 @@ class HMMSampling:
         hiddenstate.errors.ZeroProbabilityError
             If a sequence has probability zero under ``views``.
         """
-        from .problem import check_possible
-
         table, fold = self._table(views)
         states = inference.sample_posterior(views["startprob"], self._chain(views).dense(),
                                             table, self.seqs, rng)
         logp = self.path_log_joint(views, table, states)
-        check_possible(logp, labelled=self.states is not None)
+        self.check_paths(logp)
         X = self.family.sample_missing(views["emission"], self.X, states, rng)
         weights = np.ones((len(self.seqs.lengths), 1))
         stats = self.hard_stats(table, fold, states[None], weights, views, X)

@@ -53,11 +53,16 @@ from .posterior_draws import dirichlet_rows, gamma_rates
 
 #: the concentrations' hyper-priors and fixed values (``learner_options`` of a sticky
 #: HDP-HMM): Gamma(shape, rate) on alpha + kappa and on gamma, Beta on rho = kappa / (alpha +
-#: kappa); None: sampled. Fox et al. (2011), sec. 7: Gamma(1, 0.01) on both
-#: concentrations, Beta(10, 1) on rho.
+#: kappa); None: sampled. Fox et al. (2011), sec. 7, use Gamma(1, 0.01) on both
+#: concentrations and Beta(10, 1) on rho; with the weak limit's finite truncation a vague
+#: prior on gamma (mean 100) keeps the global weights near uniform and the sampler opens
+#: states for a few observations, so gamma's default is Gamma(1, 1)
+#: (experiments/gibbs_number_of_states.py). ``min_share``: the share of the observations a
+#: state must hold in a draw to count as used (``n_states_used``; any visit counts in
+#: ``n_states_visited``).
 HDP_OPTIONS = {"alpha": None, "kappa": None, "gamma": None,
                "alpha_kappa_prior": (1.0, 0.01), "rho_prior": (10.0, 1.0),
-               "gamma_prior": (1.0, 0.01)}
+               "gamma_prior": (1.0, 1.0), "min_share": 0.01}
 
 
 def crt(n: np.ndarray, conc: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -102,6 +107,14 @@ def crt(n: np.ndarray, conc: np.ndarray, rng: np.random.Generator) -> np.ndarray
     return out
 
 
+def _gammaln(a):
+    """log Gamma(a), also for subnormal a (where scipy returns inf; log Gamma(a) = -log a -
+    0.577 a + O(a^2) there, so -log a is exact to rounding)."""
+    a = np.asarray(a, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(a < 1e-300, -np.log(a), gammaln(np.maximum(a, 1e-300)))
+
+
 def _gamma(shape: float, rate: float, rng) -> float:
     return float(gamma_rates(np.array(shape), np.array(rate), rng))
 
@@ -124,8 +137,11 @@ class StickyHDPTransitions:
         Gamma (shape, rate) of :math:`\alpha + \kappa`.
     rho_prior : tuple of float, default=(10.0, 1.0)
         Beta of :math:`\rho = \kappa/(\alpha + \kappa)`.
-    gamma_prior : tuple of float, default=(1.0, 0.01)
+    gamma_prior : tuple of float, default=(1.0, 1.0)
         Gamma (shape, rate) of :math:`\gamma`.
+    min_share : float, default=0.01
+        The share of the observations a state must hold in a draw to count as used
+        (:meth:`sample_summary`).
 
     Examples
     --------
@@ -137,13 +153,14 @@ class StickyHDPTransitions:
     >>> counts = {"trans": np.diag([50.0, 30.0, 0.0, 0.0]), "start": np.array([1.0, 0, 0, 0])}
     >>> draw = block.sample_posterior(params, counts, "t", rng)
     >>> draw["transmat"].sum(axis=1).round(6), block.sample_summary(draw, counts)
-    (array([1., 1., 1., 1.]), {'n_states_used': 2})
+    (array([1., 1., 1., 1.]), {'n_states_used': 2, 'n_states_visited': 2})
     """
 
     def __init__(self, n_states: int, letter: str = "t", alpha=None, kappa=None, gamma=None,
                  alpha_kappa_prior=(1.0, 0.01), rho_prior=(10.0, 1.0),
-                 gamma_prior=(1.0, 0.01)):
+                 gamma_prior=(1.0, 1.0), min_share: float = 0.01):
         self.n_states = n_states
+        self.min_share = float(min_share)
         self.letter = letter
         self.alpha, self.kappa, self.gamma = alpha, kappa, gamma
         self.alpha_kappa_prior = tuple(float(v) for v in alpha_kappa_prior)
@@ -167,6 +184,11 @@ class StickyHDPTransitions:
             raise InvalidInputError("alpha: alpha + kappa must be > 0")
         if options.get("gamma") is not None and options["gamma"] <= 0:
             raise InvalidInputError("gamma: expected a concentration > 0")
+        share = options.get("min_share")
+        if isinstance(share, bool) or not isinstance(share, (int, float)) \
+                or not 0 <= share < 1:
+            raise InvalidInputError(
+                f"min_share: expected a share of the observations in [0, 1), got {share!r:.40}")
         for name in ("alpha_kappa_prior", "rho_prior", "gamma_prior"):
             v = options.get(name)
             try:
@@ -223,10 +245,11 @@ class StickyHDPTransitions:
         pi, beta = params["transmat"], params["beta"]
         A = self._row_alpha(params)
         with np.errstate(divide="ignore"):
-            total = float(np.sum(gammaln(A.sum(axis=1)) - gammaln(A).sum(axis=1)
+            total = float(np.sum(_gammaln(A.sum(axis=1)) - _gammaln(A).sum(axis=1)
                                  + ((A - 1) * np.log(pi)).sum(axis=1)))
             g = float(params["gamma"])
-            total += float(gammaln(g) - L * gammaln(g / L) + ((g / L - 1) * np.log(beta)).sum())
+            total += float(_gammaln(g) - L * _gammaln(g / L)
+                           + ((g / L - 1) * np.log(beta)).sum())
         if self.alpha is None:
             a, b = self.alpha_kappa_prior
             c, d = self.rho_prior
@@ -309,6 +332,13 @@ class StickyHDPTransitions:
         return new
 
     def sample_summary(self, params, stats) -> dict:
-        """The number of states the drawn paths visit."""
+        """The number of states the drawn paths visit (``n_states_visited``) and of those
+        holding at least ``min_share`` of the observations (``n_states_used``): with a
+        finite truncation the sampler keeps opening states for an observation or two, which
+        it leaves again at the next sweeps; they are how it explores, not states of its
+        explanation of the data."""
         visits = stats["trans"].sum(axis=0) + stats["start"]
-        return {"n_states_used": int(np.count_nonzero(visits > 0))}
+        share = visits / max(float(visits.sum()), 1.0)
+        return {"n_states_used": int(np.count_nonzero((visits > 0)
+                                                      & (share >= self.min_share))),
+                "n_states_visited": int(np.count_nonzero(visits > 0))}

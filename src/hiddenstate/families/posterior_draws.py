@@ -59,7 +59,7 @@ def log_gamma_draws(shape: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     shape = np.asarray(shape, dtype=np.float64)
     small = shape < 1.0
     boosted = np.where(small, shape + 1.0, shape)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):   # a shape of 1e-310: -inf, exactly
         out = np.log(rng.standard_gamma(np.where(boosted > 0, boosted, 1.0)))
         u = 1.0 - rng.random(shape.shape)  # in (0, 1]
         out = np.where(small & (shape > 0), out + np.log(u) / np.where(small, shape, 1.0), out)

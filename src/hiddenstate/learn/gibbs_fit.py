@@ -154,6 +154,55 @@ def clear_gibbs(model) -> None:
         model.__dict__.pop(name, None)
 
 
+#: key prefixes of the draws in a saved model's arrays
+_SAVED = {"posterior_samples_": "posterior_samples_.", "sample_stats_": "sample_stats_."}
+
+
+def saved_arrays(model) -> dict:
+    """The arrays a saved model adds for its Gibbs draws (none after another mode):
+    ``posterior_samples_.<name>``, ``sample_stats_.<name>`` and ``sample_log_joint_``, so
+    that a loaded model scores (posterior predictive) as the saved one did."""
+    samples = model.__dict__.get("posterior_samples_")
+    if samples is None:
+        return {}
+    out = {"sample_log_joint_": np.asarray(model.sample_log_joint_, dtype=np.float64)}
+    for attr, prefix in _SAVED.items():
+        for name, value in (model.__dict__.get(attr) or {}).items():
+            out[prefix + name] = np.asarray(value)
+    return out
+
+
+def restore_draws(model, arrays: dict) -> dict:
+    """Set the draws :func:`saved_arrays` wrote on a loaded ``model``; return the other
+    arrays. Raises :class:`~hiddenstate.errors.InvalidInputError` when they are
+    inconsistent (shapes that do not share the chains and draws of ``sample_log_joint_``,
+    values that are not finite)."""
+    rest = {k: v for k, v in arrays.items()
+            if k != "sample_log_joint_" and not any(k.startswith(p) for p in _SAVED.values())}
+    if "sample_log_joint_" not in arrays:
+        if len(rest) != len(arrays):
+            raise InvalidInputError("posterior_samples_: saved without sample_log_joint_")
+        return rest
+    lj = np.asarray(arrays["sample_log_joint_"], dtype=np.float64)
+    found = {attr: {k[len(p):]: np.asarray(v) for k, v in arrays.items() if k.startswith(p)}
+             for attr, p in _SAVED.items()}
+    if lj.ndim != 2 or not found["posterior_samples_"]:
+        raise InvalidInputError("posterior_samples_: expected draws (n_chains, n_draws, ...) "
+                                "and their sample_log_joint_ (n_chains, n_draws)")
+    for attr, values in found.items():
+        for name, value in values.items():
+            if value.shape[:2] != lj.shape or not np.all(np.isfinite(value)):
+                raise InvalidInputError(
+                    f"{attr}[{name!r}]: expected finite draws of shape {lj.shape} + the "
+                    f"parameter's, got {value.shape}")
+    model.posterior_samples_ = {k: v.astype(np.float64) for k, v in
+                                found["posterior_samples_"].items()}
+    model.sample_stats_ = found["sample_stats_"]
+    model.sample_log_joint_ = lj
+    model.convergence_ = None
+    return rest
+
+
 def posterior_predictive(method):
     """Make a ``score_samples`` method posterior predictive after a Gibbs fit.
 

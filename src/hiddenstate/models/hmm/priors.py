@@ -34,7 +34,7 @@ DEFAULT_PRIORS: dict[str, dict] = {
            "means_weight": 1.0, "covars_prior": 1e-3, "covars_weight": None,
            "lambdas_prior": 0.0, "lambdas_weight": None},
 }
-#: Gibbs sampling needs proper priors too, the same conjugate ones
+#: Gibbs sampling needs proper priors too: the same conjugate ones, with VB's defaults
 DEFAULT_PRIORS["gibbs"] = dict(DEFAULT_PRIORS["vb"])
 #: the modes whose priors must be proper (and get VB's data-dependent defaults)
 PROPER_PRIOR_MODES = ("vb", "gibbs")

@@ -45,7 +45,6 @@ def one_thread():
     parallel kernel costs more than the work (milliseconds per call on a loaded machine);
     the draws do not depend on the number of threads."""
     import numba
-
     from threadpoolctl import threadpool_limits
 
     n = numba.get_num_threads()

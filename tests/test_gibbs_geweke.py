@@ -44,7 +44,6 @@ def one_thread():
     """One numba thread: tiny data, where starting a parallel kernel's threads costs more
     than the work; the draws do not depend on the number of threads."""
     import numba
-
     from threadpoolctl import threadpool_limits
 
     n = numba.get_num_threads()

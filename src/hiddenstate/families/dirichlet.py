@@ -475,7 +475,26 @@ class DirichletEmissionRows:
         return {"emissionprob": self.rows.vb_mean(q["emissionprob"])}
 
     def sample_posterior(self, params, stats, which, rng):
-        """Draw ``emissionprob`` from its Dirichlet posterior (see
-        :meth:`DirichletRows.sample_posterior`)."""
+        """Draw ``emissionprob`` from its Dirichlet posterior.
+
+        Each state's row from :math:`\\mathrm{Dir}(\\alpha + n_k)` (see
+        :meth:`DirichletRows.sample_posterior`).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            ``emissionprob`` (kept when ``"e"`` is not in ``which``).
+        stats : dict
+            The statistics of one draw of the hidden states.
+        which : str
+            The hmmlearn letters to draw.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        dict
+            ``emissionprob``.
+        """
         return {"emissionprob": self.rows.sample_posterior(
             params["emissionprob"], stats[self.counts_key], which, rng)}

@@ -1139,15 +1139,22 @@ class GaussianEmissions(EmissionFamily):
         return {"means": mu, "covars": covars}
 
     def state_axes(self):
-        """``means`` on axis 0; ``covars`` on axis 0, or shared (None) when tied."""
+        """Return the state axis of ``means`` and ``covars`` (none when tied).
+
+        Returns
+        -------
+        dict
+            ``{"means": 0, "covars": 0}``, with ``None`` for ``covars`` when tied.
+        """
         return {"means": 0, "covars": None if self.covariance_type == "tied" else 0}
 
     def sample_missing(self, params, X, states, rng):
-        r"""Draw the missing entries given the states: :math:`x_m \sim N(\mu_{k,m} +
-        \Sigma_{k,mo}\Sigma_{k,oo}^{-1}(x_o - \mu_{k,o}),\ \Sigma_{k,mm} -
-        \Sigma_{k,mo}\Sigma_{k,oo}^{-1}\Sigma_{k,om})` (``_conditionals``), a row with
-        nothing observed from :math:`N(\mu_k, \Sigma_k)`: Gibbs sampling's data
-        augmentation, after which the statistics are those of complete rows.
+        r"""Draw the missing entries given the states (data augmentation).
+
+        :math:`x_m \sim N(\mu_{k,m} + \Sigma_{k,mo}\Sigma_{k,oo}^{-1}(x_o - \mu_{k,o}),\
+        \Sigma_{k,mm} - \Sigma_{k,mo}\Sigma_{k,oo}^{-1}\Sigma_{k,om})` (``_conditionals``),
+        a row with nothing observed from :math:`N(\mu_k, \Sigma_k)`; the statistics are
+        then those of complete rows.
 
         Parameters
         ----------

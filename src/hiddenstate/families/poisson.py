@@ -415,9 +415,10 @@ class PoissonEmissions(EmissionFamily):
         return {"lambdas": q["lambdas_shape"] / q["lambdas_rate"]}
 
     def sample_posterior(self, params, stats, which, rng):
-        r"""Draw the rates from their Gamma posterior, :math:`\mathrm{Gamma}(a + 1 + \sum_t
-        x_t [z_t = k], \text{rate } b + n_k)` (missing counts left out per feature; the
-        prior must be proper, as for variational Bayes).
+        r"""Draw the rates from their Gamma posterior.
+
+        :math:`\mathrm{Gamma}(a + 1 + \sum_t x_t [z_t = k], \text{rate } b + n_k)` (missing
+        counts left out per feature; the prior must be proper, as for variational Bayes).
 
         Parameters
         ----------

@@ -260,8 +260,11 @@ class PosteriorSampling:
 
     @property
     def best_sample_(self) -> dict:
-        """The draw of highest log joint :math:`\\log p(X, z, \\theta)`, by the names of
-        ``posterior_samples_`` (after relabelling)."""
+        """The draw of highest log joint, by the names of ``posterior_samples_``.
+
+        The log joint is :math:`\\log p(X, z, \\theta)` (``sample_log_joint_``); the draw
+        is relabelled like the others.
+        """
         samples = self._gibbs_samples()
         c, d = np.unravel_index(int(np.argmax(self.sample_log_joint_)),
                                 self.sample_log_joint_.shape)

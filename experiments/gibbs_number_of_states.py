@@ -66,7 +66,7 @@ def real_series(data_dir: Path) -> dict:
     out["Dow Jones, monthly log returns"] = (np.diff(np.log(dow["Price"].to_numpy()))[:, None],
                                              "diag")
     ice = pd.read_csv(series / "seaice.csv", parse_dates=["Date"])
-    day = ice["Date"].dt.dayofyear.to_numpy()
+    day = ice["Date"].dt.day_of_year.to_numpy()
     extent = ice["Extent"].to_numpy()
     seasonal = pd.Series(extent).groupby(day).mean()
     anomaly = extent - seasonal.loc[day].to_numpy()

@@ -137,7 +137,7 @@ def test_sticky_hdp_needs_gibbs_and_valid_options():
         hs.HMM(n_states=3, learn="gibbs", learner_options={"alpha": 1.0}).fit(X)
 
 
-# -- chains -----------------------------------------------------------------------------------------
+# -- chains -----------------------------------------------------------------------------------
 def test_draws_do_not_depend_on_the_number_of_threads():
     X, _ = two_state_data(200)
     runs = [hs.HMM(n_states=2, learn="gibbs", random_state=3,
@@ -260,7 +260,7 @@ def test_refitting_with_another_mode_forgets_the_draws():
     model.set_params(learn="em", learner_options=None).fit(X)
     assert not hasattr(model, "posterior_samples_")
     with pytest.raises(NotFittedError):
-        model.best_sample_
+        _ = model.best_sample_
 
 
 def test_best_sample_has_the_highest_log_joint():

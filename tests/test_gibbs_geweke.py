@@ -320,7 +320,7 @@ def program(sizes, seed):
     geweke(make_full, simulate, shell.views(base), LEARNED, sizes, seed)
 
 
-# -- NaiveBayesHidden and TreeNet --------------------------------------------------------------------
+# -- NaiveBayesHidden and TreeNet ---------------------------------------------------------------
 def nbh(sizes, seed):
     C, K, n_values, prior = 2, 2, [2, 3], 1.5
 

@@ -32,9 +32,14 @@ draw of highest log joint first, then (repeatedly, until no permutation changes,
 :data:`MAX_ALIGN_ROUNDS` rounds) the posterior mean of the relabelled draws. The
 permutation of each draw minimises (Hungarian algorithm,
 :func:`scipy.optimize.linear_sum_assignment`) the squared distance between its states'
-parameters and the reference's, each parameter array standardised by its spread over all
-draws and states; an array indexed by the state on two axes (a transition matrix) enters
-through its diagonal. A Problem declares how its states act on its parameters with
+parameters and the reference's, each parameter array centred and scaled robustly over all
+draws and states (median and median absolute deviation, then arcsinh, so that a spare
+state's outlying draw does not decide), and from the second round each feature of a reference state divided by
+its variance over the relabelled draws (a Mahalanobis distance with a diagonal covariance,
+so that a feature that varies from draw to draw as much as between states does not
+decide); an array indexed by the state on two axes (a transition matrix) enters
+through its diagonal and its stationary distribution (which tells the states a chain uses
+from the spare ones of a sticky HDP-HMM, whose parameters are draws from the prior). A Problem declares how its states act on its parameters with
 ``state_groups`` (a list of :class:`StateGroup`); a Problem without it has nothing to
 align (a grammar's nonterminals and a program's outcomes are named).
 
@@ -452,9 +457,39 @@ def _features(stack: np.ndarray, index: tuple, axes: tuple, offset: int,
     if len(axes) == 2:
         a, b = axes[0] + 1, axes[1] + 1
         both = np.take(np.take(sub, states, axis=a), states, axis=b)
-        return np.moveaxis(np.diagonal(both, 0, a, b), -1, 1).reshape(len(stack), size, -1)
+        diag = np.moveaxis(np.diagonal(both, 0, a, b), -1, 1).reshape(len(stack), size, -1)
+        if both.ndim != 3:
+            return diag
+        return np.concatenate([diag, _stationary(both)[:, :, None]], axis=2)
     a = axes[0] + 1
     return np.moveaxis(np.take(sub, states, axis=a), a, 1).reshape(len(stack), size, -1)
+
+
+def _robust_scale(f: np.ndarray) -> np.ndarray:
+    """Features ``(n, size, F)`` centred on their median over draws and states, scaled by
+    the median absolute deviation, then through arcsinh: the spare states of a sticky
+    HDP-HMM draw their parameters from a heavy-tailed prior (a mean 300 standard deviations
+    out), and such an outlier must not decide the labels of the other states (squared
+    distances grow with it without bound)."""
+    centre = np.median(f, axis=(0, 1), keepdims=True)
+    mad = np.median(np.abs(f - centre), axis=(0, 1), keepdims=True)
+    spread = np.where(mad > 0, 1.4826 * mad, np.maximum(f.std(axis=(0, 1), keepdims=True),
+                                                        1e-300))
+    return np.arcsinh((f - centre) / spread)
+
+
+def _stationary(A: np.ndarray, n_iter: int = 200) -> np.ndarray:
+    """The stationary distribution of every row-stochastic ``A`` ``(n, K, K)`` (restricted
+    to the group's states, renormalised), by power iteration from the uniform distribution
+    averaged over its last half (a periodic chain's iterates cycle)."""
+    rows = A / np.maximum(A.sum(axis=2, keepdims=True), 1e-300)
+    p = np.full(A.shape[:2], 1.0 / A.shape[1])
+    total = np.zeros_like(p)
+    for it in range(n_iter):
+        p = np.einsum("nk,nkj->nj", p, rows)
+        if it >= n_iter // 2:
+            total += p
+    return total / total.sum(axis=1, keepdims=True)
 
 
 def _permute(arr: np.ndarray, index: tuple, axes: tuple, offset: int,
@@ -526,23 +561,27 @@ def align_states(draws: list, groups: list, reference: tuple) -> tuple[list, lis
         for path, index, axes, offset in g.members:
             f = _features(np.stack([np.asarray(_get(d, path), dtype=np.float64)
                                     for d in flat]), index, axes, offset, g.size)
-            spread = float(f.std())  # standardised by its spread over draws and states
-            parts.append(f / (spread if spread > 0 else 1.0))
+            parts.append(_robust_scale(f))
         feats = np.concatenate(parts, axis=2)           # (n, size, F)
         ref = feats[c0 * n_draws + d0]
+        inv_var = np.ones_like(ref)   # first round: the standardised squared distance
         current = np.tile(np.arange(g.size), (len(flat), 1))
         rows_n = np.arange(len(flat))[:, None]
-        norms = (feats ** 2).sum(axis=2)
         for _ in range(MAX_ALIGN_ROUNDS):
-            cost = (norms[:, :, None] + (ref ** 2).sum(axis=1)[None, None, :]
-                    - 2.0 * feats @ ref.T)
+            # sum_f (x_if - m_jf)^2 / v_jf for every draw, its state i, reference state j
+            cost = ((feats ** 2) @ inv_var.T - 2.0 * feats @ (ref * inv_var).T
+                    + (ref ** 2 * inv_var).sum(axis=1)[None, None, :])
             new = np.empty_like(current)
             for n in range(len(flat)):
                 rows, cols = linear_sum_assignment(cost[n])
                 new[n, cols] = rows
             changed = not np.array_equal(new, current)
             current = new
-            ref = feats[rows_n, current].mean(axis=0)
+            aligned = feats[rows_n, current]
+            ref = aligned.mean(axis=0)
+            # later rounds: each reference state's own posterior spread per feature (floored
+            # at a thousandth of the feature's overall spread, 1 after standardising)
+            inv_var = 1.0 / np.maximum(aligned.var(axis=0), 1e-6)
             if not changed:
                 break
         perms[gi] = current.reshape(n_chains, n_draws, g.size)

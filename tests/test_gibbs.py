@@ -162,6 +162,32 @@ def test_thinning_and_burn_in_keep_the_right_sweeps():
     assert np.array_equal(model.sample_log_joint_[0], history[10::4])
 
 
+def test_path_log_joint_equals_enumeration():
+    """The log joint the sampler records for a drawn path, log p(x, z), against the
+    brute-force value of that path (tests/brute_force.py), Gaussian (scaled table) and
+    categorical (by-symbol table)."""
+    from brute_force import path_log_joint
+
+    rng = np.random.default_rng(5)
+    for emission, X in (("categorical", rng.integers(0, 3, size=7)),
+                        ("gaussian", rng.normal(size=(7, 2)) * 30)):
+        model = hs.HMM(n_states=3, emission=emission, learn="gibbs")
+        Xv, seqs = model.validate_data(X, [4, 3], 3 if emission == "categorical" else 2)
+        family = model.emission_family(3 if emission == "categorical" else 2, Xv)
+        problem = model.problem(family, Xv, seqs)
+        start, trans = rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(3), 3)
+        emis = ({"emissionprob": rng.dirichlet(np.ones(3), 3)} if emission == "categorical"
+                else {"means": rng.normal(size=(3, 2)) * 30, "covars": np.full((3, 2), 40.0)})
+        views = {"startprob": start, "transmat": trans, "emission": emis}
+        log_e = family.log_likelihood(emis, Xv)
+        logp, _, states = problem.sample_counts(views, rng)
+        want = 0.0
+        for lo, hi in ((0, 4), (4, 7)):
+            paths, lp = path_log_joint(start, trans, log_e[lo:hi])
+            want += lp[np.flatnonzero((paths == states[lo:hi]).all(axis=1))[0]]
+        assert logp == pytest.approx(want, rel=1e-12)
+
+
 # -- relabelling --------------------------------------------------------------------------------
 def test_align_states_recovers_known_permutations():
     rng = np.random.default_rng(0)

@@ -32,14 +32,15 @@ draw of highest log joint first, then (repeatedly, until no permutation changes,
 :data:`MAX_ALIGN_ROUNDS` rounds) the posterior mean of the relabelled draws. The
 permutation of each draw minimises (Hungarian algorithm,
 :func:`scipy.optimize.linear_sum_assignment`) the squared distance between its states'
-parameters and the reference's, each parameter array centred and scaled robustly over all
-draws and states (median and median absolute deviation, then arcsinh, so that a spare
-state's outlying draw does not decide), and from the second round each feature of a reference state divided by
-its variance over the relabelled draws (a Mahalanobis distance with a diagonal covariance,
-so that a feature that varies from draw to draw as much as between states does not
-decide); an array indexed by the state on two axes (a transition matrix) enters
-through its diagonal and its stationary distribution (which tells the states a chain uses
-from the spare ones of a sticky HDP-HMM, whose parameters are draws from the prior). A Problem declares how its states act on its parameters with
+parameters and the reference's. Each parameter array is centred and scaled robustly over
+all draws and states (median and median absolute deviation, then arcsinh, so that a spare
+state's outlying draw does not decide), and from the second round each feature of a
+reference state is divided by its variance over the relabelled draws (a Mahalanobis
+distance with a diagonal covariance: a feature that varies from draw to draw as much as
+between states does not decide). An array indexed by the state on two axes (a transition
+matrix) enters through its diagonal and its stationary distribution, which tells the
+states a chain uses from the spare ones of a sticky HDP-HMM (whose parameters are draws
+from the prior). A Problem declares how its states act on its parameters with
 ``state_groups`` (a list of :class:`StateGroup`); a Problem without it has nothing to
 align (a grammar's nonterminals and a program's outcomes are named).
 

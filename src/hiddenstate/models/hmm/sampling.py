@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import inference
+from ...kernels.paths import path_log_joint
 
 
 class HMMSampling:
@@ -31,26 +32,15 @@ class HMMSampling:
 
     def path_log_joint(self, views, table, states: np.ndarray) -> np.ndarray:
         r""":math:`\log p(x_s, z_s \mid \theta)` of every sequence along ``states`` (-inf for
-        a sequence whose states are -1: impossible)."""
-        seqs = self.seqs
-        startprob = views["startprob"]
-        A = self._chain(views).dense()
-        if np.any(states < 0):
-            out = np.zeros(len(seqs.lengths))
-            bad = np.flatnonzero(np.add.reduceat((states < 0).astype(np.int64),
-                                                 seqs.bounds[:-1]))
-            out[bad] = -np.inf
-            return out
-        first = seqs.bounds[:-1]
-        inner = np.ones(len(states), dtype=bool)
-        inner[first] = False
-        with np.errstate(divide="ignore"):
-            step = np.log(table.emis[table.idx, states])
-            if table.log_offset is not None:
-                step = step + table.log_offset
-            step[inner] += np.log(A[states[np.flatnonzero(inner) - 1], states[inner]])
-            step[first] += np.log(startprob[states[first]])
-        return seqs.per_sequence_sum(step)
+        a sequence whose states are -1: impossible;
+        :func:`hiddenstate.kernels.paths.path_log_joint`)."""
+        out = np.empty(len(self.seqs.lengths))
+        offset = table.log_offset
+        path_log_joint(np.ascontiguousarray(views["startprob"], dtype=np.float64),
+                       np.ascontiguousarray(self._chain(views).dense(), dtype=np.float64),
+                       table.emis, table.idx, np.zeros(1) if offset is None else offset,
+                       offset is not None, self.seqs.bounds, states, out)
+        return out
 
     def sample_counts(self, views, rng):
         """Draw every sequence's hidden path given the parameters ``views``.

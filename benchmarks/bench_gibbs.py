@@ -156,6 +156,20 @@ def ess_summary(transmat, startprob, emissionprob, seconds):
             "rhat_max": float(np.asarray(az.rhat(az.convert_to_dataset({"A": A}))["A"]).max())}
 
 
+def teacher_order(mean: np.ndarray, teacher: np.ndarray) -> np.ndarray:
+    """The permutation of ``mean``'s states closest to the teacher's (Hungarian algorithm on
+    the rows' squared distance)."""
+    from scipy.optimize import linear_sum_assignment
+
+    K = len(teacher)
+    cost = np.array([[np.sum((mean[np.ix_([i], range(K))] - teacher[j]) ** 2)
+                      for j in range(K)] for i in range(K)])
+    rows, cols = linear_sum_assignment(cost)
+    perm = np.empty(K, dtype=np.int64)
+    perm[cols] = rows
+    return perm
+
+
 def run_hs(X, lengths, K, W, burn_in, draws):
     model = hs.HMM(n_states=K, learn="gibbs", startprob_prior=1.0, transmat_prior=1.0,
                    emissionprob_prior=1.0, random_state=0,
@@ -281,8 +295,11 @@ def main():
     for label, r in rows:
         extra = (f" (warm-up with compilation {r['warmup_seconds']:.1f} s; {r['versions']})"
                  if "warmup_seconds" in r else "")
-        print(f"\n{label}{extra}: posterior mean transition matrix\n")
-        print("```\n" + np.array2string(r["mean"], precision=3) + "\n```")
+        # each sampler's labels are its own first draw's: shown in the teacher's order
+        p = teacher_order(r["mean"], trans)
+        print(f"\n{label}{extra}: posterior mean transition matrix (states in the teacher's "
+              "order)\n")
+        print("```\n" + np.array2string(r["mean"][np.ix_(p, p)], precision=3) + "\n```")
     print("\nteacher transition matrix:\n\n```\n" + np.array2string(trans, precision=3)
           + "\n```")
     print(f"\nload average after the run {os.getloadavg()[0]:.1f}")

@@ -404,7 +404,9 @@ class ExplanationGraph:
                 for s in range(len(nodes))]
 
     def sample_arrays(self, cond, nodes: np.ndarray, rng: np.random.Generator):
-        """:meth:`sample` as arrays: the (node, alternative) steps of draw ``s`` are
+        """Draw one explanation per entry of ``nodes``, as arrays (see :meth:`sample`).
+
+        The (node, alternative) steps of draw ``s`` are
         ``out_node[out_ptr[s]:out_ptr[s + 1]]`` and ``out_alt[...]``.
 
         Parameters
@@ -436,8 +438,9 @@ class ExplanationGraph:
             uniforms = np.concatenate((uniforms, rng.random(len(uniforms))))
 
     def switch_outcomes(self, alts: np.ndarray) -> np.ndarray:
-        """Return the flat parameter index of every switch outcome of the alternatives
-        ``alts``, in order (an alternative's child goals are left out).
+        """Return the flat parameter index of every switch outcome of some alternatives.
+
+        In order; an alternative's child goals are left out.
 
         Parameters
         ----------

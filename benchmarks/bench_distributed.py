@@ -51,7 +51,7 @@ TARGET = 1.5
 
 def make_data(n_seq: int, T: int):
     rng = np.random.default_rng(0)
-    gen = hs.HMM(K, "categorical", init_params="")
+    gen = hs.HMM(K, emission="categorical", init_params="")
     gen.startprob_ = rng.dirichlet(np.ones(K))
     gen.transmat_ = rng.dirichlet(np.ones(K), size=K)
     gen.emissionprob_ = rng.dirichlet(np.ones(W), size=K)
@@ -62,7 +62,7 @@ def make_data(n_seq: int, T: int):
 def model(n_iter: int) -> hs.HMM:
     """EM from a fixed random start (``init_params=""``), ``tol=-inf``."""
     rng = np.random.default_rng(2)
-    m = hs.HMM(K, "categorical", n_features=W, init_params="", n_iter=n_iter, tol=-np.inf)
+    m = hs.HMM(K, emission="categorical", n_features=W, init_params="", n_iter=n_iter, tol=-np.inf)
     m.startprob_ = rng.dirichlet(np.ones(K))
     m.transmat_ = rng.dirichlet(np.ones(K), size=K)
     m.emissionprob_ = rng.dirichlet(np.ones(W), size=K)

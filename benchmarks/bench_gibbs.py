@@ -22,7 +22,7 @@ steps, ``--draws`` samples), the model written here with the states summed out b
 forward algorithm (``jax.lax.scan`` in log space, ``numpyro.factor``) and the same
 Dirichlet priors, run in ``--ref-python`` (a venv with numpyro and jax; the library does
 not depend on them). For both, the draws of the transition matrix are relabelled by the
-same rule (:func:`hiddenstate.learn.gibbs.align_states`), the bulk ESS of every entry is
+same rule (:func:`hiddenstate.learn.gibbs.relabel_draws`), the bulk ESS of every entry is
 ArviZ's, and ESS/s divides the smallest and the median ESS by the sampling wall time (NUTS:
 after compilation, which is reported apart). Both posterior means of the transition
 matrix are printed, to show it is the same posterior.
@@ -46,7 +46,7 @@ from _common import cpu_name
 import hiddenstate as hs
 from hiddenstate import inference, learn
 from hiddenstate.learn import gibbs
-from hiddenstate.learn.gibbs import StateGroup, align_states
+from hiddenstate.learn.gibbs import StateGroup, relabel_draws
 
 TARGET = 1.5
 #: the small workload's emission rows (they tell its three states apart)
@@ -150,7 +150,7 @@ def ess_summary(transmat, startprob, emissionprob, seconds):
     C, D = transmat.shape[:2]
     draws = [[{"startprob": startprob[c, d], "transmat": transmat[c, d],
                "emissionprob": emissionprob[c, d]} for d in range(D)] for c in range(C)]
-    aligned, _ = align_states(draws, [transmat_group(transmat.shape[2])], (0, 0))
+    aligned, _ = relabel_draws(draws, [transmat_group(transmat.shape[2])], (0, 0))
     A = np.array([[d["transmat"] for d in chain] for chain in aligned])
     B = np.array([[d["emissionprob"] for d in chain] for chain in aligned])
     ess = np.asarray(az.ess(az.convert_to_dataset({"A": A}), method="bulk")["A"]).ravel()

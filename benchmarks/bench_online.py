@@ -30,6 +30,7 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import cpu_name  # noqa: E402
 
+from hiddenstate import threads  # noqa: E402
 from hiddenstate.families import CategoricalEmissions, estimate_rows  # noqa: E402
 from hiddenstate.learn.online.online_em import PRIOR_MASS, OnlineEM  # noqa: E402
 
@@ -124,7 +125,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--n-numba", type=int, default=2_000_000)
     args = parser.parse_args()
-    numba.set_num_threads(1)
+    threads.set_num_threads(1)
     rng = np.random.default_rng(0)
     rows = []
     for W, n_numpy in ((100, 20_000), (13_711, 1_000)):
@@ -138,7 +139,7 @@ def main():
                    np.abs(p["emission"]["emissionprob"] - B_np).max())
         rows.append((W, fast, slow, diff))
     print(f"\n{cpu_name()} ({os.cpu_count()} cores), numba {numba.__version__} "
-          f"({numba.get_num_threads()} thread), numpy {np.__version__}; best of "
+          f"({threads.get_num_threads()} thread), numpy {np.__version__}; best of "
           f"{args.repeats} runs, {args.n_numba:,} observations per numba run\n")
     print("| W | hiddenstate online EM (obs/s) | NumPy transcription (obs/s) | ratio "
           "| target (obs/s) | met | max abs diff of parameters |")

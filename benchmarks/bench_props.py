@@ -143,9 +143,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="fraction of missing words in the second run (0: skip it)")
     args = ap.parse_args(argv)
 
-    import numba
+    from hiddenstate import threads
 
-    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    threads.set_num_threads(args.threads)
     y, X_train, lengths, vocab, what = load_stream(args.data_dir, args.words)
     print(f"stream: {what}", flush=True)
     sources: dict[str, Source] = {}

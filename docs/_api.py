@@ -42,6 +42,7 @@ PUBLIC_MODULES = [
     ("hiddenstate.personalize", "the PROPS personalisation pipeline"),
     ("hiddenstate.errors", "the exceptions raised at the public boundary"),
     ("hiddenstate.progress", "progress bars for fits"),
+    ("hiddenstate.threads", "the threads of the compiled kernels"),
     ("hiddenstate.cli", "the command line"),
 ]
 
@@ -71,6 +72,7 @@ NUMPYDOC_DONE = (
     "hiddenstate.personalize",
     "hiddenstate.io",
     "hiddenstate.inference",
+    "hiddenstate.threads",
 )
 
 # numpydoc.validate's checks those modules meet: all of them ("all"), except
@@ -167,6 +169,29 @@ def class_members(cls) -> list[str]:
     return out
 
 
+#: how the docstring of a method for extenders begins: a hook a subclass overrides, or an
+#: entry point that subclasses and the library's other layers call
+FRAMEWORK_MARKS = ("**Hook.**", "**Entry point.**")
+
+
+def is_framework(cls, name: str) -> bool:
+    """Whether the member ``name`` of ``cls`` is for extenders (its docstring begins with
+    one of :data:`FRAMEWORK_MARKS`): documented on the extension-points page, not on the
+    class's page."""
+    doc = inspect.getdoc(inspect.getattr_static(cls, name)) or ""
+    return doc.startswith(FRAMEWORK_MARKS)
+
+
+def user_members(cls) -> list[str]:
+    """The members of :func:`class_members` a user calls (the class's page)."""
+    return [m for m in class_members(cls) if not is_framework(cls, m)]
+
+
+def framework_members(cls) -> list[str]:
+    """The members of :func:`class_members` for extenders (the extension-points page)."""
+    return [m for m in class_members(cls) if is_framework(cls, m)]
+
+
 def alias_of(modname: str, name: str) -> str | None:
     """The full name under which an earlier public module of the reference already
     documents the class or function ``modname.name``, when ``modname`` is not where it is
@@ -192,9 +217,12 @@ def _stub(fullname: str, obj) -> str:
         role = "class" if inspect.isclass(obj) else "func"
         head.append(f"``{fullname}`` is :{role}:`{alias}`, documented there.\n")
     elif inspect.isclass(obj):
-        members = ", ".join(class_members(obj) + _documented_attributes(obj))
+        members = ", ".join(user_members(obj) + _documented_attributes(obj))
         head.append(f".. autoclass:: {name}\n   :members: {members}\n   :show-inheritance:\n"
                     if members else f".. autoclass:: {name}\n   :show-inheritance:\n")
+        if framework_members(obj):
+            head.append(f"The extension points of ``{name}`` (methods a subclass overrides or "
+                        "calls) are on :doc:`../hooks`.\n")
     elif callable(obj):
         head.append(f".. autofunction:: {name}\n")
     else:
@@ -226,9 +254,38 @@ def write_api_pages(app=None) -> None:
         rows.append(f"   {modname}")
     index = [_title("API reference"),
              "Every public name of hiddenstate, generated from its docstring. The estimators "
-             "share one contract (:doc:`../estimator-contract`).\n",
-             ".. toctree::\n   :maxdepth: 1\n"] + rows
+             "share one contract (:doc:`../estimator-contract`); the methods for extenders "
+             "are on :doc:`hooks`.\n",
+             ".. toctree::\n   :maxdepth: 1\n"] + rows + ["   hooks"]
     _write_if_changed(out / "index.rst", "\n".join(index) + "\n")
+    _write_if_changed(out / "hooks.rst", hooks_page())
+
+
+def hooks_page() -> str:
+    """The extension-points page: for every public class with members for extenders
+    (:func:`framework_members`), those members, rendered by autodoc from their
+    docstrings (its page lists only what a user calls)."""
+    parts = [_title("Extension points (for extenders)"),
+             "The methods a subclass of an estimator overrides (**hooks**) or calls "
+             "(**entry points**): how PROPS, the hmmlearn classes and "
+             "``hiddenstate.distributed`` are built on the HMM. A user of the estimators "
+             "needs none of them: their pages list the methods a user calls. The guide is "
+             ":doc:`../extending`.\n"]
+    seen = set()
+    for modname, _ in PUBLIC_MODULES:
+        mod = importlib.import_module(modname)
+        for n in public_names(modname):
+            obj = getattr(mod, n)
+            if not inspect.isclass(obj) or obj in seen or alias_of(modname, n):
+                continue
+            seen.add(obj)
+            hooks = framework_members(obj)
+            if not hooks:
+                continue
+            head = f"``{modname}.{n}``"
+            parts += [f"{head}\n{'-' * len(head)}\n", f".. currentmodule:: {modname}\n"]
+            parts += [f".. automethod:: {n}.{m}\n" for m in hooks]
+    return "\n".join(parts)
 
 
 def _documented_attributes(cls) -> list[str]:

@@ -5,17 +5,23 @@ Serves ``docs/_build/html`` on 127.0.0.1 and drives headless Chromium (Debian's
 from the home page:
 
 - every page loads and has a title and a main article, with no error in the browser
-  console (resources on other hosts, such as MathJax's CDN on a machine without network,
-  are reported apart: they are not the site's files);
+  console (resources on other hosts are reported apart: they are not the site's files);
+- every script a page loads is the site's own (MathJax is served from ``_static/mathjax``,
+  so equations render offline), and a page with math has it typeset by MathJax;
 - every link of every page to the site resolves: the file exists and, for ``page#anchor``,
   the target page has an element with that id;
 - every image of every page loaded (``naturalWidth > 0``);
 - the search page returns results for "Viterbi" (and a few more queries);
 - screenshots of the home page and of a gallery page are written to ``--screenshots``.
 
+With ``--report DIR`` it checks an HTML report written by ``hiddenstate fit --report`` or
+``hiddenstate report`` instead (:func:`check_report`): the page loads with no console
+error, and every image loaded.
+
 Exit status 0 when everything holds, 1 otherwise, with one line per problem.
 
     python docs/check_site.py docs/_build/html [--screenshots DIR] [--max-pages N]
+    python docs/check_site.py --report REPORT_DIR [--screenshots DIR]
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ from urllib.parse import unquote, urldefrag, urlparse
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-SEARCHES = ("Viterbi", "PROPS", "Baum-Welch", "Kneser-Ney")
+SEARCHES = ("Viterbi", "PROPS", "Baum-Welch", "Kneser-Ney", "quick start")
+#: a query whose results must include a page (the new user's search finds the start page)
+SEARCH_FINDS = {"quick start": "getting-started.html"}
 
 
 class _Ids(html.parser.HTMLParser):
@@ -120,6 +128,16 @@ def check(root: Path, shots: Path | None, max_pages: int | None) -> list[str]:
                     external.add(msg.split(" ")[0])  # another host's file, e.g. a CDN
                 else:
                     problems.append(f"{page}: console error: {msg}")
+            foreign = driver.execute_script(
+                "return Array.from(document.scripts).map(s => s.src).filter(s => s && "
+                "!s.startsWith(arguments[0]))", base)
+            problems += [f"{page}: loads a script from another host: {src}" for src in foreign]
+            if driver.find_elements(By.CSS_SELECTOR, ".math"):
+                try:
+                    WebDriverWait(driver, 20).until(
+                        lambda d: d.find_elements(By.CSS_SELECTOR, "mjx-container"))
+                except Exception:  # noqa: BLE001 - a timeout is the failure being checked
+                    problems.append(f"{page}: math not typeset by MathJax within 20 s")
             broken = driver.execute_script(
                 "return Array.from(document.images).filter(i => !(i.complete && "
                 "i.naturalWidth > 0)).map(i => i.src)")
@@ -156,6 +174,12 @@ def check(root: Path, shots: Path | None, max_pages: int | None) -> list[str]:
                 if not hits:
                     raise RuntimeError("no results")
                 print(f"search {query!r}: {hits} results")
+                found = driver.execute_script(
+                    "return Array.from(document.querySelectorAll('#search-results li a'))"
+                    ".map(a => a.href)")
+                want = SEARCH_FINDS.get(query)
+                if want and not any(want in href for href in found):
+                    problems.append(f"search {query!r}: {want} is not among the results")
             except Exception:  # noqa: BLE001 - a timeout is the failure being checked
                 problems.append(f"search {query!r}: no results within 60 s")
     finally:
@@ -167,13 +191,64 @@ def check(root: Path, shots: Path | None, max_pages: int | None) -> list[str]:
     return problems
 
 
+def check_report(report: Path, shots: Path | None = None) -> tuple[list[str], dict]:
+    """Open ``report/index.html`` (served on 127.0.0.1) in headless Chromium.
+
+    Returns the problems (a console error, an image that did not load, a page without a
+    title) and what the browser saw: ``images`` (each image's alt text and natural width
+    and height, in page order) and ``sections`` (the ids of the page's sections). With
+    ``shots``, a full-page screenshot ``report.png`` is written there."""
+    from selenium.webdriver.common.by import By
+
+    problems: list[str] = []
+    server, base = serve(report)
+    user_dir = tempfile.mkdtemp(prefix="chromium-profile-")
+    driver = browser(user_dir)
+    try:
+        driver.get(base + "index.html")
+        if not driver.title:
+            problems.append("index.html: no title")
+        for entry in driver.get_log("browser"):
+            if entry["level"] == "SEVERE":
+                problems.append(f"index.html: console error: {entry['message']}")
+        images = driver.execute_script(
+            "return Array.from(document.images).map(i => [i.alt, i.complete ? "
+            "i.naturalWidth : 0, i.complete ? i.naturalHeight : 0])")
+        problems += [f"index.html: image did not load: {alt}" for alt, w, _ in images if not w]
+        sections = [e.get_attribute("id")
+                    for e in driver.find_elements(By.CSS_SELECTOR, "section[id]")]
+        if shots is not None:
+            height = driver.execute_script("return document.body.scrollHeight")
+            driver.set_window_size(1280, min(int(height) + 100, 16000))
+            driver.save_screenshot(str(shots / "report.png"))
+    finally:
+        driver.quit()
+        server.shutdown()
+    return problems, {"images": images, "sections": sections}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("site", type=Path, nargs="?", default=Path("docs/_build/html"))
     ap.add_argument("--screenshots", type=Path, default=None,
                     help="write home.png and gallery-nile.png here")
     ap.add_argument("--max-pages", type=int, default=None)
+    ap.add_argument("--report", type=Path, default=None,
+                    help="check this report folder (index.html) instead of the site")
     args = ap.parse_args(argv)
+    if args.report is not None:
+        if not (args.report / "index.html").is_file():
+            print(f"{args.report}/index.html not found: write a report first")
+            return 1
+        if args.screenshots:
+            args.screenshots.mkdir(parents=True, exist_ok=True)
+        problems, seen = check_report(args.report.resolve(), args.screenshots)
+        for alt, w, h in seen["images"]:
+            print(f"image {alt!r}: {w} x {h}")
+        for p in problems:
+            print("PROBLEM:", p)
+        print(f"{len(problems)} problems; sections: {', '.join(seen['sections'])}")
+        return 1 if problems else 0
     if not (args.site / "index.html").is_file():
         print(f"{args.site}/index.html not found: build the site first (make docs)")
         return 1

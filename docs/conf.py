@@ -31,6 +31,9 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.mathjax",
+    # MathJax 3 served from the built site (_static/mathjax), not a CDN: equations render
+    # offline and from a local copy of the site (docs/check_site.py checks it)
+    "sphinx-mathjax-offline",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
 ]

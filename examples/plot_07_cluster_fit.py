@@ -26,7 +26,7 @@ if __name__ == "__main__":  # the worker processes import this file: work under 
     print(f"{len(lengths)} sentences, {len(X)} tokens")
 
     def make():
-        return hs.HMM(10, "categorical", learn="map", n_iter=40, tol=-np.inf,
+        return hs.HMM(10, emission="categorical", learn="map", n_iter=40, tol=-np.inf,
                       random_state=0)
 
     with hsd.local_client(n_workers=2) as client:

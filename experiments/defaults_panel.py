@@ -297,7 +297,9 @@ def make_model(task: Task, init: Init, seed: int, learn: str = "em", **kw) -> HM
     """An unfitted ``HMM`` for ``task`` whose initial parameters follow ``init``."""
     letters = _FAMILY_LETTERS[task.emission]
     init_params = ("" if init.trans else "st") + ("" if init.emis else letters)
-    extra = {"n_iter": task.n_iter, "tol": TOL} if learn not in STREAMING else {}
+    # TOL is absolute, as hmmlearn's; the library's tol is per observation
+    extra = ({"n_iter": task.n_iter, "tol": TOL / len(task.X)} if learn not in STREAMING
+             else {})
     m = HMM(task.K, emission=task.emission, n_features=task.n_features, learn=learn,
             random_state=seed, init_params=init_params, **extra, **kw)
     rng = np.random.default_rng([seed, 2024])
@@ -344,7 +346,7 @@ class EMThenVT:
         em.set_params(n_iter=self.n_em, tol=-np.inf)
         em.fit(X, lengths)
         vt = HMM(self.task.K, emission=self.task.emission, n_features=self.task.n_features,
-                 learn="vt", init_params="", n_iter=self.task.n_iter, tol=TOL,
+                 learn="vt", init_params="", n_iter=self.task.n_iter, tol=TOL / len(X),
                  random_state=self.seed, **self.vt)
         vt.startprob_, vt.transmat_ = em.startprob_, em.transmat_
         for key, value in em.emission_params().items():

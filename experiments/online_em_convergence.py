@@ -201,9 +201,9 @@ def main(argv=None):
                         help="number of seeds (default 5, quick 2)")
     parser.add_argument("--out", type=Path, default=OUT, help="output folder")
     args = parser.parse_args(argv)
-    import numba
+    from hiddenstate import threads
 
-    numba.set_num_threads(1)  # one core: the throughput is per core
+    threads.set_num_threads(1)  # one core: the throughput is per core
     t_max = 10**5 if args.quick else 10**6
     n_seeds = args.seeds or (2 if args.quick else 5)
     settings = EVAL_QUICK if args.quick else EVAL_FULL

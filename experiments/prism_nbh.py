@@ -83,7 +83,7 @@ def model(mode: str, k: int, hyper: float | None, n_train: int, seed: int, n_ite
     the log-likelihood gains less than 1e-5 nats per training sample."""
     prior = None if hyper is None else (hyper if mode == "vb" else 1.0 + hyper)
     return hs.NaiveBayesHidden(n_clusters=k, learn=mode, prior=prior, n_init=1,
-                               n_iter=n_iter, tol=1e-5 * n_train, random_state=seed)
+                               n_iter=n_iter, tol=1e-5, random_state=seed)
 
 
 def accuracy(m, X_train, y_train, X_test, y_test) -> float:

@@ -73,8 +73,10 @@ def load(max_length: int, data_dir: Path = DATA_DIR):
 
 def fit_mode(mode, rules, start, sents, args, seed):
     """One restart: (model, iterations, seconds)."""
+    # PRISM's absolute epsilon 1e-4; the library's tol is a gain per word
     m = hs.PCFG(rules=rules, start=start, learn=mode, prior=PRIOR[mode], n_iter=1000,
-                tol=1e-4, init_concentration=args.init_concentration, random_state=seed)
+                tol=1e-4 / sum(map(len, sents)), init_concentration=args.init_concentration,
+                random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()

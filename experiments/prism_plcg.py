@@ -114,7 +114,8 @@ def run_cell(task: dict) -> dict:
     out = []
     for r in range(task["restarts"]):
         m = cls(rules=rules, start=start, learn=task["mode"], prior=task["prior"],
-                n_iter=task["n_iter"], tol=task["tol"], init=task["init"],
+                # task["tol"] is absolute (PRISM's epsilon); the library's tol is per word
+                n_iter=task["n_iter"], tol=task["tol"] / sum(map(len, tr)), init=task["init"],
                 init_concentration=task["concentration"],
                 random_state=1000 * task["fold"] + r + task["seed"])
         with warnings.catch_warnings():

@@ -174,7 +174,8 @@ class PositionSource(Source):
 def make_teacher(width: int, field_seed: int, rng: np.random.Generator) -> PROPS:
     """theta_0: random transitions and perturbation rows; its source state emits f'_t."""
     K = K_S + K_P
-    teacher = PROPS([PositionSource(RandomField(width, field_seed, ALPHA))], K_P,
+    teacher = PROPS([PositionSource(RandomField(width, field_seed, ALPHA))],
+                    n_perturbation_states=K_P,
                     init_params="")
     teacher.startprob_ = np.full(K, 1.0 / K)
     teacher.transmat_ = rng.dirichlet(np.ones(K), size=K)
@@ -186,7 +187,7 @@ def make_teacher(width: int, field_seed: int, rng: np.random.Generator) -> PROPS
 def with_black_box(teacher: PROPS, field: RandomField) -> PROPS:
     """theta_0^f: theta_0's parameters with the black box f in its source state (the
     misspecification reference; a learned model may do somewhat better)."""
-    model = PROPS([PositionSource(field)], K_P, init_params="")
+    model = PROPS([PositionSource(field)], n_perturbation_states=K_P, init_params="")
     model.startprob_ = teacher.startprob_.copy()
     model.transmat_ = teacher.transmat_.copy()
     model.emissionprob_ = teacher.emissionprob_.copy()
@@ -265,7 +266,8 @@ def run_one(task: tuple[int, int, tuple[int, ...], int, int, bool]) -> dict:
     d_ref, se_ref = hold.divergence(with_black_box(teacher, field))
     t_data = time.process_time() - t0
 
-    student = PROPS([PositionSource(field)], K_P, learn="online-em", random_state=seed)
+    student = PROPS([PositionSource(field)], n_perturbation_states=K_P, learn="online-em",
+                    random_state=seed)
     D, SE = [], []
     done = 0
     for t in checkpoints:
@@ -312,9 +314,9 @@ def _cross_check(teacher: PROPS, student: PROPS, start: int, hold: HoldOut,
 
 
 def _init_worker() -> None:
-    import numba
+    from hiddenstate import threads
 
-    numba.set_num_threads(1)  # parallelism comes from the process pool
+    threads.set_num_threads(1)  # parallelism comes from the process pool
 
 
 # -- analysis -------------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def tagging(data_dir: Path, vocab: int, n_iter: int, seeds: list[int], quick: bo
         for seed in seeds:
             rng = np.random.default_rng(seed)
             labels = np.where(rng.random(len(ztr)) < f, ztr, -1)
-            m = hs.HMM(K, n_features=vocab, n_iter=n_iter, tol=1e-3 * len(ztr),
+            m = hs.HMM(K, n_features=vocab, n_iter=n_iter, tol=1e-3,
                        random_state=seed)
             m.fit(Xtr, ltr, states=labels if f > 0 else None)
             pred = m.predict(Xte, lte)

@@ -23,11 +23,11 @@ the mode):
      held-out log-likelihood per token and perplexity, iterations and time per mode.
 
 Stopping rules. EM, MAP and VB stop when their objective improves by less than
-``TOL_PER_OBS`` = 1e-4 nats per observation (the library's absolute ``tol`` set to
-1e-4 x number of observations) or after ``n_iter`` iterations. VT and k-best VT stop when
-the best paths of the training data are the same in two successive iterations (the
-library's rule; ``tol`` is not used). An "iteration" is one E-step (sum- or max-product
-over the data); the last one, which detects convergence, is counted for every mode.
+``TOL_PER_OBS`` = 1e-4 nats per observation (the library's ``tol``) or after ``n_iter``
+iterations. VT and k-best VT stop when the best paths of the training data are the same
+in two successive iterations (the library's rule; ``tol`` is not used). An "iteration" is
+one E-step (sum- or max-product over the data); the last one, which detects convergence, is
+counted for every mode.
 
 Priors. EM is maximum likelihood. MAP, VT and k-best VT use the same priors: Dirichlet
 concentration 1.1 on the initial distribution, on every transition row and (categorical)
@@ -105,7 +105,7 @@ def make_model(mode: Mode, K: int, emission: str, n_features: int, *, n_init: in
         if emission == "categorical":
             kwargs["emissionprob_prior"] = PRIOR
     return HMM(K, emission=emission, n_features=n_features, learn=mode.learn,
-               k_best=mode.k_best, n_iter=n_iter, tol=TOL_PER_OBS * n_obs, n_init=n_init,
+               k_best=mode.k_best, n_iter=n_iter, tol=TOL_PER_OBS, n_init=n_init,
                random_state=seed, covariance_type="diag", **kwargs)
 
 
@@ -191,7 +191,7 @@ def run_mode(dataset, mode, seed, X, lengths, K, emission, n_features, cfg, *, n
     n_obs = len(X)
     model = make_model(mode, K, emission, n_features, n_init=n_init or cfg["n_init"],
                        n_iter=n_iter or cfg["n_iter"], n_obs=n_obs, seed=seed)
-    model.tol = tol_per_obs * n_obs
+    model.tol = tol_per_obs
     try:
         log = logged_fit(model, X, lengths)
     except InvalidInputError as e:   # e.g. a mode not yet available for a family
@@ -533,8 +533,8 @@ def report(cfg, args, runs_i, runs_ii, runs_ptb, references, ptb, sens, elapsed)
              f"{elapsed:.0f} s on {os.cpu_count()} CPUs; seeds {list(cfg['seeds'])}, "
              f"{cfg['n_init']} restarts per fit (PTB: {cfg['ptb']['n_init']}).", "",
              f"Stopping: EM/MAP/VB stop when their objective improves by less than "
-             f"{TOL_PER_OBS:g} nats per observation (absolute `tol` = {TOL_PER_OBS:g} x "
-             f"observations) or after `n_iter` = {cfg['n_iter']} (PTB: "
+             f"{TOL_PER_OBS:g} nats per observation (the library's `tol`) or after "
+             f"`n_iter` = {cfg['n_iter']} (PTB: "
              f"{cfg['ptb']['n_iter']}); VT stops when the Viterbi paths of the training "
              "data do not change between two iterations (k-best VT: the k best paths) or "
              "its objective stops rising. Iterations count E-steps, the last (the one that "

@@ -70,7 +70,8 @@ def base_models(root: Path) -> list[tuple[str, Path, np.ndarray, list | None, bo
         m = hs.HMM(2, learn=mode, random_state=0).partial_fit(sym[:20], [4] * 5)
         models.append((f"cat-{mode}", m, sym[:12], [4] * 3, False))
     src = KneserNeySource(order=3).fit(rng.integers(0, W, 300), n_symbols=W)
-    props = hs.PROPS([src], 1, random_state=0, learner_options={"block": 8, "warmup": 3})
+    props = hs.PROPS([src], n_perturbation_states=1, random_state=0, learner_options={"block": 8,
+                     "warmup": 3})
     models.append(("props-kn", props.partial_fit(sym[:33, 0]), sym[:, 0], None, True))
     out = []
     for name, model, X, lengths, continues in models:

@@ -39,7 +39,8 @@ def props_version(i: int) -> hs.PROPS:
     data that depends on i, and a stream cut mid-sequence (source positions saved)."""
     rng = np.random.default_rng(100 + i)
     src = KneserNeySource(order=2 + i % 2).fit(rng.integers(0, W, 200), n_symbols=W)
-    model = hs.PROPS([src], 1, random_state=i, learner_options={"warmup": 3, "block": 16})
+    model = hs.PROPS([src], n_perturbation_states=1, random_state=i, learner_options={"warmup": 3,
+                     "block": 16})
     return model.partial_fit(rng.integers(0, W, 30 + i))
 
 
@@ -298,8 +299,9 @@ def test_the_resumed_stream_after_a_checkpoint_is_bit_identical(tmp_path):
     rng = np.random.default_rng(5)
     src = KneserNeySource(order=3).fit(rng.integers(0, W, 300), n_symbols=W)
     y = rng.integers(0, W, 200)
-    whole = hs.PROPS([src], 2, random_state=0, learner_options={"block": 16}).partial_fit(y)
-    part = hs.PROPS([src], 2, random_state=0, learner_options={"block": 16})
+    whole = hs.PROPS([src], n_perturbation_states=2, random_state=0,
+                     learner_options={"block": 16}).partial_fit(y)
+    part = hs.PROPS([src], n_perturbation_states=2, random_state=0, learner_options={"block": 16})
     part.partial_fit(y[:77])
     part.save(tmp_path / "p")
     back = hs.load(tmp_path / "p").partial_fit(y[77:], continues=True)

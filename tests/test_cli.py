@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -113,14 +114,46 @@ def test_score_maps_unknown_words_to_unk(text_model, tmp_path, capsys):
     assert json.loads(stdout)["total"] == pytest.approx(model.score(ids[:, None]), rel=1e-12)
 
 
-def test_zero_probability_is_reported_not_hidden(tmp_path, capsys):
-    # Every word seen 4 times (>= the default --min-count): no training word is <unk>, so
-    # unseen words get p = 0.
+def test_unseen_words_get_the_witten_bell_share_when_no_training_word_is_rare(tmp_path,
+                                                                              capsys):
+    # Every word seen 4 times (>= the default --min-count): no training word is <unk>. The
+    # fit gives <unk> V / (N + V) = 2 / (8 + 2) = 0.2 in every state, the rest scaled by 0.8.
     train = tmp_path / "train.txt"
     train.write_text("a b a b\nb a b a\n")
-    rc, _, err = run(["fit", train, "--n-states", 2, "--out", tmp_path / "m",
-                      "--random-state", 0, "--n-iter", 5], capsys)
-    assert rc == 0 and "warning: no training token maps to <unk>" in err
+    rc, out, err = run(["fit", train, "--n-states", 2, "--out", tmp_path / "m",
+                        "--random-state", 0, "--n-iter", 5], capsys)
+    assert rc == 0 and err == ""
+    assert "unseen words: probability 0.2 for <unk> in every state" in out
+    assert "(Witten-Bell: 2 types, 8 tokens)" in out
+    model, meta, vocab = cli.load_model_dir(tmp_path / "m")
+    assert meta["unseen_probability"] == 0.2
+    X, lengths, _ = textio.read_data(train, vocabulary=vocab)
+    ref = HMM(**model.get_params()).fit(X, lengths)  # the same fit in Python
+    B = 0.8 * ref.emissionprob_
+    B[:, 0] += 0.2
+    np.testing.assert_allclose(model.emissionprob_, B, rtol=1e-12, atol=1e-15)
+    new = tmp_path / "new.txt"
+    new.write_text("a b\nb zzz\n")
+    rc, stdout, err = run(["score", new, "-m", tmp_path / "m", "--json"], capsys)
+    assert rc == 0 and err == ""
+    ref.emissionprob_ = B
+    Xn = vocab.encode("a b b zzz".split())[:, None]
+    want = ref.score_samples(Xn, [2, 2])
+    got = [s["log_likelihood"] for s in json.loads(stdout)["sequences"]]
+    assert np.isfinite(got).all() and got == pytest.approx(want, rel=1e-12)
+    rc, stdout, err = run(["decode", new, "-m", tmp_path / "m", "--tokens"], capsys)
+    _, states = ref.decode(Xn, [2, 2])
+    assert rc == 0 and stdout.splitlines()[1] == f"b/{states[2]} *zzz/{states[3]}"
+
+
+def test_zero_probability_is_reported_not_hidden(tmp_path, capsys):
+    # a model saved from Python whose <unk> has probability zero in every state (fitted
+    # without the reservation): unseen words give -inf, said on stderr with the fix
+    vocab = Vocabulary.build([["a", "b", "a", "b"], ["b", "a"]])
+    X = vocab.encode("a b a b b a".split())[:, None]
+    m = HMM(2, n_features=len(vocab), n_iter=5, random_state=0).fit(X, [4, 2])
+    assert np.all(m.emissionprob_[:, 0] == 0)
+    cli.save_model_dir(m, tmp_path / "m", "text", vocab)
     new = tmp_path / "new.txt"
     new.write_text("a b\na zzz b\n")
     rc, stdout, err = run(["score", new, "-m", tmp_path / "m", "--json"], capsys)
@@ -129,6 +162,7 @@ def test_zero_probability_is_reported_not_hidden(tmp_path, capsys):
     assert res["total"] is None and res["sequences"][1]["log_likelihood"] is None
     assert res["sequences"][0]["log_likelihood"] < 0
     assert "1 sequence(s) have probability zero: 1" in err
+    assert "refit it with `hiddenstate fit`, which reserves probability for unseen words" in err
 
 
 def test_decode_matches_model_decode(text_model, text_file, capsys):
@@ -177,6 +211,74 @@ def _gaussian_data(seed=0):
         z = (np.arange(n) // 8) % 2
         seqs.append(np.column_stack([rng.normal(3.0 * z, 0.5), rng.normal(-z, 0.3)]))
     return seqs
+
+
+def _prices_csv(path, n=60, seed=3):
+    """A CSV of dates, a volume column and a price column with empty and NA cells, and the
+    price column as the file says it (NaN where missing)."""
+    rng = np.random.default_rng(seed)
+    z = (np.arange(n) // 15) % 2
+    price = np.round(rng.normal(10 + 5 * z, 1.0), 3)
+    volume = np.round(rng.normal(100, 5, n), 3)
+    cells = [f"{v:.3f}" for v in price]
+    cells[4], cells[20] = "", "NA"
+    price[[4, 20]] = np.nan
+    dates = np.datetime64("2020-01-01") + np.arange(n)
+    rows = [f"{d},{v:.3f},{c}" for d, v, c in zip(dates, volume, cells, strict=True)]
+    path.write_text("Date,Volume,Price\n" + "\n".join(rows) + "\n")
+    return price[:, None]
+
+
+def test_csv_dates_missing_cells_and_columns_match_api(tmp_path, capsys):
+    """`fit prices.csv --columns Price`: the date column is the index, the empty and NA
+    cells are missing values; the model, the scores and the decoded states equal the
+    Python API's on the same numbers, and score/decode/sample reuse the column choice."""
+    csv = tmp_path / "prices.csv"
+    X = _prices_csv(csv)
+    m = tmp_path / "m"
+    rc, out, err = run(["fit", csv, "--columns", "Price", "--n-states", 2, "--n-iter", 20,
+                        "--tol=-inf", "--random-state", 0, "--out", m], capsys)
+    assert rc == 0, err
+    model, meta, _ = cli.load_model_dir(m)
+    assert meta["columns"] == ["Price"] and meta["column_names"] == ["Price"]
+    assert meta["index_column"] is None  # found by itself: the column of dates
+    ref = HMM(**model.get_params()).fit(X)
+    np.testing.assert_allclose(model.means_, ref.means_, rtol=1e-10)
+    rc, out, err = run(["score", csv, "-m", m, "--json"], capsys)
+    assert rc == 0 and json.loads(out)["total"] == pytest.approx(ref.score(X), rel=1e-12)
+    rc, out, err = run(["decode", csv, "-m", m, "--json"], capsys)
+    res = json.loads(out)
+    assert res["states"][0] == ref.decode(X)[1].tolist()
+    assert res["index_name"] == "Date" and res["index"][0][:2] == ["2020-01-01", "2020-01-02"]
+    rc, out, err = run(["sample", "-m", m, "-n", 5, "--random-state", 1], capsys)
+    assert rc == 0 and out.splitlines()[0] == "Price" and len(out.splitlines()) == 6
+    drawn = tmp_path / "drawn.csv"
+    drawn.write_text(out)
+    rc, out, err = run(["score", drawn, "-m", m], capsys)  # the header names the column
+    assert rc == 0, err
+    # another column on the command line overrides the fit's choice
+    rc, out, err = run(["score", csv, "-m", m, "--columns", "Volume", "--json"], capsys)
+    volume = np.loadtxt(csv, delimiter=",", skiprows=1, usecols=1)[:, None]
+    assert rc == 0 and json.loads(out)["total"] == pytest.approx(model.score(volume),
+                                                                 rel=1e-12)
+    rc, _, err = run(["score", csv, "-m", m, "--columns", "Prise"], capsys)
+    assert rc == 2 and "--columns: no column 'Prise'" in err and "'Price'" in err
+
+
+def test_csv_missing_cell_is_a_missing_symbol_for_categorical(tmp_path, capsys):
+    csv = tmp_path / "symbols.csv"
+    symbols = [0, 1, 1, -1, 2, 0, 2, 2, -1, 1, 0, 0]
+    # one column: an empty cell would be a blank line, which ends a sequence; NA is missing
+    csv.write_text("s\n" + "\n".join("NA" if v < 0 else str(v) for v in symbols) + "\n")
+    rc, _, err = run(["fit", csv, "--emission", "categorical", "--n-states", 2, "--n-iter", 10,
+                      "--tol=-inf", "--random-state", 0, "--out", tmp_path / "m"], capsys)
+    assert rc == 0, err
+    model, _, _ = cli.load_model_dir(tmp_path / "m")
+    X = np.array(symbols)[:, None]
+    ref = HMM(**model.get_params()).fit(X)
+    np.testing.assert_allclose(model.emissionprob_, ref.emissionprob_, rtol=1e-10)
+    rc, out, _ = run(["score", csv, "-m", tmp_path / "m", "--json"], capsys)
+    assert json.loads(out)["total"] == pytest.approx(ref.score(X), rel=1e-12)
 
 
 def test_csv_gaussian_fit_score_decode_match_api(tmp_path, capsys):
@@ -442,3 +544,37 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and err == ""
+
+
+SERIES = Path(__file__).resolve().parents[2] / "shared" / "data" / "series"
+
+
+@pytest.mark.skipif(not SERIES.is_dir(), reason="needs ../shared/data/series (not in a clone)")
+def test_the_real_series_of_the_docs(tmp_path, capsys):
+    """The command lines of docs/cli.md on the real series: Dow Jones (a date column, found
+    by itself), Old Faithful (a label column named, two data columns chosen) and the sea-ice
+    extent (13,175 dates); the numbers read are the file's, checked with the csv module."""
+    import csv as csvmod
+
+    dow = SERIES / "dowjones.csv"
+    rc, out, err = run(["fit", dow, "--n-states", 3, "--random-state", 0, "--n-iter", 5,
+                        "--out", tmp_path / "dow", "--report", tmp_path / "dow-report"],
+                       capsys)
+    assert rc == 0, err
+    rows = list(csvmod.reader(dow.open()))[1:]
+    data = textio.read_table(dow)
+    np.testing.assert_array_equal(data.X[:, 0], [float(r[1]) for r in rows])
+    assert data.index_name == "Date" and str(data.index[-1])[:10] == rows[-1][0]
+    assert "timeline" in (tmp_path / "dow-report" / "index.html").read_text()
+    geyser = SERIES / "geyser.csv"
+    rc, out, err = run(["fit", geyser, "--columns", "duration,waiting", "--index-column",
+                        "kind", "--n-states", 2, "--random-state", 0, "--n-iter", 5,
+                        "--out", tmp_path / "geyser"], capsys)
+    assert rc == 0, err
+    rc, out, err = run(["decode", geyser, "-m", tmp_path / "geyser", "--json"], capsys)
+    res = json.loads(out)
+    assert res["index_name"] == "kind" and res["index"][0][:2] == ["long", "short"]
+    rc, _, err = run(["fit", geyser, "--out", tmp_path / "g2"], capsys)
+    assert rc == 2 and "'kind'): 'long' is not a number" in err and "--columns" in err
+    ice = textio.read_table(SERIES / "seaice.csv")
+    assert ice.X.shape == (13175, 1) and ice.index_name == "Date"

@@ -371,41 +371,23 @@ def test_words_unseen_in_training_get_a_finite_score_by_default(tmp_path, corpus
     assert rc == 0 and [int(k) for k in out.split()] == states.tolist()
 
 
-def test_the_unknown_word_advice_works(tmp_path, corpus, new_text, capsys):
-    # --min-count 1: no <unk>, -inf; the advice (the default --min-count) gives a finite score
+def test_unseen_words_score_finitely_whatever_the_counts(tmp_path, corpus, new_text, capsys):
+    # --min-count 1 and a corpus whose every word is frequent: nothing became <unk>, so the
+    # fit reserves V / (N + V) for it; with the default --min-count on the plain corpus the
+    # rare words stand for the unseen ones and nothing is reserved
     m = tmp_path / "m"
-    base = ["fit", corpus, "--n-states", 2, "--n-iter", 10, "--random-state", 0, "--out", m]
-    advice = f"refit with --min-count {cli.DEFAULT_MIN_COUNT}"
-    rc, _, err = run([*base, "--min-count", 1], capsys)
-    assert rc == 0 and advice in err
-    rc, out, err = run(["score", new_text, "-m", m], capsys)
-    assert scores(out) == [-math.inf, -math.inf] and advice in err
-    assert run([*base, *advice.split()[2:], "--overwrite"], capsys)[0] == 0
-    rc, out, _ = run(["score", new_text, "-m", m], capsys)
-    assert all(map(math.isfinite, scores(out)))
-    # every word seen often enough: the default reserves nothing; the advice: --max-vocab
-    often = TRAIN * cli.DEFAULT_MIN_COUNT
-    twice = tmp_path / "often.txt"
-    twice.write_text("\n".join(often) + "\n", encoding="utf-8")
-    base[1] = twice
-    rc, _, err = run([*base, "--overwrite"], capsys)
-    fix = re.search(r"refit with (--max-vocab (\d+))", err)
-    assert rc == 0 and fix is not None, err
-    rc, out, err = run(["score", new_text, "-m", m], capsys)
-    assert scores(out) == [-math.inf, -math.inf] and fix.group(1) in err
-    rc, _, err = run([*base, "--overwrite", *fix.group(1).split()], capsys)
-    assert rc == 0 and err == ""
-    vocab = Vocabulary.build([s.split() for s in often], max_size=int(fix.group(2)),
-                             min_count=cli.DEFAULT_MIN_COUNT)
-    Xt, Lt = textio.encode_sequences([s.split() for s in often], vocab)
-    ref = hs.HMM(n_states=2, n_features=len(vocab), n_iter=10, random_state=0).fit(Xt, Lt)
-    X, lengths = textio.encode_sequences([s.split() for s in NEW], vocab)
-    rc, out, _ = run(["score", new_text, "-m", m], capsys)
-    want = [float(v) for v in ref.score_samples(X, lengths)]
-    assert scores(out) == want and all(map(math.isfinite, want))
-
-
-# --------------------------------------------------------------------------- integer data
+    often = tmp_path / "often.txt"
+    often.write_text("\n".join(TRAIN * cli.DEFAULT_MIN_COUNT) + "\n", encoding="utf-8")
+    for text, extra, reserved in ((corpus, ["--min-count", 1], True), (often, [], True),
+                                  (corpus, [], False)):
+        rc, out, err = run(["fit", text, "--n-states", 2, "--n-iter", 10, "--random-state", 0,
+                            "--out", m, "--overwrite", *extra], capsys)
+        assert rc == 0 and err == ""
+        _, meta, vocab = cli.load_model_dir(m)
+        assert (meta["unseen_probability"] > 0) == reserved
+        assert ("unseen words:" in out) == reserved
+        rc, out, err = run(["score", new_text, "-m", m], capsys)
+        assert rc == 0 and err == "" and all(map(math.isfinite, scores(out)))
 
 
 def test_an_integer_npy_is_fitted_as_symbols(tmp_path, capsys):
@@ -495,7 +477,7 @@ def hostile(tmp_path_factory):
     np.savez(d / "archive.npz", a=np.zeros(3))
     shutil.copy(d / "archive.npz", d / "archive.npy")
     np.save(d / "nan.npy", np.array([1.0, np.nan, 2.0]))
-    (d / "nan.csv").write_text("1\nnan\n")
+    (d / "inf.csv").write_text("1\ninf\n")
     (d / "latin.txt").write_bytes("le café de zürich\n".encode("latin-1"))
     (d / "utf16le.txt").write_bytes("the cat sat\n".encode("utf-16-le"))
     ints = np.random.default_rng(0).integers(0, 3, size=40)
@@ -551,7 +533,7 @@ BAD = [
     ("fit {d}/object.npy --out {d}/o", "needs pickle, which hiddenstate never runs"),
     ("fit {d}/archive.npy --out {d}/o", "archive.npy: is a .npz archive"),
     ("fit {d}/nan.npy --out {d}/o", "nan.npy: contains NaN or inf (first in row 1)"),
-    ("fit {d}/nan.csv --out {d}/o", "nan.csv, line 2: contains NaN or inf"),
+    ("fit {d}/inf.csv --out {d}/o", "inf.csv, line 2, column 1: infinite value"),
     ("fit {d}/latin.txt --out {d}/o", "--encoding latin-1"),
     ("fit {d}/utf16le.txt --out {d}/o", "--encoding utf-16-le"),
     ("fit {d}/ints.npy --lengths {d}/folder.txt --out {d}/o", "is a folder, not a lengths"),

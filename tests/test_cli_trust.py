@@ -291,28 +291,32 @@ def test_wrong_formats_are_refused_both_ways(tmp_path, model_dir, capsys):
 # --------------------------------------------------------------------------- unknown words, p = 0
 
 
-def test_unknown_words_without_a_policy(tmp_path, corpus, capsys):
-    """--min-count 1: no training word is <unk>, so an unknown word has probability zero.
-    score prints -inf (the right log-likelihood) and says so; decode and report refuse with
-    one line naming the sequence and the fix."""
-    rc, _, err = run(["fit", corpus, "--n-states", 2, "--out", tmp_path / "m",
-                      "--random-state", 0, "--n-iter", 5, "--min-count", 1], capsys)
-    assert rc == 0 and "no training token maps to <unk>" in err
+def test_unknown_words_with_min_count_1_are_shown_and_scored(tmp_path, corpus, capsys):
+    """--min-count 1: no training word is <unk>, so <unk> gets the Witten-Bell share in
+    every state: new text scores finitely, decode and report work, and the new words are
+    shown as written, marked."""
+    rc, out, err = run(["fit", corpus, "--n-states", 2, "--out", tmp_path / "m",
+                        "--random-state", 0, "--n-iter", 5, "--min-count", 1], capsys)
+    assert rc == 0 and err == ""
+    _, meta, vocab = cli.load_model_dir(tmp_path / "m")
+    n_types, n_tokens = len(vocab) - 1, sum(len(t.split()) for t in TRAIN)
+    assert meta["unseen_probability"] == pytest.approx(n_types / (n_tokens + n_types))
     new = tmp_path / "new.txt"
     new.write_text("the cat sat .\n" + NEW[0] + "\n", encoding="utf-8")
     rc, out, err = run(["score", new, "-m", tmp_path / "m"], capsys)
-    assert rc == 0 and scores(out)[1] == -math.inf and math.isfinite(scores(out)[0])
-    assert "warning: 1 sequence(s) have probability zero: 1" in err
-    assert f"--min-count {cli.DEFAULT_MIN_COUNT}" in err
-    for command in ("decode", "report"):
-        argv = [command, new, "-m", tmp_path / "m"]
-        for extra in ([], ["--algorithm", "map"]) if command == "decode" else (
-                ["--out", tmp_path / "r"],):
-            rc, out, err = run(argv + extra, capsys)
-            line = one_error_line(err, command)
-            assert rc == 2 and out == "" and "new.txt: 1 sequence(s) have probability zero: 1" \
-                in line and f"--min-count {cli.DEFAULT_MIN_COUNT}" in line
-    assert not (tmp_path / "r").exists()
+    assert rc == 0 and err == "" and all(map(math.isfinite, scores(out)))
+    rc, out, err = run(["decode", new, "-m", tmp_path / "m", "--tokens"], capsys)
+    assert rc == 0 and err == ""
+    words = [t.rsplit("/", 1)[0] for t in out.splitlines()[1].split()]
+    assert words == ["the", "*café", "sat", "on", "the", "mat", "."]
+    rc, out, err = run(["decode", new, "-m", tmp_path / "m", "--json"], capsys)
+    res = json.loads(out)
+    assert res["tokens"][1] == NEW[0].split() and res["oov"] == [[], [1]]
+    rc, _, err = run(["report", new, "-m", tmp_path / "m", "--out", tmp_path / "r"], capsys)
+    assert rc == 0, err
+    html = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    assert 'class="tok oov"' in html and ">café<sub>" in html
+    assert "outside the vocabulary, read as &lt;unk&gt;" in html
 
 
 def test_zero_probability_numeric_model_decode_exits_2(tmp_path, capsys):

@@ -391,3 +391,40 @@ def test_multinomial_hmm_names_its_own_family_for_real_values():
     with pytest.raises(hs.errors.InvalidInputError,
                        match="X: multinomial emissions need non-negative integer counts, got 0.63"):
         MultinomialHMM(n_components=2, random_state=0).fit(X)
+
+
+# -- hmmlearn threads (issue 30, item 7) -----------------------------------------------------------
+def test_a_list_of_sequences_of_different_lengths_is_refused_with_the_fix():
+    """hmmlearn #381: CategoricalHMM(2).fit([[0,0,1,1,1,0],[1,1,0,1],[0,1,0,0,1]]) raised a
+    raw NumPy error (hmmlearn too); the message now says how to pass the sequences."""
+    seqs = [[0, 0, 1, 1, 1, 0], [1, 1, 0, 1], [0, 1, 0, 0, 1]]
+    with pytest.raises(hs.errors.InvalidInputError,
+                       match=r"3 sequences of different lengths \(6, 4, 5\).*lengths"):
+        hmm.CategoricalHMM(2).fit(seqs)
+    X = np.concatenate([np.asarray(s).reshape(len(s), -1) for s in seqs])
+    model = hmm.CategoricalHMM(2, random_state=0).fit(X, [len(s) for s in seqs])
+    assert model.emissionprob_.shape == (2, 2)
+
+
+def test_one_row_of_many_symbols_is_refused_with_the_fix():
+    """hmmlearn #455: fit([V]) with V of 24 symbols raised TypeError (object of type 'int'
+    has no len()); it is one row of 24 columns, refused naming the column form."""
+    V = list(range(24))
+    with pytest.raises(hs.errors.InvalidInputError,
+                       match=r"one symbol per row.*\(1, 24\).*reshape\(-1, 1\)"):
+        hmm.CategoricalHMM(2).fit([V])
+    model = hmm.CategoricalHMM(2, random_state=0).fit(np.asarray(V).reshape(-1, 1))
+    assert model.n_features == 24
+
+
+@pytest.mark.parametrize("cls", [hmm.GaussianHMM, hmm.GMMHMM, hmm.PoissonHMM])
+def test_nan_is_refused_before_kmeans_and_the_native_estimator_takes_it(cls):
+    """hmmlearn #327: GaussianHMM.fit with NaN crashed inside scikit-learn's KMeans. The
+    hmmlearn classes refuse it naming hs.HMM, which fits it (NaN: a missing entry)."""
+    X = np.random.default_rng(0).poisson(3.0, size=(60, 1)).astype(float)
+    X[[3, 17]] = np.nan
+    with pytest.raises(hs.errors.InvalidInputError, match=r"NaN.*hs\.HMM"):
+        cls(2, random_state=0).fit(X)
+    emission = cls(2).emission
+    native = hs.HMM(2, emission=emission, n_iter=20, random_state=0).fit(X)
+    assert np.isfinite(native.score(X))

@@ -34,13 +34,13 @@ def _data(emission: str, seed: int = 0):
     """Sequences from a sticky 3-state HMM: ``(X, lengths)``."""
     rng = np.random.default_rng(seed)
     lengths = rng.integers(T // 2, 2 * T, size=N_SEQ)
-    gen = hs.HMM(3, emission, random_state=seed, init_params="")
+    gen = hs.HMM(3, emission=emission, random_state=seed, init_params="")
     gen.startprob_ = np.full(3, 1 / 3)
     gen.transmat_ = 0.8 * np.eye(3) + 0.2 / 3
     if emission == "categorical":
         gen.emissionprob_ = rng.dirichlet(np.ones(6), size=3)
     elif emission == "gmm":
-        gen = hs.HMM(3, "gmm", n_mix=2, random_state=seed, init_params="")
+        gen = hs.HMM(3, emission="gmm", n_mix=2, random_state=seed, init_params="")
         gen.startprob_, gen.transmat_ = np.full(3, 1 / 3), 0.8 * np.eye(3) + 0.2 / 3
         gen.weights_ = np.array([[0.6, 0.4], [0.5, 0.5], [0.3, 0.7]])
         gen.means_ = np.array([[[-3.0, 0.0], [-1.5, 1.0]], [[0.0, 2.0], [1.0, 0.5]],
@@ -65,7 +65,7 @@ def _model(emission: str, learn: str, **kw):
         kw["covariance_type"] = kw.get("covariance_type", "diag")
     if emission == "gmm":
         kw["n_mix"] = 2
-    return hs.HMM(3, emission, learn=learn, **kw)
+    return hs.HMM(3, emission=emission, learn=learn, **kw)
 
 
 def _assert_same(a, b, rtol=RTOL):
@@ -134,8 +134,8 @@ def test_several_categorical_features_with_different_alphabets_per_partition(cli
     a = np.column_stack([rng.integers(0, 5, 150), rng.integers(0, 2, 150)])
     b = np.column_stack([rng.integers(0, 2, 120), rng.integers(0, 6, 120)])
     kw = {"n_iter": 5, "tol": -np.inf, "random_state": 3}
-    local = hs.HMM(2, "categorical", **kw).fit(np.concatenate([a, b]), [150, 120])
-    dist = hsd.fit(hs.HMM(2, "categorical", **kw), [a, b], client)
+    local = hs.HMM(2, emission="categorical", **kw).fit(np.concatenate([a, b]), [150, 120])
+    dist = hsd.fit(hs.HMM(2, emission="categorical", **kw), [a, b], client)
     assert dist.emissionprob_.shape == (2, 2, 6)
     _assert_same(local, dist)
 
@@ -167,7 +167,7 @@ def test_merged_gaussian_statistics_are_those_of_the_whole_data():
     reference points: the halves' medians differ by far more than their spread)."""
     rng = np.random.default_rng(3)
     for ct in ("diag", "full"):
-        fam = hs.HMM(2, "gaussian", covariance_type=ct).emission_family(3)
+        fam = hs.HMM(2, emission="gaussian", covariance_type=ct).emission_family(3)
         X = rng.normal(size=(200, 3)) * 0.01 + 1e4
         X[100:] += 5.0
         post = rng.dirichlet(np.ones(2), size=200)

@@ -42,7 +42,7 @@ def client():
 
 
 def _hmm(emission: str = "categorical", **kw) -> hs.HMM:
-    return hs.HMM(2, emission, **{"n_iter": 3, "random_state": 0, **kw})
+    return hs.HMM(2, emission=emission, **{"n_iter": 3, "random_state": 0, **kw})
 
 
 def _one_line(exc: BaseException) -> str:
@@ -79,6 +79,8 @@ def _workers_hold_nothing(client, within: float = 10.0) -> bool:
     ({"timeout": -1}, r"^timeout: expected seconds > 0"),
     ({"timeout": float("nan")}, r"^timeout: expected seconds > 0"),
     ({"timeout": "10"}, r"^timeout: expected seconds > 0"),
+    ({"worker_wait": 0}, r"^worker_wait: expected seconds > 0"),
+    ({"worker_wait": float("inf")}, r"^worker_wait: expected seconds > 0"),
     ({"callback": 5}, r"^callback: expected a function"),
 ])
 def test_wrong_arguments_are_refused_naming_them(client, kwargs, pattern):
@@ -248,16 +250,23 @@ def test_a_closed_client_is_refused():
     _one_line(err.value)
 
 
-def test_a_cluster_without_workers_times_out_naming_it():
+def test_a_cluster_without_workers_fails_at_once_naming_it():
+    """No worker at all when the fit starts: no waiting, whatever timeout and worker_wait
+    say (the default timeout waited 600 s before)."""
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) \
             as cluster, distributed.Client(cluster) as c:
-        start = time.monotonic()
-        with pytest.raises(ClusterError, match=rf"^timeout: the Dask cluster at "
-                                               rf"{cluster.scheduler_address} has had no "
-                                               r"worker for 1 s; start workers") as err:
-            hsd.fit(_hmm(), XC, c, lengths=L, timeout=1)
-        assert time.monotonic() - start < 10
-        _one_line(err.value)
+        for call in (lambda: hsd.fit(_hmm(), XC, c, lengths=L),
+                     lambda: hsd.fit(_hmm(), XC, c, lengths=L, timeout=None,
+                                     worker_wait=None),
+                     lambda: hsd.DaskProblem.build(c, [1], ["partition 0"],
+                                                   lambda source, name: source)):
+            start = time.monotonic()
+            with pytest.raises(ClusterError, match=rf"^client: the Dask cluster at "
+                                                   rf"{cluster.scheduler_address} has no "
+                                                   r"worker; start workers") as err:
+                call()
+            assert time.monotonic() - start < 5
+            _one_line(err.value)
 
 
 def test_a_step_that_hangs_times_out_naming_the_worker(client):
@@ -276,7 +285,7 @@ def test_a_step_that_hangs_times_out_naming_the_worker(client):
 
 
 def _data_gauss(n_seq: int = 8, T: int = 60):
-    gen = hs.HMM(2, "gaussian", init_params="", random_state=1)
+    gen = hs.HMM(2, emission="gaussian", init_params="", random_state=1)
     gen.startprob_, gen.transmat_ = np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.1, 0.9]])
     gen.means_, gen.covars_ = np.array([[-2.0], [2.0]]), np.ones((2, 1))
     X = np.concatenate([gen.sample(T, random_state=i)[0] for i in range(n_seq)])
@@ -285,9 +294,10 @@ def _data_gauss(n_seq: int = 8, T: int = 60):
 
 def test_all_workers_gone_for_good_mid_fit_times_out_naming_the_cluster():
     """The only worker (``dask worker --no-nanny``: nothing restarts it) is killed after
-    iteration 2: the fit waits ``timeout`` for a worker (or, when the scheduler has not yet
-    noticed the death, for the holder of the partitions to start on one), then stops (it
-    waited forever)."""
+    iteration 2: the fit waits ``worker_wait`` for a worker, not the step ``timeout`` (it
+    waited forever once, then the whole default ``timeout`` of 600 s), then stops. The
+    default ``worker_wait`` is a minute; 2 s here keeps the test short."""
+    assert hsd.cluster.WORKER_WAIT == 60.0
     X, lengths = _data_gauss()
     with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp",
                                   dashboard_address=None) as cluster, \
@@ -305,13 +315,13 @@ def test_all_workers_gone_for_good_mid_fit_times_out_naming_the_cluster():
                     worker.wait()
 
             start = time.monotonic()
-            with pytest.raises(ClusterError, match=rf"^timeout: the Dask cluster at "
-                                                   rf"{cluster.scheduler_address} (has had no "
-                                                   r"worker for 2 s|did not start the holder "
-                                                   r"of partition 0 on a worker within "
-                                                   r"2 s)") as err:
-                hsd.fit(hs.HMM(2, "gaussian", n_iter=20, tol=-np.inf, random_state=0), X, c,
-                        lengths=lengths, callback=kill, timeout=2)
+            with pytest.raises(ClusterError, match=rf"^worker_wait: every worker of the Dask "
+                                                   rf"cluster at {cluster.scheduler_address} "
+                                                   r"has gone, and none came back within "
+                                                   r"2 s; start workers") as err:
+                hsd.fit(hs.HMM(2, emission="gaussian", n_iter=20, tol=-np.inf, random_state=0), X,
+                        c,
+                        lengths=lengths, callback=kill, worker_wait=2)
             assert time.monotonic() - start < 30
             _one_line(err.value)
         finally:
@@ -328,11 +338,11 @@ def test_the_scheduler_going_away_mid_fit_is_named():
                 cluster.close()
 
         start = time.monotonic()
-        with pytest.raises(ClusterError, match=r"^(client|timeout): ") as err:
-            hsd.fit(hs.HMM(2, "gaussian", n_iter=20, tol=-np.inf, random_state=0), X, c,
-                    lengths=lengths, callback=close, timeout=5)
+        with pytest.raises(ClusterError, match=r"^(client|timeout|worker_wait): ") as err:
+            hsd.fit(hs.HMM(2, emission="gaussian", n_iter=20, tol=-np.inf, random_state=0), X, c,
+                    lengths=lengths, callback=close, timeout=5, worker_wait=5)
         assert time.monotonic() - start < 60
-        assert "scheduler" in _one_line(err.value) or "no worker" in str(err.value)
+        assert "scheduler" in _one_line(err.value) or "came back" in str(err.value)
 
 
 def test_a_partition_that_keeps_killing_its_worker_stops_the_fit(client):

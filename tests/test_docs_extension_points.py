@@ -44,3 +44,30 @@ def test_merged_mixture_statistics_give_the_whole_data_m_step():
     off = fam.mstep(params, summed, "mcw")[0]
     want = ns["new_whole"]
     assert max(np.max(np.abs(off[k] - want[k])) / np.max(np.abs(want[k])) for k in want) > 1e-3
+
+
+def test_the_user_api_page_lists_no_hook_and_the_hooks_page_lists_them_all():
+    """hs.HMM's API page shows what a user calls; the hooks and entry points of the table
+    in docs/hmm.md are on the extenders' page (docs/api/hooks.rst), none on both."""
+    import importlib.util
+    import sys
+
+    import hiddenstate as hs
+    spec = importlib.util.spec_from_file_location("_api", DOCS / "_api.py")
+    api = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("_api", api)
+    spec.loader.exec_module(api)
+    user, hooks = api.user_members(hs.HMM), api.framework_members(hs.HMM)
+    assert {"fit", "partial_fit", "score", "decode", "predict_proba", "sample", "save",
+            "get_params"} <= set(user)
+    table = DOCS.joinpath("hmm.md").read_text().split("## Extending the HMM", 1)[1]
+    named = set(re.findall(r"^\| `(\w+)\(", table, re.M)) - {"assign_params"}
+    named |= {"check_fit_memory", "extra_learner_state", "emission_params"}
+    assert named <= set(hooks) and not set(user) & set(hooks)
+    assert len(user) + len(hooks) == len(api.class_members(hs.HMM))
+    stub = api._stub("hiddenstate.HMM", hs.HMM)
+    assert "check_fit_memory" not in stub and "make_learner" not in stub
+    assert ":doc:`../hooks`" in stub
+    page = api.hooks_page()
+    assert all(f".. automethod:: HMM.{h}\n" in page for h in hooks)
+    assert ".. automethod:: PROPS.validation_key" in page

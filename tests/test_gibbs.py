@@ -14,7 +14,7 @@ from sklearn.base import clone
 
 import hiddenstate as hs
 from hiddenstate.errors import ConvergenceWarning, InvalidInputError, NotFittedError
-from hiddenstate.learn.gibbs import StateGroup, align_states
+from hiddenstate.learn.gibbs import StateGroup, relabel_draws
 
 QUICK = {"n_samples": 60, "burn_in": 20, "n_chains": 2, "check_convergence": False}
 
@@ -206,7 +206,7 @@ def test_align_states_recovers_known_permutations():
                               "covars": truth["emission"]["covars"][p]}}
         draws.append(noisy)
         perms.append(p)
-    out, found = align_states([draws], [group], (0, 0))
+    out, found = relabel_draws([draws], [group], (0, 0))
     ref = np.argsort(perms[0])   # the reference's labels: draw 0's
     for d, p in enumerate(perms):
         assert np.array_equal(p[found[0][0, d]], perms[0])

@@ -252,7 +252,7 @@ def build(case: dict):
 
     kind, K = case["kind"], case["K"]
     if kind == "props":
-        model = hs.PROPS([CallableSource(source_probs, W_PROPS)], K - 1)
+        model = hs.PROPS([CallableSource(source_probs, W_PROPS)], n_perturbation_states=K - 1)
     elif kind in ("categorical", "poisson"):
         model = hs.HMM(K, emission=kind)
     else:

@@ -368,3 +368,46 @@ def test_streaming_learners_start_from_a_fixed_persistence():
                learner_options={"warmup": 10**6}).fit(X)   # no M-step yet: the start
     s = STREAM_PERSISTENCE
     assert np.allclose(m.transmat_, s * np.eye(3) + (1 - s) / 3)
+
+
+def test_positional_arguments_are_read_by_meaning_in_the_error():
+    """Issue 27: HMM(3, "gaussian", "full") said only "n_features: expected an integer >= 1,
+    got 'full'". It warns that the arguments after n_states go by keyword (naming what each
+    value was read as) and the error names the parameter the value belongs to."""
+    X = np.zeros((10, 1))
+    with pytest.warns(FutureWarning, match="emission='gaussian', n_features='full'"):
+        m = hs.HMM(3, "gaussian", "full")
+    with pytest.raises(InvalidInputError, match=r"^n_features: .* got 'full', which is a "
+                                                r"value of covariance_type: pass "
+                                                r"covariance_type='full'"):
+        m.fit(X)
+    with pytest.raises(InvalidInputError, match=r"which is a value of emission: pass "
+                                                r"emission='poisson'"):
+        hs.HMM(3, n_features="poisson").fit(X)
+    assert hs.HMM(3, emission="gaussian", covariance_type="full").fit(
+        np.random.default_rng(0).normal(size=(30, 1))).covars_.shape == (3, 1, 1)
+
+
+def test_stationary_distribution_solves_pi_a_equals_pi():
+    """HMM.get_stationary_distribution (issue 30, item 7): pi A = pi on random chains
+    (against the power method), 0 on transient states, and refused with two closed
+    classes."""
+    rng = np.random.default_rng(0)
+    model = hs.HMM(5, n_features=2)
+    model.startprob_ = np.full(5, 0.2)
+    model.emissionprob_ = np.full((5, 2), 0.5)
+    for _ in range(5):
+        A = rng.dirichlet(np.ones(5), size=5)
+        model.transmat_ = A
+        pi = model.get_stationary_distribution()
+        power = np.linalg.matrix_power(A, 2000)[0]
+        np.testing.assert_allclose(pi, power, rtol=1e-10)
+    model = hs.HMM(3, n_features=2)
+    model.startprob_ = [1.0, 0.0, 0.0]
+    model.emissionprob_ = np.full((3, 2), 0.5)
+    model.transmat_ = [[0.5, 0.5, 0.0], [0.0, 0.9, 0.1], [0.0, 0.2, 0.8]]
+    np.testing.assert_allclose(model.get_stationary_distribution(), [0.0, 2 / 3, 1 / 3],
+                               rtol=1e-14, atol=1e-16)
+    model.transmat_ = [[0.5, 0.25, 0.25], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    with pytest.raises(InvalidInputError, match="2 closed classes"):
+        model.get_stationary_distribution()

@@ -53,7 +53,8 @@ def test_props_either_works_or_raises_hiddenstate_error(X, lengths, learn, conti
         p[(history[-1] + 1) % 6 if len(history) else 0] = 0.5
         return p
 
-    model = hs.PROPS([CallableSource(f, 6)], 1, learn=learn, n_iter=3, random_state=0)
+    model = hs.PROPS([CallableSource(f, 6)], n_perturbation_states=1, learn=learn, n_iter=3,
+                     random_state=0)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DegenerateStateWarning)

@@ -6,14 +6,14 @@ categorical tables and dense scaled tables. Every random generator is seeded.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 from brute_force import dataset_posteriors, log_space_sequence
 from scipy import stats
 
-from hiddenstate import inference
-from hiddenstate.inference import EmissionTable, Sequences
+from hiddenstate import inference, threads
+from hiddenstate.inference import EmissionTable, LanePlan, Sequences
+from hiddenstate.kernels import chunk_bounds
 
 TOL = 1e-10
 LENGTHS = [1, 4, 6, 2, 5, 3, 6, 1, 3, 2]  # 10 sequences: a partly filled second block
@@ -290,11 +290,12 @@ def _run_all(startprob, transmat, table, seqs):
 
 
 def test_results_are_identical_for_one_and_two_threads(monkeypatch):
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("numba has a single thread here")
+    """Every parallel call (thresholds 0: helpers whatever the load) on 1 and on 2 threads:
+    the same numbers, bit for bit, on plans of more than 2 chunks."""
     monkeypatch.setattr(inference, "_SEGMENT", 1000)
     monkeypatch.setattr(inference, "_WARMUP", 100)
-    monkeypatch.setattr(inference, "_PARALLEL_WORK", 0)  # every call with 2 chunks or more
+    monkeypatch.setattr(threads, "PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(threads, "BUSY_PARALLEL_SECONDS", 0.0)
     rng = np.random.default_rng(9)
     lengths = rng.integers(1, 3000, 150)
     lengths[7] = 20000
@@ -303,17 +304,19 @@ def test_results_are_identical_for_one_and_two_threads(monkeypatch):
     seqs = Sequences.from_lengths(lengths)
     plans = (seqs.short_lanes, seqs.long_segments, seqs.segments)
     assert min(plan.n_chunks for plan in plans) > 2
-    before = numba.get_num_threads()
-    try:
-        for table in (cat, dense):
-            numba.set_num_threads(1)
+    monkeypatch.setattr(threads, "_default", 2)
+    pools = []
+    helpers = threads._helpers
+    monkeypatch.setattr(threads, "_helpers", lambda n: pools.append(n) or helpers(n))
+    for table in (cat, dense):
+        with threads.limit(1):
             one = _run_all(startprob, transmat, table, seqs)
-            numba.set_num_threads(2)
-            two = _run_all(startprob, transmat, table, seqs)
-            for a, b in zip(one, two, strict=True):
-                np.testing.assert_array_equal(a, b)
-    finally:
-        numba.set_num_threads(before)
+        assert pools == []
+        two = _run_all(startprob, transmat, table, seqs)
+        assert len(pools) >= 6  # every kernel of _run_all had a helper thread
+        pools.clear()
+        for a, b in zip(one, two, strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("K", [9, 300])
@@ -345,7 +348,7 @@ def test_many_states_match_the_log_space_recursions(K):
 
 
 @pytest.mark.parametrize("covariance_type", ["diag", "spherical"])
-def test_gaussian_table_matches_scipy_for_any_thread_count(covariance_type):
+def test_gaussian_table_matches_scipy_for_any_thread_count(covariance_type, monkeypatch):
     """The diagonal-Gaussian kernel (8 rows per vector, parallel row blocks): log-densities
     equal scipy's to 1e-12 (N not a multiple of 8 or of the block), the scaled table is the
     same with 1 and 2 threads, bit for bit."""
@@ -363,16 +366,80 @@ def test_gaussian_table_matches_scipy_for_any_thread_count(covariance_type):
     want = np.stack([stats.norm(params["means"][k], np.sqrt(var[k])).logpdf(X).sum(axis=1)
                      for k in range(K)], axis=1)
     np.testing.assert_allclose(fam.log_likelihood(params, X), want, rtol=1e-12)
-    before = numba.get_num_threads()
-    try:
-        tables = []
-        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
-            numba.set_num_threads(threads)
+    monkeypatch.setattr(threads, "PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(threads, "BUSY_PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(threads, "_default", 2)
+    tables = []
+    for n in (1, 2):
+        with threads.limit(n):
             t = fam.table(params, X)
-            tables.append((t.emis.copy(), t.log_offset.copy()))
-    finally:
-        numba.set_num_threads(before)
+        tables.append((t.emis.copy(), t.log_offset.copy()))
     for a, b in zip(tables[0], tables[1], strict=True):
         np.testing.assert_array_equal(a, b)
     t = tables[0]
     np.testing.assert_allclose(np.log(t[0]) + t[1][:, None], want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("K", [1, 3, 4, 9])
+@pytest.mark.parametrize("lengths", [[700], [40, 33, 9, 8, 7, 6, 5, 4, 30], [5200, 3, 2]])
+def test_a_lane_alone_computes_exactly_what_the_lockstep_block_does(monkeypatch, K, lengths):
+    """A block with one sequence runs it alone (kernels.single_lane), bit for bit as in the
+    8-lane block: whole sequences, a last block of one, and a sequence in segments (forward
+    filter, backward warm-ups and their reruns, Viterbi), categorical and dense tables,
+    with impossible rows (zero emissions) in one sequence."""
+    from hiddenstate.kernels import single_lane
+
+    monkeypatch.setattr(inference, "_SEGMENT", 2000)
+    monkeypatch.setattr(inference, "_WARMUP", 20)  # too short to forget: segments rerun
+    reruns = []
+    single = inference.LanePlan.single
+    monkeypatch.setattr(inference.LanePlan, "single",
+                        lambda plan, l: reruns.append(l) or single(plan, l))
+    rng = np.random.default_rng(K)
+    N = sum(lengths)
+    startprob, transmat, emissionprob, cat = _long_case(N, seed=K, K=K, sticky=0.999)
+    log_e = rng.normal(size=(N, K)) * 3
+    log_e[lengths[0] + 1:lengths[0] + 3] = -np.inf  # the second sequence is impossible
+    dense = EmissionTable.from_log_likelihood(log_e)
+    for table in (cat, dense):
+        out = []
+        for enabled in (True, False):
+            monkeypatch.setattr(single_lane, "ENABLED", enabled)
+            out.append(_run_all(startprob, transmat, table, Sequences.from_lengths(lengths)))
+        for a, b in zip(*out, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert (len(reruns) > 0) == (max(lengths) > 2000 and K > 1)
+
+
+def _plan_by_hand(lengths, segment, warmup, only):
+    """LanePlan.build's entries from their definition: sequences (or their segments of at
+    most ``segment`` rows, each further one starting ``warmup`` rows early) sorted by
+    decreasing length, stable, padded to blocks of 8 with empty entries."""
+    entries, start = [], 0
+    for s, n in enumerate(lengths):
+        k = 1 if segment is None else max(1, -(-n // segment))
+        if only is None or only[s]:
+            for m in range(k):
+                lo, end = start + m * n // k, start + (m + 1) * n // k
+                first = max(lo - warmup, start) if m else lo
+                entries.append((first, lo, end, int(m > 0), s, m))
+        start += n
+    entries.sort(key=lambda e: e[0] - e[2])  # stable: ties keep the sequence order
+    entries += [(0, 0, 0, 0, -1, 0)] * (-len(entries) % 8)
+    return [np.array([e[i] for e in entries], dtype=np.int64) for i in range(6)]
+
+
+def test_lane_plans_are_what_their_definition_says():
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        lengths = rng.integers(1, rng.choice([5, 100, 5000]), rng.integers(1, 40))
+        segment = rng.choice([None, 7, 1000])
+        warmup = int(rng.integers(0, 300))
+        only = None if rng.random() < 0.5 else rng.random(len(lengths)) < 0.5
+        plan = LanePlan.build(Sequences.from_lengths(lengths).bounds, segment, warmup, only)
+        want = _plan_by_hand(lengths, segment, warmup, only)
+        got = [plan.first, plan.lo, plan.end, plan.init, plan.seq, plan.part]
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+        blocks = (plan.end - plan.first).reshape(-1, 8).max(axis=1)
+        np.testing.assert_array_equal(plan.chunks, chunk_bounds(blocks))

@@ -213,7 +213,7 @@ def test_vb_with_a_sparse_transition_prior_empties_states_that_em_uses():
     X, _ = truth.sample(3000, random_state=rng)
 
     def used(**kw):
-        m = hs.HMM(6, n_iter=300, random_state=1, **kw).fit(X)
+        m = hs.HMM(6, n_iter=300, tol=1e-8, random_state=1, **kw).fit(X)
         return np.sum(np.bincount(m.predict(X), minlength=6) / len(X) > 0.02)
 
     n_vb = used(learn="vb", transmat_prior=1e-3, startprob_prior=1e-3)

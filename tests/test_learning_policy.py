@@ -62,6 +62,7 @@ class _Scripted:
         self.blocks = {"b": _Block(degenerate)}
         self.letters = {"b": "x"}
         self.n_virtual = {"b": 1.0}
+        self.n_observations = 1  # tol is an absolute gain here
         self.calls = 0
         self.betas = []
 

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 from lm_common import stream, vocab  # noqa: E402
 
 from hiddenstate import inference  # noqa: E402
-from hiddenstate.errors import InsufficientMemoryError  # noqa: E402
+from hiddenstate.errors import InsufficientMemoryError, ZeroProbabilityError  # noqa: E402
 from hiddenstate.lm import (  # noqa: E402
     BlockedHMMLM,
     ConstraintSet,
@@ -256,6 +256,29 @@ def test_state_usage_equals_dense_posterior_mass():
     ids = _stream(rng, 20, 10)
     post = _dense_posteriors(m, ids)
     np.testing.assert_allclose(m.state_usage(ids), post.post.sum(axis=0), atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("numba_estep", [True, False])
+def test_state_usage_refuses_a_sentence_of_probability_zero(monkeypatch, numba_estep):
+    """Maximum likelihood (prior 1) gives a word never seen in training probability zero:
+    score_samples gives -inf for its sentence, and state_usage, which needs the posterior,
+    raises naming it (it returned numbers before), on the numba and the torch path."""
+    from hiddenstate.textio import Vocabulary
+
+    ids = np.array([2, 3, 1, 3, 2, 1, 2, 4, 1] * 5)
+    m = BlockedHMMLM(states_per_cluster=2, learn="em", prior=1.0, n_epochs=5,
+                     progress=False, dtype="float64", random_state=0)
+    m.fit(ids, vocabulary=Vocabulary(["<unk>", "<eos>", "a", "b", "c", "d"]),
+          word_cluster=np.arange(6) % 2)
+    if not numba_estep:
+        _torch_estep(monkeypatch)
+    text = np.array([2, 3, 1, 2, 1, 5, 2, 1])       # sentence 2 holds "d", never seen
+    logp = m.score_samples(text)
+    assert np.isfinite(logp[:2]).all() and logp[2] == -np.inf
+    with pytest.raises(ZeroProbabilityError, match=r"^X: sentence 2 has probability zero .* "
+                                                   r"no state posterior"):
+        m.state_usage(text)
+    assert m.state_usage(text[:5]).sum() == pytest.approx(5.0)
 
 
 @pytest.mark.parametrize("constraint,kw", [("brown", dict(states_per_cluster=4)),

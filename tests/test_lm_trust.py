@@ -353,3 +353,34 @@ def test_cli_tampered_model_is_one_line_error(tmp_path, cli):
 def test_every_error_here_is_a_hiddenstate_error():
     assert issubclass(InsufficientMemoryError, HiddenStateError)
     assert issubclass(ModelFileError, HiddenStateError)
+
+
+def test_cli_names_the_flags_random_without_states_and_resume_without_checkpoint(tmp_path,
+                                                                                  cli):
+    base = _texts(tmp_path)
+    _one_line_error(cli(["train", "--train", "tr.txt", "--out", "r", "--constraint", "random"]),
+                    "--states", "--constraint random")
+    assert not (tmp_path / "r").exists()
+    _one_line_error(cli([*base, "--out", "fresh", "--resume"]),
+                    "--resume", "fresh/checkpoint", "drop --resume")
+    assert cli([*base, "--out", "fresh"]).returncode == 0  # what the message advises
+
+
+def test_cli_baseline_is_the_kneser_ney_perplexity_of_each_sentence(tmp_path, cli):
+    from hiddenstate.sources import KneserNeySource
+    _texts(tmp_path)
+    r = cli(["baseline", "va.txt", "--train", "tr.txt", "--order", "3"])
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    # rebuilt by hand: the training vocabulary, one <eos> after every line, each sentence
+    # scored from the start of a sequence
+    _, vocab = read_lm_file(tmp_path / "tr.txt")
+    lines = [ln.split() + ["<eos>"] for ln in (tmp_path / "tr.txt").read_text().splitlines()]
+    kn = KneserNeySource(order=3).fit(vocab.encode(t for ln in lines for t in ln),
+                                      [len(ln) for ln in lines], n_symbols=len(vocab))
+    valid = [ln.split() + ["<eos>"] for ln in (tmp_path / "va.txt").read_text().splitlines()]
+    total = sum(float(kn.log_probs(vocab.encode(ln)).sum()) for ln in valid)
+    n = sum(len(ln) for ln in valid)
+    assert got["tokens"] == n
+    assert got["log_likelihood"] == pytest.approx(total, rel=1e-12)
+    assert got["perplexity"] == pytest.approx(np.exp(-total / n), rel=1e-12)

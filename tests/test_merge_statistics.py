@@ -22,6 +22,7 @@ from hiddenstate.families import BlackBoxEmissions, CategoricalEmissions, Gaussi
 from hiddenstate.inference import Sequences
 from hiddenstate.learn import merge_statistics
 from hiddenstate.models.hmm import HMMProblem
+from hiddenstate.models.hmm.weights import SampleWeights
 
 RTOL = 1e-12
 K, N_SEQ = 3, 9
@@ -35,7 +36,7 @@ def _sticky(K: int) -> tuple[np.ndarray, np.ndarray]:
 def _generator(emission: str, rng: np.random.Generator, **kw) -> hs.HMM:
     """A 3-state HMM with distinct states to draw the data from (and to run the E-step
     at)."""
-    m = hs.HMM(K, emission, init_params="", **kw)
+    m = hs.HMM(K, emission=emission, init_params="", **kw)
     m.startprob_, m.transmat_ = _sticky(K)
     if emission == "categorical":
         m.emissionprob_ = rng.dirichlet(np.ones(5), size=K)
@@ -90,8 +91,17 @@ def _case(name: str):
     partial state labels or None."""
     rng = np.random.default_rng(sum(map(ord, name)))
     kind, _, feature = name.partition("+")
-    if kind == "multi-categorical":
-        gen = hs.HMM(K, "categorical", n_features=(5, 4), init_params="")
+    if kind == "mixed":  # Gaussian, categorical and Poisson columns (families.mixed)
+        gen = hs.HMM(K, emission={"gaussian": [0, 1], "categorical": [2], "poisson": [3]},
+                     n_features=[1, 1, 5, 1], init_params="")
+        gen.startprob_, gen.transmat_ = _sticky(K)
+        gen.means_ = np.array([[-3.0, 0.0], [0.0, 2.0], [3.0, -2.0]])
+        gen.covars_ = np.array([[0.5, 1.0], [1.2, 0.3], [0.8, 0.8]])
+        gen.emissionprob_ = rng.dirichlet(np.ones(5), size=K)
+        gen.lambdas_ = np.array([[1.0], [7.0], [15.0]])
+        X, lengths, z = _draw(gen, rng, False)
+    elif kind == "multi-categorical":
+        gen = hs.HMM(K, emission="categorical", n_features=(5, 4), init_params="")
         gen.startprob_, gen.transmat_ = _sticky(K)
         B = np.zeros((2, K, 5))
         B[0] = rng.dirichlet(np.ones(5), size=K)
@@ -114,6 +124,9 @@ def _case(name: str):
         if emission == "categorical":
             X = X[:, 0]
     states = None
+    if feature == "weights":  # sequence and observation weights (models.hmm.weights)
+        gen.sample_weight_ = {"sequence": rng.uniform(0, 3, len(lengths)),
+                              "observation": rng.uniform(0, 2, len(X))}
     if feature == "missing":
         X = _missing(X, lengths, rng, np.nan if X.dtype.kind == "f" else -1)
     elif feature == "labels":
@@ -134,10 +147,11 @@ CASES = ["categorical", "multi-categorical", "gaussian-spherical", "gaussian-dia
          "gaussian-full", "gaussian-tied", "poisson", "gmm-diag", "gmm-full", "gmm-tied",
          "multinomial", "categorical+missing", "multi-categorical+missing",
          "gaussian-full+missing", "gaussian-diag+missing", "poisson+missing",
-         "gmm-diag+missing", "categorical+labels", "gaussian-diag+labels"]
+         "gmm-diag+missing", "categorical+labels", "gaussian-diag+labels", "mixed",
+         "mixed+missing", "categorical+weights", "gaussian-full+weights", "mixed+weights"]
 #: the cases also run with learn="vb" (data-mean priors, the E-step at exp E_q[log theta])
 VB_CASES = ["categorical", "gaussian-diag", "gaussian-full", "poisson", "gmm-diag",
-            "gaussian-diag+missing", "poisson+missing"]
+            "gaussian-diag+missing", "poisson+missing", "mixed", "mixed+missing"]
 
 
 def _canonical(stats) -> dict:
@@ -145,6 +159,9 @@ def _canonical(stats) -> dict:
     docstring); arrays by key."""
     if not isinstance(stats, dict):
         return {"counts": np.asarray(stats)}
+    if any(isinstance(value, dict) for value in stats.values()):  # a mixed family's groups
+        return {f"{group}.{key}": value for group, part in stats.items()
+                for key, value in _canonical(part).items()}
     out = {key: np.asarray(value) for key, value in stats.items()}
     if "shift" in out:
         n = out.pop("post")
@@ -171,8 +188,15 @@ def _assert_equal_stats(got: dict, want: dict, what: str) -> None:
             assert err <= RTOL * scale, (what, block, key, err / scale)
 
 
-def _problem(model, family, X, seqs, states):
-    return model.problem(family, X, seqs, states)
+def _problem(model, family, X, seqs, states, rows=None, seq_ids=None):
+    """The model's Problem on ``X`` (with the case's sample weights, those of the
+    sequences ``seq_ids`` and rows ``rows`` for a part)."""
+    weights = getattr(model, "sample_weight_", None)
+    if weights is not None and rows is not None:
+        weights = {"sequence": weights["sequence"][seq_ids],
+                   "observation": weights["observation"][rows]}
+    return model.problem(family, X, seqs, states,
+                         SampleWeights.of(weights, seqs, part=True))
 
 
 def _splits(rng: np.random.Generator):
@@ -220,7 +244,7 @@ def _check_case(model, X, lengths, states, seed: int) -> None:
             for seq_ids in parts:
                 rows = _rows(lengths, seq_ids)
                 sub = _problem(model, family, Xv[rows], Sequences.from_lengths(lengths[seq_ids]),
-                               None if states is None else states[rows])
+                               None if states is None else states[rows], rows, seq_ids)
                 v, stats = estep(sub)
                 value += v
                 merged = stats if merged is None else merge_statistics(whole.blocks, merged,

@@ -397,3 +397,76 @@ def test_a_tampered_saved_grammar_is_refused(tmp_path):
     tamper.write(tmp_path / "g", doc, manifest=False)
     with pytest.raises(hs.ModelFileError, match="theta_"):
         hs.load(tmp_path / "g")
+
+
+# -- why a sentence has probability zero (issue 27) ---------------------------------------------
+SMALL = {"S": [("NP", "VP")], "NP": [("she",), ("fish",)], "VP": [("V", "NP"), ("eats",)],
+         "V": [("eats",)]}
+
+
+def test_zero_probability_names_the_missing_rule_and_points_to_markov():
+    m = hs.PCFG(SMALL)
+    with pytest.raises(ZeroProbabilityError) as err:
+        m.parse([["she", "fish"]])
+    message = str(err.value)
+    assert ("word 1 'she' derives NP and word 2 'fish' derives NP, but the grammar has no "
+            "rule S -> NP NP") in message
+    assert "markov=1 or 2" in message and "learn='map'" not in message
+    with pytest.raises(ZeroProbabilityError, match="whatever the rule probabilities.*no "
+                                                   "rule S -> NP NP.*markov=1 or 2"):
+        m.fit([["she", "eats"], ["she", "fish"]])
+
+
+def test_zero_probability_names_the_rules_of_probability_zero_and_points_to_smoothing():
+    m = hs.PCFG(SMALL)
+    m.set_probs("VP", [0.0, 1.0])
+    with pytest.raises(ZeroProbabilityError) as err:
+        m.parse([["she", "eats", "fish"]])
+    message = str(err.value)
+    assert "the rules it needs have probability zero: VP -> V NP" in message
+    assert "learn='map' with prior > 1" in message and "markov" not in message
+    m.set_probs("NP", [1.0, 0.0])
+    with pytest.raises(ZeroProbabilityError, match="every rule that emits word 3 'fish' has "
+                                                   "probability zero"):
+        m.predict_proba([["she", "eats", "fish"]])
+
+
+def test_the_explanation_agrees_with_the_inside_probabilities():
+    """explain_zero's recogniser says "derivable" exactly when the inside pass gives a
+    finite log-probability: every sentence of up to 4 words over the vocabulary, with
+    random rule probabilities, some of them zero."""
+    import itertools
+
+    from hiddenstate.grammar.diagnose import explain_zero
+
+    rng = np.random.default_rng(3)
+    m = hs.PCFG(RULES)
+    g = m.grammar()
+    for trial in range(3):
+        theta = rng.random(g.n_params) * (rng.random(g.n_params) > 0.25 * trial)
+        for _, lo, k in g.switches():
+            theta[lo:lo + k] = (theta[lo:lo + k] / theta[lo:lo + k].sum()
+                                if theta[lo:lo + k].sum() > 0 else 1.0 / k)
+        m.theta_ = theta
+        for n in range(1, 5):
+            for words in itertools.product(g.words, repeat=n):
+                logp = m.score_samples([list(words)])[0]
+                ids = [g.word_index[w] for w in words]
+                clause, cause = explain_zero(g, theta, ids, list(words))
+                assert (clause == "") == np.isfinite(logp), (words, clause)
+                assert cause in (("",) if np.isfinite(logp) else ("zero", "missing"))
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="the Penn Treebank sample (../shared/data) is "
+                    "not here")
+def test_a_treebank_grammar_explains_a_held_out_sentence_without_a_parse():
+    trees = read_trees(sorted(DATA.glob("combined/*.mrg")))
+    m = hs.PCFG.from_treebank(trees[:1500], terminals="tags")
+    test = [t.leaves() for t in (normalise(x, terminals="tags") for x in trees[3500:])
+            if t is not None and len(t.leaves()) <= 20]
+    bad = [s for s, lp in zip(test, m.score_samples(test), strict=True) if lp == -np.inf]
+    assert bad
+    with pytest.raises(ZeroProbabilityError, match=r"no rule sequence derives (it|them) .*"
+                                                   r"derive.*markov=1 or 2") as err:
+        m.parse(bad)
+    assert "spans" in str(err.value) or "no rule " in str(err.value)

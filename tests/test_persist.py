@@ -40,7 +40,7 @@ def _hmm():
 def _props():
     X, lengths = _symbols(1)
     src = KneserNeySource(order=2).fit(X[:, 0], n_symbols=W)
-    m = hs.PROPS([src], 2, random_state=0).fit(X, lengths)
+    m = hs.PROPS([src], n_perturbation_states=2, random_state=0).fit(X, lengths)
     return m, lambda model: model.score(X, lengths)
 
 

@@ -19,7 +19,12 @@ import pytest
 import hiddenstate
 from hiddenstate import cli, demo
 from hiddenstate.models import PROPS
-from hiddenstate.personalize import EVAL_WORDS_CAP, personalize, split_target
+from hiddenstate.personalize import (
+    EVAL_WORDS_CAP,
+    format_summary_table,
+    personalize,
+    split_target,
+)
 from hiddenstate.sources import load_source
 
 #: a phrase of reference words in an order the reference never shows
@@ -142,7 +147,7 @@ def test_summary_agrees_with_the_saved_models(run, texts):
     bb = _stepped_log_probs(src, Xp, lp_)
     assert models["black_box"]["personalisation"]["perplexity"] == pytest.approx(
         math.exp(-bb.mean()), rel=1e-10)
-    fresh = PROPS([src], 2, learn="online-em", random_state=0).fit(Xp, lp_)
+    fresh = PROPS([src], n_perturbation_states=2, learn="online-em", random_state=0).fit(Xp, lp_)
     assert models["props"]["personalisation"]["mean_log_prob"] == pytest.approx(
         fresh.stream_log_prob_.mean(), rel=1e-10)
     np.testing.assert_allclose(fresh.transmat_, props.transmat_, rtol=0, atol=1e-12)
@@ -151,8 +156,9 @@ def test_summary_agrees_with_the_saved_models(run, texts):
                                 random_state=0).fit(Xp, lp_)
     assert models["hmm"]["personalisation"]["perplexity"] == pytest.approx(
         math.exp(-fresh_hmm.stream_log_prob_.mean()), rel=1e-10)
-    # the <unk> shares
+    # the <unk> shares; the evaluation tokens the HMM never saw while learning
     assert s["vocabulary"]["evaluation_unk_share"] == pytest.approx(np.mean(Xe == 0))
+    assert models["hmm"]["unseen_share"] == pytest.approx(np.mean(~np.isin(Xe, Xp)))
     assert s["vocabulary"]["size"] == len(vocab) <= 3000
 
 
@@ -203,6 +209,25 @@ def test_report_sections_and_numbers(run):
     d = result.scores.props_log_prob[0] - result.scores.hmm_log_prob[0]
     assert f"log P(PROPS) − log P(HMM) = {d:+.3g}" in html
     assert "&lt;unk&gt;" in html and "not in the reference vocabulary" in html
+    share = result.summary["models"]["hmm"]["unseen_share"]
+    assert f"{share:.1%} of the evaluation words never occur there" in html
+
+
+def test_a_baseline_worse_than_uniform_is_explained(run):
+    """Issue 27: the streaming HMM's perplexity above the vocabulary size (47,086 on
+    10,000 words) came with no word of why. The table adds the note only then; the report
+    always says how many evaluation words the HMM never saw."""
+    result, _ = run
+    s = json.loads(json.dumps(result.summary))
+    W = s["vocabulary"]["size"]
+    assert s["models"]["hmm"]["evaluation"]["perplexity"] < W  # this run: no note
+    assert "worse than a uniform guess" not in format_summary_table(s)
+    s["models"]["hmm"]["evaluation"]["perplexity"] = 4.7 * W
+    table = format_summary_table(s)
+    assert f"above the vocabulary size ({W:,}), worse than a uniform guess" in \
+        " ".join(table.split())
+    del s["models"]["hmm"]["unseen_share"]  # a summary.json written before the note
+    assert "uniform" not in format_summary_table(s)
 
 
 # --------------------------------------------------------------------------- the command

@@ -154,6 +154,7 @@ class _Recording:
         self.problem = problem
         self.blocks, self.letters = problem.blocks, problem.letters
         self.n_virtual = problem.n_virtual
+        self.n_observations = problem.n_observations
         self.seen = []
 
     def path_counts(self, views, k):

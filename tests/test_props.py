@@ -70,7 +70,8 @@ def direct_reference(fns, y, lengths, pi, A, B, **kw):
 
 def fitted(sources, Kp, rng, supports_missing: bool = False, **kw):
     """A PROPS model with random parameters set by hand (no fit)."""
-    m = PROPS([CallableSource(f, W, supports_missing=supports_missing) for f in sources], Kp,
+    m = PROPS([CallableSource(f, W, supports_missing=supports_missing) for f in sources],
+              n_perturbation_states=Kp,
               init_params="", **kw)
     K = len(sources) + Kp
     m.startprob_ = rng.dirichlet(np.ones(K))
@@ -135,7 +136,7 @@ def test_source_alignment_catches_an_off_by_one():
     assert np.allclose(got, right, rtol=1e-15)
     assert not np.allclose(got, late) and not np.allclose(got, early)
     # the same through a Source subclass with its own state (reset/step, no history)
-    m2 = PROPS([_ShiftState()], 1, init_params="")
+    m2 = PROPS([_ShiftState()], n_perturbation_states=1, init_params="")
     for a in ("startprob_", "transmat_", "emissionprob_", "n_features_"):
         setattr(m2, a, getattr(m, a))
     assert np.allclose(m2.token_scores(y).source_log_prob[:, 0], right, rtol=1e-15)
@@ -177,7 +178,8 @@ def test_online_em_matches_the_direct_transcription():
     A = rng.dirichlet(np.ones(K), K)
     B = rng.dirichlet(np.ones(W), Kp)
     opts = {"step_exponent": 0.7, "warmup": 5}
-    m = PROPS([CallableSource(f, W) for f in fns], Kp, init_params="", learner_options=opts)
+    m = PROPS([CallableSource(f, W) for f in fns], n_perturbation_states=Kp, init_params="",
+              learner_options=opts)
     m.startprob_, m.transmat_, m.emissionprob_ = pi, A, B
     m.fit(y, lengths)
     ref = direct_reference(fns, y, lengths, pi, A, B, step_exponent=0.7, warmup=5)
@@ -196,7 +198,7 @@ def test_stream_cut_anywhere_resumes_bit_identically():
     lengths = np.array([120, 180])
 
     def new():
-        return PROPS([CallableSource(f, W) for f in fns], 2, random_state=5,
+        return PROPS([CallableSource(f, W) for f in fns], n_perturbation_states=2, random_state=5,
                      learner_options={"warmup": 10})
 
     whole = new().fit(y, lengths)
@@ -251,7 +253,7 @@ def _sample_teacher(rng, T):
     repeat[np.arange(6), np.arange(6)] = 0.8
     repeat[6, 5] = 0.8
     sources = [LastSymbolSource(low), LastSymbolSource(repeat)]
-    teacher = PROPS(sources, 2, init_params="")
+    teacher = PROPS(sources, n_perturbation_states=2, init_params="")
     teacher.startprob_ = np.full(4, 0.25)
     teacher.transmat_ = np.array([[0.9, 0.04, 0.03, 0.03], [0.03, 0.9, 0.04, 0.03],
                                   [0.03, 0.03, 0.9, 0.04], [0.04, 0.03, 0.03, 0.9]])
@@ -269,7 +271,8 @@ def test_parameter_recovery_two_sources_two_perturbation_states(learn):
     # EM from the default (moment-matched, lambda = 0.76 here) start recovers the teacher
     # from 7 of 8 seeds (0-7; seed 0 ends in a local optimum 2,554 nats below the others,
     # the old sticky random start from 8 of 8): two restarts keep the better likelihood
-    student = PROPS(sources, 2, learn=learn, random_state=0, n_iter=200, tol=1e-6,
+    student = PROPS(sources, n_perturbation_states=2, learn=learn, random_state=0, n_iter=200,
+                    tol=1e-6,
                     n_init=2 if learn == "em" else 1,
                     learner_options={"step_exponent": 0.6} if learn == "online-em" else None)
     student.fit(y)
@@ -292,7 +295,8 @@ def test_batch_modes_never_decrease_their_objective():
     rng = np.random.default_rng(2)
     _, sources, y, _ = _sample_teacher(rng, 3000)
     for learn in ("em", "map", "vb"):
-        m = PROPS(sources, 2, learn=learn, random_state=1, n_iter=15, tol=-np.inf)
+        m = PROPS(sources, n_perturbation_states=2, learn=learn, random_state=1, n_iter=15,
+                  tol=-np.inf)
         m.fit(y, [1000, 2000])
         h = np.array(m.monitor_.history)
         assert np.all(np.diff(h) >= -1e-9 * np.abs(h[1:])), (learn, h)
@@ -320,7 +324,7 @@ def test_one_em_iteration_equals_enumerated_expected_counts():
 def test_sample_follows_the_sources():
     """With one source state and no perturbation state, samples are the source's own: the
     shift rule holds with the source's frequency."""
-    m = PROPS([CallableSource(shift_source(sharp=0.8), W)], 0, init_params="")
+    m = PROPS([CallableSource(shift_source(sharp=0.8), W)], n_perturbation_states=0, init_params="")
     m.startprob_, m.transmat_, m.emissionprob_, m.n_features_ = (
         np.ones(1), np.ones((1, 1)), np.empty((0, W)), W)
     y = m.sample(20000, random_state=0)[0][:, 0]
@@ -345,21 +349,23 @@ def test_bad_hyper_parameters_name_the_argument(kwargs, match):
 
 
 def test_bad_data_and_bad_sources():
-    m = PROPS([CallableSource(shift_source(), W)], 1)
+    m = PROPS([CallableSource(shift_source(), W)], n_perturbation_states=1)
     with pytest.raises(InvalidInputError, match="X"):
         m.fit(np.array([0, 1, 9]))
-    bad = PROPS([CallableSource(lambda h: np.ones(W), W, name="unnormalised")], 1)
+    bad = PROPS([CallableSource(lambda h: np.ones(W), W, name="unnormalised")],
+                n_perturbation_states=1)
     with pytest.raises(InvalidInputError, match="unnormalised"):
         bad.fit(np.arange(8) % W)
     with pytest.raises(InvalidInputError, match="continues"):
-        PROPS([CallableSource(shift_source(), W)], 1).partial_fit(np.arange(4), continues=True)
+        PROPS([CallableSource(shift_source(), W)],
+              n_perturbation_states=1).partial_fit(np.arange(4), continues=True)
 
 
 def test_clone_and_params():
     from sklearn.base import clone
 
     src = CallableSource(shift_source(), W)
-    m = PROPS([src], 2, learn="em")
+    m = PROPS([src], n_perturbation_states=2, learn="em")
     c = clone(m)
     assert c.n_states == 3 and c.learn == "em" and len(c.sources) == 1
     assert set(itertools.chain(m.get_params())) >= {"sources", "n_perturbation_states"}
@@ -374,8 +380,8 @@ def test_save_load_with_a_kneser_ney_source_and_resume(tmp_path):
     train = rng.integers(0, W, 400)
     src = KneserNeySource(order=2).fit(train, n_symbols=W)
     y = rng.integers(0, W, 300)
-    whole = PROPS([src], 1, random_state=3).fit(y, [100, 200])
-    cut = PROPS([src], 1, random_state=3)
+    whole = PROPS([src], n_perturbation_states=1, random_state=3).fit(y, [100, 200])
+    cut = PROPS([src], n_perturbation_states=1, random_state=3)
     cut.partial_fit(y[:150], [100, 50])
     cut.save(tmp_path / "m")
     back = load(tmp_path / "m")
@@ -392,7 +398,8 @@ def test_save_load_with_a_kneser_ney_source_and_resume(tmp_path):
         load(tmp_path / "m")
     # a callable source cannot be saved, and says so
     with pytest.raises(ModelFileError, match="cannot be saved"):
-        PROPS([CallableSource(shift_source(), W)], 1).fit(y).save(tmp_path / "c")
+        PROPS([CallableSource(shift_source(), W)],
+              n_perturbation_states=1).fit(y).save(tmp_path / "c")
 
 
 # -- Gaussian and Poisson perturbation states with density sources --------------------------------
@@ -448,7 +455,8 @@ def _ar1_table(y, lengths, rho):
 def _gaussian_props(rng, source=None, **kw):
     """A PROPS model with one 2-D density source (default ``AR1Source(0.8)``) and two
     Gaussian perturbation states, parameters set by hand."""
-    m = PROPS([AR1Source(0.8) if source is None else source], 2, emission="gaussian",
+    m = PROPS([AR1Source(0.8) if source is None else source], n_perturbation_states=2,
+              emission="gaussian",
               covariance_type="diag", init_params="", **kw)
     m.startprob_ = rng.dirichlet(np.ones(3))
     m.transmat_ = rng.dirichlet(np.ones(3) * 3, size=3)
@@ -507,7 +515,8 @@ def test_gaussian_props_recovers_its_teacher_by_em():
     teacher = _gaussian_props(rng)
     teacher.transmat_ = np.array([[0.9, 0.05, 0.05], [0.1, 0.85, 0.05], [0.1, 0.05, 0.85]])
     y, z = teacher.sample(6000, random_state=np.random.default_rng(25))
-    student = PROPS([AR1Source(0.8)], 2, emission="gaussian", learn="em", random_state=0,
+    student = PROPS([AR1Source(0.8)], n_perturbation_states=2, emission="gaussian", learn="em",
+                    random_state=0,
                     n_iter=100, tol=1e-8)
     student.fit(y)
     order = np.argsort(student.means_[:, 0])[::-1]
@@ -520,8 +529,9 @@ def test_gaussian_props_recovers_its_teacher_by_em():
 
 def test_density_sources_need_a_dense_family():
     with pytest.raises(InvalidInputError, match="sources: entry 0 is a AR1Source"):
-        PROPS([AR1Source()], 1).fit(np.zeros((5, 2)))
+        PROPS([AR1Source()], n_perturbation_states=1).fit(np.zeros((5, 2)))
     with pytest.raises(InvalidInputError, match="n_features"):
-        PROPS([AR1Source(D=2)], 1, emission="gaussian", n_features=3).fit(np.zeros((5, 2)))
+        PROPS([AR1Source(D=2)], n_perturbation_states=1, emission="gaussian",
+              n_features=3).fit(np.zeros((5, 2)))
     with pytest.raises(InvalidInputError, match="X"):
-        PROPS([AR1Source(D=2)], 1, emission="gaussian").fit(np.zeros((5, 3)))
+        PROPS([AR1Source(D=2)], n_perturbation_states=1, emission="gaussian").fit(np.zeros((5, 3)))

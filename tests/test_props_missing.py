@@ -192,7 +192,8 @@ def test_online_em_with_missing_steps_matches_the_direct_transcription():
     K = 4
     pi, A = np.full(K, 1 / K), rng.dirichlet(np.ones(K), K)
     B = rng.dirichlet(np.ones(W), 2)
-    m = PROPS([CallableSource(f, W, supports_missing=True) for f in fns], 2, init_params="",
+    m = PROPS([CallableSource(f, W, supports_missing=True) for f in fns], n_perturbation_states=2,
+              init_params="",
               learner_options={"step_exponent": 0.7, "warmup": 5})
     m.startprob_, m.transmat_, m.emissionprob_ = pi, A, B
     m.partial_fit(y[:80], [60, 1, 19])
@@ -332,8 +333,8 @@ def test_save_load_resume_after_a_hole_is_bit_identical(tmp_path):
     src = KneserNeySource(order=3).fit(rng.integers(0, W, 400), n_symbols=W)
     y = with_holes(rng, 300)
     y[149] = MISSING                        # the cut falls right after a hole
-    whole = PROPS([src], 2, random_state=3).fit(y, [100, 200])
-    cut = PROPS([src], 2, random_state=3)
+    whole = PROPS([src], n_perturbation_states=2, random_state=3).fit(y, [100, 200])
+    cut = PROPS([src], n_perturbation_states=2, random_state=3)
     cut.partial_fit(y[:150], [100, 50])
     assert cut.learner_state_["source.0.context"][-1] == MISSING
     cut.save(tmp_path / "m")
@@ -343,7 +344,8 @@ def test_save_load_resume_after_a_hole_is_bit_identical(tmp_path):
         assert np.array_equal(getattr(whole, a), getattr(back, a)), a
     assert np.array_equal(whole.token_scores(y).log_prob, back.token_scores(y).log_prob)
     # the batch modes save and load the same way
-    em = PROPS([src], 2, learn="em", n_iter=5, random_state=0).fit(y, [100, 200])
+    em = PROPS([src], n_perturbation_states=2, learn="em", n_iter=5, random_state=0).fit(y, [100,
+                                                                                         200])
     em.save(tmp_path / "em")
     assert np.array_equal(load(tmp_path / "em").score_tokens(y), em.score_tokens(y))
 
@@ -372,8 +374,8 @@ def test_batch_objectives_never_decrease_with_missing_steps():
 
     def model(**kw):
         return PROPS([CallableSource(shift_or_hole(), W, supports_missing=True),
-                      CallableSource(two_back_or_hole(), W, supports_missing=True)], 2,
-                     random_state=1, n_iter=15, tol=-np.inf, **kw)
+                      CallableSource(two_back_or_hole(), W, supports_missing=True)],
+                     n_perturbation_states=2, random_state=1, n_iter=15, tol=-np.inf, **kw)
 
     for learn in ("em", "map", "vb"):
         h = np.array(model(learn=learn).fit(y, lengths).monitor_.history)
@@ -403,11 +405,11 @@ def test_sources_that_do_not_declare_missing_support_are_refused():
         with pytest.raises(InvalidInputError,
                            match=f"^sources: entry 0 \\({name}\\) does not declare .* X has 1 "
                                  "missing observation; .*supports_missing = True"):
-            PROPS([src], 1).fit(y)
-        PROPS([src], 1).fit(y[y >= 0])             # complete data is fine
+            PROPS([src], n_perturbation_states=1).fit(y)
+        PROPS([src], n_perturbation_states=1).fit(y[y >= 0])             # complete data is fine
     declared = Plain()
     declared.supports_missing = True
-    assert np.isfinite(PROPS([declared], 1, random_state=0).fit(y).score(y))
+    assert np.isfinite(PROPS([declared], n_perturbation_states=1, random_state=0).fit(y).score(y))
     with pytest.raises(InvalidInputError, match="^supports_missing"):
         CallableSource(shift_or_hole(), W, supports_missing="yes")
 
@@ -418,12 +420,13 @@ def test_density_errors_partly_missing_rows_and_undeclared_sources():
     X = np.random.default_rng(0).normal(size=(6, 2))
     X[2, 0] = np.nan
     with pytest.raises(InvalidInputError, match="^X: row 2 is partly missing"):
-        PROPS([AR1OrHole()], 1, emission="gaussian").fit(X)
+        PROPS([AR1OrHole()], n_perturbation_states=1, emission="gaussian").fit(X)
     X[2] = np.nan
     with pytest.raises(InvalidInputError, match="^sources: entry 0 \\(AR1Source\\) does not "
                                                 "declare .* X has 1 missing"):
-        PROPS([AR1Source()], 1, emission="gaussian").fit(X)
-    assert np.isfinite(PROPS([AR1OrHole()], 1, emission="gaussian", random_state=0)
+        PROPS([AR1Source()], n_perturbation_states=1, emission="gaussian").fit(X)
+    assert np.isfinite(PROPS([AR1OrHole()], n_perturbation_states=1, emission="gaussian",
+                             random_state=0)
                        .fit(X).score(X))
 
 
@@ -506,7 +509,7 @@ def test_personalize_with_a_missing_token(tmp_path):
     assert lost.sum() == sum(w == "___" for w in pers.words) > 10
     assert s["n_personalisation_missing"] == lost.sum()
     assert s["n_evaluation_missing"] == sum(w == "___" for w in evs.words) > 0
-    one = PROPS([result.source], 2, random_state=0).fit(pers.X, pers.lengths)
+    one = PROPS([result.source], n_perturbation_states=2, random_state=0).fit(pers.X, pers.lengths)
     assert np.array_equal(one.transmat_, result.props.transmat_)
     curve = result.curves["props"]
     assert np.allclose(curve[lost], 0.0, atol=1e-15)

@@ -162,7 +162,7 @@ def test_callable_returning_garbage_is_named(value, needle):
     with pytest.raises(InvalidInputError, match="source 'bad': .*" + needle):
         returning(value).reset()
     with pytest.raises(InvalidInputError, match="source 'bad'"):
-        hs.PROPS([returning(value)], 1).fit(np.arange(6) % W)
+        hs.PROPS([returning(value)], n_perturbation_states=1).fit(np.arange(6) % W)
 
 
 def test_callable_source_arguments_and_positions():
@@ -213,7 +213,7 @@ def test_default_loops_check_what_a_subclass_returns():
                                                 "has negative or non-finite entries"):
         NaNStep().log_probs(np.array([0, 1, 2]))
     with pytest.raises(InvalidInputError, match="source NaNStep"):
-        hs.PROPS([NaNStep()], 1).fit(np.arange(8) % W)
+        hs.PROPS([NaNStep()], n_perturbation_states=1).fit(np.arange(8) % W)
 
 
 # --------------------------------------------------------------------------- plain objects in PROPS
@@ -242,8 +242,10 @@ def test_plain_object_gives_the_numbers_of_the_callable_source():
     y = np.random.default_rng(0).integers(0, W, 400)
     lengths = [150, 250]
     for learn in ("online-em", "em"):
-        a = hs.PROPS([Plain()], 2, learn=learn, n_iter=5, random_state=3).fit(y, lengths)
-        b = hs.PROPS([CallableSource(shift_source(), W)], 2, learn=learn, n_iter=5,
+        a = hs.PROPS([Plain()], n_perturbation_states=2, learn=learn, n_iter=5,
+                     random_state=3).fit(y, lengths)
+        b = hs.PROPS([CallableSource(shift_source(), W)], n_perturbation_states=2, learn=learn,
+                     n_iter=5,
                      random_state=3).fit(y, lengths)
         np.testing.assert_array_equal(a.transmat_, b.transmat_)
         np.testing.assert_array_equal(a.emissionprob_, b.emissionprob_)
@@ -258,13 +260,13 @@ def test_plain_object_gives_the_numbers_of_the_callable_source():
 
 def test_plain_object_continues_a_stream_only_with_snapshot_and_restore():
     y = np.random.default_rng(1).integers(0, W, 300)
-    whole = hs.PROPS([Plain(snapshots=True)], 1, random_state=0).fit(y)
-    cut = hs.PROPS([Plain(snapshots=True)], 1, random_state=0)
+    whole = hs.PROPS([Plain(snapshots=True)], n_perturbation_states=1, random_state=0).fit(y)
+    cut = hs.PROPS([Plain(snapshots=True)], n_perturbation_states=1, random_state=0)
     cut.partial_fit(y[:120])
     cut.partial_fit(y[120:], continues=True)
     np.testing.assert_array_equal(whole.transmat_, cut.transmat_)
     np.testing.assert_array_equal(whole.emissionprob_, cut.emissionprob_)
-    bare = hs.PROPS([Plain()], 1, random_state=0)
+    bare = hs.PROPS([Plain()], n_perturbation_states=1, random_state=0)
     bare.partial_fit(y[:120])
     bare.partial_fit(y[120:200])  # a new sequence needs no snapshot
     with pytest.raises(InvalidInputError, match=r"sources: entry 0: a Plain has no "
@@ -281,8 +283,8 @@ def test_plain_dense_object_matches_the_density_source_subclass():
             self.predictive = self._inner.predictive
 
     X = np.random.default_rng(2).normal(size=(200, 2))
-    a = hs.PROPS([PlainAR1()], 1, emission="gaussian", random_state=0).fit(X)
-    b = hs.PROPS([AR1Source()], 1, emission="gaussian", random_state=0).fit(X)
+    a = hs.PROPS([PlainAR1()], n_perturbation_states=1, emission="gaussian", random_state=0).fit(X)
+    b = hs.PROPS([AR1Source()], n_perturbation_states=1, emission="gaussian", random_state=0).fit(X)
     np.testing.assert_array_equal(a.means_, b.means_)
     np.testing.assert_array_equal(a.transmat_, b.transmat_)
     with pytest.raises(InvalidInputError, match=r"continues=True"):
@@ -311,13 +313,13 @@ class Returns(Plain):
 ])
 def test_plain_objects_are_checked_at_the_boundary(obj, needle):
     with pytest.raises(InvalidInputError, match=needle):
-        hs.PROPS([obj], 1).fit(np.arange(8) % W)
+        hs.PROPS([obj], n_perturbation_states=1).fit(np.arange(8) % W)
 
 
 def test_saving_names_the_sources_that_can_be_saved(tmp_path):
     y = np.arange(40) % W
     for src in (Plain(), CallableSource(shift_source(), W)):
-        m = hs.PROPS([src], 1, random_state=0).fit(y)
+        m = hs.PROPS([src], n_perturbation_states=1, random_state=0).fit(y)
         with pytest.raises(ModelFileError, match=r"sources: entry 0 \(\w+\) cannot be saved: "
                                                  r"a PROPS model is saved only with "
                                                  "KneserNeySource and LSTMSource"):
@@ -329,4 +331,4 @@ def test_saving_names_the_sources_that_can_be_saved(tmp_path):
 
     kn = MyKN(order=2).fit(y)
     with pytest.raises(ModelFileError, match=r"\(MyKN\) cannot be saved"):
-        hs.PROPS([kn], 1, random_state=0).fit(y).save(tmp_path / "kn")
+        hs.PROPS([kn], n_perturbation_states=1, random_state=0).fit(y).save(tmp_path / "kn")

@@ -78,6 +78,25 @@ def test_import_hiddenstate_loads_no_library_and_no_estimator():
         "hiddenstate", "hiddenstate._lazy", "hiddenstate._version", "hiddenstate.errors"}
 
 
+def test_pandas_is_imported_by_csv_reading_only(tmp_path):
+    """pandas parses CSV input (``textio.read_table``); nothing else pays its import: not
+    ``import hiddenstate``, not the command line's parser, not text or ``.npy`` input."""
+    (tmp_path / "a.txt").write_text("the cat sat\n")
+    (tmp_path / "a.csv").write_text("x\n1.5\n")
+    other = modules_after(f"""
+from hiddenstate import cli, textio
+import numpy as np
+cli.build_parser()
+textio.read_file({str(tmp_path / "a.txt")!r})
+np.save({str(tmp_path / "a.npy")!r}, np.arange(3))
+textio.read_file({str(tmp_path / "a.npy")!r})""")
+    assert "pandas" not in other
+    csv = modules_after(f"""
+from hiddenstate import textio
+textio.read_file({str(tmp_path / "a.csv")!r})""")
+    assert "pandas" in csv
+
+
 def test_an_hmm_needs_neither_scikit_learn_nor_the_other_estimators():
     loaded = modules_after("""
         from hiddenstate import HMM

@@ -51,7 +51,8 @@ def build(kind: str):
         return m.partial_fit(_symbols(40), [4] * 10), _symbols(8, 1)
     assert kind == "props"
     src = KneserNeySource(order=3).fit(_symbols(300, 2)[:, 0], n_symbols=W)
-    m = hs.PROPS([src], 1, random_state=0, learner_options={"block": 16, "warmup": 3})
+    m = hs.PROPS([src], n_perturbation_states=1, random_state=0, learner_options={"block": 16,
+                 "warmup": 3})
     return m.partial_fit(_symbols(37)), _symbols(15, 1)
 
 

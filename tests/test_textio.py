@@ -163,10 +163,10 @@ def test_read_csv_errors(tmp_path):
     bad.write_text("1,2\n3,abc\n")
     with pytest.raises(InvalidInputError, match=r"bad\.csv, line 2, column 2: 'abc'"):
         textio.read_csv(bad)
-    nan = tmp_path / "nan.csv"
-    nan.write_text("1\nnan\n")
-    with pytest.raises(InvalidInputError, match=r"nan\.csv, line 2: contains NaN"):
-        textio.read_csv(nan)
+    inf = tmp_path / "inf.csv"
+    inf.write_text("1\ninf\n")
+    with pytest.raises(InvalidInputError, match=r"inf\.csv, line 2, column 1: infinite"):
+        textio.read_csv(inf)
     empty = tmp_path / "empty.csv"
     empty.write_text("# nothing\n\n")
     with pytest.raises(InvalidInputError, match=r"empty\.csv: empty"):
@@ -179,6 +179,92 @@ def test_read_csv_errors(tmp_path):
         textio.read_csv(both, lt)
     with pytest.raises(InvalidInputError, match=r"missing\.csv: file not found"):
         textio.read_csv(tmp_path / "missing.csv")
+
+
+def test_read_table_missing_cells_dates_columns_and_sequences(tmp_path):
+    """Every missing marker is NaN, a date column is the index (not data), a blank line
+    starts a sequence, comments are skipped, and columns are chosen by name or position,
+    in the order given; checked cell by cell against the file as written."""
+    p = tmp_path / "t.csv"
+    p.write_text("# a comment\n"
+                 "Date,a,b,c\n"
+                 "2024-01-01,1,,3\n"
+                 "2024-01-02,NA,5,nan\n"
+                 "\n\n"
+                 "2024-01-05, 7 ,?,9\n"
+                 "# another\n"
+                 "2024-01-06,10,N/A,\n")
+    data = textio.read_table(p)
+    nan = np.nan
+    np.testing.assert_array_equal(data.X, [[1, nan, 3], [nan, 5, nan], [7, nan, 9],
+                                           [10, nan, nan]])
+    np.testing.assert_array_equal(data.lengths, [2, 2])
+    assert data.columns == ["a", "b", "c"] and data.index_name == "Date"
+    assert data.index.dtype.kind == "M"
+    assert [str(d)[:10] for d in data.index] == ["2024-01-01", "2024-01-02", "2024-01-05",
+                                                 "2024-01-06"]
+    chosen = textio.read_table(p, columns=["c", "2"])  # a name, then a position from 1
+    np.testing.assert_array_equal(chosen.X, [[3, 1], [nan, nan], [9, 7], [nan, 10]])
+    assert chosen.columns == ["c", "a"] and chosen.index_name == "Date"
+    labelled = textio.read_table(p, columns=["a"], index_column="b")  # numbers as labels
+    assert labelled.index_name == "b"
+    np.testing.assert_array_equal(labelled.index, [nan, 5, nan, nan])
+    X, lengths = textio.read_csv(p)  # the same numbers, as (X, lengths)
+    np.testing.assert_array_equal(X, data.X)
+    np.testing.assert_array_equal(lengths, [2, 2])
+
+
+def test_read_table_other_date_formats_labels_and_no_header(tmp_path):
+    us = tmp_path / "us.csv"
+    us.write_text("day,x\n12/30/2023,1.5\n12/31/2023,2.5\n01/01/2024,3.5\n")
+    data = textio.read_table(us)
+    assert data.index_name == "day" and [str(d)[:10] for d in data.index] == [
+        "2023-12-30", "2023-12-31", "2024-01-01"]
+    np.testing.assert_array_equal(data.X.ravel(), [1.5, 2.5, 3.5])
+    geyser = tmp_path / "g.csv"
+    geyser.write_text("duration,waiting,kind\n3.6,79,long\n1.8,54,short\n")
+    with pytest.raises(InvalidInputError, match=r"g\.csv, line 2, column 3 \('kind'\): "
+                                                r"'long' is not a number.*--columns"):
+        textio.read_table(geyser)
+    data = textio.read_table(geyser, columns=["duration", "waiting"], index_column="kind")
+    assert data.index.tolist() == ["long", "short"] and data.X.shape == (2, 2)
+    bare = tmp_path / "bare.csv"
+    bare.write_text("1,2\n3,4\n")
+    data = textio.read_table(bare, columns=[2])
+    assert data.columns == ["column 2"] and data.X.ravel().tolist() == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    ({"columns": ["Prce"]}, r"columns: no column 'Prce' in .*'Date', 'Price'"),
+    ({"columns": ["3"]}, r"columns: column 3 does not exist; .* has 2 columns"),
+    ({"columns": ["Price", "2"]}, r"columns: 'Price' is named twice"),
+    ({"columns": ["Price"], "index_column": "Price"}, r"index_column: 'Price' is also a data"),
+    ({"index_column": "Price"}, r"no data column"),
+])
+def test_read_table_column_errors_name_the_fix(tmp_path, kwargs, needle):
+    p = tmp_path / "prices.csv"
+    p.write_text("Date,Price\n2024-01-02,10.5\n2024-01-03,11\n")
+    if kwargs == {"index_column": "Price"}:
+        p.write_text("Price\n10.5\n11\n")
+    with pytest.raises(InvalidInputError, match=needle):
+        textio.read_table(p, **kwargs)
+
+
+def test_read_table_ragged_and_quoted_rows(tmp_path):
+    short = tmp_path / "short.csv"
+    short.write_text("a,b\n1,2\n3\n4,5\n")
+    with pytest.raises(InvalidInputError, match=r"short\.csv, line 3: has 1 columns but "
+                                                r"the header has 2"):
+        textio.read_table(short)
+    long = tmp_path / "long.csv"
+    long.write_text("1,2\n3,4,5\n6\n")  # the total of commas is right, two rows are not
+    with pytest.raises(InvalidInputError, match=r"long\.csv, line 2: has 3 columns"):
+        textio.read_table(long)
+    quoted = tmp_path / "quoted.csv"
+    quoted.write_text('"name, with comma",x\n"1",2\n"3",4\n')
+    data = textio.read_table(quoted)
+    assert data.columns == ["name, with comma", "x"]
+    np.testing.assert_array_equal(data.X, [[1, 2], [3, 4]])
 
 
 # --------------------------------------------------------------------------- npy

@@ -261,7 +261,7 @@ def test_non_numeric_parameters_are_refused_on_assignment(value, match):
 
 def test_props_perturbation_parameters_are_validated():
     src = CallableSource(lambda h: np.full(3, 1 / 3), 3)
-    m = hs.PROPS([src], 2)
+    m = hs.PROPS([src], n_perturbation_states=2)
     m.startprob_, m.transmat_ = np.full(3, 1 / 3), np.full((3, 3), 1 / 3)
     m.emissionprob_ = np.array([[1.0, 0, 0], [0.2, 0.3, 0.5]])
     y = np.array([0, 1, 2, 1])
@@ -312,7 +312,7 @@ def test_impossible_sequences_score_minus_inf_never_nan():
 
 def test_props_impossible_sequences_raise():
     src = CallableSource(lambda h: np.array([0.5, 0.5, 0.0]), 3)
-    m = hs.PROPS([src], 1)
+    m = hs.PROPS([src], n_perturbation_states=1)
     m.startprob_, m.transmat_ = [0.5, 0.5], np.eye(2)
     m.emissionprob_ = [[1.0, 0.0, 0.0]]
     y = np.array([0, 2])  # symbol 2: impossible in both states
@@ -551,7 +551,7 @@ def test_poisson_rates_too_large_to_sample():
 def test_props_hyper_parameter_errors(kw, match):
     src = CallableSource(lambda h: np.full(3, 1 / 3), 3)
     with pytest.raises(InvalidInputError, match=match):
-        hs.PROPS([src], 1, **kw).fit(np.array([0, 1, 2]))
+        hs.PROPS([src], n_perturbation_states=1, **kw).fit(np.array([0, 1, 2]))
 
 
 def test_hand_set_model_saves_and_loads_and_unfitted_save_writes_nothing(tmp_path):

@@ -17,6 +17,7 @@ from ._version import __version__
 from .errors import HiddenStateError, InvalidInputError, ModelFileError, NotFittedError
 
 if TYPE_CHECKING:
+    from .align import align_states
     from .models import HMM, PCFG, PLCG, PROPS, NaiveBayesHidden, TreeNet
     from .persist import load
     from .programs import ProgramModel
@@ -34,6 +35,7 @@ __all__ = [
     "ModelFileError",
     "NotFittedError",
     "__version__",
+    "align_states",
     "load",
 ]
 
@@ -47,4 +49,5 @@ __getattr__, __dir__ = attach(__name__, {
     "TreeNet": ".models.treenet",
     "ProgramModel": ".programs",
     "load": ".persist",
+    "align_states": ".align",
 }, __all__)

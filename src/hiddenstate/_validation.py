@@ -287,9 +287,79 @@ def check_symbols(X, n_symbols: int | None, name: str = "X",
     if n_symbols is not None and arr.max() >= n_symbols:
         raise InvalidInputError(
             f"{name}: symbol {int(arr.max())} is out of range for a model with {n_symbols} "
-            "symbols; refit with n_features covering every symbol"
+            f"symbols (0 .. {n_symbols - 1}); give the model n_features covering every symbol "
+            "when you make it, or map the others to one symbol kept for unseen ones"
         )
     return np.ascontiguousarray(arr)
+
+
+def check_sample_weight(sample_weight, lengths: np.ndarray, name: str = "sample_weight",
+                        part: bool = False) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Return ``(sequence weights (S,) or None, observation weights (N,) or None)``.
+
+    ``sample_weight`` is None, one weight per sequence (``len(lengths)`` values), one per
+    observation (``sum(lengths)`` values), or a dict with the keys ``"sequence"`` and/or
+    ``"observation"``. A 1-D array whose length is both (every sequence one observation
+    long) is ambiguous and refused (the message gives the dict form). Weights must be
+    finite and >= 0, and not all 0 (unless the data are a ``part`` of a data set: a
+    partition of a distributed fit); all-ones weights are returned as None (no weighting).
+    """
+    lengths = np.asarray(lengths)
+    S, N = len(lengths), int(lengths.sum())
+    if sample_weight is None:
+        return None, None
+    if isinstance(sample_weight, dict):
+        extra = set(sample_weight) - {"sequence", "observation"}
+        if extra:
+            raise InvalidInputError(
+                f"{name}: unknown key {sorted(map(str, extra))[0]!r}; a dict of weights has "
+                "the keys 'sequence' (one weight per sequence) and 'observation' (one per "
+                "observation)")
+        seq, obs = sample_weight.get("sequence"), sample_weight.get("observation")
+        return (_weights(seq, S, f"{name}['sequence']", "sequences", part),
+                _weights(obs, N, f"{name}['observation']", "observations", part))
+    arr = _weights(sample_weight, None, name, "", part)
+    if len(arr) == S == N:
+        raise InvalidInputError(
+            f"{name}: {S} weights for {S} sequences of one observation each is ambiguous; "
+            f"pass {name}={{'sequence': w}} (each sequence counts w times) or "
+            f"{name}={{'observation': w}} (each observation's emission term to the power w)")
+    if len(arr) == S:
+        return _weights(arr, S, name, "sequences", part), None
+    if len(arr) == N:
+        return None, _weights(arr, N, name, "observations", part)
+    raise InvalidInputError(
+        f"{name}: has {len(arr)} values; expected one per sequence ({S}) or one per "
+        f"observation ({N})")
+
+
+def _weights(value, n: int | None, name: str, what: str,
+             part: bool = False) -> np.ndarray | None:
+    """1-D finite non-negative weights (``n`` of them when given), not all zero (unless
+    ``part``); None for None or all ones."""
+    if value is None:
+        return None
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name}: expected a 1-D array of weights ({exc})") from exc
+    if arr.dtype == object:
+        arr = _object_numbers(arr, name, integers=False)
+    if arr.dtype.kind not in "iuf" or arr.ndim != 1:
+        raise InvalidInputError(
+            f"{name}: expected a 1-D array of numbers, got {arr.dtype} of shape {arr.shape}")
+    arr = arr.astype(np.float64)
+    if n is not None and len(arr) != n:
+        raise InvalidInputError(f"{name}: has {len(arr)} values for {n} {what}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        bad = int(np.flatnonzero(~(np.isfinite(arr) & (arr >= 0)))[0])
+        raise InvalidInputError(
+            f"{name}: entry {bad} is {arr[bad]}; weights must be finite and >= 0")
+    if n is not None and len(arr) and not part and not np.any(arr > 0):
+        raise InvalidInputError(f"{name}: every weight is 0; nothing would be learned")
+    if n is not None and np.all(arr == 1.0):
+        return None
+    return arr
 
 
 def check_states(states, n_samples: int, n_states: int, name: str = "states") -> np.ndarray:

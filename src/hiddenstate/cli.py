@@ -76,6 +76,14 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _column_list(text: str) -> list[str]:
+    names = [c.strip() for c in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated column names or positions, got {text!r}")
+    return names
+
+
 def _encoding(text: str) -> str:
     try:
         return textio.check_encoding(text)
@@ -132,6 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--lengths", metavar="FILE", default=None,
                            help="sequence lengths for CSV/npy input (.npy or integers in a "
                                 "text file); CSV can instead separate sequences by blank lines")
+        fitted = "" if p.prog.endswith(" fit") else "as the model was fitted, else "
+        p.add_argument("--columns", metavar="COLS", type=_column_list, default=None,
+                       help="CSV: the data columns, comma-separated header names or positions "
+                            f"counted from 1 (default: {fitted}every column but the index)")
+        p.add_argument("--index-column", metavar="COL", default=None,
+                       help="CSV: a column of dates or row labels that is not data (default: "
+                            f"{fitted}a column whose every cell is a date); reports plot the "
+                            "series against it")
 
     def add_model(p: argparse.ArgumentParser) -> None:
         p.add_argument("--model", "-m", metavar="MODEL_DIR", required=True,
@@ -172,8 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(f"--{name}-prior", type=_finite_float, default=None,
                        help=f"Dirichlet concentration of {name}_ rows (map/vb/vt/kvt)")
     p.add_argument("--tol", type=_finite_float, default=1e-4,
-                   help="stop when the objective gains less than this (1e-4; not for vt/kvt, "
-                   "which stop when the best paths stop changing)")
+                   help="stop when the objective gains less than this per observation "
+                   "(1e-4 nats; not for vt/kvt, which stop when the best paths stop changing)")
     p.add_argument("--n-init", type=_int_at_least(1), default=1,
                    help="random restarts; the best is kept (1)")
     p.add_argument("--random-state", type=_int_at_least(0), default=None,
@@ -299,6 +315,41 @@ def build_parser() -> argparse.ArgumentParser:
     from . import cli_lm  # torch is imported only when an lm command runs
     cli_lm.add_parser(sub, _int_at_least, _finite_float)
     return parser
+
+
+#: the Python names of the reader's arguments and the options that set them
+_READER_OPTIONS = {"columns:": "--columns:", "index_column:": "--index-column:"}
+
+
+def _read(path, fmt: str | None, args, **kwargs) -> textio.DataFile:
+    """:func:`hiddenstate.textio.read_file` with the input options of ``args``; errors name
+    the command-line option (``--columns``), not the Python argument."""
+    try:
+        return textio.read_file(path, fmt, lengths_path=args.lengths, encoding=args.encoding,
+                                **kwargs)
+    except InvalidInputError as exc:
+        msg = str(exc)
+        for py, flag in _READER_OPTIONS.items():
+            if msg.startswith(py):
+                raise InvalidInputError(flag + msg[len(py):]) from exc
+        raise
+
+
+def _symbols(data: textio.DataFile, emission: str) -> np.ndarray:
+    """The data a model of ``emission`` reads: CSV numbers read by a categorical model are
+    symbols, a missing cell (NaN) the missing symbol -1."""
+    X = data.X
+    if emission != "categorical" or X.dtype.kind != "f":
+        return X
+    missing = np.isnan(X)
+    filled = np.where(missing, -1.0, X)
+    if not np.all(filled == np.round(filled)):
+        r = int(np.argwhere(filled != np.round(filled))[0][0])
+        raise InvalidInputError(
+            f"X: row {r} holds {X[r].tolist()}, which is not a whole number; categorical "
+            "emissions read symbols 0..W-1 (a missing cell is a missing symbol); pass "
+            "--emission gaussian for measurements")
+    return filled.astype(np.int64)
 
 
 @contextlib.contextmanager
@@ -615,11 +666,19 @@ def _input_format(args, meta: dict) -> str:
     return fmt
 
 
-def _read_for_model(args, meta: dict, vocabulary):
-    X, lengths, _ = textio.read_data(args.input, _input_format(args, meta),
-                                     lengths_path=args.lengths, vocabulary=vocabulary,
-                                     encoding=args.encoding)
-    return X, lengths
+def _read_for_model(args, meta: dict, vocabulary, model) -> textio.DataFile:
+    """The input of ``score``/``decode``/``report``, read as the model's was: its vocabulary
+    for text; for CSV the columns and index column chosen at the fit (``cli.json``) unless
+    ``--columns``/``--index-column`` say otherwise."""
+    fmt = _input_format(args, meta)
+    columns, index = args.columns, args.index_column
+    if fmt == "csv":
+        columns = meta.get("columns") if columns is None else columns
+        index = meta.get("index_column") if index is None else index
+    data = _read(args.input, fmt, args, vocabulary=vocabulary, columns=columns,
+                 index_column=index)
+    data.X = _symbols(data, model.emission)
+    return data
 
 
 def _zero_probability(model, vocabulary, X, lengths, per_seq) -> str | None:
@@ -636,24 +695,23 @@ def _zero_probability(model, vocabulary, X, lengths, per_seq) -> str | None:
         has_unk = any(np.any(seqs[i][:, 0] == unk) for i in zero)
         if has_unk and np.max(model.emissionprob_[:, unk]) == 0:
             hint = (f" (they hold words outside the vocabulary, read as {vocabulary.unk_token}, "
-                    f"which no training word became; {_unknown_word_fix(vocabulary)})")
+                    "to which this model gives probability zero in every state; refit it "
+                    "with `hiddenstate fit`, which reserves probability for unseen words)")
     return f"{len(zero)} sequence(s) have probability zero: {shown}{hint}"
 
 
-def _unknown_word_fix(vocabulary: textio.Vocabulary) -> str:
-    """How to refit so that some training words become ``<unk>`` (which then learns the
-    probability of a word not seen in training), from the training counts: the default
-    ``--min-count`` where words were seen fewer times, else ``--max-vocab`` one below the
-    vocabulary's size (the rarest word becomes ``<unk>``)."""
-    counts = vocabulary.counts[1:]
-    if min(counts, default=DEFAULT_MIN_COUNT) < DEFAULT_MIN_COUNT:
-        return (f"refit with --min-count {DEFAULT_MIN_COUNT} (the default; the rare words "
-                "then stand for the unseen ones)")
-    if len(vocabulary) > 2:
-        return (f"refit with --max-vocab {len(vocabulary) - 1} (every word was seen at least "
-                f"{min(counts)} times; the rarest then stands for the unseen ones)")
-    return ("the training text has a single word; fit on more text so that rare words can "
-            "stand for the unseen ones")
+def _reserve_unseen(model, vocabulary: textio.Vocabulary) -> float:
+    """Give ``<unk>`` the probability :meth:`~hiddenstate.textio.Vocabulary.unseen_probability`
+    in every state of a fitted text model, the other words scaled by one minus it, and
+    return it (0 when training tokens were mapped to ``<unk>``: it learned its probability
+    from them). So a word never seen in training has a positive probability whatever the
+    training counts."""
+    share = vocabulary.unseen_probability()
+    if share > 0:
+        B = (1.0 - share) * np.asarray(model.emissionprob_, dtype=np.float64)
+        B[:, vocabulary.unk_id] += share
+        model.emissionprob_ = B
+    return share
 
 
 def _require_positive(args, model, vocabulary, X, lengths, command: str) -> None:
@@ -712,25 +770,34 @@ def cmd_fit(args, out) -> int:
         model_dir = stack.enter_context(stage_output(args.out, "--out", "model", args.overwrite))
         report_dir = None if args.report is None else stack.enter_context(
             stage_output(args.report, "--report", "report", args.overwrite))
-        X, lengths, vocabulary = textio.read_data(
-            args.input, fmt, lengths_path=args.lengths, max_size=args.max_vocab,
-            min_count=DEFAULT_MIN_COUNT if args.min_count is None else args.min_count,
-            encoding=args.encoding)
+        data = _read(args.input, fmt, args, max_size=args.max_vocab,
+                     min_count=DEFAULT_MIN_COUNT if args.min_count is None else args.min_count,
+                     columns=args.columns, index_column=args.index_column)
+        lengths, vocabulary = data.lengths, data.vocabulary
         note = None
         if args.emission is None:
-            emission, note = _default_emission(fmt, X, args.input)
+            emission, note = _default_emission(fmt, data.X, args.input)
         else:
             emission = args.emission
+        X = _symbols(data, emission)
         model, seconds = _fit(HMM, X, lengths, vocabulary, emission, fmt, args)
+        notes = {}
+        if vocabulary is not None:
+            notes["unseen_probability"] = _reserve_unseen(model, vocabulary)
+        if fmt == "csv":  # how score, decode and report read CSV for this model
+            notes.update(columns=args.columns, index_column=args.index_column,
+                         column_names=data.columns)
         save_model_dir(model, model_dir.path, fmt, vocabulary, source=str(args.input),
                        n_sequences=len(lengths), n_observations=int(lengths.sum()),
-                       fit_seconds=round(seconds, 3))
+                       fit_seconds=round(seconds, 3), **notes)
         if report_dir is not None:
             from .report import write_report
 
             with _about_file(args.input):
                 write_report(model, report_dir.path, X=X, lengths=lengths,
-                             vocabulary=vocabulary, source=str(args.input), fit_seconds=seconds)
+                             vocabulary=vocabulary, source=str(args.input), fit_seconds=seconds,
+                             tokens=data.tokens, index=data.index, index_name=data.index_name,
+                             feature_names=data.columns)
         model_dir.commit()
         if report_dir is not None:
             report_dir.commit()
@@ -753,9 +820,13 @@ def cmd_fit(args, out) -> int:
         unk_share = float(np.mean(X[:, 0] == vocabulary.unk_id))
         parts.append(f"vocabulary: {len(vocabulary)} symbols ({unk_share:.1%} of tokens are "
                      f"{vocabulary.unk_token})")
-        if unk_share == 0.0:
-            _warn("fit", f"no training token maps to {vocabulary.unk_token}, so words not seen "
-                  f"in training will have probability zero; {_unknown_word_fix(vocabulary)}")
+        share = notes["unseen_probability"]
+        if share > 0:
+            # no training word was rare enough to stand for the unseen ones (docs/cli.md)
+            parts.append(
+                f"unseen words: probability {share:.4g} for {vocabulary.unk_token} in every "
+                f"state (Witten-Bell: {len(vocabulary) - 1} types, {sum(vocabulary.counts)} "
+                "tokens)")
     parts.append(f"model saved to {out_dir}")
     if index is not None:
         parts.append(f"report written to {index}")
@@ -833,7 +904,8 @@ def _fit_distributed(model, X, lengths, args, progress: bool) -> None:
 
 def cmd_score(args, out) -> int:
     model, meta, vocabulary = load_model_dir(args.model)
-    X, lengths = _read_for_model(args, meta, vocabulary)
+    data = _read_for_model(args, meta, vocabulary, model)
+    X, lengths = data.X, data.lengths
     with _about_file(args.input):  # wrong number of features, symbols out of range, ...
         per_seq = [float(v) for v in model.score_samples(X, lengths)]
         total = float(sum(per_seq))
@@ -865,7 +937,8 @@ def cmd_decode(args, out) -> int:
     model, meta, vocabulary = load_model_dir(args.model)
     if args.tokens and vocabulary is None:
         raise InvalidInputError("--tokens: only text models have words; drop --tokens")
-    X, lengths = _read_for_model(args, meta, vocabulary)
+    data = _read_for_model(args, meta, vocabulary, model)
+    X, lengths = data.X, data.lengths
     _require_positive(args, model, vocabulary, X, lengths, "decode")
     with _about_file(args.input):
         logprob, states = model.decode(X, lengths, algorithm=args.algorithm)
@@ -873,19 +946,40 @@ def cmd_decode(args, out) -> int:
     if args.json:
         result = {"algorithm": args.algorithm, "log_probability": logprob,
                   "states": [s.tolist() for s in seq_states]}
-        if vocabulary is not None:
-            result["tokens"] = [vocabulary.decode(x[:, 0])
-                                for x in textio.split_sequences(X, lengths)]
+        if vocabulary is not None:  # the words as written; oov: those read as <unk>
+            result["tokens"] = data.tokens
+            result["oov"] = [o.tolist() for o in data.oov]
+        if data.index is not None:
+            result["index_name"] = data.index_name
+            result["index"] = [_labels(i) for i in textio.split_sequences(data.index, lengths)]
         print(_dumps(result), file=out)
         return 0
-    xs = textio.split_sequences(X, lengths)
-    for x, s in zip(xs, seq_states, strict=True):
+    for i, s in enumerate(seq_states):
         if args.tokens:
-            words = vocabulary.decode(x[:, 0])
-            print(" ".join(f"{w}/{int(k)}" for w, k in zip(words, s, strict=True)), file=out)
+            oov = set(data.oov[i].tolist())
+            print(" ".join(f"{OOV_MARK if t in oov else ''}{w}/{int(k)}"
+                           for t, (w, k) in enumerate(zip(data.tokens[i], s, strict=True))),
+                  file=out)
         else:
             print(" ".join(str(int(k)) for k in s), file=out)
     return 0
+
+
+#: ``decode --tokens`` writes a word outside the model's vocabulary (read as ``<unk>``) as
+#: ``*word/state``: the word as the user wrote it, marked
+OOV_MARK = "*"
+
+
+def _labels(index: np.ndarray) -> list:
+    """Index labels as JSON values: dates as ISO 8601 (a date alone when there is no time
+    of day), numbers as numbers, the rest as strings."""
+    if index.dtype.kind == "M":
+        days = index.astype("datetime64[D]")
+        text = (days if np.all(days == index) else index.astype("datetime64[s]")).astype(str)
+        return text.tolist()
+    if index.dtype.kind == "f":
+        return index.tolist()
+    return [str(v) for v in index]
 
 
 def _sequence_seeds(seed: int | None, n: int):
@@ -903,6 +997,9 @@ def cmd_sample(args, out) -> int:
                      {"--n-sequences": "draw fewer sequences per call (and seed each call)"})
     seeds = [args.random_state] if args.n_sequences == 1 else _sequence_seeds(
         args.random_state, args.n_sequences)
+    names = meta.get("column_names")
+    if vocabulary is None and names and not all(n.startswith("column ") for n in names):
+        print(",".join(names), file=out)  # the header of the fit's data: score reads it back
     for i, seed in enumerate(seeds):
         X, states = model.sample(args.n_samples, random_state=seed)
         X = np.asarray(X)
@@ -930,11 +1027,15 @@ def cmd_report(args, out) -> int:
     _separate(("--model", args.model), ("--out", args.out))
     with stage_output(args.out, "--out", "report", args.overwrite) as report_dir:
         model, meta, vocabulary = load_model_dir(args.model)
-        X, lengths = _read_for_model(args, meta, vocabulary)
+        data = _read_for_model(args, meta, vocabulary, model)
+        X, lengths = data.X, data.lengths
         _require_positive(args, model, vocabulary, X, lengths, "report")
         with _about_file(args.input):
             write_report(model, report_dir.path, X=X, lengths=lengths, vocabulary=vocabulary,
-                         source=str(args.input), fit_seconds=meta.get("fit_seconds"))
+                         source=str(args.input), fit_seconds=meta.get("fit_seconds"),
+                         tokens=data.tokens, index=data.index, index_name=data.index_name,
+                         feature_names=data.columns or meta.get("column_names"),
+                         unseen_probability=meta.get("unseen_probability"))
         report_dir.commit()
     print(f"report written to {Path(args.out) / 'index.html'}", file=out)
     return 0
@@ -1089,18 +1190,19 @@ def main(argv: list[str] | None = None) -> int:
     ...           "--out", "model", "--random-state", "0", "--no-progress"])
     fitted a 2-state categorical HMM on 3 sequences (9 observations) in ...s
     iterations: 8 (converged)
-    log-likelihood: -12.729321 (-1.414369 per observation)
-    perplexity: 4.114
+    log-likelihood: -17.326751 (-1.925195 per observation)
+    perplexity: 6.856
     vocabulary: 7 symbols (0.0% of tokens are <unk>)
+    unseen words: probability 0.4 for <unk> in every state (Witten-Bell: 6 types, 9 tokens)
     model saved to model
     0
     >>> cli.main(["score", "corpus.txt", "--model", "model"])
     sequence  length  log_likelihood
-    0         3       -3.62434...
-    1         3       -3.62434...
-    2         3       -5.48063...
-    total     9       -12.72932...
-    # per observation: -1.414369  perplexity: 4.1139
+    0         3       -5.15681...
+    1         3       -5.15681...
+    2         3       -7.01311...
+    total     9       -17.32675...
+    # per observation: -1.925195  perplexity: 6.8565
     0
     >>> cli.main(["score", "missing.txt", "--model", "model"])  # the error goes to stderr
     2

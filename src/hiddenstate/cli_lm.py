@@ -6,6 +6,9 @@
   on one-sentence-per-line text; the model is saved in ``DIR`` and the training state in
   ``DIR/checkpoint`` (``--resume`` continues it).
 - ``lm eval DIR FILE``: exact log-likelihood and perplexity (JSON).
+- ``lm baseline --train F FILE``: the same numbers for an interpolated Kneser-Ney n-gram
+  model of the training text (:class:`~hiddenstate.sources.KneserNeySource`), the baseline
+  the HMM is compared with.
 - ``lm sample DIR --tokens N``: text drawn from the model.
 - ``lm report DIR FILE --out OUT``: validation-perplexity curve (``curve.png``), state usage
   per cluster (``usage.png``) and ``report.json``.
@@ -104,6 +107,18 @@ def add_parser(sub, int_at_least, finite_float) -> None:
     p.add_argument("--encoding", **enc)
     p.set_defaults(func=cmd_eval)
 
+    p = lsub.add_parser(
+        "baseline", help="perplexity of a Kneser-Ney n-gram model of the training text",
+        description="Fit an interpolated Kneser-Ney n-gram model (hiddenstate.sources."
+                    "KneserNeySource) to --train, one sentence per line, and print the exact "
+                    "log-likelihood and perplexity of TEXT as `lm eval` does (same vocabulary "
+                    "rule: the words of --train, one <eos> after every line).")
+    p.add_argument("text", metavar="TEXT", help="text to score, one sentence per line")
+    p.add_argument("--train", required=True, help="training text, one sentence per line")
+    p.add_argument("--order", type=int_at_least(1), default=5, help="n-gram order (5)")
+    p.add_argument("--encoding", **enc)
+    p.set_defaults(func=cmd_baseline)
+
     p = lsub.add_parser("sample", help="draw text from a model")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("--tokens", type=int_at_least(1), default=50)
@@ -149,9 +164,17 @@ def cmd_train(args, out) -> int:
     if args.em_prior is not None:
         warnings.warn("--em-prior is deprecated; pass --prior 1+x (the Dirichlet "
                       "concentration)", FutureWarning, stacklevel=1)
+    if not args.resume and args.constraint != "brown" and args.states is None:
+        raise InvalidInputError(
+            f"--states: --constraint {args.constraint} needs the total number of states; "
+            "pass e.g. --states 1024 (or use --constraint brown with --states-per-cluster)")
     train, vocab = read_lm_file(args.train, encoding=args.encoding)
     ckpt = Path(args.out) / "checkpoint"
     if args.resume:
+        if not (ckpt / "model.json").is_file():
+            raise InvalidInputError(
+                f"--resume: {ckpt} holds no checkpoint to continue (`lm train --out "
+                f"{args.out}` writes one as it trains); drop --resume to start a new model")
         model = load_checkpoint(ckpt)
         diff = vocabulary_difference(vocab, model.vocabulary_)
         if diff is not None:
@@ -218,6 +241,33 @@ def cmd_eval(args, out) -> int:
     ll = model.score(ids)
     print(json.dumps({"tokens": int(len(ids)), "log_likelihood": ll,
                       "perplexity": float(np.exp(-ll / len(ids)))}), file=out)
+    return 0
+
+
+def _sentence_lengths(ids, eos: int) -> np.ndarray:
+    """The length of each sentence of ``ids`` (each ends with ``<eos>``; text after the last
+    one is a sentence too)."""
+    cut = np.flatnonzero(np.asarray(ids) == eos) + 1
+    if not len(cut) or cut[-1] != len(ids):
+        cut = np.append(cut, len(ids))
+    return np.diff(np.concatenate(([0], cut)))
+
+
+def cmd_baseline(args, out) -> int:
+    from .lm import read_lm_file
+    from .sources import KneserNeySource
+    train, vocab = read_lm_file(args.train, encoding=args.encoding)
+    ids, _ = read_lm_file(args.text, vocab, args.encoding)
+    eos = vocab.id_of("<eos>")
+    kn = KneserNeySource(order=args.order).fit(
+        np.asarray(train), _sentence_lengths(train, eos), n_symbols=len(vocab))
+    ll, start = 0.0, 0
+    for n in _sentence_lengths(ids, eos):  # each sentence from the start-of-sequence context
+        ll += float(kn.log_probs(np.asarray(ids[start:start + n])).sum())
+        start += n
+    print(json.dumps({"model": f"Kneser-Ney {args.order}-gram", "tokens": int(len(ids)),
+                      "log_likelihood": ll, "perplexity": float(np.exp(-ll / len(ids)))}),
+          file=out)
     return 0
 
 

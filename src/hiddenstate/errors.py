@@ -46,11 +46,13 @@ class InvalidInputError(HiddenStateError, ValueError):
     """
 
 
-class NotFittedError(HiddenStateError, AttributeError):
+class NotFittedError(HiddenStateError, ValueError, AttributeError):
     """A method needs learned parameters that the model does not have yet.
 
-    Also an :class:`AttributeError`. Call ``fit`` first, or set the learned attributes
-    (``startprob_``, ``transmat_``, ...) by hand.
+    Also a :class:`ValueError` and an :class:`AttributeError`, as scikit-learn's
+    ``NotFittedError`` is, so code written for scikit-learn that catches either keeps
+    working. Call ``fit`` first, or set the learned attributes (``startprob_``,
+    ``transmat_``, ...) by hand.
 
     Examples
     --------
@@ -60,6 +62,11 @@ class NotFittedError(HiddenStateError, AttributeError):
     Traceback (most recent call last):
     ...
     hiddenstate.errors.NotFittedError: This HMM has no learned parameters yet; ...
+    >>> try:
+    ...     hs.HMM(2).predict(np.zeros((3, 1)))
+    ... except ValueError:
+    ...     print("caught as a ValueError, as scikit-learn's")
+    caught as a ValueError, as scikit-learn's
     """
 
 
@@ -188,6 +195,34 @@ class DegenerateStateWarning(UserWarning):
     >>> from hiddenstate.errors import DegenerateStateWarning
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("error", DegenerateStateWarning)  # stop at a dead state
+    """
+
+
+class ParameterOverwriteWarning(UserWarning):
+    """``fit`` is about to replace learned parameters that were set by hand.
+
+    Raised when a model's initialisation step (``init_params`` of :class:`~hiddenstate.HMM`
+    and :class:`~hiddenstate.PROPS`, ``init`` of the grammars, ``warm_start`` of
+    :class:`~hiddenstate.TreeNet`, every fit of :class:`~hiddenstate.NaiveBayesHidden`)
+    will draw new values for an attribute the user assigned since the last ``fit`` or
+    load. The message names the attributes and the argument that keeps them. Values left by
+    a previous ``fit`` or by :func:`hiddenstate.load` are the model's own: refitting them
+    does not warn.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> import hiddenstate as hs
+    >>> from hiddenstate.errors import ParameterOverwriteWarning
+    >>> X = np.random.default_rng(0).normal(size=(50, 1))
+    >>> m = hs.HMM(2, emission="gaussian", random_state=0)
+    >>> m.transmat_ = np.array([[0.5, 0.5], [0.5, 0.5]])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = m.fit(X)
+    >>> [w.category.__name__ for w in caught]
+    ['ParameterOverwriteWarning']
     """
 
 

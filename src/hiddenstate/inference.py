@@ -23,34 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-import numba
 import numpy as np
 
-from . import kernels
+from . import kernels, threads
+from .kernels.chunks import lane_plan
 
 _SEGMENT = 16384  # longest sequence run as a single lane; longer ones are split in segments
 _WARMUP = 1024  # rows of warm-up before each further segment
 _FILTER_RTOL = 1e-13  # agreement required of the warmed-up filter, in every state
-_PARALLEL_WORK = 2e6  # rows x K**2 below which a kernel runs on one thread
 _LANE_BYTES = 8 * 8  # bytes of one f64x8 lane vector
-
-
-def _call(kernel, chunks: np.ndarray, rows: int, K: int, *args) -> None:
-    """Call a parallel kernel, on the calling thread alone when parallelism cannot pay.
-
-    Waking numba's other threads costs microseconds on an idle machine but up to an OS time
-    slice (milliseconds) when other processes keep the cores busy, so small calls, and calls
-    with a single chunk, run on one thread. Results do not depend on it.
-    """
-    if len(chunks) > 2 and rows * K * K >= _PARALLEL_WORK:
-        kernel(*args)
-        return
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        kernel(*args)
-    finally:
-        numba.set_num_threads(before)
 
 
 @dataclass(frozen=True)
@@ -124,43 +105,29 @@ class LanePlan:
         LanePlan
             The plan.
         """
-        lengths = np.diff(bounds)
-        if segment is None:
-            n_parts = np.ones(len(lengths), dtype=np.int64)
-        else:
-            n_parts = np.maximum(1, -(-lengths // segment))
-        if only is not None:
-            n_parts = np.where(only, n_parts, 0)
-        seq = np.repeat(np.arange(len(lengths), dtype=np.int64), n_parts)
-        part = np.arange(len(seq), dtype=np.int64) - np.repeat(np.cumsum(n_parts) - n_parts,
-                                                               n_parts)
-        start, length, n = bounds[seq], lengths[seq], n_parts[seq]
-        lo = start + part * length // n
-        end = start + (part + 1) * length // n
-        first = np.where(part > 0, np.maximum(lo - warmup, start), lo)
-        order = np.argsort(first - end, kind="stable")
-        pad = -len(seq) % kernels.LANES
-
-        def padded(x, fill):
-            return np.concatenate((x[order], np.full(pad, fill, dtype=np.int64)))
-
-        first, lo, end = padded(first, 0), padded(lo, 0), padded(end, 0)
-        block_len = (end - first).reshape(-1, kernels.LANES).max(axis=1)
-        return cls(first, lo, end, padded((part > 0).astype(np.int64), 0), padded(seq, -1),
-                   padded(part, 0), kernels.chunk_bounds(block_len))
+        return cls(*lane_plan(np.ascontiguousarray(bounds, dtype=np.int64), segment or 0,
+                              warmup, np.empty(0, np.bool_) if only is None
+                              else np.ascontiguousarray(only, dtype=np.bool_)))
 
     @property
     def n_chunks(self) -> int:
         """The number of parallel chunks."""
         return len(self.chunks) - 1
 
-    @property
+    @cached_property
     def rows(self) -> int:
         """The rows processed by all entries, warm-ups included."""
         return int((self.end - self.first).sum())
 
+    @cached_property
+    def _heads(self) -> np.ndarray:
+        """The first entry of each sequence."""
+        return np.flatnonzero((self.seq >= 0) & (self.part == 0))
+
     def _by_sequence(self) -> list[np.ndarray]:
         """The real entries of each sequence that has several, in segment order."""
+        if not self.part.any():
+            return []
         real = np.flatnonzero(self.seq >= 0)
         real = real[np.lexsort((self.part[real], self.seq[real]))]
         cuts = np.flatnonzero(np.diff(self.seq[real])) + 1
@@ -196,7 +163,7 @@ class LanePlan:
         """
         out = np.zeros(n_seq)
         last = np.zeros((n_seq, snap_end.shape[1]))
-        heads = np.flatnonzero((self.seq >= 0) & (self.part == 0))
+        heads = self._heads
         out[self.seq[heads]] = total[heads]
         last[self.seq[heads]] = snap_end[heads]
         for group in self._by_sequence():
@@ -640,6 +607,8 @@ def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, 
     """
     if callable(transmat):  # a structured model's successor function (Transitions)
         successors = transmat
+    elif np.all(startprob) and np.all(transmat):  # every state at every position
+        return np.ones((1, len(startprob)), dtype=bool), 0, 1
     else:
         step = np.asarray(transmat) > 0
 
@@ -831,10 +800,59 @@ def clamp_log_likelihood(loglik: np.ndarray, states: np.ndarray) -> np.ndarray:
     return out
 
 
-def fold_rows(post: np.ndarray, fold: np.ndarray | None) -> np.ndarray:
+def weigh_observations(table: EmissionTable, weights: np.ndarray
+                       ) -> tuple[EmissionTable, np.ndarray | None]:
+    r"""Raise each observation's emission term to its weight: :math:`p(x_t \mid z_t)^{w_t}`.
+
+    The table of the weighted likelihood :math:`\prod_t p(x_t \mid z_t)^{w_t}` (an integer
+    :math:`w_t` counts :math:`x_t` as :math:`w_t` copies emitted from the same state; 0 as
+    missing). Dense tables keep their scaling (:math:`e^{w}` of a row whose maximum is 1,
+    offset times :math:`w`); a shared (``by_idx``) table becomes a dense one, scaled afresh,
+    whose posteriors :func:`fold_rows` sums back onto the shared rows (``fold``).
+
+    Parameters
+    ----------
+    table : EmissionTable
+        The table.
+    weights : ndarray of shape (n_samples,)
+        The weight of each observation (finite, >= 0).
+
+    Returns
+    -------
+    table : EmissionTable
+        The weighted table (dense).
+    fold : ndarray of int64 or None
+        Shared tables: the row of the original table of each observation (``table.idx``);
+        dense tables: None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate import inference
+    >>> table = inference.EmissionTable.from_symbols(np.array([[0.5, 0.5], [0.1, 0.9]]),
+    ...                                              np.array([0, 1]))
+    >>> weighted, fold = inference.weigh_observations(table, np.array([2.0, 0.0]))
+    >>> np.exp(np.log(weighted.emis) + weighted.log_offset[:, None]).round(3), fold
+    (array([[0.25, 0.01],
+           [1.  , 1.  ]]), array([0, 1]))
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if table.by_idx:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_frame = np.where(w[:, None] > 0, w[:, None] * table.log_emis()[table.idx], 0.0)
+        return EmissionTable.from_log_likelihood(log_frame), table.idx
+    offset = np.zeros(len(w)) if table.log_offset is None else table.log_offset
+    with np.errstate(invalid="ignore"):
+        emis = np.power(table.emis, w[:, None])  # 0 ** 0 = 1: weight 0 is missing
+        offset = np.where(w > 0, w * offset, 0.0)
+    return EmissionTable(emis, np.arange(len(w), dtype=np.int64), offset, False), None
+
+
+def fold_rows(post: np.ndarray, fold: np.ndarray | None,
+              n_rows: int | None = None) -> np.ndarray:
     """Sum the posteriors of a clamped shared table back onto the rows of the original table.
 
-    See :func:`clamp_states`.
+    See :func:`clamp_states` and :func:`weigh_observations`.
 
     Parameters
     ----------
@@ -842,6 +860,8 @@ def fold_rows(post: np.ndarray, fold: np.ndarray | None) -> np.ndarray:
         The posteriors by row of the clamped table.
     fold : ndarray of int64 or None
         The original row of each row (None: nothing was clamped).
+    n_rows : int or None, default=None
+        The rows of the original table; None: ``fold.max() + 1``.
 
     Returns
     -------
@@ -859,7 +879,7 @@ def fold_rows(post: np.ndarray, fold: np.ndarray | None) -> np.ndarray:
     """
     if fold is None:
         return post
-    out = np.zeros((int(fold.max()) + 1, post.shape[1]))
+    out = np.zeros((int(fold.max()) + 1 if n_rows is None else n_rows, post.shape[1]))
     np.add.at(out, fold, post)
     return out
 
@@ -1088,7 +1108,8 @@ def _f64(a) -> np.ndarray:
     return a if a.flags.writeable else a.copy()
 
 
-def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences) -> Posteriors:
+def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences,
+                     weights: np.ndarray | None = None) -> Posteriors:
     """Compute the expected counts and state posteriors (scaled forward-backward).
 
     Fused statistics. Sequences of at most ``_SEGMENT`` rows run as one lane each; longer
@@ -1105,6 +1126,10 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences)
         The emission probabilities of the data.
     seqs : Sequences
         The layout of the data.
+    weights : ndarray of shape (n_sequences,) or None, default=None
+        The weight of each sequence: every statistic of sequence ``s`` (``start``,
+        ``trans``, its ``post`` rows) is multiplied by ``weights[s]`` (the log-likelihoods
+        are not); None: 1 (the same numbers, bit for bit).
 
     Returns
     -------
@@ -1135,18 +1160,28 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences)
     loglik = np.zeros(len(seqs.lengths))
     if short.n_chunks:
         Cs = short.n_chunks
-        _call(kernels.forward_backward, short.chunks, short.rows, K,
-              startprob, transmat, transmat_t, table.emis, table.idx, short.first, short.end,
-              short.seq, short.chunks, table.by_idx, post_acc[:Cs], post_dense, start_acc[:Cs],
-              trans_acc[:Cs], loglik)
+        kernels.forward_backward(
+            startprob, transmat, transmat_t, table.emis, table.idx, short.first, short.end,
+            short.seq, short.chunks, table.by_idx, post_acc[:Cs], post_dense, start_acc[:Cs],
+            trans_acc[:Cs], loglik, _lane_weights(short, weights))
     if long.n_chunks:
         Cs = short.n_chunks
         loglik += _segmented_forward_backward(
             startprob, transmat, transmat_t, table, seqs, post_acc[Cs:], post_dense,
-            start_acc[Cs:], trans_acc[Cs:])
+            start_acc[Cs:], trans_acc[Cs:], weights)
     out = _reduce_chunks(loglik, start_acc, trans_acc, post_acc, post_dense, table, seqs)
     out.trans *= transmat
     return out
+
+
+def _lane_weights(plan: LanePlan, weights: np.ndarray | None) -> np.ndarray:
+    """The weight of each entry of a lane plan: that of its sequence (1 without
+    ``weights``; 0 for a padding entry)."""
+    real = plan.seq >= 0
+    if weights is None:
+        return real.astype(np.float64)
+    return np.where(real, np.asarray(weights, dtype=np.float64)[np.where(real, plan.seq, 0)],
+                    0.0)
 
 
 def _posterior_buffers(table: EmissionTable, seqs: Sequences, C: int, K: int):
@@ -1189,19 +1224,19 @@ def _filter_segments(startprob, transmat_t, table: EmissionTable, plan: LanePlan
     n = len(plan.first)
     alpha, alpha_base, inv_c = store or (np.empty((0, K)), np.zeros(n, np.int64), np.empty(0))
     total, snap_lo, snap_end = np.empty(n), np.zeros((n, K)), np.zeros((n, K))
-    _call(kernels.forward_loglik, plan.chunks, plan.rows, K,
-          np.stack([startprob, np.full(K, 1.0 / K)]), np.zeros(n, np.bool_), transmat_t,
-          table.emis, table.idx, plan.first, plan.lo, plan.end, plan.init, plan.chunks, total,
-          snap_lo, snap_end, alpha, alpha_base, inv_c)
+    kernels.forward_loglik(
+        np.stack([startprob, np.full(K, 1.0 / K)]), np.zeros(n, np.bool_), transmat_t,
+        table.emis, table.idx, plan.first, plan.lo, plan.end, plan.init, plan.chunks, total,
+        snap_lo, snap_end, alpha, alpha_base, inv_c)
 
     def rerun(l, ref):
         one, from_state = plan.single(l)
         t, s_lo, s_end = (np.empty(kernels.LANES), np.zeros((kernels.LANES, K)),
                           np.zeros((kernels.LANES, K)))
-        _call(kernels.forward_loglik, one.chunks, one.rows, K,
-              ref[None, :], from_state, transmat_t, table.emis, table.idx, one.first, one.lo,
-              one.end, one.init, one.chunks, t, s_lo, s_end, alpha,
-              np.full(kernels.LANES, alpha_base[l]), inv_c)
+        kernels.forward_loglik(
+            ref[None, :], from_state, transmat_t, table.emis, table.idx, one.first, one.lo,
+            one.end, one.init, one.chunks, t, s_lo, s_end, alpha,
+            np.full(kernels.LANES, alpha_base[l]), inv_c)
         return t[0], s_end[0]
 
     return plan.join(n_seq, total, snap_lo, snap_end, _agree, rerun)[0]
@@ -1209,7 +1244,7 @@ def _filter_segments(startprob, transmat_t, table: EmissionTable, plan: LanePlan
 
 def _segmented_forward_backward(startprob, transmat, transmat_t, table: EmissionTable,
                                 seqs: Sequences, post_acc, post_dense, start_acc,
-                                trans_acc) -> np.ndarray:
+                                trans_acc, weights=None) -> np.ndarray:
     r"""Forward-backward of the sequences longer than ``_SEGMENT``, segment by segment.
 
     1. Forward pass of all segments (warm-ups, checks and reruns as in scoring), keeping
@@ -1252,12 +1287,13 @@ def _segmented_forward_backward(startprob, transmat, transmat_t, table: Emission
     inner = ok & (end < seq_end)  # segments followed by another one
     counts_start = ok & (plan.part == 0)
     snaps = [np.zeros((n, K)) for _ in range(3)]
+    lane_w = _lane_weights(plan, weights)
 
     def backward(lo, stop, end, from_state, states, stats, chunks, base, snaps):
-        _call(kernels.backward_pass, chunks, int((stop - lo).sum()), K,
-              transmat, table.emis, table.idx, lo, stop, end, counts_start, chunks, alpha, base,
-              inv_c, states, from_state, stats, table.by_idx, post_acc, post_dense, start_acc,
-              trans_acc, *snaps)
+        kernels.backward_pass(
+            transmat, table.emis, table.idx, lo, stop, end, counts_start, chunks, alpha, base,
+            inv_c, states, from_state, stats, table.by_idx, post_acc, post_dense, start_acc,
+            trans_acc, *snaps, lane_w if stats else np.ones(len(lo)))
 
     def rerun(l, beta):
         one = [np.zeros((kernels.LANES, K)) for _ in range(3)]
@@ -1423,26 +1459,25 @@ def viterbi(startprob, transmat, table: EmissionTable, seqs: Sequences):
     log_emis = table.log_emis()
     n = len(plan.first)
     total, snap_lo, snap_end = np.empty(n), np.zeros((n, K)), np.zeros((n, K))
-    _call(kernels.viterbi_forward, plan.chunks, plan.rows, K,
-          np.stack([log_start, np.zeros(K)]), np.zeros(n, np.bool_), log_transmat_t, log_emis,
-          table.idx, plan.first, plan.lo, plan.end, plan.init, plan.chunks, backptr, total,
-          snap_lo, snap_end)
+    kernels.viterbi_forward(
+        np.stack([log_start, np.zeros(K)]), np.zeros(n, np.bool_), log_transmat_t, log_emis,
+        table.idx, plan.first, plan.lo, plan.end, plan.init, plan.chunks, backptr, total,
+        snap_lo, snap_end)
 
     def rerun(l, ref):
         one, from_state = plan.single(l)
         t, s_lo, s_end = np.empty(kernels.LANES), np.zeros((kernels.LANES, K)), np.zeros(
             (kernels.LANES, K))
-        _call(kernels.viterbi_forward, one.chunks, one.rows, K,
-              ref[None, :], from_state, log_transmat_t, log_emis, table.idx, one.first, one.lo,
-              one.end, one.init, one.chunks, backptr, t, s_lo, s_end)
+        kernels.viterbi_forward(
+            ref[None, :], from_state, log_transmat_t, log_emis, table.idx, one.first, one.lo,
+            one.end, one.init, one.chunks, backptr, t, s_lo, s_end)
         return t[0], s_end[0]
 
     logprob, last = plan.join(len(seqs.lengths), total, snap_lo, snap_end, np.array_equal,
                               rerun)
     last_state = np.where(logprob > -np.inf, np.argmax(last, axis=1), -1)
     states = np.empty(seqs.n_samples, dtype=np.int64)
-    _call(kernels.viterbi_backtrack, seqs.chunks, seqs.n_samples, 1,
-          seqs.bounds, seqs.chunks, last_state, backptr, states)
+    kernels.viterbi_backtrack(seqs.bounds, seqs.chunks, last_state, backptr, states)
     return logprob + table.offset_per_sequence(seqs), states
 
 
@@ -1486,9 +1521,9 @@ def sample_posterior(startprob, transmat, table: EmissionTable, seqs: Sequences,
     uniforms = rng.random(seqs.n_samples)
     states = np.empty(seqs.n_samples, dtype=np.int64)
     plan = seqs.lanes
-    _call(kernels.sample_posterior_paths, plan.chunks, plan.rows, len(startprob),
-          startprob, transmat, np.ascontiguousarray(transmat.T), table.emis, table.idx,
-          plan.first, plan.end, plan.chunks, uniforms, states)
+    kernels.sample_posterior_paths(
+        startprob, transmat, np.ascontiguousarray(transmat.T), table.emis, table.idx,
+        plan.first, plan.end, plan.chunks, uniforms, states)
     return states
 
 
@@ -1525,7 +1560,8 @@ def sample_chain(startprob, transmat, n: int, rng: np.random.Generator) -> np.nd
 
 
 def sparse_forward_backward(startprob, transitions: Transitions, values,
-                            table: EmissionTable, seqs: Sequences) -> Posteriors:
+                            table: EmissionTable, seqs: Sequences,
+                            weights: np.ndarray | None = None) -> Posteriors:
     """Compute :func:`forward_backward` over the allowed transitions only.
 
     See :func:`hiddenstate.kernels.sparse.sparse_forward_backward`.
@@ -1542,6 +1578,8 @@ def sparse_forward_backward(startprob, transitions: Transitions, values,
         The emission probabilities of the data.
     seqs : Sequences
         The layout of the data.
+    weights : ndarray of shape (n_sequences,) or None, default=None
+        The weight of each sequence (see :func:`forward_backward`).
 
     Returns
     -------
@@ -1572,10 +1610,11 @@ def sparse_forward_backward(startprob, transitions: Transitions, values,
     start_acc = np.zeros((C, K))
     trans_acc = np.zeros((C, transitions.nnz))
     loglik = np.empty(len(seqs.lengths))
-    _call(kernels.sparse_forward_backward, seqs.chunks, seqs.n_samples, K,
-          startprob, transitions.indptr, transitions.indices, values, table.emis, table.idx,
-          seqs.bounds, seqs.chunks, table.by_idx, post_acc, post_dense, start_acc, trans_acc,
-          loglik)
+    kernels.sparse_forward_backward(
+        startprob, transitions.indptr, transitions.indices, values, table.emis, table.idx,
+        seqs.bounds, seqs.chunks, table.by_idx, post_acc, post_dense, start_acc, trans_acc,
+        loglik, np.ones(len(seqs.lengths)) if weights is None
+        else np.ascontiguousarray(weights, dtype=np.float64))
     return _reduce_chunks(loglik, start_acc, trans_acc, post_acc, post_dense, table, seqs)
 
 
@@ -1618,9 +1657,9 @@ def sparse_log_likelihood(startprob, transitions: Transitions, values, table: Em
     True
     """
     loglik = np.empty(len(seqs.lengths))
-    _call(kernels.sparse_log_likelihood, seqs.chunks, seqs.n_samples, len(startprob),
-          _f64(startprob), transitions.indptr, transitions.indices, _f64(values), table.emis,
-          table.idx, seqs.bounds, seqs.chunks, loglik)
+    kernels.sparse_log_likelihood(
+        _f64(startprob), transitions.indptr, transitions.indices, _f64(values), table.emis,
+        table.idx, seqs.bounds, seqs.chunks, loglik)
     return loglik + table.offset_per_sequence(seqs)
 
 
@@ -1668,9 +1707,9 @@ def sparse_viterbi(startprob, transitions: Transitions, values, table: EmissionT
     backptr = np.empty((seqs.n_samples, K), dtype=np.int32 if K < 2**31 else np.int64)
     logprob = np.empty(len(seqs.lengths))
     states = np.empty(seqs.n_samples, dtype=np.int64)
-    _call(kernels.sparse_viterbi, seqs.chunks, seqs.n_samples, K,
-          log_start, transitions.indptr, transitions.indices, log_values, table.log_emis(),
-          table.idx, seqs.bounds, seqs.chunks, backptr, logprob, states)
+    kernels.sparse_viterbi(
+        log_start, transitions.indptr, transitions.indices, log_values, table.log_emis(),
+        table.idx, seqs.bounds, seqs.chunks, backptr, logprob, states)
     return logprob + table.offset_per_sequence(seqs), states
 
 
@@ -1728,9 +1767,9 @@ _F64 = 8  # bytes of a float64 / int64
 
 
 def _running(n_chunks: int) -> int:
-    """Chunks that may hold their scratch at the same time (one per thread; numba's thread
-    pool size, an upper bound that is cheaper to read than the current setting)."""
-    return max(1, min(n_chunks, numba.config.NUMBA_NUM_THREADS))
+    """Chunks that may hold their scratch at the same time (one per thread of a call,
+    :func:`hiddenstate.threads.get_num_threads`)."""
+    return max(1, min(n_chunks, threads.get_num_threads()))
 
 
 def memory_estimate(op: str, K: int, seqs: Sequences, table_rows: int, by_idx: bool,

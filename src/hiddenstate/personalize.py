@@ -49,6 +49,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import textwrap
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -65,9 +66,9 @@ from .sources import MISSING, KneserNeySource, Source, load_source, sequence_log
 from .textio import top_symbols
 
 __all__ = ["EVAL_WORDS_CAP", "SUMMARY_FORMAT", "Evaluation", "PersonalizeResult", "Stream",
-           "build_vocabulary", "evaluate", "format_summary_table", "personalize",
-           "predictive_summary", "read_tokens", "require_torch", "split_target", "stream_fit",
-           "train_source"]
+           "build_vocabulary", "evaluate", "format_summary_table", "hmm_baseline_note",
+           "personalize", "predictive_summary", "read_tokens", "require_torch",
+           "split_target", "stream_fit", "train_source"]
 
 #: default cap on the number of evaluation words (the rest of the target, at most this)
 EVAL_WORDS_CAP = 20000
@@ -834,7 +835,8 @@ def personalize(reference=None, target=None, out=None, *, words: int = 2000,
 
     # -- personalise PROPS, stream the HMM
     t = time.perf_counter()
-    props = PROPS([src], perturbation_states, learn="online-em", random_state=seed)
+    props = PROPS([src], n_perturbation_states=perturbation_states, learn="online-em",
+                  random_state=seed)
     props_curve = stream_fit(props, pers, chunk, progress, "props")
     times["props"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -947,6 +949,8 @@ def _summary(*, reference, target, load_source_dir, source_kind, src, vocabulary
             "personalisation": predictive_summary(curves["hmm"], pers.observed),
             "evaluation": predictive_summary(scores.hmm_log_prob, evs.observed),
             "transmat": hmm.transmat_.tolist(),
+            # the evaluation words it never saw while learning (what makes it weak)
+            "unseen_share": _unseen_share(pers, evs, len(vocabulary)),
         },
         "black_box": {
             "label": f"black box alone ({src.describe()})",
@@ -985,6 +989,74 @@ def _summary(*, reference, target, load_source_dir, source_kind, src, vocabulary
             "median_log_odds": float(np.median(odds[evs.observed])),
         },
     }
+
+
+def _unseen_share(pers: Stream, evs: Stream, W: int) -> float:
+    """The share of the observed evaluation words whose symbol never occurs among the
+    observed personalisation words."""
+    seen = np.zeros(W, dtype=bool)
+    seen[pers.X[pers.observed]] = True
+    ev = evs.X[evs.observed]
+    return float(np.mean(~seen[ev])) if len(ev) else 0.0
+
+
+def hmm_baseline_note(summary: dict, always: bool = True) -> str | None:
+    r"""Explain the streaming HMM's evaluation score.
+
+    The report's note; the CLI's table prints it when the perplexity exceeds the vocabulary
+    size. The baseline HMM learns its emissions from the personalisation words alone, by
+    online EM whose prior adds :data:`~hiddenstate.learn.online.online_em.PRIOR_MASS` (1e-6)
+    pseudo-observations per row: an evaluation word it never saw there gets almost no
+    probability. A perplexity above the vocabulary size W is worse than a uniform guess over
+    the W symbols (whose perplexity is W); PROPS predicts such words through its black box.
+
+    Parameters
+    ----------
+    summary : dict
+        The summary (:attr:`PersonalizeResult.summary`).
+    always : bool, default=True
+        Give the note whatever the perplexity; False: only when it exceeds the vocabulary
+        size.
+
+    Returns
+    -------
+    str or None
+        The note; None when there is nothing to say (or the summary predates
+        ``unseen_share``).
+
+    Examples
+    --------
+    >>> from hiddenstate import personalize as pz
+    >>> summary = {"n_personalisation_words": 2000, "vocabulary": {"size": 10000},
+    ...            "models": {"hmm": {"unseen_share": 0.31,
+    ...                               "evaluation": {"perplexity": 47086.0}}}}
+    >>> print(pz.hmm_baseline_note(summary, always=False))  # doctest: +NORMALIZE_WHITESPACE
+    The streaming HMM learns its emissions from the 2,000 personalisation words alone:
+    31.0% of the evaluation words never occur there and get almost no probability (online
+    EM's prior adds 1e-06 pseudo-observations per row), so its evaluation perplexity
+    (47086.0) is above the vocabulary size (10,000), worse than a uniform guess. It is the
+    baseline without a black box; PROPS predicts those words through its black box.
+    """
+    from .learn.online.online_em import PRIOR_MASS
+
+    hmm = summary["models"]["hmm"]
+    share = hmm.get("unseen_share")
+    if share is None:
+        return None
+    W = summary["vocabulary"]["size"]
+    ppl = hmm["evaluation"]["perplexity"]
+    above = ppl is None or not math.isfinite(ppl) or ppl > W
+    if not (always or above):
+        return None
+    text = (f"The streaming HMM learns its emissions from the "
+            f"{summary['n_personalisation_words']:,} personalisation words alone: "
+            f"{share:.1%} of the evaluation words never occur there and get almost no "
+            f"probability (online EM's prior adds {PRIOR_MASS:g} pseudo-observations per row)")
+    if above:
+        text += (f", so its evaluation perplexity ({format_perplexity(ppl)}) is above the "
+                 f"vocabulary size ({W:,}), worse than a uniform guess")
+    return text + (". It is the baseline without a black box; PROPS predicts those words "
+                   "through its black box.")
 
 
 def format_summary_table(summary: dict) -> str:
@@ -1031,6 +1103,9 @@ def format_summary_table(summary: dict) -> str:
             s = m[part]
             cells.append(f"{s['mean_prob']:>14.4f}{format_perplexity(s['perplexity']):>14}")
         lines.append(f"{name:34}" + "".join(cells))
+    note = hmm_baseline_note(summary, always=False)
+    if note is not None:
+        lines += ["", textwrap.fill(note, 90)]
     return "\n".join(lines)
 
 

@@ -2,7 +2,7 @@
 hiddenstate.warmup`` (``make install`` runs it after ``pip install``).
 
 The kernels are compiled on first use and cached on disk by numba (``cache=True``); a cold
-cache makes the first ``HMM(...).fit`` after an install wait about 20 s for the compiler.
+cache makes the first ``HMM(...).fit`` after an install wait about 10 s for the compiler.
 This module runs small versions of the common calls through the public estimators, so that
 exactly the signatures real calls use are compiled and cached: a categorical HMM (fit by EM
 on several sequences, on one and on one longer than a lane, score, decode, posteriors,

@@ -47,6 +47,7 @@ from .._validation import (
     check_memory,
     check_number,
     check_positive_int,
+    check_sequence_list,
     check_stochastic,
 )
 from ..errors import InvalidInputError
@@ -303,6 +304,46 @@ class _HmmlearnHMM(HMM):
     # -- hmmlearn's initialisation ---------------------------------------------------------
     def _validate_X(self, X) -> np.ndarray:
         return self.validate_data(X, None, None)[0]
+
+    def validate_data(self, X, lengths, n_features, stream=False, continues=False):
+        """Validate the observations as the native estimator does, without missing values.
+
+        See :meth:`hiddenstate.HMM.validate_data`. hmmlearn's classes take complete data: a
+        list of sequences of different lengths and NaN are refused with a message that
+        gives the fix (hmmlearn #381, #327).
+
+        Parameters
+        ----------
+        X : array-like
+            The observations, the sequences one after the other.
+        lengths : array-like of int or None
+            The length of each sequence; None: one sequence.
+        n_features : int or None
+            The number of symbols or features; None before it is known.
+        stream, continues : bool, default=False
+            See :meth:`hiddenstate.HMM.validate_data`.
+
+        Returns
+        -------
+        X : ndarray
+            The observations.
+        seqs : hiddenstate.inference.Sequences
+            Their layout.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``X`` or ``lengths`` is invalid, or ``X`` holds NaN.
+        """
+        check_sequence_list(X, lengths, categorical=False)
+        Xv, seqs = super().validate_data(X, lengths, n_features, stream, continues)
+        if Xv.dtype.kind == "f" and np.isnan(Xv).any():
+            raise InvalidInputError(
+                f"X: contains NaN; hmmlearn's {type(self).__name__} takes complete data. "
+                f"hiddenstate's own estimator treats NaN as a missing entry: "
+                f"hs.HMM(n_states, emission={self.emission!r}).fit(X, lengths) "
+                "(import hiddenstate as hs)")
+        return Xv, seqs
 
     def _needs_init(self, code: str, name: str) -> bool:
         if code in self.init_params:
@@ -633,7 +674,8 @@ class _HmmlearnHMM(HMM):
         """Return the equivalent :class:`hiddenstate.HMM`.
 
         Same parameters and fitted state (the monitor's history included); prior
-        hyper-parameters are not carried over.
+        hyper-parameters are not carried over. ``tol`` keeps its number, which the native
+        model reads per observation (hmmlearn's is an absolute gain).
 
         Returns
         -------
@@ -795,11 +837,44 @@ class CategoricalHMM(_EmissionRows, _HmmlearnHMM):
         return {**super()._prior_shapes(K, D), "emissionprob_prior": ((K, D), ())}
 
     def validate_data(self, X, lengths, n_features, stream=False, continues=False):
+        """Validate integer symbols, one per row (``(n_samples, 1)``; hmmlearn #455).
+
+        Parameters
+        ----------
+        X : array-like of int
+            The symbols, the sequences one after the other.
+        lengths : array-like of int or None
+            The length of each sequence; None: one sequence.
+        n_features : int or None
+            The number of symbols; None before it is known.
+        stream, continues : bool, default=False
+            See :meth:`hiddenstate.HMM.validate_data`.
+
+        Returns
+        -------
+        X : ndarray
+            The symbols.
+        seqs : hiddenstate.inference.Sequences
+            Their layout.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``X`` is not integer symbols in one column, or ``lengths`` is invalid.
+        """
+        check_sequence_list(X, lengths, categorical=False)   # hmmlearn #381
         arr = np.asarray(X)
         if arr.dtype == object or not np.issubdtype(arr.dtype, np.integer):
             raise InvalidInputError(
                 f"X: symbols should be integers, got dtype {arr.dtype}; encode them as ints "
                 "(e.g. sklearn.preprocessing.LabelEncoder) with shape (n_samples, 1)")
+        if arr.ndim == 2 and arr.shape[1] != 1:  # hmmlearn #455
+            raise InvalidInputError(
+                f"X: CategoricalHMM takes one symbol per row, shape (n_samples, 1), got shape "
+                f"{arr.shape}; a sequence of {arr.shape[1]} symbols is the column "
+                "np.asarray(seq).reshape(-1, 1) (several sequences: concatenate them and pass "
+                "lengths); several categorical features per step: hs.HMM(n_states, "
+                "n_features=(W1, W2, ...)) (import hiddenstate as hs)")
         return super().validate_data(arr, lengths, n_features, stream, continues)
 
     def _check_and_set_n_features(self, X) -> None:

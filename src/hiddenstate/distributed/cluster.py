@@ -20,8 +20,13 @@ from dataclasses import dataclass
 from ..errors import ClusterError, HiddenStateError, InvalidInputError
 
 #: default of ``timeout=``: the longest wait, in seconds, for any one step of a distributed
-#: fit (a worker when none is left, loading the partitions, one E-step of a worker)
+#: fit (loading the partitions, one E-step of a worker)
 TIMEOUT = 600.0
+#: default of ``worker_wait=``: the longest wait, in seconds, for a worker once every worker
+#: of the cluster has gone mid-fit (a worker its nanny restarts is back within seconds; a
+#: cluster whose workers are gone for good fails within a minute). A cluster with no worker
+#: when the fit starts fails at once.
+WORKER_WAIT = 60.0
 #: how often a wait checks whether the worker it waits on is still there (seconds)
 POLL = 0.5
 #: losses of a partition's worker (while loading it or running its E-step) before the fit
@@ -123,9 +128,21 @@ def check_timeout(timeout) -> float | None:
     return float(timeout)
 
 
-def live_workers(client, timeout: float | None) -> dict:
-    """``{address: threads}`` of the workers now, waiting up to ``timeout`` for one when
-    there is none."""
+def check_worker_wait(worker_wait) -> float | None:
+    """``worker_wait=`` as seconds (None: wait forever)."""
+    if worker_wait is None:
+        return None
+    if isinstance(worker_wait, bool) or not isinstance(worker_wait, (int, float)) \
+            or not 0 < worker_wait < float("inf"):
+        raise InvalidInputError(
+            f"worker_wait: expected seconds > 0 or None (wait forever), got {worker_wait!r}")
+    return float(worker_wait)
+
+
+def live_workers(client, wait: float | None = 0.0, timeout: float | None = TIMEOUT) -> dict:
+    """``{address: threads}`` of the workers now. When there is none: with ``wait=0`` (the
+    start of a fit) fail at once; else wait up to ``wait`` seconds for one (None: forever).
+    ``timeout`` bounds the question to the scheduler."""
     where = describe(client)
     if client.status != "running":
         raise ClusterError(
@@ -133,13 +150,19 @@ def live_workers(client, timeout: float | None) -> dict:
             "pass a running distributed.Client (or client=None for a local cluster)")
     try:
         workers = client.nthreads(callback_timeout=timeout)
+        if not workers and wait == 0:
+            raise ClusterError(
+                f"client: {where} has no worker; start workers (dask worker ADDRESS) and "
+                "wait for them (client.wait_for_workers(n)) before the fit, or pass "
+                "client=None for a local cluster")
         if not workers:
-            client.wait_for_workers(1, timeout=timeout)
+            client.wait_for_workers(1, timeout=wait)
             workers = client.nthreads(callback_timeout=timeout)
     except TimeoutError as exc:
         raise ClusterError(
-            f"timeout: {where} has had no worker for {timeout:g} s; start workers "
-            "(dask worker ADDRESS) or pass a larger timeout=") from exc
+            f"worker_wait: every worker of {where} has gone, and none came back within "
+            f"{wait:g} s; start workers (dask worker ADDRESS) and fit again, or pass a "
+            "larger worker_wait=") from exc
     except OSError as exc:
         raise ClusterError(
             f"client: cannot reach the scheduler of {where} ({exc}); check that it is "
@@ -166,9 +189,12 @@ class Shards:
 
     ``sources[i]`` (a loader with ``load()``, a Delayed, or anything ``fn`` of
     :meth:`load` reads) and ``names[i]`` are kept on the client: a worker's partitions are
-    loaded again from them, elsewhere, if it dies."""
+    loaded again from them, elsewhere, if it dies. ``timeout`` bounds each step,
+    ``worker_wait`` the wait for a worker when every worker has gone; a cluster without
+    workers at the start fails at once."""
 
-    def __init__(self, client, sources: list, names: list[str], timeout: float | None):
+    def __init__(self, client, sources: list, names: list[str], timeout: float | None,
+                 worker_wait: float | None = WORKER_WAIT):
         if not len(sources):
             raise InvalidInputError(
                 "data: no partitions (an empty list of files, arrays or bag partitions); "
@@ -182,11 +208,12 @@ class Shards:
         self.sources = list(sources)
         self.names = list(names)
         self.timeout = timeout
+        self.worker_wait = worker_wait
         self.holders: list[_Holder] = []
         self.steps: list[tuple] = []   # the completed steps: ("load" | "map", fn, args)
         self.losses = [0] * len(self.sources)
         n = len(self.sources)
-        m = min(len(live_workers(client, timeout)), n)
+        m = min(len(live_workers(client, 0.0, timeout)), n)
         # contiguous blocks of partitions, one block per worker
         for j in range(m):
             self.holders.append(self._rehome(list(range(j * n // m, (j + 1) * n // m)),
@@ -197,7 +224,7 @@ class Shards:
         """A new holder of the partitions ``indices`` on the live worker that holds the
         fewest partitions, every completed step replayed on it."""
         while True:
-            workers = live_workers(self.client, self.timeout)
+            workers = live_workers(self.client, self.worker_wait, self.timeout)
             held = dict.fromkeys(workers, 0)
             for h in self.holders:
                 held[h.address] = held.get(h.address, 0) + len(h.indices)
@@ -228,7 +255,8 @@ class Shards:
                 actor = future.result(timeout=POLL)
                 break
             except TimeoutError as exc:
-                if address not in live_workers(self.client, self.timeout):
+                if address not in live_workers(self.client, self.worker_wait,
+                                               self.timeout):
                     raise _Lost from exc
                 if self.timeout is not None and time.monotonic() - start > self.timeout:
                     raise ClusterError(

@@ -20,8 +20,16 @@ from .._validation import make_rng
 from ..errors import InvalidInputError, MissingDependencyError
 from ..inference import Sequences
 from ..learn import MODES
+from ..models.hmm.weights import SampleWeights
 from ..progress import FitProgress
-from .cluster import TIMEOUT, Shards, check_timeout, live_workers
+from .cluster import (
+    TIMEOUT,
+    WORKER_WAIT,
+    Shards,
+    check_timeout,
+    check_worker_wait,
+    live_workers,
+)
 from .partitions import Partitions, as_partitions, named
 from .problem import DaskProblem
 
@@ -100,8 +108,9 @@ def local_client(n_workers: int | None = None, **cluster_kwargs):
 
 
 def _read(source, name: str, model, n_features):
-    """The validated ``(X, Sequences)`` of one source (a loader, or the computed list of a
-    bag partition), as ``HMM.fit`` validates its input (``model.validate_data``)."""
+    """The validated ``(X, Sequences, SampleWeights or None)`` of one source (a loader, or
+    the computed list of a bag partition), as ``HMM.fit`` validates its input
+    (``model.validate_data``; the source's ``sample_weight`` attribute, if any)."""
     if isinstance(source, list):  # a bag partition: its elements are sequences
         if not source:
             raise InvalidInputError(f"data: {name} is empty; repartition the bag")
@@ -109,28 +118,32 @@ def _read(source, name: str, model, n_features):
         raw = np.concatenate(seqs), np.array([len(s) for s in seqs], dtype=np.int64)
     else:
         raw = named(name, source.load)
-    return named(name, model.validate_data, raw[0], raw[1], n_features)
+    X, seqs = named(name, model.validate_data, raw[0], raw[1], n_features)
+    weights = named(name, SampleWeights.of, getattr(source, "sample_weight", None), seqs, True)
+    return X, seqs, weights
 
 
 def _summary(data, name: str, model):
-    """Rows, the number of features the data imply, and per column the sum and the count
-    of the observed (not NaN) entries (for VB's data-mean priors) of one partition."""
-    X, _ = data
+    """Rows, the number of features the data imply, and per column the (weighted) sum and
+    count of the observed (not NaN) entries (for VB's data-mean priors) of one partition."""
+    X, seqs, weights = data
     inferred = named(name, model.resolve_n_features, X)
     flat = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
     seen = ~np.isnan(flat)
-    return len(X), inferred, np.where(seen, flat, 0.0).sum(axis=0), seen.sum(axis=0)
+    w = np.ones(len(X)) if weights is None else weights.row_weights(seqs)
+    return (len(X), inferred, (w[:, None] * np.where(seen, flat, 0.0)).sum(axis=0),
+            (w[:, None] * seen).sum(axis=0))
 
 
 def _to_problem(data, name: str, model, family, n_features, known: bool):
     """The partition's own Problem (validated again against the fit's ``n_features`` when
     it was inferred from the partitions; refused before allocating when its E-step would
     not fit in the worker's memory)."""
-    X, seqs = data
+    X, seqs, weights = data
     if not known:
         X, seqs = named(name, model.validate_data, X, seqs.lengths, n_features)
     named(name, model.check_fit_memory, X, seqs, family)
-    return model.problem(family, X, seqs)
+    return model.problem(family, X, seqs, weights=weights)
 
 
 def _data_of(problem, name: str):
@@ -186,7 +199,8 @@ def _check_client(client, distributed):
 def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = None,
         n_workers: int | None = None, init_rows: int = INIT_ROWS, progress: bool = False,
         callback: Callable[[int, float], None] | None = None,
-        timeout: float | None = TIMEOUT):
+        timeout: float | None = TIMEOUT, sample_weight=None,
+        worker_wait: float | None = WORKER_WAIT):
     """Fit an HMM's batch learning mode on a Dask cluster, as ``model.fit`` would.
 
     The workers load and validate their partitions and run the E-step where the data are;
@@ -221,8 +235,17 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
     callback : callable or None, default=None
         ``callback(iteration, objective)`` after every iteration, as in ``HMM.fit``.
     timeout : float or None, default=600.0
-        The longest wait in seconds for any one step on the cluster (a worker when there is
-        none, loading the partitions, one E-step of a worker); None: no limit.
+        The longest wait in seconds for any one step on the cluster (loading the
+        partitions, one E-step of a worker); None: no limit.
+    sample_weight : array-like, dict, list or None, default=None
+        ``HMM.fit``'s weights (same meaning, :mod:`hiddenstate.models.hmm.weights`): with an
+        array, one per sequence or observation (or a dict of both), cut with the data; with
+        a list of arrays, one such entry per array. Other data: give each source a
+        ``sample_weight`` attribute.
+    worker_wait : float or None, default=60.0
+        The longest wait in seconds for a worker when every worker of the cluster has gone
+        mid-fit (a restarted worker is back within seconds); None: no limit. A cluster with
+        no worker when the fit starts fails at once.
 
     Returns
     -------
@@ -235,8 +258,10 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
         If ``model`` is not an HMM with a batch mode, or an argument or the data is invalid
         (the message names the partition or file).
     hiddenstate.errors.ClusterError
-        If a step waits longer than ``timeout``, the client is not running or a partition's
-        worker died 3 times; the message names the cluster and what it waited for.
+        If the cluster has no worker, a step waits longer than ``timeout``, every worker
+        has gone for longer than ``worker_wait``, the client is not running or a
+        partition's worker died 3 times; the message names the cluster and what it waited
+        for.
     hiddenstate.errors.MissingDependencyError
         If Dask's distributed scheduler is not installed (the ``dask`` extra).
 
@@ -277,6 +302,7 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
             f"callback: expected a function callback(iteration, objective), got "
             f"{type(callback).__name__}")
     timeout = check_timeout(timeout)
+    worker_wait = check_worker_wait(worker_wait)
     if client is None:
         try:
             client = distributed.default_client()
@@ -284,23 +310,24 @@ def fit(model, data, client=None, *, lengths=None, n_partitions: int | None = No
             with local_client(n_workers) as own:
                 return fit(model, data, own, lengths=lengths, n_partitions=n_partitions,
                            init_rows=init_rows, progress=progress, callback=callback,
-                           timeout=timeout)
+                           timeout=timeout, sample_weight=sample_weight,
+                           worker_wait=worker_wait)
     _check_client(client, distributed)
-    workers = live_workers(client, timeout)
+    workers = live_workers(client, 0.0, timeout)  # no worker: fail at once
     if n_partitions is None:
         n_partitions = len(workers)
-    parts = as_partitions(data, lengths, n_partitions)
+    parts = as_partitions(data, lengths, n_partitions, sample_weight)
     step, close = _progress(callback, model, progress)
     try:
-        return _fit(model, parts, client, int(init_rows), step, timeout)
+        return _fit(model, parts, client, int(init_rows), step, timeout, worker_wait)
     finally:
         close()
 
 
-def _fit(model, parts: Partitions, client, init_rows: int, callback, timeout):
+def _fit(model, parts: Partitions, client, init_rows: int, callback, timeout, worker_wait):
     names = list(parts.names)
     known = model.resolve_n_features()
-    shards = Shards(client, list(parts.sources), names, timeout)
+    shards = Shards(client, list(parts.sources), names, timeout, worker_wait)
     try:
         # each worker reads and validates its partitions once and keeps them
         shards.load(_read, model, known)

@@ -24,10 +24,13 @@ from ..kernels import chunk_bounds
 
 @dataclass(frozen=True)
 class ArrayPart:
-    """Sequences held in memory: ``X`` (rows of observations) split by ``lengths``."""
+    """Sequences held in memory: ``X`` (rows of observations) split by ``lengths``, with
+    their ``sample_weight`` (as ``HMM.fit`` takes it, checked by the worker against the
+    data; None: all 1). A source of any class may carry a ``sample_weight`` attribute."""
 
     X: np.ndarray
     lengths: np.ndarray | None
+    sample_weight: object = None
 
     def load(self) -> tuple[np.ndarray, np.ndarray | None]:
         return self.X, self.lengths
@@ -134,7 +137,7 @@ class Partitions:
         return len(self.sources)
 
 
-def from_arrays(X, lengths=None, n_partitions: int = 2) -> Partitions:
+def from_arrays(X, lengths=None, n_partitions: int = 2, sample_weight=None) -> Partitions:
     """Cut one array of concatenated sequences into partitions of whole sequences.
 
     ``n_partitions`` contiguous groups of whole sequences of about equal total length.
@@ -147,6 +150,9 @@ def from_arrays(X, lengths=None, n_partitions: int = 2) -> Partitions:
         The length of each sequence; None: one sequence.
     n_partitions : int, default=2
         The number of partitions (fewer when there are fewer sequences).
+    sample_weight : array-like, dict or None, default=None
+        The weights of ``HMM.fit`` (one per sequence or per observation, or a dict of
+        both), cut with the data.
 
     Returns
     -------
@@ -156,8 +162,8 @@ def from_arrays(X, lengths=None, n_partitions: int = 2) -> Partitions:
     Raises
     ------
     hiddenstate.errors.InvalidInputError
-        If ``X`` is not a rectangular array, ``lengths`` do not sum to its rows, or
-        ``n_partitions`` is not an int >= 1.
+        If ``X`` is not a rectangular array, ``lengths`` do not sum to its rows,
+        ``n_partitions`` is not an int >= 1 or ``sample_weight`` does not fit the data.
 
     Examples
     --------
@@ -168,16 +174,24 @@ def from_arrays(X, lengths=None, n_partitions: int = 2) -> Partitions:
     >>> [source.load()[1] for source in parts.sources]
     [array([6, 8]), array([2])]
     """
-    from .._validation import check_lengths
+    from .._validation import check_lengths, check_sample_weight
 
     X = _array("X", X)
     lengths = check_lengths(lengths, len(X))
     if isinstance(n_partitions, bool) or not isinstance(n_partitions, (int, np.integer)) \
             or n_partitions < 1:
         raise InvalidInputError(f"n_partitions: expected an int >= 1, got {n_partitions!r}")
+    seq_w, obs_w = check_sample_weight(sample_weight, lengths)
     cuts = chunk_bounds(lengths, int(n_partitions))
     rows = np.concatenate(([0], np.cumsum(lengths)))
-    parts = tuple(ArrayPart(X[rows[a]:rows[b]], lengths[a:b])
+
+    def weights(a, b):
+        if seq_w is None and obs_w is None:
+            return None
+        return {"sequence": None if seq_w is None else seq_w[a:b],
+                "observation": None if obs_w is None else obs_w[rows[a]:rows[b]]}
+
+    parts = tuple(ArrayPart(X[rows[a]:rows[b]], lengths[a:b], weights(a, b))
                   for a, b in zip(cuts[:-1], cuts[1:], strict=True))
     return Partitions(parts, tuple(f"partition {i}" for i in range(len(parts))))
 
@@ -196,7 +210,8 @@ def _array(name: str, X) -> np.ndarray:
     return X
 
 
-def from_list(arrays: Sequence, lengths: Sequence | None = None) -> Partitions:
+def from_list(arrays: Sequence, lengths: Sequence | None = None,
+              sample_weight: Sequence | None = None) -> Partitions:
     """Make one partition of each array.
 
     Parameters
@@ -205,6 +220,9 @@ def from_list(arrays: Sequence, lengths: Sequence | None = None) -> Partitions:
         The partitions' observations.
     lengths : list of array-like of int or None, default=None
         ``lengths[i]`` splits array ``i`` into sequences; None: each array is one sequence.
+    sample_weight : list or None, default=None
+        ``sample_weight[i]``: the weights of array ``i`` (as ``HMM.fit`` takes them: one per
+        sequence or per observation, or a dict of both; None: all 1).
 
     Returns
     -------
@@ -214,8 +232,8 @@ def from_list(arrays: Sequence, lengths: Sequence | None = None) -> Partitions:
     Raises
     ------
     hiddenstate.errors.InvalidInputError
-        If ``arrays`` is not a list, an array is ragged, or ``lengths`` is not one entry
-        per array.
+        If ``arrays`` is not a list, an array is ragged, or ``lengths`` or
+        ``sample_weight`` is not one entry per array.
 
     Examples
     --------
@@ -235,8 +253,14 @@ def from_list(arrays: Sequence, lengths: Sequence | None = None) -> Partitions:
         raise InvalidInputError(
             f"lengths: with a list of {len(arrays)} arrays, pass a list of one lengths array "
             "per array, or None for one sequence per array")
+    if sample_weight is not None and (not isinstance(sample_weight, (list, tuple))
+                                      or len(sample_weight) != len(arrays)):
+        raise InvalidInputError(
+            f"sample_weight: with a list of {len(arrays)} arrays, pass a list of one weights "
+            "entry per array (None: all 1)")
     parts = tuple(ArrayPart(_array(f"partition {i}", a),
-                            None if lengths is None else lengths[i])
+                            None if lengths is None else lengths[i],
+                            None if sample_weight is None else sample_weight[i])
                   for i, a in enumerate(arrays))
     return Partitions(parts, tuple(f"partition {i}" for i in range(len(parts))))
 
@@ -408,14 +432,22 @@ def from_bag(bag) -> Partitions:
     return Partitions(parts, tuple(f"bag partition {i}" for i in range(len(parts))))
 
 
-def as_partitions(data, lengths=None, n_partitions: int = 2) -> Partitions:
-    """``data`` in any of the accepted forms as :class:`Partitions`."""
+def as_partitions(data, lengths=None, n_partitions: int = 2,
+                  sample_weight=None) -> Partitions:
+    """``data`` in any of the accepted forms as :class:`Partitions` (``sample_weight``
+    with an array or a list of arrays only)."""
+    if sample_weight is not None and not (
+            isinstance(data, np.ndarray) or (isinstance(data, (list, tuple)) and data
+                                             and all(isinstance(d, np.ndarray) for d in data))):
+        raise InvalidInputError(
+            "sample_weight: given with an array or a list of arrays only; for files, bags "
+            "or Partitions, give each source a sample_weight attribute (see ArrayPart)")
     if isinstance(data, Partitions):
         return data
     if type(data).__module__.startswith("dask.bag"):
         return from_bag(data)
     if isinstance(data, np.ndarray):
-        return from_arrays(data, lengths, n_partitions)
+        return from_arrays(data, lengths, n_partitions, sample_weight)
     if isinstance(data, (list, tuple)) and data:
         if all(isinstance(d, (str, os.PathLike)) for d in data):
             if all(Path(d).suffix.lower() == ".parquet" for d in data):
@@ -426,7 +458,7 @@ def as_partitions(data, lengths=None, n_partitions: int = 2) -> Partitions:
                 return from_parquet(data)
             return from_files(data, lengths)
         if all(isinstance(d, np.ndarray) for d in data):
-            return from_list(data, lengths)
+            return from_list(data, lengths, sample_weight)
     raise InvalidInputError(
         f"data: expected an array (+ lengths), a list of arrays, a list of .npy/.csv/text or "
         f".parquet paths, a Dask bag of sequences or Partitions, got "

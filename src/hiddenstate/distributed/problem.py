@@ -23,7 +23,14 @@ import hashlib
 import numpy as np
 
 from ..learn import merge_statistics
-from .cluster import TIMEOUT, Shards, check_timeout, live_workers
+from .cluster import (
+    TIMEOUT,
+    WORKER_WAIT,
+    Shards,
+    check_timeout,
+    check_worker_wait,
+    live_workers,
+)
 from .partitions import named
 
 
@@ -40,7 +47,7 @@ def _path_counts(problem, name: str, views, k: int):
 
 
 def _describe(problem, name: str):
-    return problem.blocks, problem.letters, problem.n_virtual
+    return problem.blocks, problem.letters, problem.n_virtual, problem.n_observations
 
 
 def _build(source, name: str, make_problem):
@@ -76,6 +83,8 @@ class DaskProblem:
         The letters of each block (hmmlearn's ``params``).
     n_virtual : dict of str to float
         The observations per state of each block, summed over the partitions.
+    n_observations : int
+        The observations of all partitions (the unit of the stop rule's ``tol``).
 
     See Also
     --------
@@ -108,18 +117,22 @@ class DaskProblem:
     (True, True)
     """
 
-    def __init__(self, shards: Shards, blocks: dict, letters: dict, n_virtual: dict):
+    def __init__(self, shards: Shards, blocks: dict, letters: dict, n_virtual: dict,
+                 n_observations: int):
         self.shards = shards
         self.blocks = blocks
         self.letters = letters
         self.n_virtual = n_virtual
+        self.n_observations = n_observations
 
     @classmethod
     def build(cls, client, partitions: list, names: list[str], make_problem,
-              timeout: float | None = TIMEOUT) -> DaskProblem:
+              timeout: float | None = TIMEOUT,
+              worker_wait: float | None = WORKER_WAIT) -> DaskProblem:
         """Build ``make_problem(partition, name)`` on a worker for each partition, in data order.
 
-        ``n_virtual`` is summed over the partitions (it counts data).
+        ``n_virtual`` and ``n_observations`` are summed over the partitions (they count
+        data).
 
         Parameters
         ----------
@@ -135,6 +148,9 @@ class DaskProblem:
             :class:`~hiddenstate.learn.batch.Problem`, run on the worker that holds it.
         timeout : float or None, default=600.0
             The longest wait in seconds for any one step (None: no limit).
+        worker_wait : float or None, default=60.0
+            The longest wait in seconds for a worker once every worker has gone (None: no
+            limit); a cluster with no worker at the start fails at once.
 
         Returns
         -------
@@ -144,14 +160,15 @@ class DaskProblem:
         Raises
         ------
         hiddenstate.errors.InvalidInputError
-            If ``timeout`` is invalid or there are no partitions.
+            If ``timeout`` or ``worker_wait`` is invalid or there are no partitions.
         hiddenstate.errors.ClusterError
-            If the cluster has no worker within ``timeout``, the client is not running, or a
-            partition's worker died 3 times.
+            If the cluster has no worker, a step takes longer than ``timeout``, the client is
+            not running, or a partition's worker died 3 times.
         """
         timeout = check_timeout(timeout)
-        live_workers(client, timeout)
-        shards = Shards(client, list(partitions), list(names), timeout)
+        worker_wait = check_worker_wait(worker_wait)
+        live_workers(client, 0.0, timeout)
+        shards = Shards(client, list(partitions), list(names), timeout, worker_wait)
         try:
             shards.load(_build, make_problem)
             return cls.on(shards)
@@ -174,10 +191,11 @@ class DaskProblem:
             Their Problem, with ``n_virtual`` summed over the partitions.
         """
         described = shards.map(_describe, what="describing the partitions' Problems")
-        blocks, letters, n_virtual = described[0]
-        for _, _, more in described[1:]:
+        blocks, letters, n_virtual, n_observations = described[0]
+        for _, _, more, more_observations in described[1:]:
             n_virtual = {key: n_virtual[key] + more[key] for key in n_virtual}
-        return cls(shards, blocks, letters, n_virtual)
+            n_observations += more_observations
+        return cls(shards, blocks, letters, n_virtual, n_observations)
 
     def close(self) -> None:
         """Release the workers' copies of the partitions."""

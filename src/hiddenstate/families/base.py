@@ -426,8 +426,9 @@ class EmissionFamily(ABC):
     def state_axes(self) -> dict:
         """Return the axis of each parameter array that indexes the states.
 
-        Gibbs sampling relabels exchangeable states (:func:`hiddenstate.learn.gibbs.align_states`)
-        through it. The default: axis 0 of every parameter.
+        Gibbs sampling relabels exchangeable states through it
+        (:func:`hiddenstate.learn.gibbs.relabel_draws`). The default: axis 0 of every
+        parameter.
 
         Returns
         -------
@@ -521,6 +522,128 @@ class EmissionFamily(ABC):
         ndarray of shape (n, ...)
             The observations, one row per state.
         """
+
+    # -- fixed entries (HMM(fixed=...); see :mod:`hiddenstate.families.fixed`) -------------------
+    #: the fixed entries by parameter key (NaN: free), set by :meth:`fix`; empty: none
+    fixed: dict = {}
+    #: the keys whose fixed entries :meth:`fix` accepts (categorical rows: renormalised)
+    fixable: tuple[str, ...] = ()
+
+    def fix(self, fixed: dict) -> None:
+        """Fix entries of the parameters: every mode keeps them and learns the rest.
+
+        Parameters
+        ----------
+        fixed : dict of str to array-like
+            Parameter key -> an array of the parameter's shape, NaN for the free entries.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If a key cannot be fixed in this family or an array does not fit (the message
+            names ``fixed[key]``).
+        """
+        bad = sorted(set(fixed) - set(self.fixable))
+        if bad:
+            can = ", ".join(repr(k) for k in self.fixable) or "nothing"
+            raise InvalidInputError(
+                f"fixed: {bad[0]!r} cannot be fixed in {type(self).__name__} (it fixes "
+                f"{can}); fix the parameters by their names without the trailing underscore")
+        self.fixed = {key: arr for key, value in fixed.items()
+                      if (arr := self.check_fixed(key, value)) is not None}
+
+    def check_fixed(self, key: str, value) -> np.ndarray | None:
+        """Check the fixed entries of the parameter ``key``.
+
+        Parameters
+        ----------
+        key : str
+            A key of :attr:`fixable`.
+        value : array-like
+            The fixed values (NaN: free).
+
+        Returns
+        -------
+        ndarray or None
+            The fixed values as float64; None when nothing is fixed.
+        """
+        raise NotImplementedError
+
+    def impose_fixed(self, params: dict) -> dict:
+        """Return parameters that honour :attr:`fixed` (a starting point, for example).
+
+        The fixed entries set; the free entries of categorical rows scaled to the mass
+        left (:func:`~hiddenstate.families.fixed.impose_rows`).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The parameters (new arrays for the keys with fixed entries).
+        """
+        from .fixed import impose, impose_rows
+
+        out = dict(params)
+        for key, value in self.fixed.items():
+            how = impose_rows if key == "emissionprob" else impose
+            out[key] = how(np.asarray(params[key], dtype=np.float64), value)
+        return out
+
+    # -- the order of the states -------------------------------------------------------------
+    def state_axis(self, key: str, value: np.ndarray) -> int | None:
+        """Return the axis of the states of a parameter or variational posterior array.
+
+        Parameters
+        ----------
+        key : str
+            Its key (``"means"``, ``"covars"``, a VB posterior key such as ``"beta"``).
+        value : ndarray
+            The array.
+
+        Returns
+        -------
+        int or None
+            The axis (0 for every family's per-state arrays); None for an array shared by
+            every state.
+        """
+        return 0
+
+    def permute_states(self, values: dict, perm: np.ndarray) -> dict:
+        """Reorder the states of emission parameters (or their VB posteriors).
+
+        State ``j`` of the result is state ``perm[j]`` of ``values``.
+
+        Parameters
+        ----------
+        values : dict of str to ndarray
+            Parameters or variational posterior hyper-parameters, by key.
+        perm : ndarray of int of shape (n_states,)
+            A permutation of the states.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The reordered arrays (shared arrays as they are).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hiddenstate.families import PoissonEmissions
+        >>> PoissonEmissions(2, 1).permute_states({"lambdas": np.array([[1.0], [5.0]])},
+        ...                                       np.array([1, 0]))
+        {'lambdas': array([[5.],
+               [1.]])}
+        """
+        out = {}
+        for key, value in values.items():
+            value = np.asarray(value)
+            axis = self.state_axis(key, value)
+            out[key] = value if axis is None else np.take(value, perm, axis=axis)
+        return out
 
     def n_free_parameters(self) -> int:
         """Return the number of free parameters of the emissions, for AIC and BIC.

@@ -19,6 +19,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from ..errors import InvalidInputError
+from . import fixed as fixed_rows
 from .posterior_draws import TINY, dirichlet_rows, log_gamma_draws
 
 
@@ -58,12 +59,15 @@ def estimate_rows(counts: np.ndarray, current: np.ndarray, prior=1.0) -> tuple[n
     >>> estimate_rows(counts[:1], current[:1], prior=2.0)[0].round(3)
     array([[0.571, 0.286, 0.143]])
     """
-    est = np.maximum(counts + (np.asarray(prior, dtype=np.float64) - 1.0), 0.0)
-    est = np.where(current == 0, 0.0, est)
+    est = counts + (np.asarray(prior, dtype=np.float64) - 1.0)
+    np.maximum(est, 0.0, out=est)
+    est[current == 0] = 0.0
     est = est.reshape(-1, est.shape[-1])  # rows along the last axis, any number of axes
-    cur = np.reshape(current, est.shape)
     sums = est.sum(axis=1)
     live = sums > 0
+    if live.all():  # the usual case, in fewer steps (the same numbers)
+        return (est / sums[:, None]).reshape(current.shape), []
+    cur = np.reshape(current, est.shape)
     out = np.empty_like(est)
     out[live] = est[live] / sums[live, None]
     out[~live] = cur[~live]
@@ -89,6 +93,10 @@ class DirichletRows:
         Its hmmlearn flag (``"s"``, ``"t"``, ``"e"``).
     prior : float or array-like, default=1.0
         The Dirichlet :math:`\alpha`, a scalar or an array broadcastable to the rows.
+    fixed : ndarray or None, default=None
+        Fixed entries (NaN: free), shaped like the rows: every mode keeps them and
+        estimates the free entries of each row under the constraint that it sums to one
+        (:mod:`hiddenstate.families.fixed`).
 
     Examples
     --------
@@ -101,10 +109,11 @@ class DirichletRows:
            [0.333, 0.667]])
     """
 
-    def __init__(self, key: str, letter: str, prior=1.0):
+    def __init__(self, key: str, letter: str, prior=1.0, fixed: np.ndarray | None = None):
         self.key = key
         self.letter = letter
         self.prior = prior
+        self.fixed = fixed
 
     def _alpha(self, like: np.ndarray) -> np.ndarray:
         return np.broadcast_to(np.asarray(self.prior, dtype=np.float64), like.shape)
@@ -146,7 +155,9 @@ class DirichletRows:
         """
         if self.letter not in which:
             return theta, []
-        return estimate_rows(counts, theta, self._alpha(theta))
+        if self.fixed is not None:
+            return fixed_rows.mstep_rows(theta, counts, self._alpha(theta), self.fixed)
+        return estimate_rows(counts, theta, self.prior)
 
     def log_prior(self, theta) -> float:
         r"""Compute the Dirichlet log density of the rows.
@@ -166,6 +177,8 @@ class DirichletRows:
         """
         theta = np.asarray(theta, dtype=np.float64)
         alpha = self._alpha(theta)
+        if self.fixed is not None:
+            return fixed_rows.log_prior_rows(theta, alpha, self.fixed)
         if np.all(alpha == 1.0):
             return 0.0  # flat prior: a constant, left out
         s = _support(theta, alpha)  # every row at once (rows along the last axis)
@@ -193,7 +206,8 @@ class DirichletRows:
         ndarray
             The posterior's Dirichlet parameters, shaped like ``theta``.
         """
-        return self._alpha(theta) + n_virtual * np.asarray(theta)
+        q = self._alpha(theta) + n_virtual * np.asarray(theta)
+        return q if self.fixed is None else fixed_rows.vb_posterior_rows(q, self.fixed)
 
     def vb_update(self, q, counts, which):
         r"""Update the variational posterior: :math:`\hat\alpha = \alpha + n`.
@@ -214,7 +228,8 @@ class DirichletRows:
         """
         if self.letter not in which:
             return q
-        return self._alpha(q) + counts
+        q = self._alpha(q) + counts
+        return q if self.fixed is None else fixed_rows.vb_posterior_rows(q, self.fixed)
 
     def vb_expected(self, q) -> np.ndarray:
         r"""Return :math:`\exp E_q[\log\theta]`, what the E-step uses.
@@ -232,6 +247,8 @@ class DirichletRows:
         ndarray
             The sub-normalised rows (0 where ``q`` is 0).
         """
+        if self.fixed is not None:
+            return fixed_rows.vb_expected_rows(q, self.fixed)
         with np.errstate(divide="ignore", invalid="ignore"):
             out = np.exp(digamma(q) - digamma(q.sum(axis=-1, keepdims=True)))
         return np.where(q > 0, out, 0.0)
@@ -253,6 +270,8 @@ class DirichletRows:
         """
         q = np.asarray(q, dtype=np.float64)
         alpha = self._alpha(q)
+        if self.fixed is not None:
+            return fixed_rows.vb_kl_rows(q, alpha, self.fixed)
         s = q > 0
         a_hat = np.where(s, q, 1.0)  # placeholders outside the support, masked below
         a = np.where(s, alpha, 1.0)
@@ -277,6 +296,8 @@ class DirichletRows:
         ndarray
             The rows.
         """
+        if self.fixed is not None:
+            return fixed_rows.vb_mean_rows(q, self.fixed)
         sums = q.sum(axis=-1, keepdims=True)
         return q / sums
 
@@ -296,7 +317,10 @@ class DirichletRows:
         r"""Draw the rows from their Dirichlet posterior :math:`\mathrm{Dir}(\alpha + n)`.
 
         Zeros of ``theta`` are structural and stay zero (as in :meth:`mstep`); see
-        :func:`~.posterior_draws.dirichlet_rows`.
+        :func:`~.posterior_draws.dirichlet_rows`. With fixed entries, the free part of each
+        row renormalised, :math:`\phi = \theta_{\bar F}/(1 - m)`, is drawn from
+        :math:`\mathrm{Dir}(\alpha_{\bar F} + n_{\bar F})` (the prior of
+        :mod:`hiddenstate.families.fixed`) and the fixed entries are kept.
 
         Parameters
         ----------
@@ -332,7 +356,17 @@ class DirichletRows:
         """
         if self.letter not in which:
             return theta
-        return dirichlet_rows(self._posterior_alpha(theta, counts), rng)
+        if self.fixed is None:
+            return dirichlet_rows(self._posterior_alpha(theta, counts), rng)
+        # fixed entries (hiddenstate.families.fixed): the free part of each row, phi =
+        # theta_free / (1 - m), is Dir(alpha_free + n_free); a row fixed whole is kept
+        theta = np.asarray(theta, dtype=np.float64)
+        free = np.isnan(self.fixed)
+        alpha = np.where(free, self._posterior_alpha(theta, counts), 0.0)
+        mass = np.where(free, 0.0, self.fixed).sum(axis=-1, keepdims=True)
+        live = alpha.sum(axis=-1, keepdims=True) > 0
+        phi = dirichlet_rows(np.where(live, alpha, 1.0), rng)
+        return np.where(free, np.where(live, (1.0 - mass) * phi, theta), self.fixed)
 
 
 class SparseDirichletRows(DirichletRows):
@@ -343,9 +377,26 @@ class SparseDirichletRows(DirichletRows):
     that are not allowed, so they stay exactly zero in every mode. ``prior``: a scalar or a
     ``(K, K)`` array (its allowed entries are used)."""
 
-    def __init__(self, key: str, letter: str, prior, transitions):
+    def __init__(self, key: str, letter: str, prior, transitions,
+                 fixed: np.ndarray | None = None):
         super().__init__(key, letter, prior)
         self.transitions = transitions
+        # fixed entries (a (K, K) array, NaN: free): every method then works on the dense
+        # rows (the allowed entries are gathered back), with 1 as the prior elsewhere
+        self.dense_fixed = fixed
+
+    def _dense_rows(self) -> DirichletRows:
+        prior = np.broadcast_to(np.asarray(self.prior, dtype=np.float64),
+                                (self.transitions.n_states,) * 2)
+        return DirichletRows(self.key, self.letter,
+                             np.where(self.transitions.mask(), prior, 1.0), self.dense_fixed)
+
+    def _via_dense(self, method: str, *arrays, **kw):
+        rows = self._dense_rows()
+        out = getattr(rows, method)(*(self.transitions.dense(a) for a in arrays), **kw)
+        if isinstance(out, tuple):
+            return (self.transitions.gather(out[0]),) + out[1:]
+        return self.transitions.gather(out) if isinstance(out, np.ndarray) else out
 
     def _alpha(self, like: np.ndarray) -> np.ndarray:
         prior = np.asarray(self.prior, dtype=np.float64)
@@ -360,6 +411,8 @@ class SparseDirichletRows(DirichletRows):
     def mstep(self, theta, counts, which):
         if self.letter not in which:
             return theta, []
+        if self.dense_fixed is not None:
+            return self._via_dense("mstep", theta, counts, which=which)
         est = np.maximum(counts + self._alpha(theta) - 1.0, 0.0)
         est = np.where(theta == 0, 0.0, est)   # structural zeros stay zero
         sums = self.transitions.row_sums(est)
@@ -369,6 +422,8 @@ class SparseDirichletRows(DirichletRows):
         return out, np.flatnonzero(~live).tolist()
 
     def log_prior(self, theta) -> float:
+        if self.dense_fixed is not None:
+            return self._via_dense("log_prior", theta)
         alpha = self._alpha(theta)
         if np.all(alpha == 1.0):
             return 0.0
@@ -380,12 +435,26 @@ class SparseDirichletRows(DirichletRows):
                 - gammaln(self.transitions.row_sums(a)))
         return float(terms.sum() - norm.sum())
 
+    def vb_init(self, theta, n_virtual: float) -> np.ndarray:
+        if self.dense_fixed is not None:
+            return self._via_dense("vb_init", theta, n_virtual=n_virtual)
+        return super().vb_init(theta, n_virtual)
+
+    def vb_update(self, q, counts, which):
+        if self.dense_fixed is not None and self.letter in which:
+            return self._via_dense("vb_update", q, counts, which=which)
+        return super().vb_update(q, counts, which)
+
     def vb_expected(self, q) -> np.ndarray:
+        if self.dense_fixed is not None:
+            return self._via_dense("vb_expected", q)
         with np.errstate(divide="ignore", invalid="ignore"):
             out = np.exp(digamma(q) - self._per_entry(digamma(self.transitions.row_sums(q))))
         return np.where(q > 0, out, 0.0)
 
     def vb_kl(self, q) -> float:
+        if self.dense_fixed is not None:
+            return self._via_dense("vb_kl", q)
         alpha = self._alpha(q)
         s = q > 0
         a_hat, a = np.where(s, q, 1.0), np.where(s, alpha, 1.0)
@@ -396,11 +465,15 @@ class SparseDirichletRows(DirichletRows):
         return float(terms.sum() + np.sum(gammaln(a0) - gammaln(b0)))
 
     def vb_mean(self, q) -> np.ndarray:
+        if self.dense_fixed is not None:
+            return self._via_dense("vb_mean", q)
         return q / self._per_entry(self.transitions.row_sums(q))
 
     def sample_posterior(self, theta, counts, which, rng):
         if self.letter not in which:
             return theta
+        if self.dense_fixed is not None:
+            return self._via_dense("sample_posterior", theta, counts, which=which, rng=rng)
         alpha = self._posterior_alpha(theta, counts)
         logg = log_gamma_draws(alpha, rng)
         rows = self.transitions.rows
@@ -418,6 +491,30 @@ class DirichletEmissionRows:
     (``"counts"``) and multinomial (``"obs"``) families."""
 
     counts_key = "counts"
+    fixable = ("emissionprob",)
+
+    def check_fixed(self, key, value):
+        from .fixed import as_fixed, check_fixed_rows
+
+        arr = as_fixed(value, (self.n_states, self.n_features), key)
+        if arr is None:
+            return None
+        return check_fixed_rows(arr, key)
+
+    def fix(self, fixed):
+        """Fix entries of ``emissionprob``; the rows renormalise the free entries.
+
+        See :meth:`hiddenstate.families.EmissionFamily.fix` and
+        :mod:`hiddenstate.families.fixed`.
+
+        Parameters
+        ----------
+        fixed : dict of str to array-like
+            ``{"emissionprob": (K, W) array}``, NaN for the free entries.
+        """
+        super().fix(fixed)
+        self.rows = DirichletRows(self.rows.key, self.rows.letter, self.rows.prior,
+                                  self.fixed.get("emissionprob"))
 
     def merge_statistics(self, a, b):
         """Combine the posterior-weighted counts (and masses) of two disjoint data sets.

@@ -95,6 +95,7 @@ from .base import (
     labelled_mean,
     reference_point,
 )
+from .fixed import as_fixed, impose
 from .posterior_draws import covariance_draw, normal_given_covariance, normal_wishart
 
 COVARIANCE_TYPES = ("spherical", "diag", "full", "tied")
@@ -655,6 +656,8 @@ class GaussianEmissions(EmissionFamily):
             with np.errstate(divide="ignore", invalid="ignore"):  # dead states are skipped
                 new = a + (mw * (mp - a) + stats["obs"]) / (mw + n[:, None])
             means[live] = new[live]
+            # fixed means before the covariances: these are then estimated about them
+            means = impose(means, self.fixed.get("means"))
         floored = []
         if "c" in which:
             cp, cw = self.covars_prior, self.covars_weight
@@ -689,7 +692,85 @@ class GaussianEmissions(EmissionFamily):
                             covars[k] = cov
                         if fl or not ok:
                             floored.append(int(k))
+            covars = impose(covars, self.fixed.get("covars"))
         return {"means": means, "covars": covars}, sorted(set(dead.tolist()) | set(floored))
+
+    fixable = ("means", "covars")
+
+    def state_axis(self, key, value):
+        """Return 0, or None for the one matrix of tied covariances.
+
+        Tied: ``covars`` and the VB posterior's ``scale`` and ``dof`` are shared.
+
+        Parameters
+        ----------
+        key : str
+            The array's key.
+        value : ndarray
+            The array.
+
+        Returns
+        -------
+        int or None
+            The axis of the states.
+        """
+        if self.covariance_type == "tied" and key in ("covars", "scale", "dof"):
+            return None
+        return 0
+
+    def check_fixed(self, key, value):
+        r"""Check fixed means or covariances (NaN: free).
+
+        Means: any entries for diagonal and spherical covariances (each coordinate's
+        estimate is independent of the others), whole rows (a state's mean vector) for full
+        and tied ones. Covariances, in the type's own shape: any entries (diagonal,
+        spherical), whole matrices (full: a state's; tied: the one matrix), positive
+        (definite). The covariances are estimated about the means after these are fixed,
+        so every step is the constrained maximiser.
+
+        Parameters
+        ----------
+        key : str
+            ``"means"`` or ``"covars"``.
+        value : array-like
+            The fixed values.
+
+        Returns
+        -------
+        ndarray or None
+            The fixed values; None when nothing is fixed.
+        """
+        K, D, ct = self.n_states, self.n_features, self.covariance_type
+        if key == "means":
+            arr = as_fixed(value, (K, D), key)
+            if arr is not None and ct in ("full", "tied"):
+                part = np.isnan(arr).any(axis=1) & ~np.isnan(arr).all(axis=1)
+                if part.any():
+                    raise InvalidInputError(
+                        f"fixed['means']: state {int(np.flatnonzero(part)[0])} fixes part of "
+                        f"its mean; with covariance_type={ct!r} fix a state's whole mean "
+                        "vector (its coordinates' estimates depend on each other)")
+            return arr
+        arr = as_fixed(value, covars_shape(ct, K, D), key)
+        if arr is None:
+            return None
+        if ct in ("spherical", "diag"):
+            if np.any(arr <= 0):
+                raise InvalidInputError("fixed['covars']: variances must be > 0")
+            return arr
+        mats = arr.reshape(-1, D, D)
+        for k, m in enumerate(mats):
+            nan = np.isnan(m)
+            if nan.all():
+                continue
+            if nan.any():
+                raise InvalidInputError(
+                    f"fixed['covars']: matrix {k} is fixed in part; with covariance_type="
+                    f"{ct!r} fix whole matrices")
+            if not _definite(m):
+                raise InvalidInputError(
+                    f"fixed['covars']: matrix {k} is not symmetric positive definite")
+        return arr
 
     def _is_flat(self) -> bool:
         D1 = 1 if self.covariance_type in ("diag", "spherical") else self.n_features
@@ -846,6 +927,10 @@ class GaussianEmissions(EmissionFamily):
         hiddenstate.errors.InvalidInputError
             If the prior is improper.
         """
+        if self.fixed:
+            raise InvalidInputError(
+                f"fixed: learn='vb' does not fix Gaussian {' or '.join(sorted(self.fixed))} "
+                "(the Normal-Wishart posterior couples them); use learn='map' or 'em'")
         return self.vb_update(None, self._vb_stats(params, n_virtual), "mc")
 
     def vb_update(self, q, stats, which):
@@ -1103,6 +1188,11 @@ class GaussianEmissions(EmissionFamily):
         draw_m, draw_c = "m" in which, "c" in which
         if not (draw_m or draw_c):
             return params
+        if self.fixed:
+            raise InvalidInputError(
+                f"fixed: learn='gibbs' does not fix Gaussian {' or '.join(sorted(self.fixed))} "
+                "(the Normal-Wishart posterior couples them); use learn='map' or 'em', or "
+                "leave them out of params")
         ct = self.covariance_type
         if draw_m and draw_c:
             self._vb_prior("gibbs")

@@ -48,8 +48,65 @@ class MultiCategoricalEmissions(EmissionFamily):
         F, K, W = self.n_columns, self.n_states, self.n_features
         prior = np.broadcast_to(np.asarray(self.emissionprob_prior, dtype=np.float64),
                                 (F, K, W))
+        fixed = self.fixed.get("emissionprob")
         return DirichletRows("emissionprob", "e",
-                             np.where(self.support, prior, outside).reshape(F * K, W))
+                             np.where(self.support, prior, outside).reshape(F * K, W),
+                             None if fixed is None else fixed.reshape(F * K, W))
+
+    fixable = ("emissionprob",)
+
+    def check_fixed(self, key, value):
+        """Fixed entries of ``emissionprob`` ``(F, K, W)``: none past a feature's alphabet.
+
+        Parameters
+        ----------
+        key : str
+            ``"emissionprob"``.
+        value : array-like
+            The fixed values (NaN: free).
+
+        Returns
+        -------
+        ndarray or None
+            The fixed values; None when nothing is fixed.
+        """
+        from .fixed import as_fixed, check_fixed_rows
+
+        arr = as_fixed(value, (self.n_columns, self.n_states, self.n_features), key)
+        if arr is None:
+            return None
+        if np.any(~np.isnan(arr) & ~self.support & (arr != 0)):
+            raise InvalidInputError(
+                "fixed['emissionprob']: fixes a probability past a feature's alphabet; "
+                "leave those entries NaN")
+        return check_fixed_rows(arr, key)
+
+    def permute_states(self, values, perm):
+        """Reorder the states: axis 1 of ``emissionprob`` ``(F, K, W)`` (a VB posterior's
+        ``(F * K, W)`` rows too).
+
+        Parameters
+        ----------
+        values : dict of str to ndarray
+            ``{"emissionprob": ...}``.
+        perm : ndarray of int
+            State ``j`` of the result is state ``perm[j]``.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The reordered rows.
+        """
+        B = np.asarray(values["emissionprob"])
+        shaped = B.reshape(self.n_columns, self.n_states, -1)
+        return {"emissionprob": shaped[:, perm].reshape(B.shape)}
+
+    def fix(self, fixed):
+        """Fix entries of ``emissionprob`` ``(F, K, W)`` (NaN: free); see
+        :meth:`hiddenstate.families.EmissionFamily.fix`."""
+        super().fix(fixed)
+        for name in ("rows", "vb_rows"):   # built again with the fixed entries
+            self.__dict__.pop(name, None)
 
     @cached_property
     def rows(self) -> DirichletRows:

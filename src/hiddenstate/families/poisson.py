@@ -35,6 +35,7 @@ from scipy.special import digamma, gammaln
 from .._validation import broadcast_param, check_counts
 from ..errors import InvalidInputError
 from .base import DEAD_MASS, EmissionFamily, fill_missing, kmeans, labelled_mean
+from .fixed import as_fixed, impose
 from .posterior_draws import gamma_rates
 
 
@@ -250,7 +251,31 @@ class PoissonEmissions(EmissionFamily):
         # a feature never observed in a live state keeps its rate (0 / 0 under EM)
         new = np.where(np.isfinite(new), new, params["lambdas"])
         lam[live] = np.broadcast_to(new, lam.shape)[live]
-        return {"lambdas": lam}, dead.tolist()
+        return {"lambdas": impose(lam, self.fixed.get("lambdas"))}, dead.tolist()
+
+    fixable = ("lambdas",)
+
+    def check_fixed(self, key, value):
+        """Check fixed rates: finite and >= 0 (NaN: free).
+
+        Each is kept by every mode; the other rates' estimates do not depend on it.
+
+        Parameters
+        ----------
+        key : str
+            ``"lambdas"``.
+        value : array-like
+            The fixed values ``(K, D)``.
+
+        Returns
+        -------
+        ndarray or None
+            The fixed values; None when nothing is fixed.
+        """
+        arr = as_fixed(value, (self.n_states, self.n_features), key)
+        if arr is not None and np.any(arr < 0):
+            raise InvalidInputError("fixed['lambdas']: rates must be >= 0")
+        return arr
 
     def log_prior(self, params):
         r"""Compute the Gamma(a + 1, b) log density of the rates, up to a constant.
@@ -372,7 +397,13 @@ class PoissonEmissions(EmissionFamily):
             ``lambdas`` and ``log_lambdas`` (K, D).
         """
         shape, rate = q["lambdas_shape"], q["lambdas_rate"]
-        return {"lambdas": shape / rate, "log_lambdas": digamma(shape) - np.log(rate)}
+        lam, log_lam = shape / rate, digamma(shape) - np.log(rate)
+        fixed = self.fixed.get("lambdas")
+        if fixed is not None:  # a fixed rate is a point mass: E[lambda], E[log lambda] exact
+            with np.errstate(divide="ignore"):
+                log_lam = np.where(np.isnan(fixed), log_lam, np.log(np.nan_to_num(fixed)))
+            lam = impose(lam, fixed)
+        return {"lambdas": lam, "log_lambdas": log_lam}
 
     def vb_kl(self, q):
         r"""Compute the KL divergence of the Gamma posteriors from the prior.
@@ -395,8 +426,10 @@ class PoissonEmissions(EmissionFamily):
         """
         a0, b0 = self._vb_prior()
         a, b = q["lambdas_shape"], q["lambdas_rate"]
-        return float(np.sum((a - a0) * digamma(a) - gammaln(a) + gammaln(a0)
-                            + a0 * (np.log(b) - np.log(b0)) + a * (b0 - b) / b))
+        kl = ((a - a0) * digamma(a) - gammaln(a) + gammaln(a0)
+              + a0 * (np.log(b) - np.log(b0)) + a * (b0 - b) / b)
+        fixed = self.fixed.get("lambdas")
+        return float(np.sum(kl if fixed is None else np.where(np.isnan(fixed), kl, 0.0)))
 
     def vb_mean(self, q):
         r"""Return the posterior mean rates :math:`\hat a/\hat b`.
@@ -410,9 +443,10 @@ class PoissonEmissions(EmissionFamily):
         Returns
         -------
         dict
-            ``lambdas`` (K, D).
+            ``lambdas`` (K, D) (the fixed rates where fixed).
         """
-        return {"lambdas": q["lambdas_shape"] / q["lambdas_rate"]}
+        return {"lambdas": impose(q["lambdas_shape"] / q["lambdas_rate"],
+                                  self.fixed.get("lambdas"))}
 
     def sample_posterior(self, params, stats, which, rng):
         r"""Draw the rates from their Gamma posterior.
@@ -444,8 +478,8 @@ class PoissonEmissions(EmissionFamily):
         if "l" not in which:
             return params
         a, b = self._vb_prior("gibbs")
-        return {"lambdas": gamma_rates(a + stats["obs"],
-                                       b + stats.get("seen", stats["post"][:, None]), rng)}
+        lam = gamma_rates(a + stats["obs"], b + stats.get("seen", stats["post"][:, None]), rng)
+        return {"lambdas": impose(lam, self.fixed.get("lambdas"))}   # fixed rates kept
 
     def initialize(self, X, rng):
         r"""Initialise the rates by k-means on :math:`\sqrt{x}`.

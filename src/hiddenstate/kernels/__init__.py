@@ -17,12 +17,12 @@ are independent of its block-mates, so results are identical for any thread coun
 """
 
 from .blocked import blocked_counts, blocked_loglik
+from .chunks import chunk_bounds
 from .compile_notice import install as _install_compile_notice
 from .emissions import gaussian_diag_loglik
 from .forward_backward import (
     LANES,
     backward_pass,
-    chunk_bounds,
     forward_backward,
     forward_loglik,
     sample_posterior_paths,

@@ -45,9 +45,15 @@ a fixed order, so results do not depend on thread timing. All arithmetic is floa
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from ..threads import run
+from .chunks import claim
 from .forward_backward import normalise_scale
+
+#: single-thread nanoseconds per token and k**2 (measured order of magnitude: always far
+#: above threads.PARALLEL_SECONDS at the sizes the language models run)
+_COUNTS_NS, _LOGLIK_NS = 1.5, 0.5
 
 
 @njit(cache=True)
@@ -149,7 +155,6 @@ def _backward_sentence(x, a, b, word_states, word_block, n_cb, blocks, emit, alp
         start_acc[word_states[w, j]] += g
 
 
-@njit(parallel=True, cache=True)
 def blocked_counts(x, bounds, chunks, word_states, word_block, n_cb, startprob, blocks, emit,
                    max_len, start_acc, trans_acc, emit_acc, loglik):
     """Expected counts and log-likelihoods of every sentence (see the module docstring).
@@ -163,12 +168,25 @@ def blocked_counts(x, bounds, chunks, word_states, word_block, n_cb, startprob, 
     :math:`\\log p` of each sentence.
     """
     k = word_states.shape[1]
-    for c in prange(chunks.shape[0] - 1):
-        alpha = np.empty((max_len, k))
-        inv_c = np.empty(max_len)
-        beta = np.empty(k)
-        nbeta = np.empty(k)
-        u = np.empty(k)
+    run(_blocked_counts, len(chunks) - 1, len(x) * k * k * _COUNTS_NS * 1e-9, x, bounds,
+        chunks, word_states, word_block, n_cb, startprob, blocks, emit, max_len, start_acc,
+        trans_acc, emit_acc, loglik)
+
+
+@njit(nogil=True, cache=True)
+def _blocked_counts(x, bounds, chunks, word_states, word_block, n_cb, startprob, blocks, emit,
+                    max_len, start_acc, trans_acc, emit_acc, loglik, ticket):
+    """:func:`blocked_counts` of the chunks this thread claims from ``ticket``."""
+    k = word_states.shape[1]
+    alpha = np.empty((max_len, k))
+    inv_c = np.empty(max_len)
+    beta = np.empty(k)
+    nbeta = np.empty(k)
+    u = np.empty(k)
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             a, b = bounds[s], bounds[s + 1]
             ll = _forward_sentence(x, a, b, word_states, word_block, n_cb, startprob, blocks,
@@ -180,14 +198,25 @@ def blocked_counts(x, bounds, chunks, word_states, word_block, n_cb, startprob, 
                                    emit_acc[c])
 
 
-@njit(parallel=True, cache=True)
 def blocked_loglik(x, bounds, chunks, word_states, word_block, n_cb, startprob, blocks, emit,
                    loglik):
     """:math:`\\log p` of every sentence into ``loglik (S,)`` (the forward pass alone,
-    two ``k``-vectors of scratch per chunk); arguments as :func:`blocked_counts`."""
+    two ``k``-vectors of scratch per thread); arguments as :func:`blocked_counts`."""
     k = word_states.shape[1]
-    for c in prange(chunks.shape[0] - 1):
-        alpha = np.empty((2, k))
+    run(_blocked_loglik, len(chunks) - 1, len(x) * k * k * _LOGLIK_NS * 1e-9, x, bounds,
+        chunks, word_states, word_block, n_cb, startprob, blocks, emit, loglik)
+
+
+@njit(nogil=True, cache=True)
+def _blocked_loglik(x, bounds, chunks, word_states, word_block, n_cb, startprob, blocks, emit,
+                    loglik, ticket):
+    """:func:`blocked_loglik` of the chunks this thread claims from ``ticket``."""
+    k = word_states.shape[1]
+    alpha = np.empty((2, k))
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             a, b = bounds[s], bounds[s + 1]
             total = 0.0
@@ -202,7 +231,6 @@ def blocked_loglik(x, bounds, chunks, word_states, word_block, n_cb, startprob, 
             loglik[s] = total
 
 
-@njit(parallel=True, cache=True)
 def gather_kept_blocks(blocks, keep, out):
     r"""The transition blocks of a state-dropout mask, rows renormalised (Chiu & Rush 2020,
     sec. 3.2: :math:`A^b_{ij} = A_{ij} b_j / \sum_{j'} A_{ij'} b_{j'}`).
@@ -212,7 +240,17 @@ def gather_kept_blocks(blocks, keep, out):
     the kept rows and columns, each row divided by its sum over all kept columns (a row whose
     kept entries are all zero stays zero)."""
     C, kp = keep.shape
-    for a in prange(C):
+    run(_gather_kept_blocks, C, C * C * kp * kp * 1e-9, blocks, keep, out)
+
+
+@njit(nogil=True, cache=True)
+def _gather_kept_blocks(blocks, keep, out, ticket):
+    """:func:`gather_kept_blocks` of the block rows ``a`` this thread claims from ``ticket``."""
+    C, kp = keep.shape
+    while True:
+        a = claim(ticket)
+        if a >= C:
+            return
         for i in range(kp):
             ii = keep[a, i]
             z = 0.0
@@ -231,14 +269,24 @@ def gather_kept_blocks(blocks, keep, out):
                         dst[j] *= inv
 
 
-@njit(parallel=True, cache=True)
 def scatter_kept_blocks(acc, keep, full):
     """Add the chunk accumulators ``acc (n, C * C, k', k')`` of a dropout mask (summed in
     chunk order) to the kept entries of ``full (C * C, k, k)`` and zero ``acc`` (ready for
     the next mask); ``keep`` as :func:`gather_kept_blocks`."""
+    C, kp = keep.shape
+    run(_scatter_kept_blocks, C, acc.shape[0] * C * C * kp * kp * 1e-9, acc, keep, full)
+
+
+@njit(nogil=True, cache=True)
+def _scatter_kept_blocks(acc, keep, full, ticket):
+    """:func:`scatter_kept_blocks` of the block rows ``a`` this thread claims from
+    ``ticket``."""
     n = acc.shape[0]
     C, kp = keep.shape
-    for a in prange(C):
+    while True:
+        a = claim(ticket)
+        if a >= C:
+            return
         for b in range(C):
             q = a * C + b
             for i in range(kp):

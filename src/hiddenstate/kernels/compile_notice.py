@@ -2,7 +2,7 @@
 
 The kernels are compiled on first use and cached on disk (``cache=True``): the first fit,
 score or decode after an install (or after a kernel's source changed) waits for the
-compiler, about 20 s for a first fit on two cores, later runs load the cache in
+compiler, about 10 s for a first fit on two cores, later runs load the cache in
 milliseconds. :data:`NOTICE` listens to numba's ``"numba:compile"`` event, which numba sends
 only when a function is about to be compiled (not when it is loaded from the cache), and
 writes :data:`MESSAGE` once per process, the first time a hiddenstate kernel is compiled,
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 from numba.core import event
 
-MESSAGE = ("hiddenstate: compiling numba kernels, once (about 20 s; cached for later runs, "
+MESSAGE = ("hiddenstate: compiling numba kernels, once (about 10 s; cached for later runs, "
            "`python -m hiddenstate.warmup` does it ahead) ...")
 
 

@@ -16,8 +16,10 @@ blocks or on the thread count.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from ..threads import run
+from .chunks import claim
 from .simd import (
     LANES,
     aligned_empty,
@@ -31,10 +33,10 @@ from .simd import (
     vwhere_gt,
 )
 
-_TASK_BLOCKS = 128  # blocks of 8 rows per parallel task
+_TASK_BLOCKS = 128  # blocks of 8 rows per chunk
+_ENTRY_NS = 0.5  # single-thread nanoseconds per (row, state, feature) (measured)
 
 
-@njit(parallel=True, cache=True)
 def gaussian_diag_loglik(X, means, inv_var, log_norm, scale, occupied, out, shift):
     r"""``out[t, k]`` :math:`= \ell_{tk} - s_t`, with
     :math:`\ell_{tk}` = ``log_norm[k] - 0.5 * sum_d (X[t,d] - means[k,d])**2 * inv_var[k,d]``.
@@ -44,16 +46,30 @@ def gaussian_diag_loglik(X, means, inv_var, log_norm, scale, occupied, out, shif
     table's row scaling, see :func:`~hiddenstate.kernels.shift_rows`; a row that is
     ``-inf`` in every occupied state keeps ``out = -inf`` and gets ``shift = -inf``);
     without, :math:`s_t = 0`, and ``shift`` and ``occupied`` are not used. ``X``, ``out``
-    and ``shift`` are C-contiguous.
+    and ``shift`` are C-contiguous. Chunks of ``_TASK_BLOCKS`` blocks of 8 rows.
     """
     N, D = X.shape
     K = means.shape[0]
     n_blocks = -(-N // LANES)
-    for task in prange(-(-n_blocks // _TASK_BLOCKS)):
-        offs = np.empty(LANES, np.int64)
-        xs = aligned_empty(D * LANES)  # (D, 8): column d of the block's rows
-        ll = aligned_empty(K * LANES)  # (K, 8): the block's rows, transposed
-        top = aligned_empty(LANES)
+    run(_gaussian_diag_loglik, -(-n_blocks // _TASK_BLOCKS),
+        N * K * max(D, 1) * _ENTRY_NS * 1e-9, X, means, inv_var, log_norm, scale, occupied,
+        out, shift)
+
+
+@njit(nogil=True, cache=True)
+def _gaussian_diag_loglik(X, means, inv_var, log_norm, scale, occupied, out, shift, ticket):
+    """:func:`gaussian_diag_loglik` of the chunks this thread claims from ``ticket``."""
+    N, D = X.shape
+    K = means.shape[0]
+    n_blocks = -(-N // LANES)
+    offs = np.empty(LANES, np.int64)
+    xs = aligned_empty(D * LANES)  # (D, 8): column d of the block's rows
+    ll = aligned_empty(K * LANES)  # (K, 8): the block's rows, transposed
+    top = aligned_empty(LANES)
+    while True:
+        task = claim(ticket)
+        if task * _TASK_BLOCKS >= n_blocks:
+            return
         for blk in range(task * _TASK_BLOCKS, min(n_blocks, (task + 1) * _TASK_BLOCKS)):
             t0 = blk * LANES
             n = min(LANES, N - t0)

@@ -45,8 +45,11 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from ..threads import run
+from . import single_lane
+from .chunks import claim
 from .simd import (
     LANES,
     aligned_empty,
@@ -61,10 +64,30 @@ from .simd import (
     vsub,
     vwhere_gt,
 )
+from .single_lane import (
+    HUGE,
+    MIN_NORMAL,
+    TINY,
+    add_lane_statistics,
+    alone,
+    backward_lane,
+    forward_lane,
+)
 
-_TINY = 1e-280  # fold the running product of scales into the log before it underflows
-_HUGE = 1e280
-_MIN_NORMAL = 2.2250738585072014e-308  # a scale below this counts as zero
+_TINY, _HUGE, _MIN_NORMAL = TINY, HUGE, MIN_NORMAL
+#: single-thread nanoseconds per row of each lockstep kernel, ``a + b * K**2`` (measured
+#: with thread CPU time, 8 full lanes, K = 2..64): what :func:`hiddenstate.threads.run` weighs
+FORWARD_BACKWARD_NS = (35.0, 0.21)
+FORWARD_NS = (10.0, 0.035)
+BACKWARD_NS = (20.0, 0.15)
+SAMPLE_NS = (20.0, 0.05)
+
+
+def recursion_seconds(first, end, K: int, ns: tuple[float, float]) -> float:
+    """Estimated single-thread seconds of a lockstep kernel over the rows
+    ``first[l] .. end[l] - 1`` of every lane ``l`` with ``K`` states (``ns``: its cost)."""
+    rows = int((end - first).sum())
+    return rows * (ns[0] + ns[1] * K * K) * 1e-9
 
 
 @njit(cache=True)
@@ -81,23 +104,6 @@ def normalise_scale(cur, n):
     for j in range(n):
         cur[j] *= inv
     return c
-
-
-def chunk_bounds(work: np.ndarray, max_chunks: int = 32) -> np.ndarray:
-    """Split items into at most ``max_chunks`` contiguous groups of similar total ``work``.
-
-    Depends only on ``work``, never on the thread count, which keeps every reduction order
-    (and so every result) the same for any number of threads.
-    """
-    n_items = len(work)
-    n_chunks = min(n_items, max_chunks)
-    if n_chunks <= 1:
-        return np.array([0, n_items][:n_chunks + 1], dtype=np.int64)
-    cum = np.cumsum(work)
-    targets = cum[-1] * np.arange(1, n_chunks) / n_chunks
-    cuts = np.searchsorted(cum, targets, side="left") + 1
-    out = np.unique(np.concatenate(([0], np.minimum(cuts, n_items), [n_items])))
-    return out.astype(np.int64)
 
 
 @njit(cache=True)
@@ -156,16 +162,17 @@ def _matvec(x, m, out):
         vstore(out, jj * LANES, acc)
 
 
-_ForwardWork = namedtuple("_ForwardWork", "a v rows offs active s inv prod logp from_state")
+_ForwardWork = namedtuple("_ForwardWork",
+                          "a v rows offs active s inv prod logp from_state a1 v1")
 
 
 @njit(cache=True)
 def _forward_work(K):
-    """Scratch arrays of ``_forward_block`` (one set per chunk)."""
+    """Scratch arrays of ``_forward_block`` and ``forward_lane`` (one set per thread)."""
     f64 = aligned_empty
     return _ForwardWork(f64(K * LANES), f64(K * LANES), np.empty(LANES, dtype=np.int64),
                         np.empty(LANES, dtype=np.int64), f64(LANES), f64(LANES), f64(LANES),
-                        f64(LANES), f64(LANES), f64(LANES))
+                        f64(LANES), f64(LANES), f64(LANES), np.empty(K), np.empty(K))
 
 
 @njit(cache=True)
@@ -242,9 +249,8 @@ def _forward_block(l0, first, lo, end, init, inits, from_state, transmat_t, emis
         loglik[l0 + b] = w.logp[b] + np.log(w.prod[b])
 
 
-@njit(parallel=True, cache=True)
 def forward_backward(startprob, transmat, transmat_t, emis, idx, first, end, seq, chunks,
-                     by_idx, post_acc, post_dense, start_acc, trans_acc, loglik):
+                     by_idx, post_acc, post_dense, start_acc, trans_acc, loglik, lane_weight):
     r"""Forward-backward of whole sequences (one lane each), fused with the statistics.
 
     Parameters
@@ -261,18 +267,39 @@ def forward_backward(startprob, transmat, transmat_t, emis, idx, first, end, seq
         ``transmat`` to get expected transition counts.
     loglik : per-sequence log-likelihood ``(S,)`` (``-inf``: impossible sequence, which
         contributes exactly zero statistics).
+    lane_weight : per plan entry, the factor of every statistic of its lane (the weight of
+        its sequence; 1.0 leaves the numbers bitwise unchanged).
     """
+    K = startprob.shape[0]
+    run(_forward_backward, len(chunks) - 1,
+        recursion_seconds(first, end, K, FORWARD_BACKWARD_NS), startprob, transmat, transmat_t,
+        emis, idx, first, end, seq, chunks, by_idx, post_acc, post_dense, start_acc, trans_acc,
+        loglik, lane_weight, single_lane.ENABLED)
+
+
+@njit(nogil=True, cache=True)
+def _forward_backward(startprob, transmat, transmat_t, emis, idx, first, end, seq, chunks,
+                      by_idx, post_acc, post_dense, start_acc, trans_acc, loglik, lane_weight,
+                      single, ticket):
+    """:func:`forward_backward` of the chunks this thread claims from ``ticket``
+    (``single``: a block with one lane runs it alone)."""
+    K = startprob.shape[0]
     lane_ll = np.empty(first.shape[0])
-    for c in prange(chunks.shape[0] - 1):
+    fw = _forward_work(K)
+    bw = _backward_work(K)
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         _forward_backward_chunk(c, startprob, transmat, transmat_t, emis, idx, first, end, seq,
                                 chunks, by_idx, post_acc[c], post_dense, start_acc[c],
-                                trans_acc[c], loglik, lane_ll)
+                                trans_acc[c], loglik, lane_ll, lane_weight, single, fw, bw)
 
 
 @njit(cache=True)
 def _forward_backward_chunk(c, startprob, transmat, transmat_t, emis, idx, first, end, seq,
                             chunks, by_idx, post_acc, post_dense, start_acc, trans_acc, loglik,
-                            lane_ll):
+                            lane_ll, lane_weight, single, fw, bw):
     """Chunk ``c`` of ``forward_backward``: block by block, forward then backward."""
     K = startprob.shape[0]
     inits = startprob.reshape((1, K))
@@ -282,22 +309,34 @@ def _forward_backward_chunk(c, startprob, transmat, transmat_t, emis, idx, first
     from_state = np.zeros(l_hi, dtype=np.bool_)
     no_snap = np.empty((0, K))
     base, alpha, inv_c = _chunk_buffers(l_lo, l_hi, first, end, K)
-    fw = _forward_work(K)
-    bw = _backward_work(K)
     real = seq >= 0
     # a run-time True (not a literal): this call and backward_pass share one compilation
     with_stats = np.bool_(True)
     for l0 in range(l_lo, l_hi, LANES):
         block_base = base[l0 - l_lo:l0 - l_lo + LANES]
+        if single and alone(l0, first, end):
+            forward_lane(l0, first, first, end, init, inits, from_state, transmat_t, transmat,
+                         emis, idx, alpha, block_base[0], inv_c, no_snap, no_snap, lane_ll,
+                         fw.a1, fw.v1)
+            backward_lane(l0, first, end, end, transmat, transmat_t, emis, idx, alpha,
+                          block_base[0],
+                          inv_c, no_snap, from_state, with_stats, by_idx, post_acc, post_dense,
+                          no_snap, no_snap, no_snap, bw.beta1, bw.u1, bw.a_cur1, bw.st1,
+                          bw.tr1, lane_weight[l0])
+            if seq[l0] >= 0:
+                loglik[seq[l0]] = lane_ll[l0]
+            add_lane_statistics(l0, real, bw.st1, bw.tr1, start_acc, trans_acc,
+                                lane_weight[l0])
+            continue
         _forward_block(l0, first, first, end, init, inits, from_state, transmat_t, emis, idx,
                        alpha, block_base, inv_c, no_snap, no_snap, lane_ll, fw)
         _backward_block(l0, first, end, end, transmat, emis, idx, alpha, block_base, inv_c,
                         no_snap, from_state, with_stats, by_idx, post_acc, post_dense, no_snap,
-                        no_snap, no_snap, bw)
+                        no_snap, no_snap, bw, lane_weight)
         for b in range(LANES):
             if seq[l0 + b] >= 0:
                 loglik[seq[l0 + b]] = lane_ll[l0 + b]
-        _add_lane_statistics(l0, real, bw, start_acc, trans_acc)
+        _add_lane_statistics(l0, real, bw, start_acc, trans_acc, lane_weight)
 
 
 @njit(cache=True)
@@ -322,32 +361,110 @@ def _chunk_buffers(l_lo, l_hi, first, end, K):
 
 
 @njit(cache=True)
-def _add_lane_statistics(l0, counts_start, w, start_acc, trans_acc):
-    """Add the lane accumulators of a block to the chunk's, in lane order."""
+def _add_lane_statistics(l0, counts_start, w, start_acc, trans_acc, lane_weight):
+    """Add the lane accumulators of a block to the chunk's, in lane order, each times its
+    lane's weight."""
     K = start_acc.shape[0]
     for b in range(LANES):
         if counts_start[l0 + b]:
+            f = lane_weight[l0 + b]
             for j in range(K):
-                start_acc[j] += w.st[j * LANES + b]
+                start_acc[j] += w.st[j * LANES + b] * f
     for b in range(LANES):
+        f = lane_weight[l0 + b]
         for i in range(K):
             for j in range(K):
-                trans_acc[i, j] += w.tr[(i * K + j) * LANES + b]
+                trans_acc[i, j] += w.tr[(i * K + j) * LANES + b] * f
 
 
-_BackwardWork = namedtuple("_BackwardWork",
-                           "beta u a_cur a_prev tr st rows offs arow aoffs active inv")
+_BackwardWork = namedtuple("_BackwardWork", "beta u a_cur a_prev tr st rows offs arow aoffs "
+                                           "active inv beta1 u1 a_cur1 st1 tr1 ab ub")
+
+
+@njit(cache=True)
+def _steps_per_flush(K):
+    r"""Steps whose :math:`\hat\alpha_{t-1}` and :math:`u_t` are kept for one pass of
+    ``_add_outer_products`` (both fit in about 256 KB)."""
+    return max(4, min(64, 2048 // K))
 
 
 @njit(cache=True)
 def _backward_work(K):
-    """Scratch arrays and lane accumulators of ``_backward_block`` (one set per chunk)."""
+    """Scratch arrays and lane accumulators of ``_backward_block`` and ``backward_lane``
+    (one set per thread)."""
     f64 = aligned_empty
     i64 = np.int64
+    B = _steps_per_flush(K)
     return _BackwardWork(f64(K * LANES), f64(K * LANES), f64(K * LANES), f64(K * LANES),
                          f64(K * K * LANES), f64(K * LANES), np.empty(LANES, dtype=i64),
                          np.empty(LANES, dtype=i64), np.empty(LANES, dtype=i64),
-                         np.empty(LANES, dtype=i64), f64(LANES), f64(LANES))
+                         np.empty(LANES, dtype=i64), f64(LANES), f64(LANES), np.empty(K),
+                         np.empty(K), np.empty(K), np.empty(K), np.empty((K, K)),
+                         f64(B * K * LANES), f64(B * K * LANES))
+
+
+@njit(cache=True)
+def _add_outer_products(ab, ub, n, K, tr):
+    r"""``tr[i, j] += ab[s, i] * ub[s, j]`` for the kept steps ``s = 0 .. n - 1``, in that
+    order, every lane (layouts ``(n, K, 8)`` and ``(K, K, 8)``).
+
+    The sum :math:`\sum_t \hat\alpha_{t-1} u_t^\top` of the backward pass, a block of
+    steps at a time: a 4 x 4 tile of ``tr`` stays in registers over the ``n`` steps, so each
+    multiply-add costs half a load instead of a load and a store of ``tr``. Every lane's
+    multiply-adds happen in the order of the steps, as one at a time would do them.
+    """
+    K4 = K // 4 * 4
+    for i0 in range(0, K4, 4):
+        for j0 in range(0, K4, 4):
+            o = (i0 * K + j0) * LANES
+            r1, r2, r3 = o + K * LANES, o + 2 * K * LANES, o + 3 * K * LANES
+            c00, c01, c02, c03 = (vload(tr, o), vload(tr, o + LANES), vload(tr, o + 2 * LANES),
+                                  vload(tr, o + 3 * LANES))
+            c10, c11, c12, c13 = (vload(tr, r1), vload(tr, r1 + LANES),
+                                  vload(tr, r1 + 2 * LANES), vload(tr, r1 + 3 * LANES))
+            c20, c21, c22, c23 = (vload(tr, r2), vload(tr, r2 + LANES),
+                                  vload(tr, r2 + 2 * LANES), vload(tr, r2 + 3 * LANES))
+            c30, c31, c32, c33 = (vload(tr, r3), vload(tr, r3 + LANES),
+                                  vload(tr, r3 + 2 * LANES), vload(tr, r3 + 3 * LANES))
+            for s in range(n):
+                ai = (s * K + i0) * LANES
+                uj = (s * K + j0) * LANES
+                a0, a1 = vload(ab, ai), vload(ab, ai + LANES)
+                a2, a3 = vload(ab, ai + 2 * LANES), vload(ab, ai + 3 * LANES)
+                u0, u1 = vload(ub, uj), vload(ub, uj + LANES)
+                u2, u3 = vload(ub, uj + 2 * LANES), vload(ub, uj + 3 * LANES)
+                c00, c01, c02, c03 = (vfma(a0, u0, c00), vfma(a0, u1, c01), vfma(a0, u2, c02),
+                                      vfma(a0, u3, c03))
+                c10, c11, c12, c13 = (vfma(a1, u0, c10), vfma(a1, u1, c11), vfma(a1, u2, c12),
+                                      vfma(a1, u3, c13))
+                c20, c21, c22, c23 = (vfma(a2, u0, c20), vfma(a2, u1, c21), vfma(a2, u2, c22),
+                                      vfma(a2, u3, c23))
+                c30, c31, c32, c33 = (vfma(a3, u0, c30), vfma(a3, u1, c31), vfma(a3, u2, c32),
+                                      vfma(a3, u3, c33))
+            vstore(tr, o, c00)
+            vstore(tr, o + LANES, c01)
+            vstore(tr, o + 2 * LANES, c02)
+            vstore(tr, o + 3 * LANES, c03)
+            vstore(tr, r1, c10)
+            vstore(tr, r1 + LANES, c11)
+            vstore(tr, r1 + 2 * LANES, c12)
+            vstore(tr, r1 + 3 * LANES, c13)
+            vstore(tr, r2, c20)
+            vstore(tr, r2 + LANES, c21)
+            vstore(tr, r2 + 2 * LANES, c22)
+            vstore(tr, r2 + 3 * LANES, c23)
+            vstore(tr, r3, c30)
+            vstore(tr, r3 + LANES, c31)
+            vstore(tr, r3 + 2 * LANES, c32)
+            vstore(tr, r3 + 3 * LANES, c33)
+    for i in range(K):  # the rows and columns outside the 4 x 4 tiles
+        for j in range(K4 if i < K4 else 0, K):
+            o = (i * K + j) * LANES
+            c = vload(tr, o)
+            for s in range(n):
+                c = vfma(vload(ab, (s * K + i) * LANES), vload(ub, (s * K + j) * LANES), c)
+            vstore(tr, o, c)
+
 
 
 @njit(cache=True)
@@ -375,7 +492,7 @@ def _normalised_product(x, y, b, K, out):
 @njit(cache=True)
 def _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha, alpha_base, inv_c, binits,
                     from_state, stats, by_idx, post_acc, post_dense, snap_g_end, snap_g_lo,
-                    snap_b_lo, w):
+                    snap_b_lo, w, lane_weight):
     r"""Scaled backward recursion of one block, with or without the statistics.
 
     Lane ``b`` (plan entry ``l = l0 + b``) runs from row ``stop[l] - 1`` down to ``lo[l]``
@@ -384,10 +501,11 @@ def _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha, alpha_base, i
     lo[l]``. It starts from :math:`\hat\beta = 1` or, if ``from_state[l]``, from
     ``binits[l]`` (the scaled :math:`\hat\beta` of its top row).
 
-    With ``stats``: the posteriors :math:`\gamma_r` of the rows ``r < end[l]`` go to
-    ``post_dense`` rows or are summed into ``post_acc``, and the lane accumulators ``w.tr``
-    (:math:`\sum \hat\alpha_{t-1} u_t^\top`, layout ``(K, K, 8)``, every transition into
-    the lane's rows above ``lo``) and ``w.st`` (:math:`\gamma` of row ``lo``) are filled.
+    With ``stats``: the posteriors :math:`\gamma_r` of the rows ``r < end[l]``, times
+    ``lane_weight[l]``, go to ``post_dense`` rows or are summed into ``post_acc``, and the
+    lane accumulators ``w.tr`` (:math:`\sum \hat\alpha_{t-1} u_t^\top`, layout
+    ``(K, K, 8)``, every transition into the lane's rows above ``lo``) and ``w.st``
+    (:math:`\gamma` of row ``lo``) are filled.
 
     Without: a pass that only computes :math:`\hat\beta` (for the checks of segmented
     forward-backward). Rows ``>= end`` of a lane that starts from 1 are a warm-up: on
@@ -411,6 +529,8 @@ def _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha, alpha_base, i
     _alpha_rows(l0, lo, stop, alpha_base, T - 1, K, w.arow, w.aoffs)
     for j in range(K):
         vstore(a_cur, j * LANES, vgather(alpha, w.aoffs, j))
+    B = _steps_per_flush(K)
+    kept = 0
     for t in range(T - 1, -1, -1):
         _lane_rows(l0, lo, stop, t, idx, K, w.rows, w.offs, w.active)
         for b in range(LANES):
@@ -428,14 +548,15 @@ def _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha, alpha_base, i
                     _normalised_product(a_cur, beta, b, K, snap_g_lo[l])
                     for j in range(K):
                         snap_b_lo[l, j] = beta[j * LANES + b]
-            elif r < end[l]:  # gamma_r = alpha_r * beta_r
+            elif r < end[l]:  # gamma_r = alpha_r * beta_r, times the lane's weight
+                f = lane_weight[l]
                 if by_idx:
                     pr = idx[r]
                     for j in range(K):
-                        post_acc[pr, j] += a_cur[j * LANES + b] * beta[j * LANES + b]
+                        post_acc[pr, j] += a_cur[j * LANES + b] * beta[j * LANES + b] * f
                 else:
                     for j in range(K):
-                        post_dense[r, j] = a_cur[j * LANES + b] * beta[j * LANES + b]
+                        post_dense[r, j] = a_cur[j * LANES + b] * beta[j * LANES + b] * f
         m = vload(w.active, 0)
         if t == 0:
             if stats:
@@ -452,12 +573,16 @@ def _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha, alpha_base, i
             vstore(u, j * LANES, vmul(x, scale))
         _alpha_rows(l0, lo, stop, alpha_base, t - 1, K, w.arow, w.aoffs)
         for i in range(K):
-            ai = vgather(alpha, w.aoffs, i)
-            vstore(a_prev, i * LANES, ai)
-            if stats:  # tr += alpha_{t-1} u_t^T
-                for j in range(K):
-                    k = (i * K + j) * LANES
-                    vstore(w.tr, k, vfma(ai, vload(u, j * LANES), vload(w.tr, k)))
+            vstore(a_prev, i * LANES, vgather(alpha, w.aoffs, i))
+        if stats:  # tr += alpha_{t-1} u_t^T, B steps at a time
+            slot = kept * K * LANES
+            for i in range(K):
+                vstore(w.ab, slot + i * LANES, vload(a_prev, i * LANES))
+                vstore(w.ub, slot + i * LANES, vload(u, i * LANES))
+            kept += 1
+            if kept == B:
+                _add_outer_products(w.ab, w.ub, kept, K, w.tr)
+                kept = 0
         # beta_{t-1} = A u_t, exactly 1 on lanes that have no step t
         _matvec(u, transmat, beta)
         rest = vsub(one, m)
@@ -474,31 +599,58 @@ def _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha, alpha_base, i
                     f = 1.0 / s if s > 0.0 else 0.0
                     for j in range(K):
                         beta[j * LANES + b] *= f
+    if stats and kept:
+        _add_outer_products(w.ab, w.ub, kept, K, w.tr)
 
 
-@njit(parallel=True, cache=True)
 def backward_pass(transmat, emis, idx, lo, stop, end, counts_start, chunks, alpha, alpha_base,
                   inv_c, binits, from_state, stats, by_idx, post_acc, post_dense, start_acc,
-                  trans_acc, snap_g_end, snap_g_lo, snap_b_lo):
+                  trans_acc, snap_g_end, snap_g_lo, snap_b_lo, lane_weight):
     """The backward half of segmented forward-backward: every block of a lane plan.
 
     See ``_backward_block`` for the lanes, ``stats`` and the snapshots; ``alpha_base`` is
     per plan entry. With ``stats``, chunk ``c`` adds its lanes' statistics to
     ``post_acc[c]`` (or ``post_dense`` rows), ``trans_acc[c]`` and, for the entries with
-    ``counts_start``, ``start_acc[c]``.
+    ``counts_start``, ``start_acc[c]``, each times ``lane_weight`` of its entry.
     """
-    K = transmat.shape[0]
-    for c in prange(chunks.shape[0] - 1):
-        w = _backward_work(K)
+    run(_backward_pass, len(chunks) - 1,
+        recursion_seconds(lo, stop, transmat.shape[0], BACKWARD_NS), transmat, emis, idx, lo,
+        stop, end, counts_start, chunks, alpha, alpha_base, inv_c, binits, from_state, stats,
+        by_idx, post_acc, post_dense, start_acc, trans_acc, snap_g_end, snap_g_lo, snap_b_lo,
+        lane_weight, single_lane.ENABLED)
+
+
+@njit(nogil=True, cache=True)
+def _backward_pass(transmat, emis, idx, lo, stop, end, counts_start, chunks, alpha, alpha_base,
+                   inv_c, binits, from_state, stats, by_idx, post_acc, post_dense, start_acc,
+                   trans_acc, snap_g_end, snap_g_lo, snap_b_lo, lane_weight, single, ticket):
+    """:func:`backward_pass` of the chunks this thread claims from ``ticket``."""
+    w = _backward_work(transmat.shape[0])
+    transmat_t = np.ascontiguousarray(transmat.T)
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
+            if single and alone(l0, lo, stop):
+                backward_lane(l0, lo, stop, end, transmat, transmat_t, emis, idx, alpha,
+                              alpha_base[l0],
+                              inv_c, binits, from_state, stats, by_idx, post_acc[c],
+                              post_dense, snap_g_end, snap_g_lo, snap_b_lo, w.beta1, w.u1,
+                              w.a_cur1, w.st1, w.tr1, lane_weight[l0])
+                if stats:
+                    add_lane_statistics(l0, counts_start, w.st1, w.tr1, start_acc[c],
+                                        trans_acc[c], lane_weight[l0])
+                continue
             _backward_block(l0, lo, stop, end, transmat, emis, idx, alpha,
                             alpha_base[l0:l0 + LANES], inv_c, binits, from_state, stats, by_idx,
-                            post_acc[c], post_dense, snap_g_end, snap_g_lo, snap_b_lo, w)
+                            post_acc[c], post_dense, snap_g_end, snap_g_lo, snap_b_lo, w,
+                            lane_weight)
             if stats:
-                _add_lane_statistics(l0, counts_start, w, start_acc[c], trans_acc[c])
+                _add_lane_statistics(l0, counts_start, w, start_acc[c], trans_acc[c],
+                                     lane_weight)
 
 
-@njit(parallel=True, cache=True)
 def forward_loglik(inits, from_state, transmat_t, emis, idx, first, lo, end, init, chunks,
                    loglik, snap_lo, snap_end, alpha, alpha_base, inv_c):
     r"""Forward pass of every lane: :math:`\sum_{t \ge lo} \log c_t` and filter snapshots.
@@ -509,10 +661,30 @@ def forward_loglik(inits, from_state, transmat_t, emis, idx, first, lo, end, ini
     the exactness check of segmented scoring). If ``alpha`` has rows, :math:`\hat\alpha`
     and :math:`1/c` of the rows ``>= lo`` are stored (``alpha_base`` is per plan entry).
     """
-    K = transmat_t.shape[0]
-    for c in prange(chunks.shape[0] - 1):
-        w = _forward_work(K)
+    run(_forward_loglik, len(chunks) - 1,
+        recursion_seconds(first, end, transmat_t.shape[0], FORWARD_NS), inits, from_state,
+        transmat_t, emis, idx, first, lo, end, init, chunks, loglik, snap_lo, snap_end, alpha,
+        alpha_base, inv_c, single_lane.ENABLED)
+
+
+@njit(nogil=True, cache=True)
+def _forward_loglik(inits, from_state, transmat_t, emis, idx, first, lo, end, init, chunks,
+                    loglik, snap_lo, snap_end, alpha, alpha_base, inv_c, single, ticket):
+    """:func:`forward_loglik` of the chunks this thread claims from ``ticket``."""
+    w = _forward_work(transmat_t.shape[0])
+    transmat = np.ascontiguousarray(transmat_t.T)
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
+            if single and alone(l0, first, end):
+                forward_lane(l0, first, lo, end, init, inits, from_state, transmat_t,
+                             transmat, emis, idx, alpha, alpha_base[l0], inv_c, snap_lo,
+                             snap_end, loglik, w.a1, w.v1)
+                for b in range(1, LANES):  # the empty lanes' product of scales stays 1
+                    loglik[l0 + b] = 0.0
+                continue
             _forward_block(l0, first, lo, end, init, inits, from_state, transmat_t, emis, idx,
                            alpha, alpha_base[l0:l0 + LANES], inv_c, snap_lo, snap_end, loglik,
                            w)
@@ -537,7 +709,6 @@ def _draw(p, u):
     return last
 
 
-@njit(parallel=True, cache=True)
 def sample_posterior_paths(startprob, transmat, transmat_t, emis, idx, first, end, chunks,
                            uniforms, states):
     r"""Forward-filtering backward-sampling (Chib 1996; Frühwirth-Schnatter 1994).
@@ -546,22 +717,41 @@ def sample_posterior_paths(startprob, transmat, transmat_t, emis, idx, first, en
     :math:`z_t \sim \hat\alpha_t(i) A_{i, z_{t+1}}`. ``uniforms`` has one U[0,1) draw per
     row, so the result does not depend on the thread count. Impossible sequences get -1.
     """
+    run(_sample_posterior_paths, len(chunks) - 1,
+        recursion_seconds(first, end, startprob.shape[0], SAMPLE_NS), startprob, transmat,
+        transmat_t, emis, idx, first, end, chunks, uniforms, states, single_lane.ENABLED)
+
+
+@njit(nogil=True, cache=True)
+def _sample_posterior_paths(startprob, transmat, transmat_t, emis, idx, first, end, chunks,
+                            uniforms, states, single, ticket):
+    """:func:`sample_posterior_paths` of the chunks this thread claims from ``ticket``."""
     K = startprob.shape[0]
     inits = startprob.reshape((1, K))
     init = np.zeros(first.shape[0], dtype=np.int64)
     from_state = np.zeros(first.shape[0], dtype=np.bool_)
     lane_ll = np.empty(first.shape[0])
-    for c in prange(chunks.shape[0] - 1):
+    w = _forward_work(K)
+    no_snap = np.empty((0, K))
+    wts = np.empty(K)
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         l_lo = chunks[c] * LANES
         l_hi = chunks[c + 1] * LANES
         base, alpha, inv_c = _chunk_buffers(l_lo, l_hi, first, end, K)
-        w = _forward_work(K)
-        no_snap = np.empty((0, K))
-        wts = np.empty(K)
         for l0 in range(l_lo, l_hi, LANES):
             bb = base[l0 - l_lo:l0 - l_lo + LANES]
-            _forward_block(l0, first, first, end, init, inits, from_state, transmat_t, emis, idx,
-                           alpha, bb, inv_c, no_snap, no_snap, lane_ll, w)
+            if single and alone(l0, first, end):
+                forward_lane(l0, first, first, end, init, inits, from_state, transmat_t,
+                             transmat, emis, idx, alpha, bb[0], inv_c, no_snap, no_snap,
+                             lane_ll, w.a1, w.v1)
+                for b in range(1, LANES):
+                    lane_ll[l0 + b] = 0.0
+            else:
+                _forward_block(l0, first, first, end, init, inits, from_state, transmat_t,
+                               emis, idx, alpha, bb, inv_c, no_snap, no_snap, lane_ll, w)
             for b in range(LANES):
                 lo = first[l0 + b]
                 hi = end[l0 + b]

@@ -370,6 +370,14 @@ def _flush(E, touch, TP, TQ, acc, bounds, cur, c, avg_on):
                     E[w, i, j] = c * M[i, j]
 
 
+def flush_window(E, touch, TP, TQ, acc, bounds, cur, c, avg_on) -> None:
+    """Bring every symbol's block up to date at window position ``cur`` (``c``: the
+    window's decay), in place, as the kernel does when its window is full: afterwards
+    every ``touch`` is 0 and the next window may start empty (of any length) with decay
+    1. ``TQ`` has the feature axis; ``bounds`` the features' first symbols and the end."""
+    _flush(E, touch, TP, TQ, acc, bounds, cur, c, avg_on)
+
+
 # -- categorical emissions ---------------------------------------------------------------------
 @njit(cache=True)
 def online_em_categorical(y, src_b, labels, starts, step_scale, step_exponent, warmup,

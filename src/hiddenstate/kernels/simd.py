@@ -164,6 +164,24 @@ def vfma(typingctx, a, b, c):
 
 
 @intrinsic
+def fma(typingctx, a, b, c):
+    """Scalar ``a * b + c`` (float64, ``llvm.fmuladd``): the lane-wise :func:`vfma` of one
+    lane, so that a one-lane kernel rounds exactly as the 8-lane one."""
+    if not all(isinstance(x, types.Float) for x in (a, b, c)):
+        raise TypingError(f"fma: expected three floats, got {a}, {b}, {c}")
+
+    def codegen(context, builder, sig, args):
+        f64 = ir.DoubleType()
+        vals = [context.cast(builder, v, t, types.float64)
+                for v, t in zip(args, sig.args, strict=True)]
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(f64, [f64] * 3),
+                                            "llvm.fmuladd.f64")
+        return builder.call(fn, vals)
+
+    return types.float64(a, b, c), codegen
+
+
+@intrinsic
 def vwhere_gt(typingctx, a, b, x, y):
     """Lane-wise ``x if a > b else y`` (ordered compare: a NaN lane picks ``y``)."""
 

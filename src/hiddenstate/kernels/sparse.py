@@ -22,9 +22,17 @@ state, as in the dense kernel). Emissions come as ``(emis, idx)`` like every ker
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from ..threads import run
+from .chunks import claim
 from .forward_backward import normalise_scale
+
+_ENTRY_NS = 4.0  # single-thread nanoseconds per (row, allowed transition) and pass (measured)
+
+
+def _seconds(bounds, nnz, passes):
+    return bounds[-1] * max(nnz, 1) * passes * _ENTRY_NS * 1e-9
 
 
 @njit(cache=True)
@@ -64,21 +72,34 @@ def _forward_sequence(a, b, startprob, indptr, indices, values, emis, idx, alpha
     return total
 
 
-@njit(parallel=True, cache=True)
 def sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bounds, chunks,
-                            by_idx, post_acc, post_dense, start_acc, trans_acc, loglik):
+                            by_idx, post_acc, post_dense, start_acc, trans_acc, loglik,
+                            seq_weight):
     """Posteriors and expected counts of every sequence. Per chunk ``c`` of sequences:
     ``start_acc[c]`` (K,), ``trans_acc[c]`` (nnz,) and, with ``by_idx``, ``post_acc[c]``
-    (rows of ``emis``, K) summed by emission row; otherwise ``post_dense`` (N, K) per row.
+    (rows of ``emis``, K) summed by emission row; otherwise ``post_dense`` (N, K) per row;
+    every statistic of sequence ``s`` times ``seq_weight[s]``.
     ``loglik[s]`` = log p(x_s). An impossible sequence contributes nothing (its rows of
     ``post_dense`` are 0)."""
+    N, K = len(idx), len(startprob)
+    run(_sparse_forward_backward, len(chunks) - 1, _seconds(bounds, len(values), 2), startprob,
+        indptr, indices, values, emis, idx, bounds, chunks, by_idx, post_acc, post_dense,
+        start_acc, trans_acc, loglik, seq_weight, np.empty((N, K)), np.empty(N))
+
+
+@njit(nogil=True, cache=True)
+def _sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bounds, chunks,
+                             by_idx, post_acc, post_dense, start_acc, trans_acc, loglik,
+                             seq_weight, alpha, log_c, ticket):
+    """:func:`sparse_forward_backward` of the chunks this thread claims from ``ticket``
+    (``alpha`` and ``log_c``: scratch rows for every observation)."""
     K = len(startprob)
-    N = len(idx)
-    alpha = np.empty((N, K))
-    log_c = np.empty(N)
-    for c in prange(len(chunks) - 1):
-        beta = np.empty(K)
-        nxt = np.empty(K)
+    beta = np.empty(K)
+    nxt = np.empty(K)
+    while True:
+        c = claim(ticket)
+        if c >= len(chunks) - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             a, b = bounds[s], bounds[s + 1]
             ll = _forward_sequence(a, b, startprob, indptr, indices, values, emis, idx,
@@ -90,18 +111,19 @@ def sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bound
                         for j in range(K):
                             post_dense[t, j] = 0.0
                 continue
+            f = seq_weight[s]
             for j in range(K):
                 beta[j] = 1.0
             for t in range(b - 1, a - 1, -1):
                 for j in range(K):
-                    g = alpha[t, j] * beta[j]
+                    g = alpha[t, j] * beta[j] * f
                     if by_idx:
                         post_acc[c, idx[t], j] += g
                     else:
                         post_dense[t, j] = g
                 if t == a:
                     for j in range(K):
-                        start_acc[c, j] += alpha[t, j] * beta[j]
+                        start_acc[c, j] += alpha[t, j] * beta[j] * f
                     break
                 # beta_{t-1}(i) = sum_j A_ij e_t(j) beta_t(j) / c_t, and the counts of t-1 -> t
                 row = emis[idx[t]]
@@ -114,18 +136,28 @@ def sparse_forward_backward(startprob, indptr, indices, values, emis, idx, bound
                     for p in range(indptr[i], indptr[i + 1]):
                         w = values[p] * nxt[indices[p]]
                         acc += w
-                        trans_acc[c, p] += ai * w
+                        trans_acc[c, p] += ai * w * f
                     beta[i] = acc
 
 
-@njit(parallel=True, cache=True)
 def sparse_log_likelihood(startprob, indptr, indices, values, emis, idx, bounds, chunks,
                           loglik):
     """``loglik[s]`` = log p(x_s) by the scaled forward pass alone (two rows of scratch
-    per chunk)."""
+    per thread)."""
+    run(_sparse_log_likelihood, len(chunks) - 1, _seconds(bounds, len(values), 1), startprob,
+        indptr, indices, values, emis, idx, bounds, chunks, loglik)
+
+
+@njit(nogil=True, cache=True)
+def _sparse_log_likelihood(startprob, indptr, indices, values, emis, idx, bounds, chunks,
+                           loglik, ticket):
+    """:func:`sparse_log_likelihood` of the chunks this thread claims from ``ticket``."""
     K = len(startprob)
-    for c in prange(len(chunks) - 1):
-        alpha = np.empty((2, K))
+    alpha = np.empty((2, K))
+    while True:
+        c = claim(ticket)
+        if c >= len(chunks) - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             total = 0.0
             a, b = bounds[s], bounds[s + 1]
@@ -140,15 +172,25 @@ def sparse_log_likelihood(startprob, indptr, indices, values, emis, idx, bounds,
             loglik[s] = total
 
 
-@njit(parallel=True, cache=True)
 def sparse_viterbi(log_start, indptr, indices, log_values, log_emis, idx, bounds, chunks,
                    backptr, logprob, states):
     """Most probable path of every sequence (``states``, -1 for an impossible sequence)
     and its ``logprob``; ``backptr`` (N, K) is scratch."""
+    run(_sparse_viterbi, len(chunks) - 1, _seconds(bounds, len(log_values), 1), log_start,
+        indptr, indices, log_values, log_emis, idx, bounds, chunks, backptr, logprob, states)
+
+
+@njit(nogil=True, cache=True)
+def _sparse_viterbi(log_start, indptr, indices, log_values, log_emis, idx, bounds, chunks,
+                    backptr, logprob, states, ticket):
+    """:func:`sparse_viterbi` of the chunks this thread claims from ``ticket``."""
     K = len(log_start)
-    for c in prange(len(chunks) - 1):
-        delta = np.empty(K)
-        nxt = np.empty(K)
+    delta = np.empty(K)
+    nxt = np.empty(K)
+    while True:
+        c = claim(ticket)
+        if c >= len(chunks) - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             a, b = bounds[s], bounds[s + 1]
             row = log_emis[idx[a]]

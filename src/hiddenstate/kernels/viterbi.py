@@ -20,10 +20,19 @@ The lane layout, plans and chunks are those of :mod:`.forward_backward`.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from .forward_backward import _block_length, _lane_rows
+from ..threads import run
+from . import single_lane
+from .chunks import claim
+from .forward_backward import _block_length, _lane_rows, recursion_seconds
 from .simd import LANES, aligned_empty, vadd, vgather, vload, vsplat, vstore, vsub, vwhere_gt
+from .single_lane import alone, viterbi_lane
+
+#: single-thread nanoseconds per row: the forward pass ``a + b * K**2`` (as
+#: :data:`~.forward_backward.FORWARD_NS`), the backtrack (measured)
+VITERBI_NS = (12.0, 0.09)
+_BACKTRACK_NS = 2.0
 
 
 @njit(cache=True)
@@ -76,7 +85,6 @@ def _maxplus(x, m, out, arg):
         vstore(arg, jj * LANES, a)
 
 
-@njit(parallel=True, cache=True)
 def viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo, end, init,
                     chunks, backptr, logprob, snap_lo, snap_end):
     r"""Max-product forward pass of every lane; back-pointers for the rows ``>= lo``.
@@ -87,20 +95,44 @@ def viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo,
     :math:`\sum m_t` over the rows ``>= lo``; ``snap_lo[l]`` and ``snap_end[l]`` the
     normalised scores at rows ``lo - 1`` and ``end - 1``.
     """
+    run(_viterbi_forward, len(chunks) - 1,
+        recursion_seconds(first, end, log_transmat_t.shape[0], VITERBI_NS), inits, from_state,
+        log_transmat_t, log_emis, idx, first, lo, end, init, chunks, backptr, logprob, snap_lo,
+        snap_end, single_lane.ENABLED)
+
+
+@njit(nogil=True, cache=True)
+def _viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo, end, init,
+                     chunks, backptr, logprob, snap_lo, snap_end, single, ticket):
+    """:func:`viterbi_forward` of the chunks this thread claims from ``ticket``."""
     K = log_transmat_t.shape[0]
+    log_transmat = np.ascontiguousarray(log_transmat_t.T)
+    dn1 = np.empty(K)
+    d1 = np.empty(K)
+    arg1 = np.empty(K, dtype=np.int64)
     neg_inf = vsplat(-np.inf)
     zero = vsplat(0.0)
     half = vsplat(0.5)
-    for c in prange(chunks.shape[0] - 1):
-        dn = aligned_empty(K * LANES)
-        d = aligned_empty(K * LANES)
-        arg = aligned_empty(K * LANES)
-        rows = np.empty(LANES, dtype=np.int64)
-        offs = np.empty(LANES, dtype=np.int64)
-        active = aligned_empty(LANES)
-        mode = aligned_empty(LANES)
-        mx = aligned_empty(LANES)
+    dn = aligned_empty(K * LANES)
+    d = aligned_empty(K * LANES)
+    arg = aligned_empty(K * LANES)
+    rows = np.empty(LANES, dtype=np.int64)
+    offs = np.empty(LANES, dtype=np.int64)
+    active = aligned_empty(LANES)
+    mode = aligned_empty(LANES)
+    mx = aligned_empty(LANES)
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         for l0 in range(chunks[c] * LANES, chunks[c + 1] * LANES, LANES):
+            if single and alone(l0, first, end):
+                viterbi_lane(l0, first, lo, end, init, inits, from_state, log_transmat_t,
+                             log_transmat, log_emis, idx, backptr, logprob, snap_lo, snap_end,
+                             dn1, d1, arg1)
+                for b in range(1, LANES):
+                    logprob[l0 + b] = 0.0
+                continue
             for b in range(LANES):
                 offs[b] = init[l0 + b] * K
                 mode[b] = 1.0 if from_state[l0 + b] else 0.0
@@ -140,10 +172,19 @@ def viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo,
                             snap_end[l0 + b, j] = dn[j * LANES + b]
 
 
-@njit(parallel=True, cache=True)
 def viterbi_backtrack(bounds, chunks, last_state, backptr, states):
     """Follow the back-pointers of each sequence from ``last_state`` (``-1``: impossible)."""
-    for c in prange(chunks.shape[0] - 1):
+    run(_viterbi_backtrack, len(chunks) - 1, bounds[-1] * _BACKTRACK_NS * 1e-9, bounds,
+        chunks, last_state, backptr, states)
+
+
+@njit(nogil=True, cache=True)
+def _viterbi_backtrack(bounds, chunks, last_state, backptr, states, ticket):
+    """:func:`viterbi_backtrack` of the chunks this thread claims from ``ticket``."""
+    while True:
+        c = claim(ticket)
+        if c >= chunks.shape[0] - 1:
+            return
         for s in range(chunks[c], chunks[c + 1]):
             lo = bounds[s]
             hi = bounds[s + 1]

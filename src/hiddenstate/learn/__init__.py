@@ -5,10 +5,10 @@ ArviZ diagnostics in :mod:`.diagnostics`; what a model hands the learner, the k-
 and the zero-probability rule in :mod:`.problem`; the warnings of a fit in
 :mod:`.fit_warnings`."""
 
-from .batch import MODES, OBJECTIVES, Fitted, fit, fit_restarts, merge_statistics
+from .batch import MODES, OBJECTIVES, TOL, Fitted, fit, fit_restarts, merge_statistics
 from .fit_warnings import FitWarnings
 from .monitor import ConvergenceMonitor
 from .problem import check_possible, kbest_weights
 
-__all__ = ["MODES", "OBJECTIVES", "ConvergenceMonitor", "FitWarnings", "Fitted",
+__all__ = ["MODES", "OBJECTIVES", "TOL", "ConvergenceMonitor", "FitWarnings", "Fitted",
            "check_possible", "fit", "fit_restarts", "kbest_weights", "merge_statistics"]

@@ -24,7 +24,9 @@ MAP M-step on hard counts. Every objective is non-decreasing from one iteration 
 **The learning policy** (the same for every model; ``docs/learning-modes.md``):
 
 - *Stop rule per mode* (:func:`fit`). EM, MAP and VB stop when an iteration gains less than
-  ``tol`` (``tol=-inf``: never), or after ``n_iter`` iterations. VT and k-best VT ignore
+  ``tol`` per observation (the objective's gain divided by the Problem's
+  ``n_observations``: time steps, words, items; ``tol=-inf``: never), or after ``n_iter``
+  iterations (see :mod:`.monitor` for why per observation). VT and k-best VT ignore
   ``tol``: they stop when the explanations repeat (the M-step would return the same
   parameters: a fixed point, Viterbi training as in PRISM, Sato & Kameya) or when the
   objective no longer rises (explanations of equal probability can trade places through
@@ -56,6 +58,10 @@ OPTIMISING_MODES = MODES[:5]
 #: modes whose E-step deterministic annealing can temper
 ANNEALED_MODES = ("em", "map")
 _STALL = 1e-12  # relative gain below which Viterbi training has stopped moving
+#: the default ``tol`` of every model's batch modes: the smallest gain per observation (nats)
+#: of an iteration that does not stop EM, MAP or VB (chosen on the real-data panel,
+#: ``experiments/stopping_rule.py``)
+TOL = 1e-4
 
 #: what ``monitor_.history`` holds for each mode (for progress bars, reports and plots)
 OBJECTIVES = {
@@ -67,7 +73,7 @@ OBJECTIVES = {
     "gibbs": "log p(X, z, θ) of each sweep (chain 0)",
 }
 
-__all__ = ["MODES", "OBJECTIVES", "Block", "Fitted", "Problem", "fit", "fit_restarts",
+__all__ = ["MODES", "OBJECTIVES", "TOL", "Block", "Fitted", "Problem", "fit", "fit_restarts",
            "merge_statistics"]
 
 
@@ -158,6 +164,18 @@ class Fitted:
     finals: list | None = None
 
 
+def n_observations(problem: Problem) -> float:
+    """The observations ``problem``'s objective sums over (its ``n_observations``), by which
+    the stop rule divides an iteration's gain."""
+    n = getattr(problem, "n_observations", None)
+    if n is None:
+        raise TypeError(
+            f"{type(problem).__name__} has no n_observations: a Problem states how many "
+            "observations its objective sums over (time steps, words, items), the unit of "
+            "the stop rule's tol")
+    return float(n)
+
+
 def _check_objective(value: float, monitor) -> float:
     if not np.isfinite(value):
         raise NumericalError(
@@ -185,7 +203,8 @@ def fit(problem: Problem, mode: str, params: dict, monitor, which: str, k_best: 
         log: FitWarnings | None = None) -> Fitted:
     """Run one learning mode from ``params`` until the mode's stop rule says stop.
 
-    EM, MAP and VB ask ``monitor.report`` (its ``tol``); VT and k-best VT record the
+    EM, MAP and VB ask ``monitor.report`` (its ``tol``, per observation: a
+    :class:`ConvergenceMonitor` gets ``problem.n_observations``); VT and k-best VT record the
     objective (``monitor.record``) and stop when their explanations repeat or the objective
     no longer rises (see :mod:`hiddenstate.learn.batch`).
 
@@ -247,6 +266,7 @@ def fit(problem: Problem, mode: str, params: dict, monitor, which: str, k_best: 
         log.start_restart()
     if isinstance(monitor, ConvergenceMonitor):
         monitor.log = log
+        monitor.n_observations = n_observations(problem)
     blocks = problem.blocks
 
     def mstep(theta, stats):
@@ -338,7 +358,7 @@ def _better(final: float, best: float | None) -> bool:
 
 
 def fit_restarts(problem: Problem, mode: str, start: Callable[[int], dict], *,
-                 n_init: int = 1, n_iter: int = 100, tol: float = 1e-4, which: str,
+                 n_init: int = 1, n_iter: int = 100, tol: float = TOL, which: str,
                  k_best: int = 1, verbose: bool = False,
                  callback: Callable[[int, float], None] | None = None,
                  anneal: Sequence[float] | None = None) -> Fitted:
@@ -362,9 +382,9 @@ def fit_restarts(problem: Problem, mode: str, start: Callable[[int], dict], *,
         The number of runs.
     n_iter : int, default=100
         The most iterations of each run (of each stage with annealing).
-    tol : float, default=1e-4
-        The stop rule of EM, MAP and VB: a gain below ``tol`` stops a run; VT and k-best VT
-        ignore it (see :func:`fit`).
+    tol : float, default=TOL
+        The stop rule of EM, MAP and VB: a gain per observation below ``tol`` stops a run
+        (``-inf``: never); VT and k-best VT ignore it (see :func:`fit`).
     which : str
         The letters of the learned blocks (hmmlearn's ``params``: ``"ste"``).
     k_best : int, default=1

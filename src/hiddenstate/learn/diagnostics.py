@@ -12,7 +12,7 @@ r"""Convergence diagnostics of Gibbs sampling through ArviZ (the ``gibbs`` extra
   (the thresholds of that paper). :func:`warn_convergence` turns a failing verdict into one
   :class:`~hiddenstate.errors.ConvergenceWarning` naming the worst parameters.
 
-Run on the relabelled draws (:func:`hiddenstate.learn.gibbs.align_states`): before
+Run on the relabelled draws (:func:`hiddenstate.learn.gibbs.relabel_draws`): before
 relabelling, a chain that swaps two states would show an :math:`\hat R` that says nothing
 about convergence.
 """

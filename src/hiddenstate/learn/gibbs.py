@@ -24,7 +24,7 @@ p(\theta)` (the blocks' ``log_prior``, which may leave out constants). The first
 chain order) and its own generator (``rng.spawn``), so the draws do not depend on the
 number of threads (``n_jobs``) that run them.
 
-**Label switching** (:func:`align_states`). The posterior of a model with exchangeable
+**Label switching** (:func:`relabel_draws`). The posterior of a model with exchangeable
 states (an HMM's states, a tree network's states of a hidden variable, NaiveBayesHidden's
 clusters within a class) is symmetric under permutations of them, so a chain may visit
 every relabelling. Before any summary, every kept draw is relabelled to a reference: the
@@ -65,10 +65,10 @@ GIBBS = "gibbs"
 #: the sampler's options and their defaults (``learner_options`` of every model)
 DEFAULT_OPTIONS = {"n_samples": 1000, "burn_in": 500, "thin": 1, "n_chains": 4,
                    "n_jobs": 1}
-#: the most relabelling rounds of :func:`align_states`
+#: the most relabelling rounds of :func:`relabel_draws`
 MAX_ALIGN_ROUNDS = 10
 
-__all__ = ["DEFAULT_OPTIONS", "GIBBS", "GibbsResult", "StateGroup", "align_states",
+__all__ = ["DEFAULT_OPTIONS", "GIBBS", "GibbsResult", "StateGroup", "relabel_draws",
            "check_options", "flatten", "sample"]
 
 
@@ -222,7 +222,7 @@ class GibbsResult:
     ----------
     draws : list of list of dict
         ``draws[c][d]``: the parameters per block of the ``d``-th kept draw of chain ``c``,
-        relabelled (see :func:`align_states`).
+        relabelled (see :func:`relabel_draws`).
     log_joint : ndarray of shape (n_chains, n_draws)
         :math:`\\log p(X, z, \\theta)` of every kept draw (up to the prior's constant).
     log_lik : ndarray of shape (n_chains, n_draws)
@@ -430,7 +430,7 @@ def sample(problem, start: Callable[[int], dict], *, which: str, n_samples: int 
     extras = {name: np.array([[e[name] for e in r[4]] for r in runs]) for name in names}
     c, d = np.unravel_index(int(np.argmax(log_joint)), log_joint.shape)
     groups = list(getattr(problem, "state_groups", None) or [])
-    draws, perms = align_states(draws, groups, (int(c), int(d)))
+    draws, perms = relabel_draws(draws, groups, (int(c), int(d)))
     return GibbsResult(draws, log_joint, log_lik, traces, extras, perms, draws[c][d],
                        (int(c), int(d)), _mean(draws))
 
@@ -510,8 +510,13 @@ def _permute(arr: np.ndarray, index: tuple, axes: tuple, offset: int,
     return new
 
 
-def align_states(draws: list, groups: list, reference: tuple) -> tuple[list, list]:
+def relabel_draws(draws: list, groups: list, reference: tuple) -> tuple[list, list]:
     """Relabel every draw's exchangeable states to agree with a reference.
+
+    On the draws' parameters, for any model whose Problem declares ``state_groups`` (no
+    inference per draw); :func:`hiddenstate.align_states` aligns one fitted HMM with a
+    reference model or labels through their posteriors on data (the same ``perm``
+    convention).
 
     The rule of the module docstring: first the draw ``reference`` (chain, draw), then the
     posterior mean of the relabelled draws, until no permutation changes (at most
@@ -540,12 +545,12 @@ def align_states(draws: list, groups: list, reference: tuple) -> tuple[list, lis
     Two draws of a two-state chain, the second with its labels swapped:
 
     >>> import numpy as np
-    >>> from hiddenstate.learn.gibbs import StateGroup, align_states
+    >>> from hiddenstate.learn.gibbs import StateGroup, relabel_draws
     >>> a = {"startprob": np.array([0.9, 0.1]), "transmat": np.array([[0.8, 0.2], [0.4, 0.6]])}
     >>> b = {"startprob": np.array([0.12, 0.88]),
     ...      "transmat": np.array([[0.65, 0.35], [0.25, 0.75]])}
     >>> group = StateGroup(2, [("startprob", (), (0,), 0), ("transmat", (), (0, 1), 0)])
-    >>> out, perms = align_states([[a, b]], [group], (0, 0))
+    >>> out, perms = relabel_draws([[a, b]], [group], (0, 0))
     >>> perms[0][0].tolist(), out[0][1]["startprob"].tolist()
     ([[0, 1], [1, 0]], [0.88, 0.12])
     """

@@ -1,6 +1,18 @@
 """The convergence monitor shared by every batch learning mode: the objective per
 iteration and the tolerance rule of EM, MAP and VB (Viterbi training stops by its own rule,
-in :func:`hiddenstate.learn.fit`)."""
+in :func:`hiddenstate.learn.fit`).
+
+The rule compares the *gain per observation* with ``tol``: an iteration that raises the
+objective by less than ``tol * n_observations`` nats stops learning, where
+``n_observations`` is the number of observations the objective sums over (time steps of
+an HMM, words of a grammar, items of a classifier or tree network: the Problem's
+``n_observations``). The objective of a data set grows with its size, so an absolute gain
+means something else on 100 and on 100,000 observations; the gain per observation does not
+(it is the gain of the average log-likelihood that scikit-learn's ``GaussianMixture`` also
+compares with its ``tol``), and unlike a gain relative to the objective it does not change
+when continuous data change units (which adds a constant to the objective) or when the
+objective is near zero. hmmlearn's absolute rule stays in
+:mod:`hiddenstate.compat.hmmlearn`."""
 
 from __future__ import annotations
 
@@ -18,12 +30,14 @@ class ConvergenceMonitor:
 
     ``history[i]`` is the objective at the parameters *entering* iteration ``i`` (as in
     hmmlearn). EM has converged when an iteration improves the objective by less than
-    ``tol`` (:meth:`report`); reaching ``n_iter`` first leaves ``converged`` False.
+    ``tol`` per observation, ``(history[i] - history[i-1]) / n_observations < tol``
+    (:meth:`report`); reaching ``n_iter`` first leaves ``converged`` False.
 
     Parameters
     ----------
     tol : float
-        The smallest gain of an iteration that does not stop EM, MAP or VB.
+        The smallest gain of an iteration per observation (nats) that does not stop EM, MAP
+        or VB (``-inf``: never stop early).
     n_iter : int
         The most iterations.
     verbose : bool, default=False
@@ -35,6 +49,9 @@ class ConvergenceMonitor:
     log : hiddenstate.learn.FitWarnings or None, default=None
         Collects a falling objective (the learner sets it); None: the monitor warns at once
         with a :class:`~hiddenstate.errors.ConvergenceWarning`.
+    n_observations : float, default=1.0
+        The observations the objective sums over (:func:`hiddenstate.learn.fit` sets it from
+        the Problem's ``n_observations``); 1: ``tol`` is an absolute gain.
 
     See Also
     --------
@@ -48,6 +65,12 @@ class ConvergenceMonitor:
     [False, False, True]
     >>> monitor.iter, monitor.converged, monitor.history
     (3, True, [-10.0, -9.0, -8.995])
+
+    Over 1,000 observations the same gains are 0.001 and 0.000005 per observation:
+
+    >>> monitor = ConvergenceMonitor(tol=1e-4, n_iter=10, n_observations=1000)
+    >>> [monitor.report(v) for v in (-1000.0, -999.0, -998.995)]
+    [False, False, True]
     """
 
     tol: float
@@ -56,6 +79,7 @@ class ConvergenceMonitor:
     history: list[float] = field(default_factory=list)
     converged: bool = False
     log: Any = field(default=None, repr=False, compare=False)
+    n_observations: float = 1.0
 
     @property
     def iter(self) -> int:
@@ -80,7 +104,8 @@ class ConvergenceMonitor:
         """
         if self.verbose:
             delta = value - self.history[-1] if self.history else float("nan")
-            print(f"{self.iter + 1:>6} {value:>20.10f} {delta:>+16.8g}", file=sys.stderr)
+            print(f"{self.iter + 1:>6} {value:>20.10f} {delta:>+16.8g} "
+                  f"{delta / self.n_observations:>+14.6g}/obs", file=sys.stderr)
         if self.history:
             prev = self.history[-1]
             if value < prev - 1e-9 * max(1.0, abs(prev)):
@@ -104,9 +129,11 @@ class ConvergenceMonitor:
         Returns
         -------
         bool
-            True when learning should stop: the gain over the previous value is below
-            ``tol`` (``converged`` becomes True), or ``n_iter`` values were recorded.
+            True when learning should stop: the gain over the previous value per
+            observation is below ``tol`` (``converged`` becomes True), or ``n_iter`` values
+            were recorded.
         """
-        if self.history and value - self.history[-1] < self.tol:
+        if self.history and \
+                (value - self.history[-1]) / max(self.n_observations, 1.0) < self.tol:
             self.converged = True
         return self.record(value) or self.converged

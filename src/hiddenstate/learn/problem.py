@@ -58,6 +58,9 @@ class Problem(Protocol):
     letters: dict[str, str]
     #: observations per state, used to centre the initial variational posteriors
     n_virtual: dict[str, float]
+    #: the observations the objective sums over (time steps, words, items): the stop rule
+    #: compares an iteration's gain divided by this with ``tol``; additive over the data
+    n_observations: int
 
     def expected_counts(self, views: dict) -> tuple[float, dict]:
         """Sum-product: (sum over sequences of log Z, statistics per block)."""

@@ -41,7 +41,7 @@ from ..kernels.blocked import (
     gather_kept_blocks,
     scatter_kept_blocks,
 )
-from ..kernels.forward_backward import chunk_bounds
+from ..kernels.chunks import chunk_bounds
 
 __all__ = ["SentenceLayout", "dropout_counts", "exact_counts",
            "exact_log_likelihood"]

@@ -62,6 +62,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .._bundle import from_json, read_bundle, to_json, write_bundle
+from .._deprecation import keyword_only_after_first
 from .._sklearn_base import BaseEstimator
 from .._validation import check_memory
 from ..errors import (
@@ -289,6 +290,7 @@ class BlockedHMMLM(BaseEstimator):
     True
     """
 
+    @keyword_only_after_first
     def __init__(self, constraint: str = "brown", states_per_cluster: int = 32,
                  n_states: int | None = None, parameterization: str = "scalar",
                  hidden_size: int = 256, tie_embeddings: bool = False,
@@ -715,7 +717,11 @@ class BlockedHMMLM(BaseEstimator):
             work = getattr(self, "_work", None)  # the buffers of a running exact EM
             return exact_log_likelihood(layout, ws, *self._probabilities(work), work=work)
         per_token = self._token_log_normalisers(ids)
-        return np.add.reduceat(per_token, layout.bounds[:-1])
+        out = np.add.reduceat(per_token, layout.bounds[:-1])
+        # a token of probability zero (normaliser -inf) leaves NaN behind it in the scaled
+        # recursion: its sentence has probability zero
+        out[np.logical_or.reduceat(per_token == -np.inf, layout.bounds[:-1])] = -np.inf
+        return out
 
     @property
     def _on_cpu(self) -> bool:
@@ -1364,6 +1370,9 @@ class BlockedHMMLM(BaseEstimator):
             Before ``fit`` (or ``initialize``).
         hiddenstate.errors.InvalidInputError
             If ``X`` is not a stream of ids of the model's vocabulary.
+        hiddenstate.errors.ZeroProbabilityError
+            If a sentence has probability zero (``score_samples`` gives ``-inf`` for it): it
+            has no state posterior; the message names the sentences.
 
         Examples
         --------
@@ -1381,14 +1390,20 @@ class BlockedHMMLM(BaseEstimator):
         ids = self._check_ids(X, "X")
         cs = self.constraints_
         if self._numba_estep:
-            _, _, _, emit = exact_counts(SentenceLayout.from_ids(ids, self.eos_id_),
-                                         cs.word_states, *self._probabilities())
+            loglik, _, _, emit = exact_counts(SentenceLayout.from_ids(ids, self.eos_id_),
+                                              cs.word_states, *self._probabilities())
         else:
             tokens, valid = sentence_streams(ids, self.eos_id_, max(1, self._batch * 4))
             with torch.no_grad():
                 ls, lt, le = self.net_(cs.all_states(self.device))
-                emit = stream_counts(ls, lt, le, self._wc, tokens, valid, self.eos_id_,
-                                     int(self.bptt))[3].cpu().numpy()
+                loglik, _, _, emit = stream_counts(ls, lt, le, self._wc, tokens, valid,
+                                                   self.eos_id_, int(self.bptt))
+                emit = emit.cpu().numpy()
+        if not math.isfinite(float(loglik)):  # the zero-probability rule names the sentences
+            check_possible(self.score_samples(ids), "sentence", "a word that no state "
+                           "allowed to it can emit, or a transition of probability zero",
+                           "Leave those sentences out, or train with prior > 1.",
+                           use="state posterior")
         return np.bincount(cs.word_states.reshape(-1), emit.reshape(-1),
                            minlength=cs.n_states)
 

@@ -184,10 +184,12 @@ def step_log_normalisers(log_start, log_trans, log_emit, clusters, prev_cluster,
                          reset, valid) -> tuple[torch.Tensor, torch.Tensor]:
     """``(log c_t + shift_t (B, T), alpha (B, k))`` without gradient: each step's share of
     ``log p(x)`` (zero on padding), so a sentence's log-likelihood is the sum over its
-    steps."""
+    steps; ``-inf`` at a token of probability zero, NaN after it in its sentence)."""
     pt = potentials(log_start, log_trans, log_emit, clusters, prev_cluster, reset, valid)
     alphas, c = scan_forward(pt, prev_alpha)
-    return (torch.log(c) + pt.shift).T, alphas[-1]
+    lz = torch.log(c) + pt.shift
+    lz = torch.where(torch.isneginf(pt.shift), pt.shift, lz)  # every potential is zero
+    return lz.T, alphas[-1]
 
 
 @torch.no_grad()

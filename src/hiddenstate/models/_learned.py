@@ -20,12 +20,20 @@ they validate on every call, as hmmlearn does, and hand out the stored arrays th
 
 from __future__ import annotations
 
+import hashlib
+import warnings
+from collections.abc import Iterable
+
 import numpy as np
 
 from .._validation import as_float_array
+from ..errors import ParameterOverwriteWarning
+from ..learn.fit_warnings import user_stacklevel
 
 #: key of the last successful validation in the model's ``__dict__``
 _CHECKED = "_learned_checked_for"
+#: key of the digests of the values the last ``fit`` or load left (see :func:`mark_own`)
+_OWN = "_learned_own_values"
 _PREFIX = "_learned_"
 
 
@@ -94,3 +102,65 @@ def checked(obj) -> None:
     if obj.__dict__.get(_CHECKED) != key:
         obj._check_learned()
         obj.__dict__[_CHECKED] = key
+
+
+# -- values set by hand ---------------------------------------------------------------------
+def _value(obj, name: str):
+    """The stored value of attribute ``name`` (a :class:`LearnedArray` or a plain one), or
+    None."""
+    d = obj.__dict__
+    return d[slot(name)] if slot(name) in d else d.get(name)
+
+
+def _digest(value) -> bytes:
+    """A digest of a parameter's value: arrays (by dtype, shape and bytes), dicts and
+    lists of them."""
+    h = hashlib.blake2b(digest_size=16)
+
+    def feed(v) -> None:
+        if isinstance(v, dict):
+            h.update(b"{%d" % len(v))
+            for k in sorted(v, key=repr):
+                h.update(repr(k).encode())
+                feed(v[k])
+        elif isinstance(v, (list, tuple)):
+            h.update(b"[%d" % len(v))
+            for x in v:
+                feed(x)
+        else:
+            a = np.asarray(v)
+            h.update(f"{a.dtype.str}{a.shape}".encode())
+            h.update(repr(v).encode() if a.dtype == object
+                     else np.ascontiguousarray(a).tobytes())
+
+    feed(value)
+    return h.digest()
+
+
+def mark_own(obj, names: Iterable[str]) -> None:
+    """Record the present values of ``names`` as the model's own (``fit`` or a load left
+    them); :func:`set_by_hand` then reports only those assigned since. A digest is kept,
+    not the values (nothing more in memory, and the model still pickles)."""
+    obj.__dict__[_OWN] = {name: _digest(v) for name in names
+                          if (v := _value(obj, name)) is not None}
+
+
+def set_by_hand(obj, names: Iterable[str]) -> list[str]:
+    """The attributes among ``names`` that hold a value the last ``fit`` or load did not
+    leave (all that are set, for a model never fitted nor loaded)."""
+    own = obj.__dict__.get(_OWN, {})
+    return [name for name in names if (v := _value(obj, name)) is not None
+            and own.get(name) != _digest(v)]
+
+
+def warn_replaced(obj, names: Iterable[str], argument: str | None, fix: str) -> None:
+    """Warn (:class:`~hiddenstate.errors.ParameterOverwriteWarning`, pointing at the user's
+    call) that ``fit`` replaces the attributes among ``names`` set by hand
+    (:func:`set_by_hand`): ``"{argument}: fit replaces A_, B_ set by hand; {fix}"`` (the
+    argument that keeps them; None: there is none)."""
+    hand = set_by_hand(obj, names)
+    if hand:
+        names = ", ".join(name.lstrip("_") for name in hand)  # _covars_: covars_
+        prefix = "" if argument is None else f"{argument}: "
+        warnings.warn(f"{prefix}fit replaces {names} set by hand; {fix}",
+                      ParameterOverwriteWarning, stacklevel=user_stacklevel())

@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from .._deprecation import renamed_method
+from .._deprecation import keyword_only_after_first, renamed_method
 from .._sklearn_base import BaseEstimator, ClassifierMixin
 from .._validation import (
     check_memory,
@@ -38,7 +38,11 @@ from ..learn.gibbs_fit import (
     posterior_predictive,
 )
 from ..treenet.passes import categorical
+from . import _learned
 from .nbh_problem import NBHProblem, log_joint, logsumexp_rows, one_hot
+
+#: the learned parameters (set by fit, a load, or by hand)
+_PARAMS = ("class_prior_", "cluster_prior_", "feature_prob_")
 
 #: values of ``X`` read as missing besides ``None`` and NaN (a hyper-parameter can add more)
 DEFAULT_MISSING = ("?",)
@@ -206,9 +210,9 @@ class NaiveBayesHidden(PosteriorSampling, ClassifierMixin, BaseEstimator):
     n_iter : int, default=100
         The most iterations of each restart.
     tol : float, default=1e-4
-        The absolute gain in the objective below which EM, MAP and VB stop (``tol=-inf``:
-        never); VT and k-best VT ignore ``tol`` and stop when the clusters repeat or the
-        objective stops rising (see ``docs/learning-modes.md``).
+        The gain in the objective per training sample below which EM, MAP and VB stop
+        (``tol=-inf``: never); VT and k-best VT ignore ``tol`` and stop when the clusters
+        repeat or the objective stops rising (see ``docs/learning-modes.md``).
     k_best : int, default=2
         Clusters per sample for ``learn="kvt"``.
     missing_values : tuple of str, default=("?",)
@@ -249,6 +253,7 @@ class NaiveBayesHidden(PosteriorSampling, ClassifierMixin, BaseEstimator):
     array(['play', 'stay', 'play'], dtype='<U4')
     """
 
+    @keyword_only_after_first
     def __init__(self, n_clusters: int = 15, learn: str = "map", prior: float | None = None,
                  n_init: int = 1, n_iter: int = 100, tol: float = 1e-4, k_best: int = 2,
                  missing_values=DEFAULT_MISSING, random_state=None, verbose: bool = False,
@@ -419,6 +424,7 @@ class NaiveBayesHidden(PosteriorSampling, ClassifierMixin, BaseEstimator):
         self.class_prior_ = params["class"]
         self.cluster_prior_ = params["cluster"]
         self.feature_prob_ = [params[f"attr:{j}"] for j in range(len(self.categories_))]
+        _learned.mark_own(self, _PARAMS)
 
     def _check_memory(self, n: int, d: int, what: str, n_classes: int = 1,
                       n_values: list[int] | None = None) -> None:
@@ -509,6 +515,10 @@ class NaiveBayesHidden(PosteriorSampling, ClassifierMixin, BaseEstimator):
         self._check_memory(*arr.shape, "fit", len(classes), n_values)
         problem = NBHProblem(codes, y_idx.ravel(), len(classes), self.n_clusters, n_values,
                              prior)
+        _learned.warn_replaced(
+            self, _PARAMS, None, "NaiveBayesHidden learns from random clusters and cannot "
+            "start from given parameters: predict with your values without fitting, or "
+            "delete them to silence this")
         rng = make_rng(self.random_state)
         clear_gibbs(self)
         self.classes_, self.categories_ = classes, categories
@@ -571,7 +581,7 @@ class NaiveBayesHidden(PosteriorSampling, ClassifierMixin, BaseEstimator):
         >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
         >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
         >>> model.predict_log_proba([["sun", "cool"]]).round(3)
-        array([[-0.511, -0.916]])
+        array([[-0.512, -0.915]])
         """
         per_class = logsumexp_rows(self._log_joint(X))
         evidence = logsumexp_rows(per_class)
@@ -606,8 +616,8 @@ class NaiveBayesHidden(PosteriorSampling, ClassifierMixin, BaseEstimator):
         >>> y = ["play", "play", "stay", "stay", "play", "stay", "play", "stay"]
         >>> model = hs.NaiveBayesHidden(n_clusters=2, random_state=0).fit(X, y)
         >>> model.predict_proba([["sun", "cool"], ["rain", "hot"]]).round(3)
-        array([[0.6, 0.4],
-               [0.4, 0.6]])
+        array([[0.599, 0.401],
+               [0.4  , 0.6  ]])
         """
         return np.exp(self.predict_log_proba(X))
 
@@ -934,6 +944,7 @@ class NaiveBayesHidden(PosteriorSampling, ClassifierMixin, BaseEstimator):
         self.class_prior_ = arrays["class_prior_"]
         self.cluster_prior_ = arrays["cluster_prior_"]
         self.feature_prob_ = [arrays[f"feature_prob_:{j}"] for j in range(d)]
+        _learned.mark_own(self, _PARAMS)  # a fit's values
 
     @classmethod
     def from_saved_params(cls, params: dict, part=None) -> NaiveBayesHidden:

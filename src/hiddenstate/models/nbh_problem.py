@@ -87,6 +87,7 @@ class NBHProblem:
                        "cluster": DirichletRows("cluster", "h", prior)}
         self.letters = {"class": "c", "cluster": "h"}
         self.n_virtual = {"class": float(n), "cluster": n / n_classes}
+        self.n_observations = n  # samples
         for j in range(len(self.n_values)):
             key = f"attr:{j}"
             self.blocks[key] = DirichletRows(key, "a", prior)

@@ -17,11 +17,13 @@ show the sentence's own words.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from .._deprecation import keyword_only_after_first
 from .._sklearn_base import BaseEstimator
 from .._validation import (
     as_float_array,
@@ -34,6 +36,7 @@ from .._validation import (
 )
 from ..errors import InvalidInputError
 from ..grammar import START, Grammar, Tree, from_cnf, normalise, read_trees, to_cnf
+from ..grammar.diagnose import explain_zero
 from ..kernels import cky
 from ..learn import MODES, ConvergenceMonitor, Fitted, check_possible, fit_restarts, kbest_weights
 from ..learn.gibbs_fit import (
@@ -44,6 +47,7 @@ from ..learn.gibbs_fit import (
     posterior_predictive,
 )
 from ..programs.problem import FlatSwitches, SwitchRows
+from . import _learned
 
 INITS = ("random", "uniform", "current")
 _LEARNED = "r"
@@ -63,6 +67,7 @@ class _PCFGProblem(FlatSwitches):
     def __init__(self, model: PCFG, g: Grammar, words: np.ndarray, offsets: np.ndarray,
                  theta: np.ndarray, prior: float):
         self.model, self.g, self.words, self.offsets = model, g, words, offsets
+        self.n_observations = len(words)  # words of all sentences
         self.base = theta
         groups: dict[int, list[int]] = {}
         for _, lo, m in g.switches():
@@ -87,9 +92,10 @@ class _PCFGProblem(FlatSwitches):
             self.n_virtual[name] = max(float(counts[idx].sum()) / len(idx), 1.0)
 
     def expected_counts(self, views: dict) -> tuple[float, dict]:
-        loglik, counts = self.model._inside_outside(self.g, self.flat(views), self.words,
-                                                    self.offsets, True)
-        _check_possible(loglik)
+        theta = self.flat(views)
+        loglik, counts = self.model._inside_outside(self.g, theta, self.words, self.offsets,
+                                                    True)
+        _check_possible(loglik, explain=_explainer(self.g, theta, self.words, self.offsets))
         return float(loglik.sum()), self._stats(counts)
 
     def sample_counts(self, views: dict, rng) -> tuple[float, dict, np.ndarray]:
@@ -121,7 +127,8 @@ class _PCFGProblem(FlatSwitches):
             logtheta = np.log(theta)
         if k == 1:
             score, out = _viterbi(self.g, logtheta, self.words, self.offsets)
-            _check_possible(score)
+            _check_possible(score, explain=_explainer(self.g, theta, self.words,
+                                                      self.offsets))
             counts = np.bincount(out[:, 3], minlength=self.g.n_params).astype(np.float64)
             return float(score.sum()), self._stats(counts), out
         counts = np.zeros(self.g.n_params)
@@ -130,7 +137,9 @@ class _PCFGProblem(FlatSwitches):
         for s in range(len(self.offsets) - 1):
             w = self.words[self.offsets[s]:self.offsets[s + 1]]
             score, out, found = _kbest(self.g, logtheta, w, k, "k_best")
-            _check_possible(score[:1], index=[s])
+            _check_possible(score[:1], index=[s],
+                            explain=_explainer(self.g, theta, self.words, self.offsets,
+                                               first=s))
             weights, log_mass = kbest_weights(score[None, :found])
             for d in range(found):
                 np.add.at(counts, out[d, :, 3], weights[0, d])
@@ -159,25 +168,55 @@ def _check_switches(g: Grammar, theta: np.ndarray, name: str) -> np.ndarray:
     return theta
 
 
+#: what to do about a sentence no rule sequence derives (a missing rule)
+_MISSING_RULE_FIX = (
+    "add the rule, or read the grammar with a horizontal Markov order "
+    "(from_treebank(..., markov=1 or 2): with markov=None a treebank grammar has a rule for "
+    "each sequence of siblings it saw and no other)")
+#: what to do about rules of probability zero
+_SMOOTHING_FIX = "smooth the rule probabilities (learn='map' with prior > 1, or set_probs)"
+
+
 def _check_possible(loglik, use: str | None = None, index=None, argument: str = "sentences",
-                    structural: bool = False) -> None:
+                    structural: bool = False, explain=None) -> None:
     """The zero-probability rule (:func:`hiddenstate.learn.check_possible`) for sentences:
     while learning (``use`` None; ``structural``: no rule probabilities at all derive
-    them), or for a method that needs their ``use`` (a parse, a posterior)."""
+    them), or for a method that needs their ``use`` (a parse, a posterior). ``explain(i)``:
+    why sentence ``i`` (a position in ``loglik``) is impossible (the span and the missing
+    rule, :func:`hiddenstate.grammar.diagnose.explain_zero`), said of the first one."""
+    logp = np.asarray(loglik, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(logp))
+    why, cause = explain(int(bad[0])) if explain is not None and len(bad) else ("", "")
+    it = "it" if len(bad) == 1 else "them"
+    detail = "" if not why else f": {why}" if len(bad) == 1 else f"; the first: {why}"
+    fix = {"zero": _SMOOTHING_FIX, "missing": _MISSING_RULE_FIX}.get(
+        cause, f"{_SMOOTHING_FIX}, or {_MISSING_RULE_FIX}")
     if structural:
-        check_possible(loglik, "sentence", "no rule sequence of the grammar derives it",
-                       "check the sentence against the grammar (its words and rules)",
-                       argument=argument, index=index,
+        check_possible(logp, "sentence", f"no rule sequence of the grammar derives {it}"
+                       f"{detail}", f"check the sentence against the grammar: "
+                       f"{_MISSING_RULE_FIX}", argument=argument, index=index,
                        given="whatever the rule probabilities")
     elif use is None:
-        check_possible(loglik, "sentence", "no rule sequence derives it with non-zero "
-                       "probability", "check the sentence against the grammar, or smooth the "
-                       "probabilities (learn='map')", argument=argument, index=index)
+        check_possible(logp, "sentence", f"no rule sequence derives {it} with non-zero "
+                       f"probability{detail}", fix, argument=argument, index=index)
     else:
-        check_possible(loglik, "sentence", "no rule sequence derives it with non-zero "
-                       "probability", "Check the sentence against the grammar, or the zero "
-                       "probabilities of theta_ (set_probs)", argument=argument, index=index,
-                       use=use)
+        check_possible(logp, "sentence", f"no rule sequence derives {it} with non-zero "
+                       f"probability{detail}", f"{fix[0].upper()}{fix[1:]}.",
+                       argument=argument, index=index, use=use)
+
+
+def _explainer(g: Grammar, theta, words: np.ndarray, offsets: np.ndarray,
+               tokens: list | None = None, first: int = 0):
+    """``explain(i)`` for :func:`_check_possible`: why sentence ``first + i`` of the encoded
+    ``words`` / ``offsets`` (its words as written: ``tokens``; None: the grammar's words) is
+    impossible under ``theta`` (None: the rules alone)."""
+    def explain(i: int) -> tuple[str, str]:
+        s = first + i
+        ids = words[offsets[s]:offsets[s + 1]]
+        toks = [g.words[w] for w in ids] if tokens is None else tokens[s]
+        return explain_zero(g, theta, ids, toks)
+
+    return explain
 
 
 def _viterbi(g: Grammar, logtheta, words, offsets) -> tuple[np.ndarray, np.ndarray]:
@@ -237,8 +276,9 @@ class PCFG(PosteriorSampling, BaseEstimator):
     n_iter : int, default=100
         The most iterations of each restart.
     tol : float, default=1e-4
-        EM / MAP / VB stop when the objective gains less than ``tol`` (VT and k-best VT
-        stop when their parses stop changing).
+        EM / MAP / VB stop when the objective gains less than ``tol`` nats per word of the
+        training sentences (``-inf``: never; VT and k-best VT stop when their parses stop
+        changing).
     n_init : int, default=1
         Random restarts (``init="random"``); the run with the best final objective is
         kept, the earliest among equal ones (Sato & Kubota used 50).
@@ -294,6 +334,7 @@ class PCFG(PosteriorSampling, BaseEstimator):
     (S (NP she) (VP (V eats) (NP fish)))
     """
 
+    @keyword_only_after_first
     def __init__(self, rules=None, start="S", learn: str = "em", n_iter: int = 100,
                  tol: float = 1e-4, n_init: int = 1, init: str = "random",
                  prior: float | None = None,
@@ -328,6 +369,12 @@ class PCFG(PosteriorSampling, BaseEstimator):
         order ``markov``). Words seen fewer than ``min_count`` times become ``unknown_word``
         (``min_count=1``: none; the model still maps words it never saw to ``unknown_word``
         only if the grammar has it).
+
+        The grammar's size: with ``markov=None`` every sequence of siblings seen gets
+        intermediate nonterminals of its own (the Penn Treebank sample's 3,914 trees give
+        4,278 nonterminals; ``markov=2``, ``1``, ``0``: about 2,000, 740, 240), every chart
+        grows with that number, and a sentence that needs a sequence never seen has no
+        parse. ``markov=1`` or ``2`` is the usual choice (``docs/pcfg.md``).
 
         Parameters
         ----------
@@ -728,7 +775,7 @@ class PCFG(PosteriorSampling, BaseEstimator):
         True
         """
         g = self._check_hyper()
-        words, offsets, _ = self._encode(g, sentences)
+        words, offsets, tokens = self._encode(g, sentences)
         if self.learn == "kvt":
             _check_charts(g, offsets, "k-best", "k_best", self.k_best)
         else:
@@ -736,7 +783,8 @@ class PCFG(PosteriorSampling, BaseEstimator):
         theta = self._theta(g)
         # a sentence no parse derives (whatever the probabilities) is an input error
         _check_possible(self._inside_outside(g, (theta > 0) + 0.5 * (theta == 0), words,
-                                             offsets, False)[0], structural=True)
+                                             offsets, False)[0], structural=True,
+                        explain=_explainer(g, None, words, offsets, tokens))
         prior = self._prior()
         problem = _PCFGProblem(self, g, words, offsets, theta, prior)
         best = self._best_restart(problem, theta, _LEARNED, callback)
@@ -748,13 +796,21 @@ class PCFG(PosteriorSampling, BaseEstimator):
                     self.posterior_[g.param_lhs[int(lo)]] = np.asarray(row, dtype=np.float64)
         self.monitor_ = best.monitor
         self.n_features_ = len(g.words)
+        _learned.mark_own(self, ["theta_"])
         return self
 
     def _best_restart(self, problem, theta: np.ndarray, which: str, callback):
         """:func:`~hiddenstate.learn.fit_restarts` from :meth:`_start_point` (shared with
         :class:`~hiddenstate.PLCG`): the run with the best final objective; with
         ``learn="gibbs"`` the posterior draws (``posterior_samples_``: ``theta_``) and
-        their mean."""
+        their mean. Probabilities set by hand (``theta_``, ``set_probs``,
+        ``from_treebank``) that ``init`` will not start from get a
+        :class:`~hiddenstate.errors.ParameterOverwriteWarning`."""
+        if self.init != "current":
+            _learned.warn_replaced(
+                self, ["theta_"], "init",
+                f"init={self.init!r} starts from {self.init} rule probabilities: pass "
+                "init='current' to start from the values you set")
         rng = make_rng(self.random_state)
         clear_gibbs(self)
         if self.learn == "gibbs":
@@ -851,10 +907,12 @@ class PCFG(PosteriorSampling, BaseEstimator):
         2.0
         """
         g = self._check_hyper()
-        words, offsets, _ = self._encode(g, sentences)
+        words, offsets, tokens = self._encode(g, sentences)
         _check_charts(g, offsets, "inside-outside")
-        loglik, counts = self._inside_outside(g, self._theta(g), words, offsets, True)
-        _check_possible(loglik, "posterior (expected rule counts)")
+        theta = self._theta(g)
+        loglik, counts = self._inside_outside(g, theta, words, offsets, True)
+        _check_possible(loglik, "posterior (expected rule counts)",
+                        explain=_explainer(g, theta, words, offsets, tokens))
         return {(g.param_lhs[p], g.param_rhs[p]): float(counts[p]) for p in range(g.n_params)}
 
     def _logtheta(self, g: Grammar) -> np.ndarray:
@@ -910,7 +968,8 @@ class PCFG(PosteriorSampling, BaseEstimator):
         _check_charts(g, offsets, "viterbi")
         score, out = _viterbi(g, self._logtheta(g), words, offsets)
         if errors == "raise":
-            _check_possible(score, "parse")
+            _check_possible(score, "parse",
+                            explain=_explainer(g, self._theta(g), words, offsets, tokens))
         trees = []
         for s, toks in enumerate(tokens):
             if score[s] == -np.inf:
@@ -954,9 +1013,10 @@ class PCFG(PosteriorSampling, BaseEstimator):
         """
         k = check_positive_int(k, "k")
         g = self._check_hyper()
-        words, _, tokens = self._encode(g, [sentence], "sentence")
+        words, offsets, tokens = self._encode(g, [sentence], "sentence")
         score, out, found = _kbest(g, self._logtheta(g), words, k)
-        _check_possible(score[:1], "parse", argument="sentence")
+        _check_possible(score[:1], "parse", argument="sentence",
+                        explain=_explainer(g, self._theta(g), words, offsets, tokens))
         return [(float(score[d]), (lambda t: t if cnf else from_cnf(t))(
             g.tree(out[d], tokens[0]))) for d in range(found)]
 
@@ -992,7 +1052,7 @@ class PCFG(PosteriorSampling, BaseEstimator):
         ((2, 3, 4), 1.0)
         """
         g = self._check_hyper()
-        words, offsets, _ = self._encode(g, sentences)
+        words, offsets, tokens = self._encode(g, sentences)
         lengths = np.diff(offsets).astype(np.float64)
         _check_charts(g, offsets, "inside-outside",
                       extra=float(np.sum(lengths * (lengths + 1))) * len(g.nonterminals) * 8)
@@ -1002,7 +1062,8 @@ class PCFG(PosteriorSampling, BaseEstimator):
             logps[s], mu = cky.span_posteriors(logtheta, *g.kernel_args(),
                                                words[offsets[s]:offsets[s + 1]])
             out.append(mu)
-        _check_possible(logps, "posterior (span marginals)")
+        _check_possible(logps, "posterior (span marginals)",
+                        explain=_explainer(g, self._theta(g), words, offsets, tokens))
         return out
 
     def sample_parses(self, sentence, n_samples: int = 1, random_state=None,
@@ -1049,7 +1110,8 @@ class PCFG(PosteriorSampling, BaseEstimator):
         out = np.zeros((n_samples, 2 * len(words), 4), dtype=np.int64)
         logp = cky.sample_parses(self._logtheta(g), *g.kernel_args(), words,
                                  rng.random((n_samples, 2 * len(words))), out)
-        _check_possible(np.array([logp]), "posterior sample of parses", argument="sentence")
+        _check_possible(np.array([logp]), "posterior sample of parses", argument="sentence",
+                        explain=_explainer(g, self._theta(g), words, offsets, tokens))
         trees = [g.tree(out[d], tokens[0]) for d in range(n_samples)]
         return trees if cnf else [from_cnf(t) for t in trees]
 
@@ -1194,6 +1256,7 @@ class PCFG(PosteriorSampling, BaseEstimator):
             raise InvalidInputError(
                 f"arrays: a saved {type(self).__name__} holds exactly 'theta_'")
         self.theta_ = np.asarray(arrays["theta_"], dtype=np.float64)
+        _learned.mark_own(self, ["theta_"])  # a fit's values
 
     def _check_learned(self) -> None:
         self._theta(self._check_hyper())
@@ -1227,13 +1290,16 @@ class PCFG(PosteriorSampling, BaseEstimator):
         from ._saving import save
 
         g = self._check_hyper()
-        self.theta_ = self._theta(g)
-        self.rules = g.rule_list()
-        self.start = list(g.start)
-        self.n_features_ = len(g.words)
-        if not hasattr(self, "monitor_"):
-            self.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
-        save(self, path)
+        # the file holds the grammar's canonical form (rules as a list, start as a list);
+        # the model itself keeps its parameters as given (get_params is unchanged)
+        saved = copy.copy(self)
+        saved.theta_ = self._theta(g)
+        saved.rules = g.rule_list()
+        saved.start = list(g.start)
+        saved.n_features_ = len(g.words)
+        if not hasattr(saved, "monitor_"):
+            saved.monitor_ = ConvergenceMonitor(self.tol, self.n_iter, self.verbose)
+        save(saved, path)
 
 
 #: bytes per node of a sampled derivation: a :class:`~hiddenstate.grammar.Tree` (slots)

@@ -36,7 +36,8 @@ from ..learn.gibbs_fit import PosteriorSampling, posterior_predictive
 from ..programs.graph import ExplanationGraph
 from ..programs.left_corner import left_corner_program
 from ..programs.problem import LEARNED, ProgramProblem
-from .pcfg import PCFG, SAMPLE_NODE_BYTES, _check_possible
+from . import _learned
+from .pcfg import PCFG, SAMPLE_NODE_BYTES, _check_possible, _explainer
 
 
 class _Names:
@@ -82,8 +83,9 @@ class PLCG(PosteriorSampling, BaseEstimator):
     n_iter : int, default=100
         The most iterations of each restart.
     tol : float, default=1e-4
-        EM / MAP / VB stop when the objective gains less than ``tol`` (VT and k-best VT
-        stop when their derivations stop changing).
+        EM / MAP / VB stop when the objective gains less than ``tol`` nats per word of the
+        training sentences (``-inf``: never; VT and k-best VT stop when their derivations
+        stop changing).
     n_init : int, default=1
         Random restarts (``init="random"``); the run with the best final objective is
         kept.
@@ -440,7 +442,7 @@ class PLCG(PosteriorSampling, BaseEstimator):
         """
         g = self._check_hyper()
         lc = self.left_corner()
-        words, offsets, _ = self._encode(g, sentences)
+        words, offsets, tokens = self._encode(g, sentences)
         key = (words.tobytes(), offsets.tobytes())
         cached = self.__dict__.get("_fit_graph")
         if cached is None or cached[0] is not lc or cached[1] != key:
@@ -448,18 +450,20 @@ class PLCG(PosteriorSampling, BaseEstimator):
         graph = cached[2]
         # a sentence no derivation reaches (whatever the probabilities) is an input error
         _check_possible(np.where(np.diff(graph.node_ptr)[graph.roots] > 0, 0.0, -np.inf),
-                        structural=True)
+                        structural=True, explain=_explainer(g, None, words, offsets, tokens))
         # switches no sentence uses keep these: theta_ (hand-set or fitted), else uniform
         theta = (self._theta() if self.init == "current" or "theta_" in self.__dict__
                  else lc.uniform())
         prior = self._prior()
         program = self._program(lc, prior)
         problem = ProgramProblem(graph, program.switches, theta, self.learn == "em")
+        problem.n_observations = len(words)  # words, as the PCFG's stop rule counts
         best = self._best_restart(problem, theta, LEARNED, callback)
         self.theta_ = problem.flat(best.params)
         self.posterior_ = problem.switch_posteriors(best.posterior, program.switches)
         self.monitor_ = best.monitor
         self.n_features_ = len(lc.grammar.words)
+        _learned.mark_own(self, ["theta_"])
         return self
 
     # -- inference ------------------------------------------------------------------------------

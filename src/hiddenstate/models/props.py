@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._deprecation import keyword_only_after_first
 from .._validation import (
     check_choice,
     check_lengths,
@@ -181,6 +182,9 @@ class PROPS(HMM):
     (array([0, 0, 0, 0, 0, 0, 0, 0]), array([1, 1, 1, 1, 1, 1, 1, 1]))
     """
 
+    _grows_alphabet = False  # the sources fix the alphabet
+
+    @keyword_only_after_first
     def __init__(self, sources: Sequence[Source] = (), n_perturbation_states: int = 1,
                  emission: str = "categorical", n_features: int | None = None,
                  learn: str = "online-em", learn_startprob: bool = False, n_iter: int = 100,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._deprecation import keyword_only_after_first
 from .._sklearn_base import BaseEstimator
 from .._validation import (
     check_choice,
@@ -48,6 +49,7 @@ from ..treenet.checks import (
     check_work,
 )
 from ..treenet.structure import Structure, build
+from . import _learned
 
 #: batch learning modes available for trees (through :mod:`hiddenstate.learn.batch`)
 TREE_MODES = ("em", "map", "vb", "vt", "gibbs")
@@ -61,6 +63,7 @@ class _TreeProblem:
 
     def __init__(self, s: Structure, evidence: list, n: int, prior):
         self.s, self.evidence, self.n = s, evidence, n
+        self.n_observations = n  # patterns
         self.blocks, self.letters, self.n_virtual = {}, {}, {}
         for r in s.roots:
             key = "prior:" + s.names[r]
@@ -201,7 +204,8 @@ class TreeNet(PosteriorSampling, BaseEstimator):
     n_iter : int, default=100
         The iterations (batch modes) or epochs (stochastic EM, which runs them all).
     tol : float, default=1e-4
-        A batch mode stops when its objective gains less than ``tol``.
+        A batch mode (not VT) stops when its objective gains less than ``tol`` nats per
+        pattern (row of ``X``; ``-inf``: never).
     prior : float or None, default=None
         The Dirichlet concentration of every row (``"map"``, ``"vb"``, ``"vt"``,
         ``"gibbs"``; None: 1).
@@ -293,6 +297,7 @@ class TreeNet(PosteriorSampling, BaseEstimator):
            [0.03, 0.97]])
     """
 
+    @keyword_only_after_first
     def __init__(self, n_states: dict | None = None, edges=(), observed: dict | None = None,
                  learn: str = "em", n_iter: int = 100, tol: float = 1e-4, prior=None,
                  learning_rate: float = 1.0, batch_size: int = 100,
@@ -413,6 +418,7 @@ class TreeNet(PosteriorSampling, BaseEstimator):
         self.weights_ = {s.edge_name(e): np.asarray(w, dtype=np.float64)
                          for e, w in enumerate(weights)}
         self.priors_ = {s.names[r]: np.asarray(prior[r], dtype=np.float64) for r in s.roots}
+        _learned.mark_own(self, ["weights_", "priors_"])
 
     def _gibbs_assign(self, draw: dict) -> None:
         """Set ``weights_`` and ``priors_`` to one draw of ``posterior_samples_``."""
@@ -427,6 +433,9 @@ class TreeNet(PosteriorSampling, BaseEstimator):
         scaled under ``soft_normalization`` so that a product of uniform rows sums to one."""
         if self.warm_start and hasattr(self, "weights_"):
             return self._params(s)
+        _learned.warn_replaced(self, ["weights_", "priors_"], "warm_start",
+                               "fit starts from a random initialisation: pass "
+                               "warm_start=True to start from the values you set")
         prior = {r: np.full(s.sizes[r], 1.0 / s.sizes[r]) for r in s.roots}
         weights = []
         for p, c in s.edges:
@@ -1168,6 +1177,7 @@ class TreeNet(PosteriorSampling, BaseEstimator):
                 raise InvalidInputError(f"{key}: not a learned array of {type(self).__name__}")
             groups[head][name] = value
         self.weights_, self.priors_ = groups["weights_"], groups["priors_"]
+        _learned.mark_own(self, ["weights_", "priors_"])  # a fit's values
         if groups["usage_"]:
             self.usage_ = groups["usage_"]
         for key, value in scalars.items():

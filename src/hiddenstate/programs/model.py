@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .._deprecation import renamed_method
+from .._deprecation import keyword_only_after_first, renamed_method
 from .._sklearn_base import BaseEstimator
 from .._validation import check_memory, check_positive_int, check_random_state, make_rng
 from ..errors import HiddenStateError, InvalidInputError, ProgramError
@@ -116,8 +116,8 @@ class ProgramModel(PosteriorSampling, BaseEstimator):
     n_iter : int, default=100
         The most iterations of each restart.
     tol : float, default=1e-4
-        The objective gain below which EM/MAP/VB stop (VT and k-best VT stop on their
-        explanations).
+        The objective gain per observed goal below which EM/MAP/VB stop (``-inf``: never;
+        VT and k-best VT stop on their explanations).
     n_init : int, default=1
         Random restarts (``init="random"``); the run with the best final objective of
         the mode is kept.
@@ -171,6 +171,7 @@ class ProgramModel(PosteriorSampling, BaseEstimator):
     (array([0.98, 0.02]), array([0.122, 0.878]))
     """
 
+    @keyword_only_after_first
     def __init__(self, program: Program, learn: str = "em", n_iter: int = 100,
                  tol: float = 1e-4, n_init: int = 1, init: str = "random", k_best: int = 1,
                  anneal: Sequence[float] | None = None, random_state=None,

@@ -113,6 +113,9 @@ class ProgramProblem(FlatSwitches):
             self.index[name] = offs[:, None] + np.arange(m)
             self.sids[name] = sids
         self.n_virtual = {name: 1.0 for name in self.blocks}
+        # the observed goals; a model whose goals hold many observations (PLCG: sentences
+        # of words) sets its own count
+        self.n_observations = len(graph.roots)
 
     def set_temperature(self, beta: float) -> None:
         """Deterministic annealing: the E-step at inverse temperature ``beta`` (see the

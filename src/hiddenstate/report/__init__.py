@@ -3,9 +3,12 @@ the same PNG files beside it.
 
 Sections: a summary table (data size, states, iterations, convergence, final
 log-likelihood, perplexity for categorical models), the log-likelihood per EM iteration, the
-transition matrix, the emissions (most probable symbols per state for categorical models,
-means per state for Gaussian models, rates for Poisson models), the state occupancy and, for
-text models, a few decoded sentences coloured by state.
+transition matrix (a heat map and one row per state: start probability, staying
+probability, most likely next state), the emissions (most probable symbols of every state for
+categorical models, means per state for Gaussian models, rates for Poisson models), for
+Gaussian, Gaussian-mixture and Poisson models the series over time coloured by decoded state
+with posterior bands, the state occupancy and, for text models, a few decoded sentences
+coloured by state, in the words as written (those outside the vocabulary marked).
 
 Needs matplotlib (``pip install 'hiddenstate[plot]'``); every string put into the HTML is
 escaped.
@@ -27,11 +30,15 @@ from ..textio import top_symbols
 
 __all__ = ["REPORT_FILES", "write_report", "require_matplotlib", "top_symbols"]
 
-SECTION_IDS = ("summary", "loglik", "transitions", "emissions", "occupancy", "examples")
+SECTION_IDS = ("summary", "loglik", "transitions", "emissions", "timeline", "occupancy",
+               "examples")
 #: every file :func:`write_report` may write
 REPORT_FILES = frozenset({"index.html", "loglik.png", "transmat.png", "top_symbols.png",
                           "means.png", "categories.png", "rates.png", "occupancy.png",
-                          "gibbs_trace.png", "gibbs_rank.png", "n_states.png"})
+                          "states.png", "gibbs_trace.png", "gibbs_rank.png", "n_states.png"})
+#: emission families whose series the report plots over time (a mean and a variance per
+#: state and feature)
+TIMELINE_FAMILIES = ("gaussian", "gmm", "poisson")
 
 
 def require_matplotlib() -> None:
@@ -57,9 +64,13 @@ def _img(path: Path, alt: str) -> str:
 
 
 def _table(header: list[str], rows: list[list], cls: str = "") -> str:
+    """An HTML table in a box that scrolls sideways when it is wider than the page, and
+    down when it has more than 20 rows (its header stays in view): readable at 45+ states."""
     head = "".join(f"<th>{_esc(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table class="{_esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    box = "tablebox tall" if len(rows) > 20 else "tablebox"
+    return (f'<div class="{box}"><table class="{_esc(cls)}"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def _fmt(x, digits: int = 6) -> str:
@@ -86,21 +97,32 @@ figcaption { font-size: .85em; color: #666; }
 .tok sub { font-size: .65em; color: #444; }
 p.seq { margin: .4em 0 .9em; }
 code { background: #f4f4f4; padding: 0 .2em; }
+.tablebox { overflow-x: auto; max-width: 100%; }
+.tablebox.tall { max-height: 32em; overflow-y: auto; }
+.tablebox.tall thead th { position: sticky; top: 0; }
+.tok.oov { font-style: italic; text-decoration: underline dotted; }
 """
 
 
 def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
                  source: str | None = None, fit_seconds: float | None = None,
                  title: str = "hiddenstate report", n_top: int = 10,
-                 n_examples: int = 3) -> Path:
+                 n_examples: int = 3, tokens=None, index=None, index_name: str | None = None,
+                 feature_names=None, unseen_probability: float | None = None,
+                 n_series: int = 3) -> Path:
     """Write ``index.html`` and PNG plots for a fitted ``model`` into ``out_dir``.
 
     ``X, lengths`` (the training data, as passed to ``fit``) give the summary's data size,
-    final log-likelihood, perplexity, the state occupancy and the decoded examples; without
-    them those parts are left out; data of probability zero under the model raises
-    :class:`~hiddenstate.errors.ZeroProbabilityError`. ``vocabulary`` (a
-    :class:`hiddenstate.textio.Vocabulary`) names the symbols of a text model. Returns the
-    path of ``index.html``.
+    final log-likelihood, perplexity, the state occupancy, the series over time and the
+    decoded examples; without them those parts are left out; data of probability zero
+    under the model raises :class:`~hiddenstate.errors.ZeroProbabilityError`.
+    ``vocabulary`` (a :class:`hiddenstate.textio.Vocabulary`) names the symbols of a text
+    model; ``tokens`` (the words of each sequence as written) shows them in the examples,
+    those outside the vocabulary marked. ``index`` (one label per row: dates or numbers)
+    and ``index_name`` are the x axis of the series over time (first ``n_series``
+    sequences), ``feature_names`` name the columns; ``unseen_probability`` is the share of
+    each state's probability reserved for words not seen in training. Returns the path of
+    ``index.html``.
     """
     require_matplotlib()
     from . import plots
@@ -115,7 +137,7 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
     converged = getattr(getattr(model, "monitor_", None), "converged", None)
 
     loglik = n_obs = n_seq = None
-    occupancy = None
+    occupancy = post = None
     if X is not None:
         lengths = (np.array([len(X)], dtype=np.int64) if lengths is None
                    else np.asarray(lengths, dtype=np.int64))
@@ -146,6 +168,10 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
     if vocabulary is not None and X is not None:
         unk = float(np.mean(np.asarray(X).reshape(len(X), -1)[:, 0] == vocabulary.unk_id))
         rows.append(("unknown-word share", _esc(f"{unk:.2%} of tokens are {vocabulary.unk_token}")))
+    if unseen_probability:
+        rows.append(("probability of an unseen word", _esc(
+            f"{unseen_probability:.4g} in every state (Witten-Bell: no training word was "
+            f"rare enough to stand for unseen words)")))
     rows.append(("EM iterations", f"{len(history)} (limit {_fmt(model.n_iter)}, "
                                   f"tol {_esc(model.tol)})"))
     rows.append(("converged", _fmt(converged) if converged is not None else "n/a"))
@@ -177,8 +203,14 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
 
     # --- transitions
     p = plots.plot_transmat(model.transmat_, out / "transmat.png")
-    start = _table(["state"] + [str(k) for k in range(K)],
-                   [["start prob."] + [f"{v:.3f}" for v in np.asarray(model.startprob_)]])
+    A = np.asarray(model.transmat_, dtype=float)
+    others = np.where(np.eye(K, dtype=bool), -1.0, A)
+    nxt = np.argmax(others, axis=1)
+    start = _table(["state", "start probability", "stays (P(k → k))",
+                    "most likely next state"],
+                   [[str(k), f"{float(model.startprob_[k]):.3f}", f"{A[k, k]:.3f}",
+                     f"{int(nxt[k])} ({A[k, nxt[k]]:.3f})" if K > 1 else "n/a"]
+                    for k in range(K)])
     parts.append('<section id="transitions"><h2>Transition matrix</h2>'
                  f"{_img(p, 'transition-matrix heat map')}{start}</section>")
 
@@ -241,6 +273,11 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
                      f"{_img(p, 'Poisson rates per state')}"
                      f"{_table(['state', 'occupancy', 'rate per feature'], trows)}</section>")
 
+    # --- the series over time
+    if post is not None and emission in TIMELINE_FAMILIES:
+        parts.append(_timeline(model, out, X, lengths, post, index, index_name, feature_names,
+                               n_series, plots))
+
     # --- occupancy
     if occupancy is not None:
         p = plots.plot_occupancy(occupancy, out / "occupancy.png")
@@ -264,21 +301,29 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
         for i in range(m):
             ids = np.asarray(X[bounds[i]:bounds[i + 1]]).reshape(-1)[:80]
             st = states[bounds[i]:bounds[i + 1]][:80]
-            toks = "".join(
-                f'<span class="tok" style="background:{colors[int(k)]}" '
-                f'title="state {int(k)}">{_esc(w)}<sub>{int(k)}</sub></span> '
-                for w, k in zip(vocabulary.decode(ids), st, strict=True))
+            words = (list(tokens[i][:80]) if tokens is not None
+                     else vocabulary.decode(ids))
+            toks = "".join(_token_html(w, int(k), colors[int(k)],
+                                       oov=tokens is not None and j == vocabulary.unk_id
+                                       and w != vocabulary.unk_token,
+                                       unk=vocabulary.unk_token)
+                           for w, j, k in zip(words, ids, st, strict=True))
             more = " &hellip;" if bounds[i + 1] - bounds[i] > 80 else ""
             lines.append(f'<p class="seq">{toks}{more}</p>')
+        oov_note = (f" Words outside the model's vocabulary, which it reads as "
+                    f"<code>{_esc(vocabulary.unk_token)}</code>, are shown as written, in "
+                    '<span class="tok oov">italics, underlined</span>.'
+                    if tokens is not None else "")
         parts.append('<section id="examples"><h2>Decoded examples</h2>'
-                     f"<p>The first {m} sequences, each word tagged with its Viterbi state.</p>"
-                     + "".join(lines) + "</section>")
+                     f"<p>The first {m} sequences, each word tagged with its Viterbi state."
+                     f"{oov_note}</p>" + "".join(lines) + "</section>")
 
     from .._version import __version__
 
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     doc = (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<link rel="icon" href="data:,">'  # no favicon request (a 404 where it is served)
         f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{_esc(title)}</h1>"
         f"<p>A {K}-state {_esc(emission)} HMM, written by hiddenstate {_esc(__version__)} "
@@ -288,3 +333,72 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
     index = out / "index.html"
     index.write_text(doc, encoding="utf-8")
     return index
+
+
+def _token_html(word: str, state: int, color: str, oov: bool, unk: str) -> str:
+    cls = "tok oov" if oov else "tok"
+    tip = f"state {state}" + (f"; outside the vocabulary, read as {unk}" if oov else "")
+    return (f'<span class="{cls}" style="background:{color}" title="{_esc(tip)}">'
+            f"{_esc(word)}<sub>{state}</sub></span> ")
+
+
+def _state_moments(model) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, variance)`` of each state's emission, per feature, both ``(K, D)``:
+    a Gaussian's mean and the diagonal of its covariance; a Gaussian mixture's moments
+    (:math:`\\sum_m w_m \\mu_m` and :math:`\\sum_m w_m (\\sigma_m^2 + \\mu_m^2)` minus the
+    squared mean); a Poisson rate, which is both."""
+    emission = model.emission
+    if emission == "poisson":
+        lam = np.asarray(model.lambdas_, dtype=float)
+        return lam, lam
+    if emission == "gaussian":
+        cov = np.asarray(model.covars_, dtype=float)
+        return np.asarray(model.means_, dtype=float), np.diagonal(cov, axis1=-2, axis2=-1)
+    w = np.asarray(model.weights_, dtype=float)                   # (K, M)
+    mu = np.asarray(model.means_, dtype=float)                    # (K, M, D)
+    cov = np.asarray(model.covars_, dtype=float)
+    kind = model.covariance_type
+    if kind == "spherical":
+        var = np.broadcast_to(cov[:, :, None], mu.shape)
+    elif kind == "diag":
+        var = cov
+    elif kind == "full":
+        var = np.diagonal(cov, axis1=-2, axis2=-1)
+    else:  # tied: one covariance per state, shared by its components
+        var = np.broadcast_to(np.diagonal(cov, axis1=-2, axis2=-1)[:, None, :], mu.shape)
+    mean = np.einsum("km,kmd->kd", w, mu)
+    second = np.einsum("km,kmd->kd", w, var + mu ** 2)
+    return mean, second - mean ** 2
+
+
+def _timeline(model, out: Path, X, lengths, post, index, index_name, feature_names,
+              n_series: int, plots) -> str:
+    """The section of the series over time: the first ``n_series`` sequences coloured by
+    their Viterbi states, with the posterior predictive band and the stacked posteriors."""
+    mean, var = _state_moments(model)
+    bounds = np.concatenate([[0], np.cumsum(lengths)])
+    m = min(n_series, len(lengths))
+    _, states = model.decode(X[: bounds[m]], lengths[:m], algorithm="viterbi")
+    Xf = np.asarray(X, dtype=float).reshape(len(X), -1)
+    idx = None if index is None else np.asarray(index)
+    usable = idx is not None and idx.dtype.kind in "Mfiu"
+    series = []
+    for i in range(m):
+        a, b = bounds[i], bounds[i + 1]
+        g = post[a:b]
+        mu_t = g @ mean
+        sd_t = np.sqrt(np.maximum(g @ (var + mean ** 2) - mu_t ** 2, 0.0))
+        series.append({"number": i, "x": idx[a:b] if usable else None, "X": Xf[a:b],
+                       "states": states[a:b], "posterior": g, "mean": mu_t, "sd": sd_t})
+    p = plots.plot_states_over_time(series, out / "states.png", int(model.n_states),
+                                    feature_names=feature_names,
+                                    index_name=index_name if usable else None)
+    which = (f"the first {m} of {len(lengths)} sequences" if len(lengths) > m
+             else ("the sequence" if m == 1 else f"the {m} sequences"))
+    return ('<section id="timeline"><h2>States over time</h2>'
+            f"<p>{which.capitalize()}: each feature coloured by its Viterbi state (the most "
+            "likely path), with the posterior predictive band: the states' means and "
+            "variances averaged under the posterior P(state | all the data), mean &plusmn; 2 "
+            "sd. Below each sequence, the posteriors stacked: how sure the model is of the "
+            "state at each step. Missing values leave gaps.</p>"
+            f"{_img(p, 'series coloured by decoded state, with posterior bands')}</section>")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..personalize import format_perplexity
+from ..personalize import format_perplexity, hmm_baseline_note
 from . import _CSS, _esc, _img, _table, require_matplotlib
 
 __all__ = ["PERSONALIZE_REPORT_FILES", "SECTION_IDS", "write_personalize_report",
@@ -236,6 +236,8 @@ def write_personalize_report(result, out_dir, n_words: int = 400,
           "word is predicted by the parameters learned from the words before it, then learned "
           "from. On the evaluation words both are frozen. The black box never changes.</p>"
         + f'<p class="note">{unk_note}</p>'
+        + (f'<p class="note">{_esc(note)}</p>'
+           if (note := hmm_baseline_note(s)) is not None else "")
         + f'<p class="note">On the evaluation words PROPS puts on average '
           f"{mem['mean_perturbation_prob']:.1%} of its filtered probability on the "
           f"perturbation states; {mem['share_words_perturbation']:.1%} of the words are more "

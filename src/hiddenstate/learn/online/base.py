@@ -125,6 +125,28 @@ class OnlineLearner(Protocol):  # numpydoc ignore=PR01
             ``theta``: ``{"startprob", "transmat", "emission"}``.
         """
 
+    def grow(self, state: dict, n_symbols: int) -> dict:
+        """Return the state of the same stream over a larger alphabet.
+
+        One categorical feature: a symbol not seen yet has no statistics and, in every
+        emission row, the share a flat row over ``n_symbols`` symbols would give it
+        (:func:`grown_rows`; the Dirichlet learners: the prior's pseudo-count and nothing
+        else). The stream goes on as if those symbols had always been in its alphabet and
+        never been seen (their rows of the initial emission matrix aside).
+
+        Parameters
+        ----------
+        state : dict
+            The state (left unchanged).
+        n_symbols : int
+            The new alphabet size (larger than the state's).
+
+        Returns
+        -------
+        dict
+            The grown state.
+        """
+
     def check_state(self, state: dict, theta: dict, family, prefix: str = "") -> None:
         """Check a state that did not come from the learner (a checkpoint, a dict by hand).
 
@@ -315,3 +337,32 @@ class StateRecord:
                     or type(value) is not type(old) or not value == old:
                 return False
         return True
+
+
+def grown_rows(rows: np.ndarray, n_symbols: int) -> np.ndarray:
+    """Emission rows ``(K, W)`` over ``n_symbols > W`` symbols: each new symbol gets
+    ``1 / n_symbols`` of every row, the old entries are scaled by ``W / n_symbols`` (rows
+    stay stochastic, structural zeros stay zero).
+
+    Parameters
+    ----------
+    rows : ndarray of shape (K, W)
+        Stochastic rows.
+    n_symbols : int
+        The new number of columns.
+
+    Returns
+    -------
+    ndarray of shape (K, n_symbols)
+        The grown rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hiddenstate.learn.online.base import grown_rows
+    >>> grown_rows(np.array([[0.5, 0.5], [1.0, 0.0]]), 4)
+    array([[0.25, 0.25, 0.25, 0.25],
+           [0.5 , 0.  , 0.25, 0.25]])
+    """
+    K, W = rows.shape
+    return np.hstack([rows * (W / n_symbols), np.full((K, n_symbols - W), 1.0 / n_symbols)])

@@ -130,7 +130,6 @@ it and continuing gives bit-identical parameters, wherever the stream was cut.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..._validation import broadcast_param, check_lengths, check_states, check_stochastic
@@ -145,6 +144,7 @@ from ...kernels.online_em import (
     POISSON,
     SCALE_FLOOR,
     categorical_statistics,
+    flush_window,
     online_em_categorical,
     online_em_dense,
 )
@@ -154,6 +154,7 @@ from .base import (
     check_nonneg,
     check_probabilities,
     check_sums,
+    grown_rows,
     template,
 )
 
@@ -473,6 +474,63 @@ class OnlineEM:
             self._update_dense(state, X, starts, family, trans_a, start_a, log_pred, states)
         return state
 
+    def grow(self, state: dict, n_symbols: int) -> dict:
+        """Return the state of the same stream over a larger alphabet.
+
+        One categorical feature. The lazy statistics of a symbol never seen are exactly zero
+        whatever the alphabet (``E``, ``touch``, ``avg_acc`` get zero rows), so after the
+        warm-up the stream goes on exactly as one over ``n_symbols`` symbols from the start
+        would, but for the default prior's pseudo-count :math:`10^{-6}/W` per entry, which
+        is now over the larger alphabet; the initial emission matrix (used during the
+        warm-up, and for the support) gets the new symbols as
+        :func:`~hiddenstate.learn.online.base.grown_rows` does.
+
+        Parameters
+        ----------
+        state : dict
+            The state of a stream of one categorical feature (left unchanged).
+        n_symbols : int
+            The new alphabet size.
+
+        Returns
+        -------
+        dict
+            The grown state.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the stream is not over one categorical feature, or ``emissionprob_prior`` is
+            given per symbol.
+        """
+        if "emission0" not in state or state["G"].ndim != 2:
+            raise InvalidInputError(
+                "n_features: only a stream of one categorical feature can grow its alphabet")
+        W = state["emission0"].shape[1]
+        if np.ndim(self.emissionprob_prior) > 0 and np.shape(self.emissionprob_prior)[-1] > 1:
+            raise InvalidInputError(
+                "emissionprob_prior: given per symbol, it cannot follow a growing alphabet; "
+                "pass a scalar, or n_features for the whole stream")
+        new = n_symbols - W
+        K = state["E"].shape[1]
+        out = dict(state)
+        out["emission0"] = grown_rows(state["emission0"], n_symbols)
+        out["E"] = np.concatenate([state["E"], np.zeros((new, K, K))])
+        out["touch"] = np.concatenate([state["touch"], np.zeros(new, dtype=np.int64)])
+        out["avg_acc"] = np.concatenate([state["avg_acc"],
+                                         np.zeros((new if len(state["avg_acc"]) else 0, K))])
+        B = len(state["tree_P"]) // 2
+        B_new = B if self.block is not None else _default_window(K, n_symbols)
+        if B_new != B:  # the default window follows W: bring every block up to date, then
+            # start an empty window of the new length
+            flush_window(out["E"], out["touch"], state["tree_P"].copy(),
+                         state["tree_Q"][None].copy(), out["avg_acc"],
+                         np.array([0, n_symbols], dtype=np.int64), int(state["window"]),
+                         float(state["decay"]), bool(self.averaging))
+            out.update(window=0, decay=1.0, tree_P=np.zeros((2 * B_new, K, K)),
+                       tree_Q=np.zeros((2 * B_new if self.averaging else 0, K, K)))
+        return out
+
     def params(self, state: dict, family) -> dict:
         """Return the current parameters, materialised from the state.
 
@@ -656,14 +714,8 @@ class OnlineEM:
         K = family.n_states
         Sg = np.empty((K, layout.P))
         counters = np.array([state["t"], state["n_avg"]], dtype=np.int64)
-        # one row per call: a parallel kernel's thread launch would cost more than the row
-        threads = numba.get_num_threads()
-        numba.set_num_threads(1)
-        try:
-            self._dense_loop(state, X, np.ascontiguousarray(X[:, Ks:]), starts, family, layout,
-                             em, keys, Sg, counters, trans_a, start_a, log_pred, states)
-        finally:
-            numba.set_num_threads(threads)
+        self._dense_loop(state, X, np.ascontiguousarray(X[:, Ks:]), starts, family, layout, em,
+                         keys, Sg, counters, trans_a, start_a, log_pred, states)
 
     def _dense_loop(self, state, X, Xi, starts, family, layout, em, keys, Sg, counters,
                     trans_a, start_a, log_pred, states=None) -> None:

@@ -106,9 +106,6 @@ consumed whole: ``continues=True`` is refused.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
-import numba
 import numpy as np
 from scipy.special import digamma, gammaln, zeta
 
@@ -117,7 +114,14 @@ from ..._validation import check_lengths, check_states, check_stochastic
 from ...errors import InvalidInputError, NumericalError, ZeroProbabilityError
 from ...families.dirichlet import estimate_rows
 from ..problem import kbest_weights
-from .base import check_count, check_layout, check_nonneg, check_probabilities, template
+from .base import (
+    check_count,
+    check_layout,
+    check_nonneg,
+    check_probabilities,
+    grown_rows,
+    template,
+)
 
 __all__ = [
     "BaldiChauvin",
@@ -158,6 +162,14 @@ def _check_theta(theta: dict, family) -> tuple[np.ndarray, np.ndarray, np.ndarra
     # (K, W), or (F, K, W) with zeros past each alphabet
     emis = family.check_params(theta["emission"])["emissionprob"]
     return startprob.copy(), transmat.copy(), emis.copy()
+
+
+def _one_feature(rows: np.ndarray) -> np.ndarray:
+    """The ``(K, W)`` emission block of a state that can grow its alphabet."""
+    if rows.ndim != 2:
+        raise InvalidInputError(
+            "n_features: only a stream of one categorical feature can grow its alphabet")
+    return rows
 
 
 def _theta(startprob, transmat, emissionprob) -> dict:
@@ -212,20 +224,6 @@ def _impossible(s: int, name: str, hint: str, labelled: bool = False) -> ZeroPro
     return ZeroProbabilityError(
         f"X: sequence {s} of this call has probability zero under the current parameters of "
         f"learn={name!r}; {hint}")
-
-
-@contextmanager
-def _one_thread():
-    """Run numba's parallel kernels on the calling thread only (numba's thread count is
-    thread-local). A single sequence is a single chunk, so more threads cannot help, and
-    waking them for every sequence costs far more than the sequence itself (about 20 us
-    against 0.2-5 ms per call on a busy 2-core machine)."""
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
 
 
 class _ExpectedCounts:
@@ -336,6 +334,27 @@ class BaumWelchOnline:
         return {"startprob": startprob, "transmat": transmat, "emissionprob": emis,
                 "n_sequences": 0}
 
+    def grow(self, state: dict, n_symbols: int) -> dict:
+        """Return the state over a larger alphabet.
+
+        Every new symbol gets ``1/n_symbols`` of each emission row, the others are scaled
+        by ``W/n_symbols`` (:func:`~hiddenstate.learn.online.base.grown_rows`).
+
+        Parameters
+        ----------
+        state : dict
+            The state of a stream of one categorical feature (left unchanged).
+        n_symbols : int
+            The new alphabet size.
+
+        Returns
+        -------
+        dict
+            The grown state.
+        """
+        return {**state, "emissionprob": grown_rows(_one_feature(state["emissionprob"]),
+                                                    n_symbols)}
+
     def update(self, state: dict, X, lengths, family, continues: bool = False,
                states=None) -> dict:
         """Consume the sequences ``X`` in order, one update per sequence.
@@ -376,10 +395,9 @@ class BaumWelchOnline:
         X, bounds, states = _sequences(X, lengths, family, states)
         state = _copy_state(state)
         counts = _ExpectedCounts()
-        with _one_thread():
-            for s in range(len(bounds) - 1):
-                lo, hi = bounds[s], bounds[s + 1]
-                self._step(state, X[lo:hi], s, counts, family, eta, _labels(states, lo, hi))
+        for s in range(len(bounds) - 1):
+            lo, hi = bounds[s], bounds[s + 1]
+            self._step(state, X[lo:hi], s, counts, family, eta, _labels(states, lo, hi))
         return state
 
     def _step(self, state, x, s, counts, family, eta, labels=None):
@@ -531,6 +549,33 @@ class BaldiChauvin:
         state["n_sequences"] = 0
         return state
 
+    def grow(self, state: dict, n_symbols: int) -> dict:
+        """Return the state over a larger alphabet.
+
+        Every new symbol's weight is the log-mean-exp of its row's (divided by ``lam``),
+        which gives it ``1/n_symbols`` of the row and scales the others by
+        ``W/n_symbols``, as :func:`~hiddenstate.learn.online.base.grown_rows`.
+
+        Parameters
+        ----------
+        state : dict
+            The state of a stream of one categorical feature (left unchanged).
+        n_symbols : int
+            The new alphabet size.
+
+        Returns
+        -------
+        dict
+            The grown state.
+        """
+        _, lam = self._check()
+        w = _one_feature(state["w_emissionprob"])
+        K, W = w.shape
+        top = np.max(lam * w, axis=1, keepdims=True)
+        mean = (top + np.log(np.mean(np.exp(lam * w - top), axis=1, keepdims=True))) / lam
+        return {**state, "w_emissionprob": np.hstack([w, np.repeat(mean, n_symbols - W,
+                                                                    axis=1)])}
+
     def update(self, state: dict, X, lengths, family, continues: bool = False,
                states=None) -> dict:
         """Consume the sequences ``X`` in order, one update per sequence.
@@ -571,11 +616,10 @@ class BaldiChauvin:
         X, bounds, states = _sequences(X, lengths, family, states)
         state = _copy_state(state)
         counts = _ExpectedCounts()
-        with _one_thread():
-            for s in range(len(bounds) - 1):
-                lo, hi = bounds[s], bounds[s + 1]
-                self._step(state, X[lo:hi], s, counts, family, eta, lam,
-                           _labels(states, lo, hi))
+        for s in range(len(bounds) - 1):
+            lo, hi = bounds[s], bounds[s + 1]
+            self._step(state, X[lo:hi], s, counts, family, eta, lam,
+                       _labels(states, lo, hi))
         return state
 
     def _step(self, state, x, s, counts, family, eta, lam, labels=None):
@@ -962,6 +1006,31 @@ class _DirichletOnline:
             state["prior_" + key] = n * p
         state["n_sequences"] = 0
         return state
+
+    def grow(self, state: dict, n_symbols: int) -> dict:
+        """Return the state over a larger alphabet.
+
+        Every new symbol of a row gets the mean pseudo-count of the row's prior (1 for the
+        default flat start), as prior and as posterior (it has no data), so the known
+        symbols keep their counts.
+
+        Parameters
+        ----------
+        state : dict
+            The state of a stream of one categorical feature (left unchanged).
+        n_symbols : int
+            The new alphabet size.
+
+        Returns
+        -------
+        dict
+            The grown state.
+        """
+        prior = _one_feature(state["prior_emissionprob"])
+        K, W = prior.shape
+        extra = np.repeat(prior.mean(axis=1, keepdims=True), n_symbols - W, axis=1)
+        return {**state, "prior_emissionprob": np.hstack([prior, extra]),
+                "u_emissionprob": np.hstack([state["u_emissionprob"], extra])}
 
     def _project(self, post: dict, u: np.ndarray, layout: _Layout) -> np.ndarray:
         raise NotImplementedError

@@ -127,12 +127,13 @@ class Chain:
                                                    self.values, table, seqs)
         return inference.log_likelihood(self.startprob, self.dense(), table, seqs)
 
-    def forward_backward(self, table, seqs):
-        """Posteriors; ``trans`` per allowed entry for a structured model."""
+    def forward_backward(self, table, seqs, weights=None):
+        """Posteriors; ``trans`` per allowed entry for a structured model; every statistic
+        of sequence ``s`` times ``weights[s]`` (None: 1)."""
         if self.sparse:
             return inference.sparse_forward_backward(self.startprob, self.transitions,
-                                                     self.values, table, seqs)
-        post = inference.forward_backward(self.startprob, self.dense(), table, seqs)
+                                                     self.values, table, seqs, weights)
+        post = inference.forward_backward(self.startprob, self.dense(), table, seqs, weights)
         if self.transitions is not None:
             post.trans = self.transitions.gather(post.trans)
         return post

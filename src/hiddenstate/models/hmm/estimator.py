@@ -82,7 +82,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..._deprecation import renamed_method
+from ..._deprecation import keyword_only_after_first, renamed_method
 from ..._sklearn_base import BaseEstimator
 from ..._validation import (
     check_lengths,
@@ -90,23 +90,27 @@ from ..._validation import (
     check_states,
     make_rng,
 )
+from ...errors import InvalidInputError
+from ...families.mixed import is_mixed
 from ...families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
 from ...inference import Sequences, Transitions
 from ...learn import fit_restarts
 from ...learn.gibbs_fit import clear_gibbs
 from ...learn.online import ONLINE_MODES, make_learner
 from .chain import Chain, transitions_of
+from .fixed import chain_fixed, impose_start
 from .gibbs import HMMGibbs, fit_hmm_gibbs, gibbs_extra_options
 from .hdp import StickyHDPProblem, is_sticky
 from .hyperparameters import ALL_LETTERS, as_n_features, check_hyperparameters
 from .init import initial_params, labelled_start
 from .memory import check_fit_memory
-from .parameters import HMMParameters
+from .parameters import HMMParameters, mixed_n_features
 from .priors import build_family, prior_in_force
 from .problem import HMMProblem
 from .queries import HMMQueries
 from .storage import HMMStorage
 from .streaming import HMMStreaming
+from .weights import SampleWeights
 
 
 class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEstimator):
@@ -128,15 +132,20 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
     ----------
     n_states : int, default=2
         The number of hidden states K.
-    emission : {"categorical", "gaussian", "poisson", "gmm", "multinomial"}, default="categorical"
-        The emission family: integer symbols, Gaussian vectors, Poisson counts, a mixture of
-        ``n_mix`` Gaussians per state, or count vectors (see ``docs/families.md``).
+    emission : str or dict, default="categorical"
+        The emission family, ``"categorical"``, ``"gaussian"``, ``"poisson"``, ``"gmm"`` or
+        ``"multinomial"``: integer symbols, Gaussian vectors, Poisson counts, a mixture of
+        ``n_mix`` Gaussians per state, or count vectors (see ``docs/families.md``); or a
+        dict of families to the columns of ``X`` they emit, ``{"gaussian": [0, 1],
+        "categorical": [2], "poisson": [3]}``: mixed emissions, independent given the
+        state, NaN missing in any column (:mod:`hiddenstate.families.mixed`).
     n_features : int, sequence of int or None, default=None
         The number of symbols (categorical) or features; None: inferred from the data.
         Several categorical features per step (``X`` of shape ``(n, F)``, F > 1): a product
         of per-feature categoricals, ``n_features`` is then the alphabet size of each
         feature (a sequence of F ints) and ``emissionprob_`` has shape ``(F, K, W)`` with
-        ``W`` the largest alphabet (zeros past a feature's own).
+        ``W`` the largest alphabet (zeros past a feature's own). Mixed emissions: one
+        entry per column (a categorical column's alphabet, 1 for the others).
     covariance_type : {"spherical", "diag", "full", "tied"}, default="diag"
         The form of the covariances (``"gaussian"`` and ``"gmm"``; gmm's ``"tied"`` shares
         one matrix among a state's components).
@@ -144,7 +153,8 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
         The maximum number of iterations of a batch mode.
     tol : float, default=1e-4
         EM, MAP and VB stop when an iteration improves their objective by less than ``tol``
-        (``-inf``: run all ``n_iter`` iterations). VT and k-best VT ignore ``tol``: they stop
+        nats per observation (per time step: the gain divided by the number of samples;
+        ``-inf``: run all ``n_iter`` iterations). VT and k-best VT ignore ``tol``: they stop
         when their paths repeat (see :func:`hiddenstate.learn.fit_restarts`).
     n_init : int, default=1
         The number of random restarts; the run with the highest final objective of the mode
@@ -213,6 +223,14 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
         ``transmat_`` are zero and stay exactly zero in every mode; with few allowed
         transitions (at most a quarter of ``K**2``) the sparse kernels run, at a cost
         proportional to their number.
+    fixed : dict or None, default=None
+        Entries of the parameters that stay at given values while the others are learned:
+        a parameter's name without the trailing underscore (``"startprob"``,
+        ``"transmat"``, ``"emissionprob"``, ``"means"``, ``"covars"``, ``"lambdas"``) ->
+        an array of its shape, NaN for the learned entries (``{"transmat": [[nan, 0.3],
+        [nan, nan]]}`` fixes one transition at 0.3; each row's other entries share 0.7).
+        Every batch mode honours them by constrained M-steps (rows stay normalised); see
+        :mod:`hiddenstate.models.hmm.fixed`.
 
     Attributes
     ----------
@@ -255,13 +273,14 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
     True
     >>> model.emissionprob_.round(1)
     array([[0.8, 0.2, 0. ],
-           [0.1, 0.4, 0.5]])
+           [0. , 0.4, 0.6]])
     >>> bool((model.predict(X) == states).mean() > 0.7)
     True
     """
 
     score_sequences = renamed_method("score_sequences", "score_samples")
 
+    @keyword_only_after_first
     def __init__(self, n_states: int = 2, emission: str = "categorical",
                  n_features: int | None = None, covariance_type: str = "diag",
                  n_iter: int = 100, tol: float = 1e-4, n_init: int = 1,
@@ -272,7 +291,7 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
                  means_weight=None, covars_prior=None, covars_weight=None,
                  lambdas_prior=None, lambdas_weight=None, learner_options: dict | None = None,
                  n_mix: int = 1, n_trials=None, weights_prior=None, topology: str = "full",
-                 bandwidth: int | None = None, transmat_mask=None):
+                 bandwidth: int | None = None, transmat_mask=None, fixed: dict | None = None):
         self.n_states = n_states
         self.emission = emission
         self.n_features = n_features
@@ -303,6 +322,7 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
         self.topology = topology
         self.bandwidth = bandwidth
         self.transmat_mask = transmat_mask
+        self.fixed = fixed
 
     # -- hooks: configuration --------------------------------------------------------------------
     def check_hyperparameters(self) -> None:
@@ -418,6 +438,13 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
             yet.
         """
         known = as_n_features(self.n_features)
+        if is_mixed(self.emission):  # per column: needs the alphabets of categorical ones
+            if known is None and ("e" not in self.init_params
+                                  or "categorical" not in self.emission):
+                known = mixed_n_features(self)
+            if known is not None or X is None:
+                return known
+            return self.emission_family(1).infer_n_features(X)
         if self.n_features is None and "e" not in self.init_params \
                 and hasattr(self, "emissionprob_"):
             shape = np.asarray(self.emissionprob_).shape
@@ -471,7 +498,8 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
         return Xv, seqs
 
     # -- fitting ---------------------------------------------------------------------------------
-    def problem(self, family, X, seqs: Sequences, states=None) -> HMMProblem:
+    def problem(self, family, X, seqs: Sequences, states=None,
+                weights: SampleWeights | None = None) -> HMMProblem:
         """**Entry point.** Return the model on validated data as the batch learner's Problem.
 
         Parameters
@@ -484,6 +512,8 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
             Their layout.
         states : ndarray of int or None, default=None
             Partial state labels (``-1``: unknown).
+        weights : hiddenstate.models.hmm.weights.SampleWeights or None, default=None
+            The sample weights (:meth:`fit`'s ``sample_weight``, checked).
 
         Returns
         -------
@@ -494,13 +524,14 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
         if is_sticky(self):
             options = {**gibbs_extra_options(self), **(self.learner_options or {})}
             return StickyHDPProblem(family, X, seqs, self.prior("startprob_prior"), options,
-                                    states)
+                                    states, weights)
         return HMMProblem(family, X, seqs, self.prior("startprob_prior"),
-                          self.prior("transmat_prior"), states, self._transitions())
+                          self.prior("transmat_prior"), states, self._transitions(), weights,
+                          chain_fixed(self))
 
     def fit(self, X, lengths=None, callback: Callable[[int, float], None] | None = None,
-            states=None):
-        """Learn the parameters with the mode ``learn`` chooses from one or more sequences.
+            states=None, sample_weight=None):
+        r"""Learn the parameters with the mode ``learn`` chooses from one or more sequences.
 
         With ``n_init > 1`` the run with the highest final objective of the mode is kept. A
         streaming mode makes one pass over the data (from a fresh learner).
@@ -525,6 +556,14 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
             (for example a :class:`hiddenstate.progress.FitProgress`).
         states : array-like of int of shape (n_samples,) or None, default=None
             Known hidden states, ``-1`` where the state is unknown.
+        sample_weight : array-like, dict or None, default=None
+            Batch modes only. One weight per sequence (the objective is
+            :math:`\sum_s v_s \log p(x_s)`: an integer weight counts the sequence that many
+            times), one per observation (its emission term raised to the weight: an
+            integer weight counts the observation that many times at its step, 0 is
+            missing), or ``{"sequence": v, "observation": w}`` for both (or when every
+            sequence is one observation long). Weights are finite and >= 0; the monitor
+            records the weighted objective. See :mod:`hiddenstate.models.hmm.weights`.
 
         Returns
         -------
@@ -552,8 +591,14 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
         X, seqs = self.validate_data(X, lengths, self.resolve_n_features(), stream=streaming)
         if states is not None:
             states = check_states(states, len(X), self.n_states)
+        weights = SampleWeights.of(sample_weight, seqs)
+        if weights is not None and streaming:
+            raise InvalidInputError(
+                f"sample_weight: the streaming learner {self.learn!r} does not take weights; "
+                "use a batch mode (learn='em', 'map', 'vb', 'vt' or 'kvt')")
         n_features = self.resolve_n_features(X)
-        family = self.emission_family(n_features, X)
+        family = self.emission_family(
+            n_features, X if weights is None else weights.prior_data(X, seqs))
         self.check_fit_memory(X, seqs, family)
         rng = make_rng(self.random_state)
         if streaming:
@@ -562,8 +607,8 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
                 delattr(self, "learner_state_")
             return self._stream(X, seqs, family, rng, n_features, continues=False,
                                 states=states)
-        return self.fit_problem(self.problem(family, X, seqs, states), family, n_features, X,
-                                seqs, rng, callback, states)
+        return self.fit_problem(self.problem(family, X, seqs, states, weights), family,
+                                n_features, X, seqs, rng, callback, states)
 
     def fit_problem(self, problem, family, n_features, X, seqs: Sequences | None, rng,
                     callback=None, states=None) -> HMM:
@@ -601,11 +646,14 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEst
         HMM
             The model itself, fitted.
         """
-        def start(_restart):
+        def start(restart):
             startprob, transmat, emis = initial_params(self, X, family, rng, seqs,
-                                                       values=True)
+                                                       values=True, warn=restart == 0)
             if states is not None:
                 emis = labelled_start(family, X, states, emis, self.init_params)
+            if getattr(self, "fixed", None):
+                startprob, transmat, emis = impose_start(self, family, startprob, transmat,
+                                                         emis, values=True)
             return {"startprob": startprob, "transmat": transmat, "emission": emis}
 
         if self.learn == "gibbs":

@@ -47,8 +47,9 @@ def check_sticky(model) -> None:
 class StickyHDPProblem(HMMProblem):
     """:class:`~.problem.HMMProblem` with the sticky HDP transition block."""
 
-    def __init__(self, family, X, seqs, startprob_prior, options: dict, states=None):
-        super().__init__(family, X, seqs, startprob_prior, 1.0, states, None)
+    def __init__(self, family, X, seqs, startprob_prior, options: dict, states=None,
+                 weights=None):
+        super().__init__(family, X, seqs, startprob_prior, 1.0, states, None, weights)
         hdp = {k: options[k] for k in HDP_OPTIONS}
         self.blocks["transmat"] = StickyHDPTransitions(family.n_states, "t", **hdp)
 

@@ -13,10 +13,12 @@ from ..._validation import (
 )
 from ...errors import InvalidInputError
 from ...families import COVARIANCE_TYPES, FAMILIES
+from ...families.mixed import check_spec, is_mixed, n_columns
 from ...families.multinomial import check_n_trials
 from ...learn import MODES
 from ...learn.online import ONLINE_MODES, make_learner
 from .chain import transitions_of
+from .fixed import check_fixed_argument
 from .priors import FLAT_PRIORS, GAUSSIAN
 
 #: hmmlearn's letters of every parameter (``init_params`` / ``params``)
@@ -28,7 +30,10 @@ def check_hyperparameters(model) -> None:
     check_positive_int(model.n_states, "n_states")
     check_positive_int(model.n_iter, "n_iter")
     check_positive_int(model.n_init, "n_init")
-    check_choice(model.emission, "emission", FAMILIES)
+    if is_mixed(model.emission):  # several column groups (families.mixed)
+        check_mixed(model)
+    else:
+        check_choice(model.emission, "emission", FAMILIES)
     if model.emission in GAUSSIAN:
         check_choice(model.covariance_type, "covariance_type", COVARIANCE_TYPES)
     check_n_features(model.n_features, model.emission)
@@ -80,12 +85,30 @@ def check_hyperparameters(model) -> None:
                 f"learner_options={{{given[0]!r}: ...}}), the others have none")
     check_positive_int(model.k_best, "k_best")
     transitions_of(model)  # checks topology, bandwidth and transmat_mask
+    check_fixed_argument(getattr(model, "fixed", None))
+    if getattr(model, "fixed", None) and model.learn in ONLINE_MODES:
+        raise InvalidInputError(
+            f"fixed: the streaming learner {model.learn!r} does not keep fixed values; use a "
+            "batch mode (learn='em', 'map', 'vb', 'vt' or 'kvt')")
     if model.learn == "em":
         given = [n for n in FLAT_PRIORS if getattr(model, n, None) is not None]
         if given:
             raise InvalidInputError(
                 f"{given[0]}: priors are not used by learn='em' (maximum likelihood); "
                 "use learn='map', 'vb', 'vt' or 'kvt', or drop the prior")
+
+
+def check_mixed(model) -> dict:
+    """A mixed model's groups (:func:`~hiddenstate.families.mixed.check_spec`), its
+    ``covariance_type`` when it has Gaussian columns, and its learning mode (batch only)."""
+    spec = check_spec(model.emission)
+    if "gaussian" in spec:
+        check_choice(model.covariance_type, "covariance_type", COVARIANCE_TYPES)
+    if model.learn in ONLINE_MODES:
+        raise InvalidInputError(
+            f"learn: mixed emissions are learned by the batch modes {MODES}, not the "
+            f"streaming learner {model.learn!r}")
+    return spec
 
 
 def as_n_features(value):
@@ -99,6 +122,22 @@ def check_n_features(value, emission) -> None:
     """None, a positive int, or for categorical emissions a sequence of positive ints (the
     alphabet of each of several features)."""
     if value is None:
+        return
+    if isinstance(value, str):  # HMM(3, "gaussian", "full"): read by meaning
+        meant = ("covariance_type" if value in COVARIANCE_TYPES else
+                 "emission" if value in FAMILIES else None)
+        raise InvalidInputError(
+            f"n_features: expected an integer >= 1, got {value!r}"
+            + (f", which is a value of {meant}: pass {meant}={value!r} (the arguments after "
+               "n_states go by keyword)" if meant else ""))
+    if is_mixed(emission):
+        C = n_columns(check_spec(emission))
+        if not isinstance(value, (list, tuple, np.ndarray)) or len(value) != C:
+            raise InvalidInputError(
+                f"n_features: a mixed model of {C} columns takes one entry per column (a "
+                f"categorical column's alphabet size, 1 for the others), got {value!r:.60}")
+        for w in value:
+            check_positive_int(w, "n_features")
         return
     if isinstance(value, (list, tuple, np.ndarray)) and emission == "categorical":
         if len(value) < 2:

@@ -72,12 +72,32 @@ def persistence(X: np.ndarray, symbols: bool, bounds: np.ndarray) -> float:
     return float(min(r2 / r1, MAX_PERSISTENCE))
 
 
+def warn_overwritten(model, family) -> None:
+    """Warn (:class:`~hiddenstate.errors.ParameterOverwriteWarning`) when ``init_params``
+    is about to replace parameters the user set by hand (not those a ``fit`` or a load
+    left), as hmmlearn does, naming them and the ``init_params`` that keeps them."""
+    pairs = {"s": "startprob_", "t": "transmat_"}
+    pairs.update({letter: "_covars_" if key == "covars" else key + "_"
+                  for letter, key in family.letters.items()})
+    init = model.init_params
+    hand = _learned.set_by_hand(model, [a for letter, a in pairs.items() if letter in init])
+    letters = "".join(letter for letter, a in pairs.items() if a in hand)
+    keep = "".join(c for c in init if c not in letters)
+    _learned.warn_replaced(
+        model, hand, "init_params",
+        f"init_params={init!r} initialises {letters!r}: pass init_params={keep!r} to start "
+        "from the values you set (or delete them to silence this)")
+
+
 def initial_params(model, X, family, rng: np.random.Generator, seqs: Sequences,
-                   values: bool = False):
+                   values: bool = False, warn: bool = False):
     """Initial ``(startprob, transmat, emission)`` of ``model`` (its ``init_params``: the
     others are the values the user set) from the data ``X``; a structured model's ``transmat``
     is restricted to the allowed transitions (rows renormalised), and with ``values``
-    returned as its allowed entries only (no ``(K, K)`` array)."""
+    returned as its allowed entries only (no ``(K, K)`` array). ``warn``: first
+    :func:`warn_overwritten` (once per fit: the first restart)."""
+    if warn:
+        warn_overwritten(model, family)
     K = model.n_states
     transitions = transitions_of(model)
     init = model.init_params

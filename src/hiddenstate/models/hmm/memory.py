@@ -87,5 +87,8 @@ def sample_bytes(model, n: int) -> float:
     D = len(D) * max(D) if isinstance(D, tuple) else D
     per = {"categorical": 9.0 * D + 24, "gaussian": 8.0 * (D * D + 3 * D) + 16,
            "poisson": 24.0 * D + 16, "gmm": 8.0 * (D * D + 3 * D + model.n_mix) + 24,
-           "multinomial": 24.0 * D + 16}[model.emission]
+           "multinomial": 24.0 * D + 16,
+           # mixed: at most a Gaussian's draws over every column
+           "mixed": 8.0 * (D * D + 3 * D) + 24}[
+        model.emission if isinstance(model.emission, str) else "mixed"]
     return n * per

@@ -12,12 +12,30 @@ from ..._validation import check_choice, check_positive_int, check_stochastic
 from ...errors import InvalidInputError, NotFittedError
 from ...families import COVARIANCE_TYPES, FAMILIES
 from ...families.gaussian import full_covars
+from ...families.mixed import LETTERS as MIXED_LETTERS
+from ...families.mixed import check_spec, is_mixed, n_columns
 from ...families.multinomial import check_n_trials
 from .. import _learned
 from .._learned import LearnedArray
 from .chain import check_structure
 from .hyperparameters import as_n_features, check_n_features
 from .priors import GAUSSIAN
+
+
+def mixed_n_features(model) -> tuple[int, ...] | None:
+    """A mixed model's per-column number of features known without data: 1 for a
+    non-categorical column, a categorical column's alphabet from ``emissionprob_`` (the
+    largest for several); None when it has categorical columns and no ``emissionprob_``."""
+    spec = check_spec(model.emission)
+    out = [1] * n_columns(spec)
+    if "categorical" in spec:
+        if not _learned.has(model, "emissionprob_"):
+            return None
+        W = _learned.raw(model, "emissionprob_").shape[-1]
+        for c in spec["categorical"]:
+            out[c] = W
+    return tuple(out)
+
 
 #: suffix of the VB posterior hyper-parameters' attributes
 POSTERIOR_SUFFIX = "_posterior_"
@@ -98,7 +116,10 @@ class HMMParameters:
 
     def _inferred_n_features(self) -> int | None:
         """Columns of the first 2-D emission parameter (``covars_`` aside; a mixture's
-        ``means_`` (K, M, D)), if any."""
+        ``means_`` (K, M, D)), if any; a mixed model's per-column tuple (its categorical
+        columns' alphabets from ``emissionprob_``)."""
+        if is_mixed(self.emission):
+            return mixed_n_features(self)
         for attr in self._emission_attrs():
             if attr not in ("_covars_", "weights_") and _learned.has(self, attr):
                 arr = _learned.raw(self, attr)
@@ -110,6 +131,9 @@ class HMMParameters:
 
     def _emission_keys(self) -> dict[str, str]:
         """The emission family's parameters: letter -> key."""
+        if is_mixed(self.emission):
+            return {letter: key for kind in check_spec(self.emission)
+                    for letter, key in MIXED_LETTERS[kind].items()}
         return FAMILIES[self.emission].letters
 
     def _emission_attrs(self) -> list[str]:
@@ -117,7 +141,7 @@ class HMMParameters:
                 for key in self._emission_keys().values()]
 
     def emission_params(self) -> dict:
-        """Return the emission parameters by family key.
+        """**Entry point.** Return the emission parameters by family key.
 
         Returns
         -------
@@ -128,7 +152,7 @@ class HMMParameters:
                 for key in self._emission_keys().values()}
 
     def checked_params(self) -> tuple[np.ndarray, np.ndarray, dict]:
-        """Return the validated parameters.
+        """**Entry point.** Return the validated parameters.
 
         Validated once per change (see :func:`hiddenstate.models._learned.checked`).
 
@@ -156,6 +180,11 @@ class HMMParameters:
     def assign_params(self, startprob, transmat, emission_params: dict) -> None:
         """Set ``startprob_``, ``transmat_`` and the emission parameters at once.
 
+        What ``fit`` and the streaming learners call with what they learned: the values
+        become the model's own, so a later ``fit`` replaces them without a
+        :class:`~hiddenstate.errors.ParameterOverwriteWarning` (values assigned to the
+        attributes by hand get one).
+
         Parameters
         ----------
         startprob : array-like of shape (n_states,)
@@ -167,8 +196,11 @@ class HMMParameters:
         """
         self.startprob_ = startprob
         self.transmat_ = transmat
+        names = ["startprob_", "transmat_"]
         for key, value in emission_params.items():
-            setattr(self, "_covars_" if key == "covars" else key + "_", value)
+            names.append("_covars_" if key == "covars" else key + "_")
+            setattr(self, names[-1], value)
+        _learned.mark_own(self, names)
 
     def check_is_fitted(self) -> None:
         """**Hook.** Check that every parameter is set, then validate them.
@@ -183,7 +215,8 @@ class HMMParameters:
             If a parameter is invalid; the message names it.
         """
         needed = ["startprob_", "transmat_"]
-        if isinstance(self.emission, str) and self.emission in FAMILIES:
+        if (isinstance(self.emission, str) and self.emission in FAMILIES) or is_mixed(
+                self.emission):
             needed += self._emission_attrs()
         missing = [a for a in needed if not _learned.has(self, a)]
         if missing:
@@ -214,8 +247,15 @@ class HMMParameters:
             If one of these hyper-parameters is invalid.
         """
         K = check_positive_int(self.n_states, "n_states")
-        check_choice(self.emission, "emission", FAMILIES)
+        emission = self.emission
         ct = None
+        if is_mixed(emission):
+            spec = check_spec(emission)
+            emission = tuple(spec.items())
+            if "gaussian" in spec:
+                ct = check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
+        else:
+            check_choice(self.emission, "emission", FAMILIES)
         if self.emission in GAUSSIAN:
             ct = check_choice(self.covariance_type, "covariance_type", COVARIANCE_TYPES)
         check_n_features(self.n_features, self.emission)
@@ -234,7 +274,7 @@ class HMMParameters:
                 "n_features") from None
         W = (tuple(check_positive_int(w, "n_features_") for w in W) if isinstance(W, tuple)
              else check_positive_int(W, "n_features_"))
-        return K, self.emission, ct, W
+        return K, emission, ct, W
 
     def _check_learned(self) -> None:
         """Validate the learned parameters against the hyper-parameters: shapes for
@@ -247,6 +287,97 @@ class HMMParameters:
         transmat = check_stochastic(_learned.raw(self, "transmat_"), (K, K), "transmat_")
         check_structure(transmat, self._transitions())
         self.emission_family(self.n_features_).check_params(self.emission_params())
+
+    def permute_states(self, perm) -> HMMParameters:
+        """Reorder the hidden states: state ``j`` becomes what state ``perm[j]`` was.
+
+        Applied to every learned parameter (``startprob_``, both axes of ``transmat_``, the
+        emission parameters of every family and column group) and to the variational
+        posteriors (``*_posterior_``), so the model describes the same distribution:
+        ``score_samples`` is unchanged (to rounding) and ``predict`` gives the new numbers
+        of the same states. :func:`hiddenstate.align_states` finds ``perm``. A streaming
+        learner's state (``learner_state_``) is dropped (a following ``partial_fit`` starts a
+        new learner, as a first call does); ``monitor_`` is kept. Hyper-parameters that
+        number the states are not changed: ``fixed`` is refused, and so is a permutation
+        that moves a transition outside ``topology``/``transmat_mask``; array-valued
+        priors keep their order.
+
+        Parameters
+        ----------
+        perm : array-like of int of shape (n_states,)
+            A permutation of ``0 .. n_states - 1``.
+
+        Returns
+        -------
+        HMM
+            The model itself, permuted.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If ``perm`` is not a permutation of the states, or moves a source state of a
+            PROPS model, or the model fixes values (``fixed``) or restricts its transitions
+            in a way the permutation does not keep.
+        NotFittedError
+            If the parameters are not set.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(2, n_features=3)
+        >>> model.startprob_ = [0.6, 0.4]
+        >>> model.transmat_ = [[0.9, 0.1], [0.2, 0.8]]
+        >>> model.emissionprob_ = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]
+        >>> X = np.array([0, 0, 2, 2, 1])
+        >>> before = model.predict(X)
+        >>> model.permute_states([1, 0]).emissionprob_
+        array([[0.1, 0.3, 0.6],
+               [0.7, 0.2, 0.1]])
+        >>> bool(np.all(model.predict(X) == 1 - before))
+        True
+        """
+        startprob, transmat, emission = self.checked_params()
+        K = len(startprob)
+        perm = np.asarray(perm)
+        if perm.shape != (K,) or perm.dtype.kind not in "iu" or not np.array_equal(
+                np.sort(perm), np.arange(K)):
+            raise InvalidInputError(
+                f"perm: expected a permutation of 0 .. {K - 1} (one entry per state), got "
+                f"{np.asarray(perm).tolist()!r:.80}")
+        if getattr(self, "fixed", None):
+            raise InvalidInputError(
+                "fixed: its values number the states, which permute_states would move; "
+                "drop them (set_params(fixed=None)) or permute them too, then permute")
+        transitions = self._transitions()
+        if transitions is not None:
+            mask = transitions.mask()
+            if not np.array_equal(mask[np.ix_(perm, perm)], mask):
+                raise InvalidInputError(
+                    "perm: moves allowed transitions outside topology / transmat_mask; a "
+                    "structured model can only be permuted in ways that keep its structure")
+        family, n_fixed = self.emission_family(self.n_features_).learned_part()
+        if n_fixed and not np.array_equal(perm[:n_fixed], np.arange(n_fixed)):
+            raise InvalidInputError(
+                f"perm: the first {n_fixed} states are source states and must stay in place")
+        inner = perm[n_fixed:] - n_fixed
+        posterior = {a[:-len(POSTERIOR_SUFFIX)]: getattr(self, a)
+                     for a in self._posterior_attrs()}
+        self.assign_params(startprob[perm], transmat[np.ix_(perm, perm)],
+                           family.permute_states(emission, inner))
+        for key, value in posterior.items():
+            if key == "startprob":
+                new = value[perm]
+            elif key == "transmat":
+                dense = value if transitions is None else transitions.dense(value)
+                new = dense[np.ix_(perm, perm)]
+                new = new if transitions is None else transitions.gather(new)
+            else:
+                new = family.permute_states({key: value}, inner)[key]
+            setattr(self, key + POSTERIOR_SUFFIX, np.ascontiguousarray(new))
+        if hasattr(self, "learner_state_"):
+            del self.learner_state_
+        return self
 
     def _set_posterior_(self, posterior: dict | None) -> None:
         """VB posterior hyper-parameters as ``<name>_posterior_`` attributes."""

@@ -9,8 +9,10 @@ import numpy as np
 from ..._validation import broadcast_param, check_number
 from ...errors import InvalidInputError
 from ...families import FAMILIES
+from ...families.mixed import MixedEmissions, check_spec, group_n_features, is_mixed
 from ...families.multicategorical import MultiCategoricalEmissions
 from ...learn.online import ONLINE_MODES
+from .fixed import emission_fixed
 
 #: priors that make every mode's M-step the maximum-likelihood one
 FLAT_PRIORS = {
@@ -213,6 +215,8 @@ def build_family(model, n_features, X: np.ndarray | None = None,
     ``covars_weight``: ``n_features``; Poisson ``lambdas_weight``: one over the data
     mean)."""
     Ke = model.n_states if n_states is None else n_states
+    if is_mixed(model.emission):
+        return _fixed(model, mixed_family(model, n_features, X, n_states), X, n_states)
     if X is not None:  # fitting: the priors must be usable
         check_priors(model, n_features, Ke)
     kwargs = family_options(model)
@@ -227,14 +231,54 @@ def build_family(model, n_features, X: np.ndarray | None = None,
         prior = kwargs.get("emissionprob_prior")
         if prior is None:   # VB's default: 1/W of each feature's alphabet
             prior = 1.0 / np.array(n_features, dtype=np.float64)[:, None, None]
-        return MultiCategoricalEmissions(Ke, n_features, emissionprob_prior=prior)
+        family = MultiCategoricalEmissions(Ke, n_features, emissionprob_prior=prior)
+        return _fixed(model, family, X, n_states)
     if kwargs.get("emissionprob_prior", 1.0) is None:     # VB's default: 1/W
         kwargs["emissionprob_prior"] = 1.0 / n_features
     if model.learn in PROPER_PRIOR_MODES and model.emission == "poisson" \
             and model.lambdas_weight is None:
         mean = column_means(X) if X is not None else np.ones(n_features)
         kwargs["lambdas_weight"] = 1.0 / np.where(mean > 0, mean, 1.0)
-    return FAMILIES[model.emission](Ke, n_features, **kwargs)
+    return _fixed(model, FAMILIES[model.emission](Ke, n_features, **kwargs), X, n_states)
+
+
+def _fixed(model, family, X, n_states):
+    """``family`` with the model's fixed emission entries (``HMM(fixed=...)``) when it is
+    built to fit (``X`` given) all the states (they act in the M-steps only)."""
+    fixed = emission_fixed(model)
+    if fixed and X is not None and n_states is None:
+        family.fix(fixed)
+    return family
+
+
+class _Group:
+    """A mixed model as one of its column groups sees it: ``emission`` the group's family,
+    no fixed entries (the mixed family gives each group its own), everything else the
+    model's (priors, ``learn``, ``covariance_type``...)."""
+
+    fixed = None
+
+    def __init__(self, model, kind: str):
+        self._model = model
+        self.emission = kind
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+
+def mixed_family(model, n_features, X: np.ndarray | None = None,
+                 n_states: int | None = None) -> MixedEmissions:
+    """The :class:`~hiddenstate.families.mixed.MixedEmissions` of ``model`` (emission a dict
+    of families to columns): each group's family built as :func:`build_family` builds one
+    (its priors in force and, with data, checked and VB's defaults from its columns)."""
+    spec = check_spec(model.emission)
+    Ke = model.n_states if n_states is None else n_states
+    per = group_n_features(spec, n_features)
+    parts = None if X is None else MixedEmissions(Ke, spec, {}).group_data(X)
+    groups = {kind: build_family(_Group(model, kind), per[kind],
+                                 None if parts is None else parts[kind], n_states)
+              for kind in spec}
+    return MixedEmissions(Ke, spec, groups)
 
 
 def column_means(X: np.ndarray) -> np.ndarray:

@@ -15,6 +15,7 @@ from ...learn import check_possible as learn_check_possible
 from ...learn import kbest_weights
 from .chain import Chain
 from .sampling import HMMSampling
+from .weights import SampleWeights
 
 
 class HMMProblem(HMMSampling):
@@ -23,22 +24,35 @@ class HMMProblem(HMMSampling):
     sampling's ``sample_counts`` and ``state_groups``: :class:`~.sampling.HMMSampling`)."""
 
     def __init__(self, family, X, seqs: Sequences, startprob_prior, transmat_prior,
-                 states: np.ndarray | None = None, transitions: Transitions | None = None):
+                 states: np.ndarray | None = None, transitions: Transitions | None = None,
+                 weights: SampleWeights | None = None, fixed: dict | None = None):
         self.family = family
         self.X = X
         self.seqs = seqs
         self.states = states  # partial state labels (-1: unknown), or None
         # a structured model's transmat block holds its allowed entries only
         self.transitions = transitions
-        trans_block = (DirichletRows("transmat", "t", transmat_prior) if transitions is None
-                       else SparseDirichletRows("transmat", "t", transmat_prior, transitions))
-        self.blocks = {"startprob": DirichletRows("startprob", "s", startprob_prior),
+        # fixed entries of the chain (see .fixed): {"startprob": ..., "transmat": ...}
+        fixed = fixed or {}
+        trans_block = (DirichletRows("transmat", "t", transmat_prior, fixed.get("transmat"))
+                       if transitions is None
+                       else SparseDirichletRows("transmat", "t", transmat_prior, transitions,
+                                                fixed.get("transmat")))
+        self.blocks = {"startprob": DirichletRows("startprob", "s", startprob_prior,
+                                                  fixed.get("startprob")),
                        "transmat": trans_block,
                        "emission": family}
         self.letters = {"startprob": "s", "transmat": "t",
                         "emission": "".join(family.letters)}
         n = len(X) / family.n_states
         self.n_virtual = {"startprob": len(seqs.lengths), "transmat": n, "emission": n}
+        self.n_observations = len(X)  # time steps (weighted: their total weight)
+        # sample weights (see .weights): None, or the sequences' and observations' weights
+        self.weights = weights
+        if weights is not None:
+            self.n_virtual = weights.n_virtual(seqs, family.n_states)
+            # integer weights are repeated data: the stop rule counts the repeats
+            self.n_observations = float(weights.row_weights(seqs).sum())
 
     def _chain(self, views) -> Chain:
         if self.transitions is None:
@@ -47,18 +61,28 @@ class HMMProblem(HMMSampling):
 
     def _table(self, views) -> tuple[inference.EmissionTable, np.ndarray | None]:
         """The emission table, clamped at the labelled steps (and the clamped table's
-        ``fold``, see :func:`inference.clamp_states`)."""
+        ``fold``, see :func:`inference.clamp_states`); with sample weights, weighted and
+        then clamped (``fold``: see :meth:`.weights.SampleWeights.table`)."""
         table = inference.emission_table(self.family, views["emission"], self.X,
                                          views["startprob"], self._chain(views).successors(),
                                          self.seqs)
-        if self.states is None:
-            return table, None
-        return inference.clamp_states(
-            table, self.states,
-            lambda rows: self.family.log_likelihood(views["emission"], self.X[rows]))
+        clamp = None
+        if self.states is not None:
+            obs = None if self.weights is None else self.weights.observation
+
+            def clamp(table):
+                def loglik(rows):
+                    out = self.family.log_likelihood(views["emission"], self.X[rows])
+                    return out if obs is None else np.where(
+                        obs[rows, None] > 0, obs[rows, None] * out, 0.0)
+                return inference.clamp_states(table, self.states, loglik)
+        if self.weights is not None:
+            return self.weights.table(table, clamp)
+        return (table, None) if clamp is None else clamp(table)
 
     def _stats(self, start, trans, post, views, fold, X=None):
-        post = inference.fold_rows(post, fold)
+        post = (inference.fold_rows(post, fold) if self.weights is None
+                else self.weights.posteriors(post, fold))
         return {"startprob": start, "transmat": trans,
                 "emission": self.family.statistics_at(views["emission"],
                                                       self.X if X is None else X, post)}
@@ -67,26 +91,34 @@ class HMMProblem(HMMSampling):
         """The zero-probability rule while learning (:func:`check_possible`)."""
         check_possible(loglik, labelled=self.states is not None)
 
+    def _total(self, loglik) -> float:
+        """The objective's data term: the (weighted) sum over the sequences."""
+        live = loglik if self.weights is None else self.weights.live(loglik)
+        check_possible(live, labelled=self.states is not None)
+        return float(loglik.sum()) if self.weights is None else self.weights.total(loglik)
+
     def expected_counts(self, views):
         table, fold = self._table(views)
-        post = self._chain(views).forward_backward(table, self.seqs)
-        check_possible(post.loglik, labelled=self.states is not None)
-        return float(post.loglik.sum()), self._stats(post.start, post.trans, post.post, views,
-                                                     fold)
+        seq_w = None if self.weights is None else self.weights.sequence
+        post = self._chain(views).forward_backward(table, self.seqs, seq_w)
+        value = self._total(post.loglik)
+        return value, self._stats(post.start, post.trans, post.post, views, fold)
 
     def path_counts(self, views, k):
         table, fold = self._table(views)
         chain = self._chain(views)
         if k == 1:
             logp, states = chain.viterbi(table, self.seqs)
-            check_possible(logp, labelled=self.states is not None)
-            paths, weights, value = states[None], np.ones((len(logp), 1)), float(logp.sum())
+            value = self._total(logp)
+            paths, weights = states[None], np.ones((len(logp), 1))
         else:
             logp, paths = inference.kbest(views["startprob"], chain.dense(), table,
                                           self.seqs, k)
-            check_possible(logp[:, 0], labelled=self.states is not None)
+            self._total(logp[:, 0])
             weights, log_mass = kbest_weights(logp)
-            value = float(np.sum(log_mass))
+            value = self._total(log_mass)
+        if self.weights is not None:
+            weights = self.weights.path_weights(weights)
         return value, self.hard_stats(table, fold, paths, weights, views), paths
 
     def hard_stats(self, table, fold, paths, weights, views, X=None) -> dict:

@@ -514,6 +514,62 @@ class HMMQueries:
         X = family.sample(emis, states, rng)
         return X, states
 
+    def get_stationary_distribution(self) -> np.ndarray:
+        r"""Compute the stationary distribution of the hidden chain: :math:`\pi A = \pi`.
+
+        The distribution the chain settles into, :math:`\pi A = \pi`, :math:`\sum_k \pi_k =
+        1`. It is unique when the chain has one closed class of states (states that reach
+        each other and nothing outside); states outside it (transient ones) get 0. Solved
+        as a linear system on that class (irreducible there, so the system has one
+        solution), not by an eigen-decomposition. (The hmmlearn classes of
+        :mod:`hiddenstate.compat.hmmlearn` keep hmmlearn's eigenvector.)
+
+        Returns
+        -------
+        ndarray of shape (n_states,)
+            :math:`\pi`.
+
+        Raises
+        ------
+        NotFittedError
+            If the parameters are not set.
+        hiddenstate.errors.InvalidInputError
+            If the chain has several closed classes (no unique stationary distribution: the
+            long-run distribution depends on where it starts); the message names them.
+
+        Examples
+        --------
+        >>> import hiddenstate as hs
+        >>> model = hs.HMM(2, n_features=2)
+        >>> model.startprob_ = [1.0, 0.0]
+        >>> model.transmat_ = [[0.9, 0.1], [0.3, 0.7]]
+        >>> model.emissionprob_ = [[0.5, 0.5], [0.5, 0.5]]
+        >>> model.get_stationary_distribution().round(6)
+        array([0.75, 0.25])
+        """
+        from scipy.sparse.csgraph import connected_components
+
+        transmat = self.checked_params()[1]
+        K = len(transmat)
+        _, label = connected_components(transmat > 0, directed=True, connection="strong")
+        leaves = (transmat > 0) & (label[:, None] != label[None, :])
+        closed = [c for c in np.unique(label) if not leaves[label == c].any()]
+        if len(closed) > 1:
+            named = "; ".join(str(np.flatnonzero(label == c).tolist()) for c in closed[:3])
+            raise InvalidInputError(
+                f"transmat_: the chain has {len(closed)} closed classes of states ({named}), "
+                "so no unique stationary distribution; the long-run distribution depends on "
+                "the start (use startprob_ @ matrix_power(transmat_, t) for a given t)")
+        members = np.flatnonzero(label == closed[0])
+        A = transmat[np.ix_(members, members)]
+        M = A.T - np.eye(len(members))
+        M[-1] = 1.0
+        b = np.zeros(len(members))
+        b[-1] = 1.0
+        out = np.zeros(K)
+        out[members] = np.linalg.solve(M, b)
+        return out
+
     def n_parameters(self) -> int:
         """Count the free parameters (for AIC and BIC).
 

@@ -66,6 +66,12 @@ class HMMSampling:
         hiddenstate.errors.ZeroProbabilityError
             If a sequence has probability zero under ``views``.
         """
+        if getattr(self, "weights", None) is not None:
+            from ...errors import InvalidInputError
+
+            raise InvalidInputError(
+                "sample_weight: learn='gibbs' draws one hidden path per sequence and takes no "
+                "weights (repeat a sequence to count it twice); fit without sample_weight")
         table, fold = self._table(views)
         states = inference.sample_posterior(views["startprob"], self._chain(views).dense(),
                                             table, self.seqs, rng)

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...errors import InvalidInputError
 from ...learn.online import ONLINE_MODES, StateRecord
+from .. import _learned
 from .parameters import POSTERIOR_SUFFIX
 
 #: the key prefix of a streaming learner's state in a saved model
@@ -19,7 +20,7 @@ class HMMStorage:
 
     # -- persistence ----------------------------------------------------------------------------
     def learned_arrays(self) -> dict[str, np.ndarray]:
-        """Return the learned arrays by attribute name (what :meth:`save` writes).
+        """**Entry point.** Return the learned arrays by attribute name (what :meth:`save` writes).
 
         Returns
         -------
@@ -45,7 +46,7 @@ class HMMStorage:
         return out
 
     def learned_scalars(self) -> dict:
-        """Return the scalar entries of a streaming learner's state (saved as JSON).
+        """**Entry point.** Return the scalars of a streaming learner's state (saved as JSON).
 
         Returns
         -------
@@ -56,7 +57,7 @@ class HMMStorage:
                 if not isinstance(v, np.ndarray)}
 
     def set_learned(self, arrays: dict, scalars: dict) -> None:
-        """Restore what :meth:`learned_arrays` and :meth:`learned_scalars` returned.
+        """**Entry point.** Restore what :meth:`learned_arrays`, :meth:`learned_scalars` returned.
 
         Parameters
         ----------
@@ -84,9 +85,10 @@ class HMMStorage:
                 raise InvalidInputError(f"{key}: not a learned attribute of {type(self).__name__}")
         if state:
             self.learner_state_ = state
+        _learned.mark_own(self, self.learned_attribute_names(arrays))  # a fit's values
 
     def learned_attribute_names(self, arrays: dict) -> set[str]:
-        """Return the names a saved model may set: the parameters and the VB posteriors.
+        """**Entry point.** Return the names a saved model may set: parameters and VB posteriors.
 
         Parameters
         ----------

@@ -17,6 +17,39 @@ class HMMStreaming:
     """``partial_fit`` of :class:`~.estimator.HMM` (the class it is mixed into provides the
     hooks and entry points listed in :mod:`.estimator`)."""
 
+    #: a categorical stream whose alphabet was inferred (``n_features=None``) grows it when
+    #: a later call brings new symbols (False: PROPS, whose sources fix the alphabet)
+    _grows_alphabet = True
+
+    def _grow_alphabet(self, X, lengths, n_features, continues: bool):
+        """The alphabet size for this call of a started stream: larger than ``n_features``
+        (the learner's state grown, :meth:`~hiddenstate.learn.online.OnlineLearner.grow`)
+        when ``X`` holds symbols beyond it and the alphabet was inferred; a declared
+        ``n_features`` is refused with the fix. Returns ``(n_features, undo)``: ``undo()``
+        puts the state back if the call fails."""
+        if not (self._grows_alphabet and self.emission == "categorical"
+                and isinstance(n_features, (int, np.integer))):
+            return n_features, None
+        symbols = self.validate_data(X, lengths, None, stream=True, continues=continues)[0]
+        top = int(symbols.max()) + 1 if len(symbols) else 0
+        if top <= n_features:
+            return n_features, None
+        if self.n_features is not None:
+            raise InvalidInputError(
+                f"X: symbol {top - 1} is beyond the alphabet of n_features={self.n_features} "
+                "this stream was made with, and a stream keeps the alphabet it declared: make "
+                "the model with n_features large enough for every symbol the stream will meet "
+                "(a symbol never seen costs only its prior), or with n_features=None to let "
+                "the alphabet grow (docs/streaming.md)")
+        old_state, old_n = self.learner_state_, self.n_features_
+
+        def undo():
+            self.learner_state_, self.n_features_ = old_state, old_n
+
+        self.learner_state_ = self.make_learner().grow(old_state, top)
+        self.n_features_ = top
+        return top, undo
+
     def _stream(self, X, seqs, family, rng, n_features, continues: bool, states=None):
         """Feed sequences to the streaming learner (starting it if needed); ``states``:
         partial state labels (validated)."""
@@ -27,7 +60,7 @@ class HMMStreaming:
                 raise InvalidInputError(
                     "continues: there is no stream to continue yet; call partial_fit without "
                     "continues=True first")
-            startprob, transmat, emis = initial_params(self, X, family, rng, seqs)
+            startprob, transmat, emis = initial_params(self, X, family, rng, seqs, warn=True)
             if states is not None:  # as batch: the labels pin which state is which
                 emis = labelled_start(family, X, states, emis, self.init_params)
             state = learner.start({"startprob": startprob, "transmat": transmat,
@@ -55,7 +88,10 @@ class HMMStreaming:
         Each sequence restarts the filter from ``startprob_``; learned statistics carry over. The
         first call initialises the learner from ``init_params`` and its data. Results are
         identical whether a stream is fed in one call or many, and across :meth:`save` /
-        :func:`hiddenstate.load`.
+        :func:`hiddenstate.load`. A categorical stream made with ``n_features=None`` grows
+        its alphabet when a call brings larger symbols (the learner's
+        :meth:`~hiddenstate.learn.online.OnlineLearner.grow`; ``docs/streaming.md``, "The
+        alphabet of a categorical stream"); one made with ``n_features`` keeps it.
 
         Parameters
         ----------
@@ -78,7 +114,8 @@ class HMMStreaming:
         Raises
         ------
         hiddenstate.errors.InvalidInputError
-            If ``learn`` is not a streaming learner, or the data are invalid.
+            If ``learn`` is not a streaming learner, or the data are invalid (a symbol
+            beyond a declared ``n_features`` included).
 
         Examples
         --------
@@ -102,15 +139,22 @@ class HMMStreaming:
             if record is None or not record.matches(self.learner_state_):
                 self.check_is_fitted()  # a state set or edited by hand: check it first
                 self._check_loaded()
-            n_features = self.n_features_
+            n_features, undo = self._grow_alphabet(X, lengths, self.n_features_, continues)
         else:
-            n_features = self.resolve_n_features()
-        X, seqs = self.validate_data(X, lengths, n_features, stream=True, continues=continues)
-        if states is not None:
-            states = check_states(states, len(X), self.n_states)
-        if not started:
-            n_features = self.resolve_n_features(X)
-        family = self.emission_family(n_features, X)
-        self.check_fit_memory(X, seqs, family, started=started)
-        return self._stream(X, seqs, family, None if started else make_rng(self.random_state),
-                            n_features, continues, states)
+            n_features, undo = self.resolve_n_features(), None
+        try:
+            X, seqs = self.validate_data(X, lengths, n_features, stream=True,
+                                         continues=continues)
+            if states is not None:
+                states = check_states(states, len(X), self.n_states)
+            if not started:
+                n_features = self.resolve_n_features(X)
+            family = self.emission_family(n_features, X)
+            self.check_fit_memory(X, seqs, family, started=started)
+            return self._stream(X, seqs, family,
+                                None if started else make_rng(self.random_state), n_features,
+                                continues, states)
+        except BaseException:
+            if undo is not None:  # the call failed: the stream's alphabet as it was
+                undo()
+            raise

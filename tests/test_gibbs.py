@@ -399,3 +399,19 @@ def test_sticky_hdp_finds_the_number_of_states(K):
 def test_sticky_hdp_finds_the_number_of_states_long(K, seed):
     mode, p = hdp_mode(K, 1200, seed=seed, sweeps=1500, sep=5.0)
     assert mode == K, p.round(2)
+
+
+def test_report_has_a_gibbs_section(tmp_path):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("arviz")
+    from hiddenstate.report import REPORT_FILES, write_report
+
+    X, _ = two_state_data(150)
+    model = hs.HMM(n_states=2, learn="gibbs", random_state=0,
+                   learner_options={"n_samples": 60, "burn_in": 20, "n_chains": 2,
+                                    "check_convergence": False}).fit(X)
+    index = write_report(model, tmp_path, X=X)
+    page = index.read_text()
+    assert 'id="gibbs"' in page and "R-hat" in page and "2 chains of 40 kept draws" in page
+    written = {p.name for p in tmp_path.iterdir()}
+    assert {"gibbs_trace.png", "gibbs_rank.png"} <= written <= REPORT_FILES

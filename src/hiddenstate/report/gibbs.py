@@ -7,6 +7,7 @@ section says so."""
 from __future__ import annotations
 
 import html
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -46,14 +47,18 @@ def gibbs_section(model, out: Path, img, table) -> str:
     diag = {f"transmat_[{k}, {k}]": samples["transmat_"][:, :, k, k] for k in shown}
     idata = az.from_dict(posterior=diag, sample_stats={"lp": model.sample_log_joint_})
     parts = [head]
-    axes = az.plot_trace(idata, compact=False, figsize=(10, 1.8 * len(shown)))
+    with warnings.catch_warnings():   # ArviZ's own use of deprecated matplotlib API
+        warnings.simplefilter("ignore", DeprecationWarning)
+        axes = az.plot_trace(idata, compact=False, figsize=(10, 1.8 * len(shown)))
     fig = np.asarray(axes).ravel()[0].figure
     fig.tight_layout()
     fig.savefig(out / "gibbs_trace.png", dpi=90)
     plt.close(fig)
     parts.append(img(out / "gibbs_trace.png", "trace of the self-transition probabilities "
                                                "(each chain a colour)"))
-    axes = az.plot_rank(idata, figsize=(10, 2.2 * ((len(shown) + 2) // 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        axes = az.plot_rank(idata, figsize=(10, 2.2 * ((len(shown) + 2) // 3)))
     fig = np.asarray(axes).ravel()[0].figure
     fig.tight_layout()
     fig.savefig(out / "gibbs_rank.png", dpi=90)

@@ -12,12 +12,13 @@ The convention (documented in docs/doc-tests.md):
 - Words after the language mark a block that does not run in the default suite, each
   reported as a skip with its reason: ``notest`` (a signature or a sketch),
   ``needs-data`` (reads ``../shared/data``, which a clone does not have; runs with
-  ``-m slow`` where that folder exists), ``slow`` (runs with ``-m slow``), ``gpu``
-  (needs CUDA).
-- A ```` ```bash ```` block's ``hiddenstate`` command lines must parse: the command and
-  every option they use exist (``hiddenstate.cli.build_parser``). A ``bash run`` block
-  also runs, in order with the page's other ``run`` blocks, in the page's scratch
-  directory, and its output is checked like a Python block's.
+  ``-m slow`` where that folder exists, found from the scratch directory through a link),
+  ``slow`` (runs with ``-m slow``), ``gpu`` (needs CUDA). Whether ``-m`` selects a block
+  is evaluated as pytest evaluates it (``-m 'not slow'`` does not).
+- A ```` ```bash ```` block's ``hiddenstate`` command lines must parse, whatever its
+  markers: the command and every option they use exist (``hiddenstate.cli.build_parser``).
+  A ``bash run`` block also runs, in order with the page's other ``run`` blocks, in the
+  page's scratch directory, and its output is checked like a Python block's.
 
 The markdown is read with markdown-it-py, the CommonMark parser the site's MyST uses, so
 the tests see the blocks the site shows.
@@ -43,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression  # what -m evaluates; pytest has no public API
 from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,23 +177,55 @@ def _runs(block: Block) -> bool:
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
-    return tmp_path_factory.mktemp("docs")
+    """The parent of the pages' scratch directories, where ``../shared`` is the project's
+    ``../shared`` (a link), so ``../shared/data`` in a page's directory is the data folder."""
+    root = tmp_path_factory.mktemp("docs")
+    if SHARED.is_dir():
+        (root / "shared").symlink_to(SHARED.parent, target_is_directory=True)
+    return root
+
+
+def _marks(block: Block) -> list:
+    """The pytest marks of a block's test: ``slow`` for ``slow`` and ``needs-data``."""
+    return [pytest.mark.slow] if {"slow", "needs-data"} & set(block.flags) else []
+
+
+def selected_by_markexpr(markexpr: str, marks: list[pytest.Mark]) -> bool:
+    """Whether ``pytest -m markexpr`` selects a test that carries ``marks`` (``Mark`` objects),
+    evaluated as pytest's own ``-m`` does: ``"not slow"`` leaves a ``slow`` test out."""
+    if not markexpr:
+        return True
+
+    def has(name: str, /, **kwargs) -> bool:
+        return any(m.name == name and all(k in m.kwargs and m.kwargs[k] == v
+                                          for k, v in kwargs.items()) for m in marks)
+
+    return Expression.compile(markexpr).evaluate(has)
+
+
+def _selected(block: Block, request) -> bool:
+    """Whether this session's ``-m`` selects ``block``'s test: the marks of the running test
+    with its own parameter's marks exchanged for ``block``'s."""
+    own = request.node.callspec.marks
+    marks = [m for m in request.node.iter_markers() if m not in own]
+    return selected_by_markexpr(request.config.getoption("markexpr"),
+                                marks + [m.mark for m in _marks(block)])
 
 
 def _execute(block: Block, scratch: Path, request) -> None:
-    """Run the page's earlier blocks (if this one was selected alone), then this one."""
+    """Run the page's earlier blocks (if this one was selected alone), then this one. An
+    earlier ``slow`` or ``needs-data`` block runs only if ``-m`` selects its test (``-m slow``),
+    whatever ``-k`` selected; the others always do."""
     state = STATES.setdefault(block.page, PageState(namespace={"__name__": "__main__"}))
     work = scratch / block.page.relative_to(ROOT).as_posix().replace("/", "_")
     work.mkdir(exist_ok=True)
-    slow_selected = "slow" in (request.config.getoption("-m") or "")
     with contextlib.chdir(work):
         for earlier in BLOCKS:
             if earlier.page != block.page or earlier.index > block.index:
                 continue
             if earlier.index in state.done or not _runs(earlier) or earlier.lang != block.lang:
                 continue
-            if _skip_reason(earlier) or (
-                    {"slow", "needs-data"} & set(earlier.flags) and not slow_selected):
+            if _skip_reason(earlier) or _marks(earlier) and not _selected(earlier, request):
                 continue
             if state.failed:
                 pytest.fail(f"an earlier block of the page failed: {state.failed}")
@@ -206,17 +240,8 @@ def _execute(block: Block, scratch: Path, request) -> None:
                 check_output(block, printed)
 
 
-def _params(select):
-    out = []
-    for b in BLOCKS:
-        if not select(b):
-            continue
-        marks = [pytest.mark.slow] if {"slow", "needs-data"} & set(b.flags) else []
-        out.append(pytest.param(b, id=b.id, marks=marks))
-    return out
-
-
-@pytest.mark.parametrize("block", _params(_runs))
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=_marks(b))
+                                   for b in BLOCKS if _runs(b)])
 def test_block_runs_and_prints_what_the_page_says(block, scratch, request):
     reason = _skip_reason(block)
     if reason:
@@ -224,12 +249,11 @@ def test_block_runs_and_prints_what_the_page_says(block, scratch, request):
     _execute(block, scratch, request)
 
 
-@pytest.mark.parametrize("block", _params(lambda b: not _runs(b)))
-def test_block_is_marked_when_it_does_not_run(block):
-    """A python block that does not run says why (a marker); a bash block's commands parse."""
-    if block.lang == "python":
-        assert _skip_reason(block) or "slow" in block.flags, block.id
-        pytest.skip(f"{block.id}: {_skip_reason(block) or MARKERS['slow']}")
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id)
+                                   for b in BLOCKS if b.lang == "bash"])
+def test_bash_block_commands_parse(block):
+    """Every ``hiddenstate`` command line of a bash block parses, whether the block runs in
+    this session or not (parsing is quick and needs no data)."""
     for argv in hiddenstate_commands(block.code):
         check_command_parses(block, argv)
 
@@ -242,7 +266,7 @@ def hiddenstate_commands(code: str) -> list[list[str]]:
     joined = re.sub(r"<<'?(\w+)'?\n.*?\n\1\n", "\n", joined, flags=re.S)  # heredocs
     for line in joined.splitlines():
         line = line.split(" #")[0].strip()
-        for part in re.split(r"\s*(?:&&|;|(?<!\|)\|(?!\|))\s*", line):
+        for part in re.split(r"\s*(?:&&|\|\||;|\|)\s*", line):
             part = re.split(r"\s(?:\d?>|<)", part)[0].strip()  # redirections
             if not re.match(r"(hiddenstate|python -m hiddenstate)(?=\s|$)", part):
                 continue
@@ -455,3 +479,69 @@ def test_the_docstring_checks_can_fail(monkeypatch):
     runner = doctest.DocTestRunner(optionflags=DOCTEST_FLAGS)
     runner.run(test, out=lambda _: None)
     assert runner.failures == 1  # it prints 2.5, the docstring shows 2.6
+
+
+# --- which blocks a selection runs ----------------------------------------------------------
+
+def test_the_marker_expression_is_read_as_pytest_reads_it():
+    """``-m 'not slow'`` (the default) leaves a slow block out, though its text says "slow";
+    ``-m slow`` selects it and leaves the others out."""
+    slow = [pytest.mark.slow.mark]
+    assert not selected_by_markexpr("not slow", slow)
+    assert selected_by_markexpr("not slow", [])
+    assert selected_by_markexpr("slow", slow)
+    assert not selected_by_markexpr("slow", [])
+    assert selected_by_markexpr("", slow) and selected_by_markexpr("slow or not slow", [])
+
+
+PROBE_PAGE = """\
+```python
+log("first")
+```
+
+```python slow
+log("slow")
+```
+
+```python needs-data
+log(open("../shared/data/probe.txt").read())
+```
+
+```python
+log("last")
+```
+"""
+
+
+def test_a_selection_runs_the_blocks_it_selects(tmp_path):
+    """The harness itself (a copy, on a page of four blocks that log that they ran): the
+    default selection runs the fast blocks and not the slow one before them; ``-m slow``
+    runs the slow block, the data block (``../shared/data`` is found from the page's scratch
+    directory) and the fast block before them; without the data folder the data block is
+    skipped with its reason."""
+    repo, data, ran = tmp_path / "project", tmp_path / "shared" / "data", tmp_path / "ran.txt"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    data.mkdir(parents=True)
+    (data / "probe.txt").write_text("data")
+    (repo / "tests" / "test_docs.py").write_text(Path(__file__).read_text())
+    (repo / "docs" / "_api.py").write_text("NUMPYDOC_DONE = []\n")
+    (repo / "README.md").write_text(
+        f"```python notest\n```\n\n```python\ndef log(word):\n"
+        f"    open({str(ran)!r}, 'a').write(word + ' ')\n```\n\n{PROBE_PAGE}")
+    (repo / "pytest.ini").write_text(
+        "[pytest]\nmarkers =\n    slow: slow\n"
+        "addopts = -m 'not slow' -p no:cacheprovider -p no:hypothesispytest\n")
+
+    def run(*args: str) -> tuple[str, str]:
+        ran.unlink(missing_ok=True)
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-k", "runs_and",
+                               *args], cwd=repo, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return (ran.read_text() if ran.exists() else ""), done.stdout
+
+    assert run()[0] == "first last "
+    assert run("-m", "slow")[0] == "first slow data "
+    data.rename(tmp_path / "away")
+    logged, out = run("-m", "slow")
+    assert logged == "first slow " and MARKERS["needs-data"] in out

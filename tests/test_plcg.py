@@ -19,7 +19,7 @@ import hiddenstate as hs
 from hiddenstate.errors import InvalidInputError, ZeroProbabilityError
 from hiddenstate.grammar import START, Grammar, Tree, normalise, read_trees, to_cnf
 from hiddenstate.grammar.left_corner import LeftCorner
-from hiddenstate.kernels.left_corner import build_graph
+from hiddenstate.kernels.left_corner import GRAPH, INSIDE, VITERBI, build_graph, chart
 from hiddenstate.programs import ExplanationGraph, ProgramModel, explain
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ptb-sample-treebank"
@@ -267,6 +267,84 @@ def test_program_sampler_draws_what_the_model_draws():
         pm.sample(200, random_state=0, args=(2,))
 
 
+# -- the chart's values against the passes on its graph ------------------------------------------
+def _graph_of(lc, words, offsets, prune=True):
+    if prune:
+        arrays = build_graph(words, offsets, *lc.kernel_args())
+    else:
+        arrays = chart(GRAPH, np.empty(0), words, offsets, *lc.kernel_args())[:4]
+    node_ptr, item_ptr, items, roots = arrays
+    return ExplanationGraph(node_ptr, item_ptr, items, np.zeros(len(item_ptr) - 1, np.int32),
+                            [None] * (len(node_ptr) - 1), roots, lc.n_params)
+
+
+def check_chart_against_graph(lc, words, offsets, logtheta):
+    """The value modes of the chart against the inside and Viterbi passes on the graph the
+    tabled program search finds (build_graph, tested against it above), and the unpruned
+    graph against the pruned one."""
+    g = _graph_of(lc, words, offsets)
+    ins, _ = g.inside(logtheta)
+    vit, best = g.viterbi(logtheta)
+    *_, score, _, _ = chart(INSIDE, logtheta, words, offsets, *lc.kernel_args())
+    # the same terms, each cell's summed in another order: equal to rounding
+    np.testing.assert_allclose(score, ins[g.roots], rtol=1e-13, atol=0)
+    assert np.array_equal(np.isinf(score), np.isinf(ins[g.roots]))
+    # the same maxima, and the same derivation (the first in the graph's order on ties)
+    *_, vscore, ptr, deriv = chart(VITERBI, logtheta, words, offsets, *lc.kernel_args())
+    np.testing.assert_array_equal(vscore, vit[g.roots])
+    for s, root in enumerate(g.roots):
+        mine = deriv[ptr[s]:ptr[s + 1]].tolist()
+        if vscore[s] == -np.inf:
+            assert mine == []
+            continue
+        assert mine == PLCG_params(g, g.walk(int(root), 0, best[:, None], None))
+    # every goal of the chart, or those the sentences use: the same numbers at the roots,
+    # the same expected counts
+    full = _graph_of(lc, words, offsets, prune=False)
+    assert full.n_nodes >= g.n_nodes
+    a, b = full.expected(logtheta), g.expected(logtheta)
+    np.testing.assert_array_equal(a[0][full.roots], b[0][g.roots])
+    np.testing.assert_array_equal(a[2], b[2])
+    return g
+
+
+PLCG_params = hs.PLCG._params
+
+
+def _encoded(m, sentences):
+    g = m.grammar()
+    words = np.array([g.word_index[w] for s in sentences for w in s])
+    return words, np.cumsum([0] + [len(s) for s in sentences])
+
+
+@pytest.mark.parametrize("theta", ["random", "zeros", "uniform"])
+def test_chart_values_equal_the_passes_on_the_graph(theta):
+    # random probabilities; some outcomes of probability zero (the chart then leaves out
+    # the cells of probability zero); uniform ones (ties between parses everywhere)
+    m = random_model(15)
+    lc = m.left_corner()
+    if theta == "zeros":   # a completed NP never projects under goal NP, nor under S
+        m.set_probs(("attach", "NP"), [1.0, 0.0])
+        m.set_probs(("lc", "S", "NP"), [1.0, 0.0])
+    elif theta == "uniform":
+        m.theta_ = lc.uniform()
+    sentences = [*SENTENCES, ["with", "she"], "fish eats fish with the fork".split()]
+    with np.errstate(divide="ignore"):
+        logtheta = np.log(m.theta_)
+    g = check_chart_against_graph(lc, *_encoded(m, sentences), logtheta)
+    ins = g.inside(logtheta)[0][g.roots]
+    bad = len(SENTENCES)
+    assert ins[bad] == -np.inf and np.isfinite(ins[:bad]).all()
+    if theta == "uniform":   # the best parse ties with others: the graph's first is taken
+        ties = [sum(d[0] == max(e[0] for e in ders) for d in ders)
+                for ders in (lc_derivations(m, w) for w in SENTENCES)]
+        assert max(ties) > 1
+    # and the model's own methods
+    trees, logp = m.parse(sentences, cnf=True, return_logprob=True, errors="none")
+    assert trees[bad] is None and logp[bad] == -np.inf
+    np.testing.assert_allclose(m.score_samples(sentences), ins, rtol=1e-13, atol=0)
+
+
 # -- learning -------------------------------------------------------------------------------------
 def test_learning_modes_on_generated_sentences():
     truth = random_model(11)
@@ -428,6 +506,14 @@ def test_treebank_plcg_has_the_pcfg_parses():
     n_pcfg, _ = pcfg._inside_outside(g, np.ones(g.n_params), *pcfg._encode(g, sents)[:2], False)
     np.testing.assert_allclose(n_plcg, n_pcfg, rtol=0, atol=1e-9)
     assert np.exp(n_pcfg).mean() > 20
+    # the chart's values against the passes on the graph, with the supervised estimate
+    # (many outcomes of probability zero) and a smoothed one (none)
+    m = hs.PLCG(rules=g.rule_list(), start=list(g.start))
+    counts = m.tree_counts(gold)
+    few = slice(0, offsets[80])
+    for theta in (m.counts_to_theta(counts), m.counts_to_theta(counts + 0.5)):
+        with np.errstate(divide="ignore"):
+            check_chart_against_graph(lc, words[few], offsets[:81], np.log(theta))
 
 
 # -- the documentation ----------------------------------------------------------------------------

@@ -138,6 +138,69 @@ def test_multi_parent_factor_scale_cancels():
                                    atol=1e-12)
 
 
+# -- subnormal and huge evidence and factors, against enumeration --------------------------------
+# (weights_["a->c"] of TREE, soft evidence on c, X): the first is the case the property test
+# below found (a message of subnormal entries under a posterior of normal ones: post / msg
+# overflowed); the others put the mass where only subnormal or huge values reach it.
+_EXTREME = {
+    "found": ([[0, 1, 0]] * 3, [[0.3, 1e-310, 1e-310]], [[0, 0, 0, 0]]),
+    "huge-on-excluded-state": ([[0, 1, 0]] * 3, [[1e300, 1e-310, 1e-310]], [[0, 0, 0, 0]]),
+    "all-subnormal": ([[0, 1, 0], [0, 0.5, 0.5], [1, 0, 0]], [[1e-310, 1e-310, 1e-310]],
+                      [[2, 3, 1, 2]]),
+    "huge-times-subnormal-factor": ([[1, 1e-310, 0], [1, 1e-310, 0], [0, 0, 1]],
+                                    [[1e-310, 1e300, 0]], [[0, 1, 1, 2]]),
+    "em-row-from-tiny-counts": ([[0.875, 0.125, 0], [1, 7e-300, 0], [1, 0, 0]],
+                                [[0, 1e-200, 7], [0, 1e-200, 1]],
+                                [[1, 1, 1, -1], [1, -1, 0, -1]]),
+    "underflowing-message-entry": ([[1, 1.43e-201, 0], [1.43e-201, 1, 0], [1e-310, 1, 0]],
+                                   [[1e-200, 0.3, 0], [0, 1e-200, 7]],
+                                   [[2, -1, 1, 1], [1, 1, 1, -1]]),
+}
+
+
+@pytest.mark.parametrize("case", list(_EXTREME))
+def test_extreme_evidence_and_factors_against_enumeration(case):
+    """Every entry point of a tree with subnormal and huge (1e300) soft evidence and a
+    hand-set factor with subnormal entries gives the numbers of enumeration in log space
+    (test_treenet._exact: sums of logs, logaddexp): log P(X), every posterior marginal, the
+    most probable state, the importance weight of posterior samples (P(X) in a tree) and
+    one EM step (the expected counts normalised, whose rows may hold counts near 1e-299),
+    with no floating-point warning."""
+    w, lik, X = (np.array(a) for a in _EXTREME[case])
+    net = _random_params(hs.TreeNet(**TREE), 0)
+    net.weights_["a->c"] = w
+    exact = [_exact(net, x, {"c": lik[i]}) for i, x in enumerate(X)]
+    logz = np.array([e[0] for e in exact])
+    assert np.all(np.isfinite(logz))
+    names = list(net.n_states)
+    counts = np.zeros((3, 3))  # expected counts of a -> c
+    for _, _, _, _, states, post in exact:
+        np.add.at(counts, (states[:, names.index("a")], states[:, names.index("c")]), post)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", DegenerateStateWarning)  # rows of no posterior mass
+        ll = net.score_samples(X, {"c": lik})
+        marg = net.predict_proba(X, {"c": lik})
+        value, z = net.decode(X, {"c": lik})
+        _, log_w = net.sample_posterior(X, {"c": lik}, random_state=0, return_log_weights=True)
+        em = hs.TreeNet(**TREE, n_iter=1, tol=-np.inf, warm_start=True)
+        em.weights_, em.priors_ = dict(net.weights_), dict(net.priors_)
+        em.fit(X, {"c": lik})
+    np.testing.assert_allclose(ll, logz, rtol=1e-12)
+    np.testing.assert_allclose(log_w, logz, rtol=1e-12)
+    for i, (_, post, best, best_lp, _, _) in enumerate(exact):
+        for v in names:
+            np.testing.assert_allclose(marg[v][i], post[v], rtol=0, atol=1e-12, err_msg=v)
+        assert value[i] == pytest.approx(best_lp, rel=1e-12)
+        np.testing.assert_array_equal(z[i], best)
+    assert em.monitor_.history[0] == pytest.approx(logz.sum(), rel=1e-12)
+    seen = counts.sum(axis=1) > 0
+    np.testing.assert_allclose(em.weights_["a->c"][seen],
+                               counts[seen] / counts[seen].sum(axis=1, keepdims=True), atol=1e-12)
+    np.testing.assert_allclose(em.priors_["a"],
+                               np.mean([e[1]["a"] for e in exact], axis=0), atol=1e-12)
+
+
 # -- evidence of probability zero ----------------------------------------------------------------
 def _zero_column():
     net = hs.TreeNet(n_states={"b": 2}, edges=[("b", "x0")], observed={"x0": 3})

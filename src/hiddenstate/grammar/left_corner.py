@@ -121,7 +121,8 @@ class LeftCorner:
         return np.concatenate([np.full(len(outs), 1.0 / len(outs)) for _, outs in self.switches])
 
     def _kernel_tables(self) -> None:
-        """The arrays :func:`hiddenstate.kernels.left_corner.build_graph` takes."""
+        """The arrays :func:`hiddenstate.kernels.left_corner.chart` takes (built once per
+        grammar; the model caches its ``LeftCorner``)."""
         g = self.grammar
         nt, wi = g.nt_index, g.word_index
         n_goals, n_nt, n_words = len(self.goals), len(g.nonterminals), len(g.words)
@@ -162,13 +163,29 @@ class LeftCorner:
         self.s_goal, self.s_ptr, self.s_param, self.s_lhs, self.s_right = (
             arr(s_goal), arr(s_ptr), arr(s_param), arr(s_lhs), arr(s_right))
         self.x_ptr, self.x_param, self.x_lhs = arr(x_ptr), arr(x_param), arr(x_lhs)
+        # per projection rule A -> B C of slot (G, B): its slot; the slot (G, A) the spine
+        # goes on with (-1: none, A being G and G not left-recursive); the attach outcome
+        # drawn then (-1: none); the one drawn when A completes G (-2: A is not G)
+        self.s_slot = np.repeat(np.arange(len(s_goal), dtype=np.int64), np.diff(self.s_ptr))
+        self.s_rank = np.arange(len(self.s_param), dtype=np.int64) - self.s_ptr[self.s_slot]
+        g_of = self.s_goal[self.s_slot]
+        is_goal = self.s_lhs == self.goal_nt[g_of]
+        left_rec = self.att_param[g_of, 1] >= 0
+        self.s_next = np.where(~is_goal | left_rec, self.slot_of[g_of, self.s_lhs], -1)
+        self.s_proj = np.where(is_goal, self.att_param[g_of, 1], -1)
+        self.s_done = np.where(is_goal, self.att_param[g_of, 0], -2)
+        # the word-corner projections of each word, over every goal
+        sizes = np.diff(self.x_ptr)
+        self.lex_alts = np.where(self.lex_of >= 0, sizes[np.maximum(self.lex_of, 0)] if
+                                 len(sizes) else 0, 0).sum(axis=0).astype(np.int64)
 
     def kernel_args(self) -> tuple:
-        """What :func:`hiddenstate.kernels.left_corner.build_graph` takes after the
-        sentences."""
+        """What :func:`hiddenstate.kernels.left_corner.chart` and
+        :func:`~hiddenstate.kernels.left_corner.build_graph` take after the sentences."""
         return (self.goal_nt, self.root_goal, self.root_param, self.first_param,
-                self.att_param, self.slot_of, self.s_goal, self.s_ptr, self.s_param, self.s_lhs,
-                self.s_right, self.lex_of, self.x_ptr, self.x_param, self.x_lhs)
+                self.att_param, self.slot_of, self.s_ptr, self.s_param, self.s_right,
+                self.s_slot, self.s_rank, self.s_next, self.s_proj, self.s_done, self.lex_of,
+                self.x_ptr, self.x_param, self.x_lhs, self.lex_alts)
 
     # -- derivations and trees ------------------------------------------------------------------
     def build(self, choose: Callable[[object], int]) -> Tree:

@@ -6,12 +6,14 @@ to the operations of a left-corner parser: *shift* (the first word of a goal), *
 (the rule built on a completed left corner, given the goal) and *attach* (whether a
 completed goal category is the goal). Its switches and their meaning are described in
 :mod:`hiddenstate.grammar.left_corner`; the model is the program of
-:func:`hiddenstate.programs.left_corner.left_corner_program`, whose explanation graph is
-built by the compiled :func:`hiddenstate.kernels.left_corner.build_graph` (the same graph as
-the tabled search, tested) and run by the passes of
-:mod:`hiddenstate.kernels.explanation_graph`. Every batch mode learns it through
-:func:`hiddenstate.learn.fit`, exactly as the program engine does
-(:class:`~hiddenstate.programs.problem.ProgramProblem`).
+:func:`hiddenstate.programs.left_corner.left_corner_program`, computed by the compiled
+left-corner chart of :mod:`hiddenstate.kernels.left_corner`: :meth:`PLCG.score_samples` and
+:meth:`PLCG.parse` take the sentences' inside or Viterbi values straight from the chart;
+fitting, :meth:`PLCG.expected_counts`, k-best parses and posterior samples run the passes of
+:mod:`hiddenstate.kernels.explanation_graph` on the explanation graph the chart writes
+(:func:`~hiddenstate.kernels.left_corner.build_graph`: the same graph as the tabled search,
+tested). Every batch mode learns it through :func:`hiddenstate.learn.fit`, exactly as the
+program engine does (:class:`~hiddenstate.programs.problem.ProgramProblem`).
 
 The rules are those of :class:`~hiddenstate.PCFG` (Chomsky normal form, a start switch over
 the root nonterminals, the same ``unknown_word`` handling and treebank preparation), so a
@@ -31,7 +33,7 @@ from .._validation import check_memory, check_positive_int, check_stochastic, ma
 from ..errors import InvalidInputError, NotFittedError
 from ..grammar import Grammar, Tree, from_cnf
 from ..grammar.left_corner import LeftCorner
-from ..kernels.left_corner import build_graph
+from ..kernels.left_corner import GRAPH, INSIDE, VITERBI, build_graph, chart
 from ..learn.gibbs_fit import PosteriorSampling, posterior_predictive
 from ..programs.graph import ExplanationGraph
 from ..programs.left_corner import left_corner_program
@@ -392,17 +394,35 @@ class PLCG(PosteriorSampling, BaseEstimator):
         self.theta_ = theta
 
     # -- the explanation graph ------------------------------------------------------------------
-    def _graph(self, lc: LeftCorner, words, offsets) -> ExplanationGraph:
-        node_ptr, item_ptr, items, roots = build_graph(words, offsets, *lc.kernel_args())
+    def _graph(self, lc: LeftCorner, words, offsets, prune: bool = True) -> ExplanationGraph:
+        """The explanation graph of the sentences: the program's (``prune``: the goals the
+        sentences use, as fit needs), or every goal of the chart (the same numbers at the
+        sentences, for one pass)."""
+        if prune:
+            node_ptr, item_ptr, items, roots = build_graph(words, offsets, *lc.kernel_args())
+        else:
+            node_ptr, item_ptr, items, roots, *_ = chart(GRAPH, np.empty(0), words, offsets,
+                                                         *lc.kernel_args())
         return ExplanationGraph(node_ptr, item_ptr, items,
                                 np.zeros(len(item_ptr) - 1, dtype=np.int32),
                                 _Names(roots, len(node_ptr) - 1), roots, lc.n_params)
 
     def _prepare(self, sentences, name: str = "sentences"):
+        """The sentences' graph for one pass, with their tokens."""
         g = self._check_hyper()
         lc = self.left_corner()
         words, offsets, tokens = self._encode(g, sentences, name)
-        return lc, self._graph(lc, words, offsets), tokens
+        return lc, self._graph(lc, words, offsets, prune=False), tokens
+
+    def _chart(self, mode: int, sentences):
+        """One pass of the left-corner chart (no graph): ``(lc, score, deriv_ptr, deriv,
+        tokens)``."""
+        g = self._check_hyper()
+        lc = self.left_corner()
+        words, offsets, tokens = self._encode(g, sentences)
+        *_, score, deriv_ptr, deriv = chart(mode, self._logtheta(), words, offsets,
+                                            *lc.kernel_args())
+        return lc, score, deriv_ptr, deriv, tokens
 
     # -- fitting --------------------------------------------------------------------------------
     def fit(self, sentences, callback: Callable[[int, float], None] | None = None):
@@ -499,9 +519,7 @@ class PLCG(PosteriorSampling, BaseEstimator):
         >>> model.score_samples(sentences).round(4)
         array([-1.5041, -1.5041, -0.8109])
         """
-        lc, graph, _ = self._prepare(sentences)
-        ins, _ = graph.inside(self._logtheta())
-        return ins[graph.roots]
+        return self._chart(INSIDE, sentences)[1]
 
     def expected_counts(self, sentences) -> dict:
         """Return the expected number of uses of every switch outcome given the sentences.
@@ -591,19 +609,12 @@ class PLCG(PosteriorSampling, BaseEstimator):
         """
         if errors not in ("raise", "none"):
             raise InvalidInputError(f"errors: expected 'raise' or 'none', got {errors!r}")
-        lc, graph, tokens = self._prepare(sentences)
-        vit, best = graph.viterbi(self._logtheta())
-        score = vit[graph.roots]
+        lc, score, deriv_ptr, deriv, tokens = self._chart(VITERBI, sentences)
         if errors == "raise":
             _check_possible(score)
-        trees = []
-        for s, root in enumerate(graph.roots):
-            if score[s] == -np.inf:
-                trees.append(None)
-                continue
-            t = self._tree(lc, self._params(graph, graph.walk(int(root), 0, best[:, None],
-                                                              None)), tokens[s], cnf)
-            trees.append(t)
+        trees = [None if score[s] == -np.inf else
+                 self._tree(lc, deriv[deriv_ptr[s]:deriv_ptr[s + 1]].tolist(), tokens[s], cnf)
+                 for s in range(len(tokens))]
         return (trees, score) if return_logprob else trees
 
     @staticmethod

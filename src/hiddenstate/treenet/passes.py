@@ -13,16 +13,23 @@ estimator checks its inputs). Notation (equation numbers are Funk's):
   ``v`` (one-hot for an observed symbol, ones for a missing one, the user's likelihood for
   soft evidence), or None (no evidence: ones).
 
-Upward pass (eq. 1, 2, 6): :math:`\hat v \propto e_v \odot \prod_c W_{vc}\hat c`, each
-:math:`\hat v` normalised to sum to one with the log of the constant kept, so that in a
-tree :math:`\log P(X) = \sum_{\text{roots}} \log(\pi_r\cdot\hat r) + \sum_v \log z_v` stays
-exact however deep the tree. In a DAG the same pass is Funk's optimistic approximation: a
+Upward pass (eq. 1, 2, 6): :math:`\hat v \propto e_v \odot \prod_c W_{vc}\hat c`. Each
+message :math:`W_{vc}\hat c` whose largest entry is above one or tiny is scaled per pattern
+to a largest entry of one, and so is a running product that gets small, with the log of
+the factor kept, so that in a tree :math:`\log P(X) = \sum_{\text{roots}} \log(\pi_r\cdot\hat
+r) + \sum \log(\text{scales})` stays exact however deep or wide the tree and whatever the
+scale of the evidence and factors (subnormal or near the float64 maximum): a message is
+computed from :math:`\hat c` as it is, never from a normalised copy in which an entry that
+matters could have underflowed. In a DAG the same pass is Funk's optimistic approximation: a
 child with several parents sends each parent the message of its own rows, as if it were that
 parent's only child.
 
-Downward pass: exact posterior marginals in a tree (eq. 3), expected arrow counts for EM,
-and posterior samples (eq. 5, 7; eq. 16 for a child with several parents), whose importance
-weight :math:`p(z, X)/q(z)` equals :math:`P(X)` for every sample in a tree.
+Downward pass: exact posterior marginals in a tree (eq. 3) and expected arrow counts for EM,
+both through the child's posterior given its parent's state :math:`q(c_j \mid p_i, X) =
+W_{ij}\hat c_j / \sum_k W_{ik}\hat c_k`, a distribution (nothing is divided by a message
+entry that can be subnormal); posterior samples (eq. 5, 7; eq. 16 for a child with several
+parents), whose importance weight :math:`p(z, X)/q(z)` equals :math:`P(X)` for every sample
+in a tree.
 """
 
 from __future__ import annotations
@@ -31,17 +38,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels.tree import absorb_message, max_message, normalise_upward
+from ..kernels.tree import (
+    absorb_message,
+    down_arrow,
+    max_message,
+    rescale_small,
+    scale_message,
+)
 from .structure import Structure
 
 
 @dataclass
 class Upward:
-    """The upward values ``up[v]`` (rows sum to one, or are all zero for an impossible
-    pattern), the messages ``msg[e] = up[c] @ rows[e].T`` and the summed log normalisers."""
+    """The upward values ``up[v]`` (``n``, ``N_v``): :math:`\\hat v` of every pattern up to a
+    positive factor of that pattern (all zero for an impossible pattern); the logs of the
+    factors are summed in ``log_norm``."""
 
     up: list
-    msg: list
     log_norm: np.ndarray
 
 
@@ -58,67 +71,70 @@ def normalise_rows(weights: list) -> list:
     return out
 
 
-def _normalise(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``u`` (modified in place) with rows summing to one, and the log of each row's sum
-    (-inf for a row of zeros, which stays zero)."""
-    log_z = np.zeros(len(u))
-    normalise_upward(u, log_z)
-    return u, log_z
-
-
 def upward(s: Structure, rows: list, evidence: list, n: int) -> Upward:
-    """Upward values of every variable, children before parents (eq. 6). The running
-    product of a variable's child messages is rescaled whenever it gets small and the scale
-    factors join ``log_norm``, so a variable with hundreds of children does not underflow
-    (the messages ``msg`` themselves are kept unscaled for the downward pass)."""
+    """Upward values of every variable, children before parents (eq. 6). A message whose
+    largest entry is above one or tiny is scaled per pattern to a largest entry of one, and
+    the running product of a variable's messages is rescaled whenever it gets small; the
+    scale factors join ``log_norm``, so a
+    variable with hundreds of children does not underflow and extreme evidence does not
+    overflow."""
     up: list = [None] * s.n_vars
-    msg: list = [None] * len(s.edges)
     log_norm = np.zeros(n)
     for v in reversed(range(s.n_vars)):
-        u = np.ones((n, s.sizes[v])) if evidence[v] is None else evidence[v].copy()
+        if evidence[v] is None:
+            u = np.ones((n, s.sizes[v]))
+        else:
+            u = evidence[v].copy()
+            rescale_small(u, log_norm)
         for c in s.children[v]:
             e = s.edge_index[(v, c)]
-            msg[e] = up[c] @ rows[e].T
-            absorb_message(u, msg[e], log_norm)
-        normalise_upward(u, log_norm)
+            msg = up[c] @ rows[e].T
+            scale_message(msg, up[c], rows[e], log_norm)
+            absorb_message(u, msg, log_norm)
         up[v] = u
-    return Upward(up, msg, log_norm)
+    return Upward(up, log_norm)
 
 
 def log_evidence(s: Structure, prior: dict, upw: Upward) -> np.ndarray:
-    """:math:`\\log P(X)` per pattern (exact in a tree; -inf for an impossible pattern)."""
+    """:math:`\\log P(X)` per pattern (exact in a tree; -inf for an impossible pattern): each
+    root's :math:`\\pi_r \\cdot \\hat r` is the message to a parent of one state."""
     out = upw.log_norm.copy()
-    with np.errstate(divide="ignore"):
-        for r in s.roots:
-            out += np.log(upw.up[r] @ prior[r])
+    for r in s.roots:
+        w = prior[r][None, :]
+        msg = upw.up[r] @ w.T
+        scale_message(msg, upw.up[r], w, out)
+        with np.errstate(divide="ignore"):  # 0 where out is already -inf
+            out += np.log(msg[:, 0])
     return out
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num / den with 0 where den is 0 (then num is 0 too)."""
-    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
 def marginals(s: Structure, rows: list, prior: dict, upw: Upward) -> list:
     """Exact posterior marginals :math:`P(v \\mid X)` ``(n, N_v)`` of every variable of a
-    tree (eq. 3: :math:`P(c_j|X) = \\hat c_j \\sum_i W_{ij} P(p_i|X) / m_i`)."""
+    tree (eq. 3: :math:`P(c_j|X) = \\sum_i P(p_i|X)\\, q(c_j \\mid p_i, X)`; a root is the
+    child of a parent of one state with the prior as its row); all zero for an impossible
+    pattern."""
     post: list = [None] * s.n_vars
     for v in range(s.n_vars):
+        n, size = upw.up[v].shape
+        post[v] = np.empty((n, size))
         if not s.parents[v]:
-            post[v], _ = _normalise(upw.up[v] * prior[v])
+            down_arrow(np.ones((n, 1)), prior[v][None, :], upw.up[v], post[v],
+                       np.zeros((1, size)))
         else:
             p = s.parents[v][0]
-            e = s.edge_index[(p, v)]
-            post[v] = upw.up[v] * (_ratio(post[p], upw.msg[e]) @ rows[e])
+            down_arrow(post[p], rows[s.edge_index[(p, v)]], upw.up[v], post[v],
+                       np.zeros((s.sizes[p], size)))
     return post
 
 
 def edge_counts(s: Structure, rows: list, upw: Upward, post: list) -> list:
-    """Expected counts :math:`\\sum_X P(p_i, c_j \\mid X)` of every arrow of a tree
-    ``(N_p, N_c)``: :math:`P(p_i, c_j|X) = P(p_i|X) W_{ij}\\hat c_j / m_i`."""
+    """Expected counts :math:`\\sum_X P(p_i, c_j \\mid X) = \\sum_X P(p_i|X)\\, q(c_j \\mid
+    p_i, X)` of every arrow of a tree ``(N_p, N_c)``."""
     out = []
     for e, (p, c) in enumerate(s.edges):
-        out.append(rows[e] * (_ratio(post[p], upw.msg[e]).T @ upw.up[c]))
+        counts = np.zeros(rows[e].shape)
+        down_arrow(post[p], rows[e], upw.up[c], np.empty(upw.up[c].shape), counts)
+        out.append(counts)
     return out
 
 

@@ -11,6 +11,7 @@ does not meet yet is an ``xfail`` whose reason names who fixes it.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import warnings
@@ -513,8 +514,28 @@ def _lm_marks() -> tuple:
     return ()
 
 
-CASES = [*HMM_CASES, _hsmm_case(), *REGRESSION_CASES, _props_case(), _pcfg_case(),
-         _plcg_case(), _treenet_case(), _nbh_case(), _program_case(), _lm_case()]
+def _gibbs_case() -> Case:
+    """The categorical HMM fitted by Gibbs sampling (short chains): the contract with
+    posterior draws held, saved and used by ``score_samples`` (posterior predictive)."""
+    base = HMM_CASES[0]
+    options = {"n_samples": 12, "burn_in": 4, "n_chains": 2, "check_convergence": False}
+
+    def make(**kw):
+        kw = {"learn": "gibbs", **kw}
+        if kw["learn"] == "gibbs":
+            kw.setdefault("learner_options", options)
+        return hs.HMM(**{"n_states": 2, "emission": "categorical", "random_state": 0,
+                         "n_features": W, **kw})
+
+    return dataclasses.replace(
+        base, name="HMM-categorical-gibbs", make=make, modes=("gibbs",), zero=None,
+        no_zero="checked on the HMM-categorical row (the same inference)", prior=None,
+        no_prior="checked on the HMM-categorical row (the Dirichlet priors must be > 0, "
+        "docs/gibbs.md)")
+
+
+CASES = [*HMM_CASES, _gibbs_case(), _hsmm_case(), *REGRESSION_CASES, _props_case(),
+         _pcfg_case(), _plcg_case(), _treenet_case(), _nbh_case(), _program_case(), _lm_case()]
 
 
 def cases(clause: str, where: Callable[[Case], bool] = lambda c: True):

@@ -238,7 +238,7 @@ def test_priors_are_refused_by_em_and_bad_modes_named():
     with pytest.raises(InvalidInputError, match="transmat_prior"):
         hs.HMM(2, transmat_prior=2.0).fit(X)
     with pytest.raises(InvalidInputError, match="learn"):
-        hs.HMM(2, learn="gibbs").fit(X)
+        hs.HMM(2, learn="nuts").fit(X)
     with pytest.raises(InvalidInputError, match="k_best"):
         hs.HMM(2, learn="kvt", k_best=0).fit(X)
 

@@ -306,6 +306,33 @@ def test_merged_statistics_with_source_states(inner):
         _assert_equal_stats(merged, want, str(parts))
 
 
+def test_merged_statistics_of_the_sticky_hdp_transitions():
+    """The sticky HDP-HMM's transition block (learn="gibbs"): its statistics (transition and
+    start counts, a dict) of any split, merged, equal the whole data's."""
+    rng = np.random.default_rng(13)
+    gen = _generator("categorical", rng)
+    X, lengths, _ = _draw(gen, rng, False)
+    model = hs.HMM(K, learn="gibbs", transmat_prior="sticky-hdp", n_features=5)
+    seqs = Sequences.from_lengths(lengths)
+    Xv = model.validate_data(X[:, 0], lengths, 5)[0]
+    family = model.emission_family(5, Xv)
+    whole = model.problem(family, Xv, seqs)
+    views = whole.start_params({"startprob": gen.startprob_, "transmat": gen.transmat_,
+                                "emission": {"emissionprob": gen.emissionprob_}})
+    want_value, want = whole.expected_counts(views)
+    assert set(want["transmat"]) == {"trans", "start"}
+    for parts in _splits(np.random.default_rng(14)):
+        merged, value = None, 0.0
+        for seq_ids in parts:
+            rows = _rows(lengths, seq_ids)
+            sub = model.problem(family, Xv[rows], Sequences.from_lengths(lengths[seq_ids]))
+            v, stats = sub.expected_counts(views)
+            value += v
+            merged = stats if merged is None else merge_statistics(whole.blocks, merged, stats)
+        assert abs(value - want_value) <= RTOL * abs(want_value)
+        _assert_equal_stats(merged, want, str(parts))
+
+
 def test_every_family_must_merge_its_statistics():
     """No silent default: a family without ``merge_statistics`` cannot be built."""
     from hiddenstate.families.base import EmissionFamily

@@ -283,7 +283,7 @@ def test_em_zero_probability_has_no_class_posterior():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"learn": "gibbs"}, "learn: 'gibbs' is not one of"),
+    ({"learn": "nuts"}, "learn: 'nuts' is not one of"),
     ({"learn": "em", "prior": 2.0}, "prior: not used by learn='em'"),
     ({"learn": "map", "prior": 0.5}, "use learn='vb' for sparse priors"),
     ({"learn": "vb", "prior": -1.0}, "prior: expected a Dirichlet concentration > 0"),

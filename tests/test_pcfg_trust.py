@@ -403,7 +403,7 @@ def test_hand_set_probabilities_are_checked_with_the_rule_or_switch_named():
 
 
 @pytest.mark.parametrize("kw,match", [
-    ({"learn": "gibbs"}, "learn"), ({"n_iter": 0}, "n_iter"), ({"n_init": 1.5}, "n_init"),
+    ({"learn": "nuts"}, "learn"), ({"n_iter": 0}, "n_iter"), ({"n_init": 1.5}, "n_init"),
     ({"k_best": 0}, "k_best"), ({"tol": "small"}, "tol"), ({"init": "kmeans"}, "init"),
     ({"init": "uniform", "n_init": 3}, "n_init"), ({"init_concentration": 0.0},
                                                    "init_concentration"),

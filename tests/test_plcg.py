@@ -422,7 +422,7 @@ def test_bad_input_raises_named_errors():
     with pytest.raises(InvalidInputError, match="string"):
         m.fit("she eats")
     with pytest.raises(InvalidInputError, match="learn"):
-        hs.PLCG(rules=RULES, start=START_SYMBOLS, learn="gibbs").fit(SENTENCES)
+        hs.PLCG(rules=RULES, start=START_SYMBOLS, learn="nuts").fit(SENTENCES)
     wrong = hs.PLCG(rules=RULES, start=START_SYMBOLS)
     wrong.theta_ = np.full(3, 1 / 3)
     with pytest.raises(InvalidInputError, match="theta_"):

@@ -481,7 +481,7 @@ def test_goals_of_probability_zero_are_named():
 
 
 @pytest.mark.parametrize("kw,match", [
-    ({"learn": "gibbs"}, "learn"),
+    ({"learn": "nuts"}, "learn"),
     ({"n_iter": 0}, "n_iter"),
     ({"n_init": 2, "init": "declared"}, "n_init"),
     ({"init": "kmeans"}, "init"),

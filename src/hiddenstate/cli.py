@@ -40,7 +40,7 @@ from .progress import FitProgress
 
 #: the objective's name on the progress bar, per learning mode
 SHORT_OBJECTIVES = {"em": "log-lik", "map": "log-post", "vb": "ELBO", "vt": "log p(X,z*)",
-                    "kvt": "k-best"}
+                    "kvt": "k-best", "gibbs": "log p(X,z,θ)"}
 
 PROG = "hiddenstate"
 META_FILE = "cli.json"

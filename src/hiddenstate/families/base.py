@@ -388,6 +388,81 @@ class EmissionFamily(ABC):
         """
         self._no_vb()
 
+    # -- Gibbs sampling: a draw from the conjugate posterior ------------------------------------
+    def sample_posterior(self, params: dict, stats: dict, which: str,
+                         rng: np.random.Generator) -> dict:
+        """Draw the parameters from their conjugate posterior given hard statistics.
+
+        ``learn="gibbs"`` (:mod:`hiddenstate.learn.gibbs`) calls it with the statistics of
+        one draw of the hidden states (:meth:`statistics_at` of one-hot posteriors); the
+        parameters whose letter is not in ``which`` keep their value. A family without a
+        conjugate prior keeps this default, which refuses.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The current parameters (those not learned are returned as they are).
+        stats : dict
+            The statistics of the drawn states.
+        which : str
+            The hmmlearn letters of the parameters to draw.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        dict of str to ndarray
+            The drawn parameters, keyed as ``params``.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the family has no conjugate posterior (the default).
+        """
+        raise InvalidInputError(
+            f"learn: 'gibbs' draws every learned parameter block from its conjugate "
+            f"posterior, and {type(self).__name__} has none; use 'em', 'map', 'vb' or 'vt'")
+
+    def state_axes(self) -> dict:
+        """Return the axis of each parameter array that indexes the states.
+
+        Gibbs sampling relabels exchangeable states through it
+        (:func:`hiddenstate.learn.gibbs.relabel_draws`). The default: axis 0 of every
+        parameter.
+
+        Returns
+        -------
+        dict of str to int or None
+            Parameter key -> its state axis (None: shared by every state).
+        """
+        return {key: 0 for key in self.letters.values()}
+
+    def sample_missing(self, params: dict, X: np.ndarray, states: np.ndarray,
+                       rng: np.random.Generator) -> np.ndarray:
+        """Fill the missing entries of ``X`` with draws given the hidden states.
+
+        Gibbs sampling's data augmentation: a family whose statistics leave missing entries
+        out exactly (categorical, Poisson: the features are independent given the state)
+        keeps this default, which returns ``X``.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            The emission parameters.
+        X : ndarray
+            The observations (missing entries marked as :meth:`validate_X` marks them).
+        states : ndarray of int of shape (n_samples,)
+            The drawn hidden state of every row.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        ndarray
+            ``X``, or a copy with its missing entries drawn.
+        """
+        return X
+
     @abstractmethod
     def initialize(self, X: np.ndarray, rng: np.random.Generator) -> dict:
         """Draw data-driven random initial parameters for every key.

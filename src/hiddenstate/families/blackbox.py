@@ -248,6 +248,24 @@ class BlackBoxEmissions(EmissionFamily):
     def vb_mean(self, q):
         return self.inner.vb_mean(q)
 
+    def sample_posterior(self, params, stats, which, rng):
+        return self.inner.sample_posterior(params, stats, which, rng)
+
+    def sample_missing(self, params, X, states, rng):
+        Xi = self.split(X)[1]
+        k = self.n_sources
+        learned = states >= k
+        if not learned.any():
+            return X
+        filled = Xi.copy()
+        filled[learned] = self.inner.sample_missing(params, Xi[learned], states[learned] - k,
+                                                    rng)
+        if filled is Xi or np.array_equal(filled, Xi, equal_nan=True):
+            return X
+        out = X.copy()
+        out[:, k:] = filled.reshape(len(X), -1)
+        return out
+
     def initialize(self, X, rng):
         return self.inner.initialize(self.split(X)[1], rng)
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma, gammaln
 
+from ..errors import InvalidInputError
 from . import fixed as fixed_rows
+from .posterior_draws import TINY, dirichlet_rows, log_gamma_draws
 
 
 def estimate_rows(counts: np.ndarray, current: np.ndarray, prior=1.0) -> tuple[np.ndarray, list]:
@@ -299,6 +301,73 @@ class DirichletRows:
         sums = q.sum(axis=-1, keepdims=True)
         return q / sums
 
+    # -- Gibbs sampling -------------------------------------------------------------------------
+    def _posterior_alpha(self, theta, counts) -> np.ndarray:
+        """:math:`\alpha + n` on the support of ``theta`` (its zeros are structural), 0
+        elsewhere; a proper prior is needed wherever the support has no count."""
+        theta = np.asarray(theta, dtype=np.float64)
+        alpha = np.where(theta > 0, self._alpha(theta) + counts, 0.0)
+        if np.any((theta > 0) & ~(alpha > 0)):
+            raise InvalidInputError(
+                f"{self.key}: learn='gibbs' needs Dirichlet concentrations > 0 (a proper "
+                f"prior) wherever the parameter may be non-zero; got {self.prior!r:.60}")
+        return alpha
+
+    def sample_posterior(self, theta, counts, which, rng):
+        r"""Draw the rows from their Dirichlet posterior :math:`\mathrm{Dir}(\alpha + n)`.
+
+        Zeros of ``theta`` are structural and stay zero (as in :meth:`mstep`); see
+        :func:`~.posterior_draws.dirichlet_rows`. With fixed entries, the free part of each
+        row renormalised, :math:`\phi = \theta_{\bar F}/(1 - m)`, is drawn from
+        :math:`\mathrm{Dir}(\alpha_{\bar F} + n_{\bar F})` (the prior of
+        :mod:`hiddenstate.families.fixed`) and the fixed entries are kept.
+
+        Parameters
+        ----------
+        theta : ndarray
+            The current rows.
+        counts : ndarray
+            The counts of one draw of the hidden structure.
+        which : str
+            The hmmlearn letters to draw; without this block's letter the rows are kept.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        ndarray
+            The drawn rows.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the prior is not proper where a row may be non-zero.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hiddenstate.families import DirichletRows
+        >>> rows = DirichletRows("transmat", "t", prior=1.0)
+        >>> draw = rows.sample_posterior(np.array([[0.5, 0.5], [1.0, 0.0]]),
+        ...                              np.array([[3.0, 1.0], [2.0, 0.0]]), "t",
+        ...                              np.random.default_rng(0))
+        >>> draw.sum(axis=1), draw[1]
+        (array([1., 1.]), array([1., 0.]))
+        """
+        if self.letter not in which:
+            return theta
+        if self.fixed is None:
+            return dirichlet_rows(self._posterior_alpha(theta, counts), rng)
+        # fixed entries (hiddenstate.families.fixed): the free part of each row, phi =
+        # theta_free / (1 - m), is Dir(alpha_free + n_free); a row fixed whole is kept
+        theta = np.asarray(theta, dtype=np.float64)
+        free = np.isnan(self.fixed)
+        alpha = np.where(free, self._posterior_alpha(theta, counts), 0.0)
+        mass = np.where(free, 0.0, self.fixed).sum(axis=-1, keepdims=True)
+        live = alpha.sum(axis=-1, keepdims=True) > 0
+        phi = dirichlet_rows(np.where(live, alpha, 1.0), rng)
+        return np.where(free, np.where(live, (1.0 - mass) * phi, theta), self.fixed)
+
 
 class SparseDirichletRows(DirichletRows):
     """:class:`DirichletRows` for a transition matrix stored as its allowed entries
@@ -400,6 +469,20 @@ class SparseDirichletRows(DirichletRows):
             return self._via_dense("vb_mean", q)
         return q / self._per_entry(self.transitions.row_sums(q))
 
+    def sample_posterior(self, theta, counts, which, rng):
+        if self.letter not in which:
+            return theta
+        if self.dense_fixed is not None:
+            return self._via_dense("sample_posterior", theta, counts, which=which, rng=rng)
+        alpha = self._posterior_alpha(theta, counts)
+        logg = log_gamma_draws(alpha, rng)
+        rows = self.transitions.rows
+        top = np.full(self.transitions.n_states, -np.inf)
+        np.maximum.at(top, rows, logg)
+        w = np.exp(logg - top[rows])
+        out = w / self._per_entry(self.transitions.row_sums(w))
+        return np.where(alpha > 0, np.maximum(out, TINY), 0.0)
+
 
 class DirichletEmissionRows:
     """The M-step, prior and VB methods of an emission family whose parameter is
@@ -487,3 +570,28 @@ class DirichletEmissionRows:
 
     def vb_mean(self, q):
         return {"emissionprob": self.rows.vb_mean(q["emissionprob"])}
+
+    def sample_posterior(self, params, stats, which, rng):
+        """Draw ``emissionprob`` from its Dirichlet posterior.
+
+        Each state's row from :math:`\\mathrm{Dir}(\\alpha + n_k)` (see
+        :meth:`DirichletRows.sample_posterior`).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            ``emissionprob`` (kept when ``"e"`` is not in ``which``).
+        stats : dict
+            The statistics of one draw of the hidden states.
+        which : str
+            The hmmlearn letters to draw.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        dict
+            ``emissionprob``.
+        """
+        return {"emissionprob": self.rows.sample_posterior(
+            params["emissionprob"], stats[self.counts_key], which, rng)}

@@ -96,6 +96,7 @@ from .base import (
     reference_point,
 )
 from .fixed import as_fixed, impose
+from .posterior_draws import covariance_draw, normal_given_covariance, normal_wishart
 
 COVARIANCE_TYPES = ("spherical", "diag", "full", "tied")
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -829,7 +830,7 @@ class GaussianEmissions(EmissionFamily):
         return float(total)
 
     # -- variational Bayes: q(mu, Lambda) Normal-Wishart (Normal-Gamma per dimension) ----------
-    def _vb_prior(self) -> dict:
+    def _vb_prior(self, mode: str = "vb") -> dict:
         r"""The prior's hyper-parameters in the shapes of ``q`` (see the module docstring):
         ``means`` :math:`m_0` (K, D), ``beta`` :math:`\beta_0` (K,), ``dof`` :math:`\nu_0`
         ((K,), a scalar when tied) and ``scale`` :math:`S_0` (the covariance-like Wishart
@@ -846,7 +847,7 @@ class GaussianEmissions(EmissionFamily):
         b0 = broadcast_param("means_weight", self.means_weight, (K,))
         if not np.all(np.isfinite(b0) & (b0 > 0)):
             raise InvalidInputError(
-                f"means_weight: learn='vb' needs a proper Normal prior on the means, "
+                f"means_weight: learn={mode!r} needs a proper Normal prior on the means, "
                 f"means_weight > 0 (got {_short(self.means_weight)}); pass e.g. means_weight=1.0 "
                 "(one pseudo-observation at means_prior)")
         low = D - 1 if ct in ("full", "tied") else 0
@@ -855,7 +856,7 @@ class GaussianEmissions(EmissionFamily):
             what = ("Wishart prior on the precision, covars_weight > n_features - 1 = "
                     f"{low}" if low else "Gamma prior on each precision, covars_weight > 0")
             raise InvalidInputError(
-                f"covars_weight: learn='vb' needs a proper {what} (got "
+                f"covars_weight: learn={mode!r} needs a proper {what} (got "
                 f"{_short(self.covars_weight)}); pass e.g. covars_weight={D}")
         cp = broadcast_param("covars_prior", self.covars_prior, None)
         if ct == "spherical":
@@ -879,7 +880,7 @@ class GaussianEmissions(EmissionFamily):
             kind = ("positive" if ct in ("spherical", "diag")
                     else "symmetric positive definite")
             raise InvalidInputError(
-                f"covars_prior: learn='vb' needs a proper prior, a {kind} covariance-like "
+                f"covars_prior: learn={mode!r} needs a proper prior, a {kind} covariance-like "
                 f"scale (prior covariance times covars_weight); got {_short(cp)}"
                 + ("" if ct in ("spherical", "diag") else
                    f" (smallest eigenvalue {np.linalg.eigvalsh(mats).min():g})") + ". "
@@ -1147,6 +1148,140 @@ class GaussianEmissions(EmissionFamily):
             ``means`` and ``covars``.
         """
         return {"means": q["means"].copy(), "covars": self._vb_covars(q)}
+
+    # -- Gibbs sampling: the Normal-Wishart posterior -------------------------------------------
+    def sample_posterior(self, params, stats, which, rng):
+        r"""Draw the means and covariances from their Normal-Wishart posterior.
+
+        The prior is variational Bayes' (module docstring; it must be proper) and the
+        posterior hyper-parameters are :meth:`vb_update`'s, which for the hard statistics of
+        one draw of the states are the exact conjugate posterior; the draw is
+        :func:`~.posterior_draws.normal_wishart`. With only ``m`` in ``which`` the means are
+        drawn given the covariances, :math:`N(m_k, \Sigma_k/\beta_k)`; with only ``c`` the
+        covariances given the means: :math:`\nu = \nu_0 + n_k + 1` (the Normal prior of the
+        fixed mean adds one; tied: :math:`\nu_0 + \sum_k n_k + K`) and
+        :math:`S = S_0 + \sum_t (x_t - \mu_k)(x_t - \mu_k)^\top +
+        \beta_0(\mu_k - m_0)(\mu_k - m_0)^\top`.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            ``means`` and ``covars`` (the ones not in ``which`` are kept).
+        stats : dict
+            The statistics of one draw of the hidden states (no missing entries:
+            :meth:`sample_missing` fills them first).
+        which : str
+            The hmmlearn letters to draw (``"m"``, ``"c"``).
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        dict
+            ``means`` and ``covars``.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the prior is improper.
+        """
+        draw_m, draw_c = "m" in which, "c" in which
+        if not (draw_m or draw_c):
+            return params
+        if self.fixed:
+            raise InvalidInputError(
+                f"fixed: learn='gibbs' does not fix Gaussian {' or '.join(sorted(self.fixed))} "
+                "(the Normal-Wishart posterior couples them); use learn='map' or 'em', or "
+                "leave them out of params")
+        ct = self.covariance_type
+        if draw_m and draw_c:
+            self._vb_prior("gibbs")
+            q = self.vb_update(None, stats, "mc")
+            means, covars = normal_wishart(q["means"], q["beta"], q["dof"], q["scale"], ct,
+                                           rng)
+            return {"means": means, "covars": covars}
+        p = self._vb_prior("gibbs")
+        n, obs, a = stats["post"], stats["obs"], stats["shift"]
+        if draw_m:
+            beta = p["beta"] + n
+            m = a + (p["beta"][:, None] * (p["means"] - a) + obs) / beta[:, None]
+            return {"means": normal_given_covariance(m, beta, params["covars"], ct, rng),
+                    "covars": params["covars"]}
+        mu = params["means"]
+        diff = mu - p["means"]
+        D = self.n_features
+        if ct in ("diag", "spherical"):
+            sq = _scatter_diag(stats, mu - a) + p["beta"][:, None] * diff**2
+            dof = p["dof"] + n + 1.0
+            if ct == "diag":
+                covars, _ = covariance_draw(dof, p["scale"] + sq, ct, rng)
+            else:
+                covars, _ = covariance_draw(D * dof, D * (p["scale"] + sq.mean(axis=1)), ct,
+                                            rng)
+        else:
+            sq = (_scatter_full(stats, mu - a)
+                  + p["beta"][:, None, None] * np.einsum("ki,kj->kij", diff, diff))
+            if ct == "tied":
+                covars, _ = covariance_draw(p["dof"] + n.sum() + len(n),
+                                            p["scale"] + sq.sum(axis=0), ct, rng)
+            else:
+                covars, _ = covariance_draw(p["dof"] + n + 1.0, p["scale"] + sq, ct, rng)
+        return {"means": mu, "covars": covars}
+
+    def state_axes(self):
+        """Return the state axis of ``means`` and ``covars`` (none when tied).
+
+        Returns
+        -------
+        dict
+            ``{"means": 0, "covars": 0}``, with ``None`` for ``covars`` when tied.
+        """
+        return {"means": 0, "covars": None if self.covariance_type == "tied" else 0}
+
+    def sample_missing(self, params, X, states, rng):
+        r"""Draw the missing entries given the states (data augmentation).
+
+        :math:`x_m \sim N(\mu_{k,m} + \Sigma_{k,mo}\Sigma_{k,oo}^{-1}(x_o - \mu_{k,o}),\
+        \Sigma_{k,mm} - \Sigma_{k,mo}\Sigma_{k,oo}^{-1}\Sigma_{k,om})` (``_conditionals``),
+        a row with nothing observed from :math:`N(\mu_k, \Sigma_k)`; the statistics are
+        then those of complete rows.
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            ``means`` and ``covars``.
+        X : ndarray of shape (n_samples, n_features)
+            The rows (NaN: missing).
+        states : ndarray of int of shape (n_samples,)
+            The drawn state of every row.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        ndarray
+            ``X`` (nothing missing), or a copy with its missing entries drawn.
+        """
+        miss = np.isnan(X)
+        if not miss.any():
+            return X
+        K, D = self.n_states, X.shape[1]
+        out = X.copy()
+        covs = full_covars(params["covars"], self.covariance_type, K, D)
+        for rows, m, filled, cov in self._conditionals(params, X, miss):
+            z = states[rows]
+            for k in np.unique(z):
+                sel = z == k
+                chol = np.linalg.cholesky(cov[k][np.ix_(m, m)])
+                eps = rng.standard_normal((int(sel.sum()), int(m.sum())))
+                out[np.ix_(rows[sel], m)] = filled[k][sel][:, m] + eps @ chol.T
+        empty = np.flatnonzero(miss.all(axis=1))
+        if len(empty):
+            z = states[empty]
+            chol = np.linalg.cholesky(covs)
+            eps = rng.standard_normal((len(empty), D))
+            out[empty] = params["means"][z] + np.einsum("nij,nj->ni", chol[z], eps)
+        return out
 
     # -- initialisation, checks, sampling -----------------------------------------------------
     def initialize(self, X, rng):

@@ -188,6 +188,17 @@ class MultiCategoricalEmissions(EmissionFamily):
     def vb_mean(self, q):
         return {"emissionprob": self._shaped(self.vb_rows.vb_mean(q["emissionprob"]))}
 
+    def state_axes(self):
+        """``emissionprob`` ``(F, K, W)``: the states on axis 1."""
+        return {"emissionprob": 1}
+
+    def sample_posterior(self, params, stats, which, rng):
+        """Draw every feature's rows from their Dirichlet posterior (prior 0 outside a
+        feature's alphabet, as in variational Bayes: those entries stay 0)."""
+        draw = self.vb_rows.sample_posterior(self._flat(params["emissionprob"]),
+                                             self._flat(stats["counts"]), which, rng)
+        return {"emissionprob": self._shaped(np.asarray(draw))}
+
     def initialize(self, X, rng):
         B = np.zeros((self.n_columns, self.n_states, self.n_features))
         for f, W in enumerate(self.alphabets):

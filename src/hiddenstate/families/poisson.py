@@ -36,6 +36,7 @@ from .._validation import broadcast_param, check_counts
 from ..errors import InvalidInputError
 from .base import DEAD_MASS, EmissionFamily, fill_missing, kmeans, labelled_mean
 from .fixed import as_fixed, impose
+from .posterior_draws import gamma_rates
 
 
 class PoissonEmissions(EmissionFamily):
@@ -302,19 +303,19 @@ class PoissonEmissions(EmissionFamily):
             return float(np.sum(np.where(a != 0, a * np.log(lam), 0.0) - b * lam))
 
     # -- variational Bayes: q(lambda_kd) = Gamma(shape, rate) ------------------------------------
-    def _vb_prior(self) -> tuple[np.ndarray, np.ndarray]:
+    def _vb_prior(self, mode: str = "vb") -> tuple[np.ndarray, np.ndarray]:
         """Prior shape ``lambdas_prior + 1`` and rate ``lambdas_weight``, (K, D) each."""
         shape = (self.n_states, self.n_features)
         a = broadcast_param("lambdas_prior", self.lambdas_prior, shape) + 1.0
         b = broadcast_param("lambdas_weight", self.lambdas_weight, shape)
         if not np.all(np.isfinite(b) & (b > 0)):
             raise InvalidInputError(
-                f"lambdas_weight: learn='vb' needs a proper Gamma(lambdas_prior + 1, "
+                f"lambdas_weight: learn={mode!r} needs a proper Gamma(lambdas_prior + 1, "
                 f"lambdas_weight) prior, lambdas_weight > 0 (got {self.lambdas_weight!r:.60}); "
                 "pass e.g. lambdas_weight=1e-3")
         if not np.all(np.isfinite(a) & (a > 0)):
             raise InvalidInputError(
-                f"lambdas_prior: learn='vb' needs a proper Gamma(lambdas_prior + 1, "
+                f"lambdas_prior: learn={mode!r} needs a proper Gamma(lambdas_prior + 1, "
                 f"lambdas_weight) prior, lambdas_prior > -1 (got {self.lambdas_prior!r:.60}); "
                 "pass e.g. lambdas_prior=0.0")
         return a, b
@@ -446,6 +447,39 @@ class PoissonEmissions(EmissionFamily):
         """
         return {"lambdas": impose(q["lambdas_shape"] / q["lambdas_rate"],
                                   self.fixed.get("lambdas"))}
+
+    def sample_posterior(self, params, stats, which, rng):
+        r"""Draw the rates from their Gamma posterior.
+
+        :math:`\mathrm{Gamma}(a + 1 + \sum_t x_t [z_t = k], \text{rate } b + n_k)` (missing
+        counts left out per feature; the prior must be proper, as for variational Bayes).
+
+        Parameters
+        ----------
+        params : dict of str to ndarray
+            ``lambdas`` (kept when ``"l"`` is not in ``which``).
+        stats : dict
+            The statistics of one draw of the hidden states.
+        which : str
+            The hmmlearn letters to draw.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        dict
+            ``lambdas``.
+
+        Raises
+        ------
+        hiddenstate.errors.InvalidInputError
+            If the prior is improper.
+        """
+        if "l" not in which:
+            return params
+        a, b = self._vb_prior("gibbs")
+        lam = gamma_rates(a + stats["obs"], b + stats.get("seen", stats["post"][:, None]), rng)
+        return {"lambdas": impose(lam, self.fixed.get("lambdas"))}   # fixed rates kept
 
     def initialize(self, X, rng):
         r"""Initialise the rates by k-means on :math:`\sqrt{x}`.

@@ -52,7 +52,9 @@ from .fit_warnings import FitWarnings
 from .monitor import ConvergenceMonitor
 from .problem import Block, Problem
 
-MODES = ("em", "map", "vb", "vt", "kvt")
+MODES = ("em", "map", "vb", "vt", "kvt", "gibbs")
+#: the modes :func:`fit` runs (``"gibbs"`` samples: :func:`hiddenstate.learn.gibbs.sample`)
+OPTIMISING_MODES = MODES[:5]
 #: modes whose E-step deterministic annealing can temper
 ANNEALED_MODES = ("em", "map")
 _STALL = 1e-12  # relative gain below which Viterbi training has stopped moving
@@ -68,6 +70,7 @@ OBJECTIVES = {
     "vb": "evidence lower bound (ELBO)",
     "vt": "log p(X, z*) + log prior",
     "kvt": "log-mass of the k best paths + log prior",
+    "gibbs": "log p(X, z, θ) of each sweep (chain 0)",
 }
 
 __all__ = ["MODES", "OBJECTIVES", "TOL", "Block", "Fitted", "Problem", "fit", "fit_restarts",
@@ -186,6 +189,10 @@ def _learned(problem: Problem, name: str, which: str) -> bool:
 
 
 def check_mode(mode: str) -> str:
+    if mode == "gibbs":
+        raise InvalidInputError(
+            "learn: 'gibbs' draws samples rather than iterating to an optimum; run it with "
+            "hiddenstate.learn.gibbs.sample (the models' fit does)")
     if mode not in MODES:
         raise InvalidInputError(f"learn: {mode!r} is not one of {MODES}")
     return mode

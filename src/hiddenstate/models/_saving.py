@@ -29,6 +29,7 @@ from .._bundle import (
     write_bundle,
 )
 from ..errors import HiddenStateError, ModelFileError
+from ..learn.gibbs_fit import restore_draws, saved_arrays
 from ..learn.monitor import ConvergenceMonitor
 
 #: ``format`` of a saved model's ``model.json``
@@ -41,6 +42,7 @@ def save(model, path) -> None:
     writers of its sub-bundles to ``parts``; ``from_saved_params(params, part)`` reads them
     back (``part(name)``: the sub-bundle's directory)."""
     arrays = model.learned_arrays()  # NotFittedError / InvalidInputError before any write
+    arrays.update(saved_arrays(model))  # the draws of learn="gibbs"
     parts: dict[str, Callable[[Path], None]] = {}
     params = (model.saved_params(parts) if hasattr(model, "saved_params")
               else model.get_params(deep=False))
@@ -91,7 +93,7 @@ def restore(path, cls):
     model.n_features_ = n_features
     try:
         model.monitor_ = ConvergenceMonitor(model.tol, model.n_iter, False, history, converged)
-        model.set_learned(arrays, scalars)
+        model.set_learned(restore_draws(model, arrays), scalars)
         getattr(model, "_check_loaded", model._check_learned)()
     except HiddenStateError as exc:
         raise ModelFileError(f"{path}: invalid parameters ({exc})") from exc

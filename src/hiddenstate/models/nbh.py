@@ -30,6 +30,13 @@ from .._validation import (
 )
 from ..errors import InvalidInputError, NotFittedError
 from ..learn import MODES, ConvergenceMonitor, check_possible, fit_restarts
+from ..learn.gibbs_fit import (
+    PosteriorSampling,
+    check_learner_options,
+    clear_gibbs,
+    fit_gibbs,
+    posterior_predictive,
+)
 from ..treenet.passes import categorical
 from . import _learned
 from .nbh_problem import NBHProblem, log_joint, logsumexp_rows, one_hot
@@ -160,7 +167,7 @@ def _distinct(column: np.ndarray, j: int) -> set:
         raise
 
 
-class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
+class NaiveBayesHidden(PosteriorSampling, ClassifierMixin, BaseEstimator):
     r"""Naive Bayes with ``n_clusters`` hidden clusters per class (NBH; the paper's section 5).
 
     Each class is a mixture of ``n_clusters`` naive Bayes components over categorical
@@ -184,17 +191,20 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
     ----------
     n_clusters : int, default=15
         Hidden clusters per class (1: naive Bayes).
-    learn : {"map", "em", "vb", "vt", "kvt"}, default="map"
+    learn : {"map", "em", "vb", "vt", "kvt", "gibbs"}, default="map"
         ``"em"`` (maximum likelihood), ``"map"`` (Dirichlet pseudo-counts), ``"vb"``
         (variational Bayes; the point parameters are the posterior means), ``"vt"``
         (Viterbi training: hard cluster of each sample; stops when the clusters stop
-        changing) or ``"kvt"`` (the ``k_best`` best clusters of each sample).
+        changing), ``"kvt"`` (the ``k_best`` best clusters of each sample) or ``"gibbs"``
+        (posterior draws, ``posterior_samples_``: ``class_prior_``, ``cluster_prior_``,
+        ``feature_prob_[j]``; see ``docs/gibbs.md``).
     prior : float or None, default=None
         The Dirichlet concentration :math:`\alpha` of every row (class prior, cluster prior
         per class, attribute distribution per class and cluster). MAP and VT estimate
         :math:`\theta \propto n + \alpha - 1`, i.e. pseudo-counts :math:`\alpha - 1` (Laplace
         smoothing: ``prior=2``); VB uses :math:`\mathrm{Dir}(\alpha)` as is (sparse for
-        :math:`\alpha < 1`). None: 2 for MAP/VT/kVT, 1 for VB; EM takes no prior.
+        :math:`\alpha < 1`; so does Gibbs sampling). None: 2 for MAP/VT/kVT, 1 for VB and
+        Gibbs; EM takes no prior.
     n_init : int, default=1
         Random restarts; the run with the highest final objective is kept.
     n_iter : int, default=100
@@ -211,6 +221,9 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         The seed of the random starts (and of :meth:`sample`).
     verbose : bool, default=False
         Print the objective per iteration.
+    learner_options : dict or None, default=None
+        The options of ``learn="gibbs"`` (``n_samples``, ``burn_in``, ``thin``,
+        ``n_chains``, ``n_jobs``, ``check_convergence``; see ``docs/gibbs.md``).
 
     Attributes
     ----------
@@ -243,7 +256,8 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
     @keyword_only_after_first
     def __init__(self, n_clusters: int = 15, learn: str = "map", prior: float | None = None,
                  n_init: int = 1, n_iter: int = 100, tol: float = 1e-4, k_best: int = 2,
-                 missing_values=DEFAULT_MISSING, random_state=None, verbose: bool = False):
+                 missing_values=DEFAULT_MISSING, random_state=None, verbose: bool = False,
+                 learner_options: dict | None = None):
         self.n_clusters = n_clusters
         self.learn = learn
         self.prior = prior
@@ -254,6 +268,7 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         self.missing_values = missing_values
         self.random_state = random_state
         self.verbose = verbose
+        self.learner_options = learner_options
 
     # -- configuration --------------------------------------------------------------------------
     def _check_hyper(self) -> float:
@@ -273,9 +288,10 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
                 f"missing_values: expected a list of strings (e.g. ['?']), got {markers!r}")
         if not isinstance(self.verbose, (bool, np.bool_)):
             raise InvalidInputError(f"verbose: expected True or False, got {self.verbose!r}")
+        check_learner_options(self)
         p = self.prior
         if p is None:
-            return 1.0 if self.learn in ("em", "vb") else 2.0
+            return 1.0 if self.learn in ("em", "vb", "gibbs") else 2.0
         if self.learn == "em":
             raise InvalidInputError(
                 "prior: not used by learn='em' (maximum likelihood); use 'map', 'vb' or "
@@ -285,7 +301,7 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         except InvalidInputError:
             raise InvalidInputError(
                 f"prior: expected a Dirichlet concentration > 0, got {p!r:.60}") from None
-        if self.learn != "vb" and p < 1:
+        if self.learn not in ("vb", "gibbs") and p < 1:
             raise InvalidInputError(
                 f"prior: the MAP estimate needs a concentration >= 1 (pseudo-counts "
                 f"prior - 1 >= 0), got {p!r}; use learn='vb' for sparse priors")
@@ -431,7 +447,7 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
         are zeros of every later MLE too; MAP/VT with a prior > 1: no zeros) or, for VB,
         the posterior mean (counts + prior)."""
         resp = rng.dirichlet(np.ones(problem.K), size=len(problem.y))
-        shift = {"em": 0.0, "vb": prior}.get(self.learn, prior - 1.0)
+        shift = {"em": 0.0, "vb": prior, "gibbs": prior}.get(self.learn, prior - 1.0)
         return {name: _normalise(np.maximum(s + shift, 0.0))
                 for name, s in problem.stats(resp).items()}
 
@@ -504,14 +520,29 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
             "start from given parameters: predict with your values without fitting, or "
             "delete them to silence this")
         rng = make_rng(self.random_state)
+        clear_gibbs(self)
+        self.classes_, self.categories_ = classes, categories
+        self.n_features_in_ = self.n_features_ = len(categories)
+        if self.learn == "gibbs":
+            names = {"class": "class_prior_", "cluster": "cluster_prior_"}
+            result = fit_gibbs(self, problem, lambda _: self._initial(problem, prior, rng),
+                               "cha", rng, lambda d: {names.get(k, f"feature_prob_[{k[5:]}]"): v
+                                                      for k, v in d.items()}, callback)
+            self._set_params(result.mean)
+            return self
         best = fit_restarts(problem, self.learn, lambda _: self._initial(problem, prior, rng),
                             n_init=self.n_init, n_iter=self.n_iter, tol=self.tol, which="cha",
                             k_best=self.k_best, verbose=bool(self.verbose), callback=callback)
-        self.classes_, self.categories_ = classes, categories
-        self.n_features_in_ = self.n_features_ = len(categories)
         self.monitor_ = best.monitor
         self._set_params(best.params)
         return self
+
+    def _gibbs_assign(self, draw: dict) -> None:
+        """Set the parameters to one draw of ``posterior_samples_``."""
+        self.class_prior_ = draw["class_prior_"]
+        self.cluster_prior_ = draw["cluster_prior_"]
+        self.feature_prob_ = [draw[f"feature_prob_[{j}]"]
+                              for j in range(len(self.categories_))]
 
     # -- inference ------------------------------------------------------------------------------
     def _log_joint(self, X) -> np.ndarray:
@@ -685,6 +716,7 @@ class NaiveBayesHidden(ClassifierMixin, BaseEstimator):
                     f"{self.classes_.tolist()}") from None
         return out
 
+    @posterior_predictive
     def score_samples(self, X, y=None) -> np.ndarray:
         """Return the log-evidence of each sample: log p(a), or log p(c, a) at labels ``y``.
 

@@ -127,6 +127,29 @@ class NBHProblem:
         ll = logsumexp_rows(lj)
         return float(ll.sum()), self.stats(np.exp(lj - ll[:, None]))
 
+    def sample_counts(self, views: dict, rng) -> tuple[float, dict, np.ndarray]:
+        r"""Gibbs sampling: each sample's cluster drawn from its posterior given its class
+        and attributes, :math:`\sum_i \log p(c_i, h_i, a_i)` and the counts."""
+        lj = self.log_joint_observed(views)
+        top = lj.max(axis=1, keepdims=True)
+        cdf = np.cumsum(np.exp(lj - top), axis=1)
+        u = (1.0 - rng.random(len(lj))) * cdf[:, -1]
+        h = np.minimum((cdf < u[:, None]).sum(axis=1), self.K - 1)
+        resp = np.zeros_like(lj)
+        resp[np.arange(len(lj)), h] = 1.0
+        return float(lj[np.arange(len(lj)), h].sum()), self.stats(resp), h
+
+    @property
+    def state_groups(self) -> list:
+        """The clusters of each class are exchangeable (one group per class)."""
+        from ..learn.gibbs import StateGroup
+
+        if self.K < 2:
+            return []
+        return [StateGroup(self.K, [("cluster", (c,), (0,), 0)]
+                           + [(f"attr:{j}", (c,), (0,), 0) for j in range(len(self.n_values))])
+                for c in range(self.C)]
+
     def path_counts(self, views: dict, k: int) -> tuple[float, dict, np.ndarray]:
         """Max-product: each sample's ``k`` best clusters (ties to the lower index), their
         log-mass and counts weighted by their normalised probabilities; ``k = 1`` is the

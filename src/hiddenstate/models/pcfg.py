@@ -38,7 +38,14 @@ from ..errors import InvalidInputError
 from ..grammar import START, Grammar, Tree, from_cnf, normalise, read_trees, to_cnf
 from ..grammar.diagnose import explain_zero
 from ..kernels import cky
-from ..learn import MODES, ConvergenceMonitor, check_possible, fit_restarts, kbest_weights
+from ..learn import MODES, ConvergenceMonitor, Fitted, check_possible, fit_restarts, kbest_weights
+from ..learn.gibbs_fit import (
+    PosteriorSampling,
+    check_learner_options,
+    clear_gibbs,
+    fit_gibbs,
+    posterior_predictive,
+)
 from ..programs.problem import FlatSwitches, SwitchRows
 from . import _learned
 
@@ -46,7 +53,7 @@ INITS = ("random", "uniform", "current")
 _LEARNED = "r"
 #: the Dirichlet concentration each mode uses when ``prior=None`` (1: flat, i.e. the
 #: maximum-likelihood M-step; "em" always uses 1)
-_DEFAULT_PRIORS = {"em": 1.0, "map": 1.0, "vb": 1.0, "vt": 1.0, "kvt": 1.0}
+_DEFAULT_PRIORS = {"em": 1.0, "map": 1.0, "vb": 1.0, "vt": 1.0, "kvt": 1.0, "gibbs": 1.0}
 #: bytes per chart cell (span, nonterminal) of each pass, for the memory check
 _CELL_BYTES = {"inside-outside": 16, "viterbi": 16, "k-best": 40, "inside": 8}
 _CHART_FIX = ("parse shorter sentences (split the long ones) or use a grammar with fewer "
@@ -90,6 +97,29 @@ class _PCFGProblem(FlatSwitches):
                                                     True)
         _check_possible(loglik, explain=_explainer(self.g, theta, self.words, self.offsets))
         return float(loglik.sum()), self._stats(counts)
+
+    def sample_counts(self, views: dict, rng) -> tuple[float, dict, np.ndarray]:
+        """Gibbs sampling: one parse of every sentence drawn from its posterior (inside
+        sampling, :func:`hiddenstate.kernels.cky.sample_parses`), the log joint
+        :math:`\\log p(w, t \\mid \theta)` of the sentences and their parses, and the
+        rule counts along them."""
+        theta = self.flat(views)
+        with np.errstate(divide="ignore"):
+            logtheta = np.log(theta)
+        args = self.g.kernel_args()
+        n_sent = len(self.offsets) - 1
+        logp = np.empty(n_sent)
+        used = []
+        for s in range(n_sent):
+            w = self.words[self.offsets[s]:self.offsets[s + 1]]
+            out = np.zeros((1, 2 * len(w), 4), dtype=np.int64)
+            logp[s] = cky.sample_parses(logtheta, *args, w, rng.random((1, 2 * len(w))), out)
+            if logp[s] > -np.inf:
+                used.append(out[0, :, 3])
+        _check_possible(logp)
+        rules = np.concatenate(used)
+        counts = np.bincount(rules, minlength=self.g.n_params).astype(np.float64)
+        return float(logtheta[rules].sum()), self._stats(counts), rules
 
     def path_counts(self, views: dict, k: int) -> tuple[float, dict, np.ndarray]:
         theta = self.flat(views)
@@ -222,7 +252,7 @@ def _kbest(g: Grammar, logtheta, w, k: int, argument: str = "k"):
     return score, out, found
 
 
-class PCFG(BaseEstimator):
+class PCFG(PosteriorSampling, BaseEstimator):
     r"""A probabilistic context-free grammar in Chomsky normal form (a scikit-learn estimator).
 
     Each left-hand side is a categorical switch over its right-hand sides, so the grammar
@@ -240,8 +270,9 @@ class PCFG(BaseEstimator):
     start : str or list of str, default="S"
         The start nonterminal, or a list of root nonterminals (the start switch then
         learns which one a sentence starts from).
-    learn : {"em", "map", "vb", "vt", "kvt"}, default="em"
-        The learning mode (see ``docs/learning-modes.md``).
+    learn : {"em", "map", "vb", "vt", "kvt", "gibbs"}, default="em"
+        The learning mode (see ``docs/learning-modes.md``; ``"gibbs"``: posterior draws
+        by inside sampling, ``docs/gibbs.md``).
     n_iter : int, default=100
         The most iterations of each restart.
     tol : float, default=1e-4
@@ -273,6 +304,9 @@ class PCFG(BaseEstimator):
         The seed of the random starts (and of :meth:`sample` and :meth:`sample_parses`).
     verbose : bool, default=False
         Print the objective per iteration.
+    learner_options : dict or None, default=None
+        The options of ``learn="gibbs"`` (``n_samples``, ``burn_in``, ``thin``,
+        ``n_chains``, ``n_jobs``, ``check_convergence``; see ``docs/gibbs.md``).
 
     Attributes
     ----------
@@ -305,7 +339,8 @@ class PCFG(BaseEstimator):
                  tol: float = 1e-4, n_init: int = 1, init: str = "random",
                  prior: float | None = None,
                  k_best: int = 5, unknown_word: str | None = None,
-                 init_concentration: float = 1.0, random_state=None, verbose: bool = False):
+                 init_concentration: float = 1.0, random_state=None, verbose: bool = False,
+                 learner_options: dict | None = None):
         self.rules = rules
         self.start = start
         self.learn = learn
@@ -319,6 +354,7 @@ class PCFG(BaseEstimator):
         self.init_concentration = init_concentration
         self.random_state = random_state
         self.verbose = verbose
+        self.learner_options = learner_options
 
     # -- construction from a treebank -----------------------------------------------------------
     @classmethod
@@ -535,6 +571,7 @@ class PCFG(BaseEstimator):
             raise InvalidInputError(
                 f"n_init: restarts need random starting points; use init='random' or "
                 f"n_init=1 with init={self.init!r}")
+        check_learner_options(self)
         if self.unknown_word is not None and not isinstance(self.unknown_word, str):
             raise InvalidInputError(
                 f"unknown_word: expected a word (string) or None, got {self.unknown_word!r:.60}")
@@ -554,7 +591,7 @@ class PCFG(BaseEstimator):
                 raise InvalidInputError(
                     "prior: priors are not used by learn='em' (maximum likelihood); use "
                     "learn='map', 'vb', 'vt' or 'kvt', or drop the prior")
-        elif self.learn != "vb" and alpha < 1.0:
+        elif self.learn not in ("vb", "gibbs") and alpha < 1.0:
             raise InvalidInputError(
                 f"prior: learn={self.learn!r} needs a Dirichlet concentration >= 1 (got "
                 f"{alpha:g}): below 1 the posterior density is unbounded at the edge of the "
@@ -764,24 +801,39 @@ class PCFG(BaseEstimator):
 
     def _best_restart(self, problem, theta: np.ndarray, which: str, callback):
         """:func:`~hiddenstate.learn.fit_restarts` from :meth:`_start_point` (shared with
-        :class:`~hiddenstate.PLCG`): the run with the best final objective. Probabilities
-        set by hand (``theta_``, ``set_probs``, ``from_treebank``) that ``init`` will not
-        start from get a :class:`~hiddenstate.errors.ParameterOverwriteWarning`."""
+        :class:`~hiddenstate.PLCG`): the run with the best final objective; with
+        ``learn="gibbs"`` the posterior draws (``posterior_samples_``: ``theta_``) and
+        their mean. Probabilities set by hand (``theta_``, ``set_probs``,
+        ``from_treebank``) that ``init`` will not start from get a
+        :class:`~hiddenstate.errors.ParameterOverwriteWarning`."""
         if self.init != "current":
             _learned.warn_replaced(
                 self, ["theta_"], "init",
                 f"init={self.init!r} starts from {self.init} rule probabilities: pass "
                 "init='current' to start from the values you set")
         rng = make_rng(self.random_state)
+        clear_gibbs(self)
+        if self.learn == "gibbs":
+            result = fit_gibbs(self, problem, lambda _: self._start_point(problem, theta, rng),
+                               which, rng, lambda d: {"theta_": problem.flat(d)}, callback)
+            return Fitted(result.mean, None, self.monitor_)
         return fit_restarts(problem, self.learn,
                             lambda _: self._start_point(problem, theta, rng),
                             n_init=self.n_init, n_iter=self.n_iter, tol=self.tol,
                             which=which, k_best=self.k_best, verbose=self.verbose,
                             callback=callback)
 
+    def _gibbs_assign(self, draw: dict) -> None:
+        """Set ``theta_`` to one draw of ``posterior_samples_``."""
+        self.theta_ = draw["theta_"]
+
     # -- inference ------------------------------------------------------------------------------
+    @posterior_predictive
     def score_samples(self, sentences) -> np.ndarray:
         """Return log P(sentence) of every sentence (the inside probability).
+
+        After ``learn="gibbs"``: the posterior predictive, the log of the average over the
+        draws (see :mod:`hiddenstate.learn.gibbs_fit`).
 
         Parameters
         ----------

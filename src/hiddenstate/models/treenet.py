@@ -29,6 +29,13 @@ from .._validation import (
 from ..errors import InvalidInputError, NotFittedError
 from ..families import DirichletRows
 from ..learn import ConvergenceMonitor, fit_restarts
+from ..learn.gibbs_fit import (
+    PosteriorSampling,
+    check_learner_options,
+    clear_gibbs,
+    fit_gibbs,
+    posterior_predictive,
+)
 from ..treenet import funk, passes
 from ..treenet.checks import (
     CHUNK,
@@ -45,7 +52,7 @@ from ..treenet.structure import Structure, build
 from . import _learned
 
 #: batch learning modes available for trees (through :mod:`hiddenstate.learn.batch`)
-TREE_MODES = ("em", "map", "vb", "vt")
+TREE_MODES = ("em", "map", "vb", "vt", "gibbs")
 LEARN_MODES = (*TREE_MODES, "stochastic-em")
 CORRECTIONS = ("none", "reject", "importance")
 
@@ -97,6 +104,52 @@ class _TreeProblem:
                 roots[r] += post[r].sum(axis=0)
         return total, self.pack(counts, roots)
 
+    def sample_counts(self, views, rng):
+        r"""Gibbs sampling: every pattern's variables drawn from their posterior by the
+        downward pass (eq. 5, 7; a missing observed symbol is drawn too), :math:`\sum
+        \log p(z, X)` and the counts along the draws."""
+        s = self.s
+        rows, prior = self.unpack(views)
+        total = 0.0
+        counts = [np.zeros_like(w) for w in rows]
+        roots = {r: np.zeros(s.sizes[r]) for r in s.roots}
+        draws = []
+        for sl, m, ev in _chunks(self.evidence, self.n):
+            upw = passes.upward(s, rows, ev, m)
+            check_possible(passes.log_evidence(s, prior, upw),
+                           index=np.arange(sl.start, sl.stop))
+            z = passes.sample_down(s, rows, prior, upw.up, ev, m, rng)
+            total += float(z.log_p.sum())
+            for e, (p, c) in enumerate(s.edges):
+                np.add.at(counts[e], (z.z[:, p], z.z[:, c]), 1.0)
+            for r in s.roots:
+                roots[r] += np.bincount(z.z[:, r], minlength=s.sizes[r])
+            draws.append(z.z)
+        return total, self.pack(counts, roots), np.concatenate(draws)
+
+    @property
+    def state_groups(self) -> list:
+        """The states of every hidden variable are exchangeable: one group per hidden
+        variable, acting on its root prior, the rows of its arrows out and the columns of
+        its arrow in."""
+        from ..learn.gibbs import StateGroup
+
+        s = self.s
+        groups = []
+        for v in s.hidden:
+            if s.sizes[v] < 2:
+                continue
+            members = []
+            if not s.parents[v]:
+                members.append(("prior:" + s.names[v], (), (0,), 0))
+            for e, (p, c) in enumerate(s.edges):
+                if c == v:
+                    members.append(("weight:" + s.edge_name(e), (), (1,), 0))
+                elif p == v:
+                    members.append(("weight:" + s.edge_name(e), (), (0,), 0))
+            groups.append(StateGroup(s.sizes[v], members))
+        return groups
+
     def path_counts(self, views, k):
         s = self.s
         rows, prior = self.unpack(views)
@@ -124,7 +177,7 @@ def _chunks(evidence: list, n: int):
         yield sl, sl.stop - start, [None if ev is None else ev[sl] for ev in evidence]
 
 
-class TreeNet(BaseEstimator):
+class TreeNet(PosteriorSampling, BaseEstimator):
     r"""A tree or DAG network of discrete variables (Funk 2015), a scikit-learn estimator.
 
     Hidden variables with ``n_states`` states, observed leaves with ``observed`` symbols and
@@ -143,17 +196,19 @@ class TreeNet(BaseEstimator):
         ``{observed leaf: number of symbols}``, the columns of ``X`` in this order. Observed
         variables are leaves with at least one parent. Soft evidence
         :math:`P(X_v \mid v)` on hidden variables is passed per call as ``likelihoods``.
-    learn : {"em", "map", "vb", "vt", "stochastic-em"}, default="em"
+    learn : {"em", "map", "vb", "vt", "gibbs", "stochastic-em"}, default="em"
         The batch modes of :mod:`hiddenstate.learn.batch` (trees only; every arrow row a
-        Dirichlet switch) or ``"stochastic-em"`` (Funk's rule on mini-batches; trees and
-        DAGs).
+        Dirichlet switch), Gibbs sampling (trees only; ``posterior_samples_``:
+        ``"weights_['A->B']"``, ``"priors_['Z']"``; see ``docs/gibbs.md``) or
+        ``"stochastic-em"`` (Funk's rule on mini-batches; trees and DAGs).
     n_iter : int, default=100
         The iterations (batch modes) or epochs (stochastic EM, which runs them all).
     tol : float, default=1e-4
         A batch mode (not VT) stops when its objective gains less than ``tol`` nats per
         pattern (row of ``X``; ``-inf``: never).
     prior : float or None, default=None
-        The Dirichlet concentration of every row (``"map"``, ``"vb"``, ``"vt"``; None: 1).
+        The Dirichlet concentration of every row (``"map"``, ``"vb"``, ``"vt"``,
+        ``"gibbs"``; None: 1).
     learning_rate : float, default=1.0
         Stochastic EM's step on the log weights (per pattern, averaged over the mini-batch).
     batch_size : int, default=100
@@ -177,6 +232,9 @@ class TreeNet(BaseEstimator):
         The seed of the initialisation and the samplers.
     verbose : bool, default=False
         Print the objective of every iteration to stderr.
+    learner_options : dict or None, default=None
+        The options of ``learn="gibbs"`` (``n_samples``, ``burn_in``, ``thin``,
+        ``n_chains``, ``n_jobs``, ``check_convergence``).
 
     Attributes
     ----------
@@ -245,7 +303,8 @@ class TreeNet(BaseEstimator):
                  learning_rate: float = 1.0, batch_size: int = 100,
                  soft_normalization: bool = False, balance: float = 0.0,
                  n_samples: int = 100, correction: str = "importance",
-                 warm_start: bool = False, random_state=None, verbose: bool = False):
+                 warm_start: bool = False, random_state=None, verbose: bool = False,
+                 learner_options: dict | None = None):
         self.n_states = n_states
         self.edges = edges
         self.observed = observed
@@ -262,6 +321,7 @@ class TreeNet(BaseEstimator):
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
+        self.learner_options = learner_options
 
     # -- configuration --------------------------------------------------------------------------
     def _structure(self) -> Structure:
@@ -288,8 +348,8 @@ class TreeNet(BaseEstimator):
         if self.prior is not None:
             if self.learn in ("em", "stochastic-em"):
                 raise InvalidInputError(
-                    f"prior: not used by learn={self.learn!r}; use 'map', 'vb' or 'vt', or "
-                    "drop the prior")
+                    f"prior: not used by learn={self.learn!r}; use 'map', 'vb', 'vt' or "
+                    "'gibbs', or drop the prior")
             try:
                 p = check_number(self.prior, "prior", minimum=0, strict=True)
             except InvalidInputError:
@@ -300,6 +360,7 @@ class TreeNet(BaseEstimator):
                 raise InvalidInputError(
                     f"prior: the MAP estimate needs a concentration >= 1, got {p!r}; use "
                     "learn='vb' for sparse priors")
+        check_learner_options(self)
         for name in ("soft_normalization", "warm_start", "verbose"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise InvalidInputError(
@@ -358,6 +419,13 @@ class TreeNet(BaseEstimator):
                          for e, w in enumerate(weights)}
         self.priors_ = {s.names[r]: np.asarray(prior[r], dtype=np.float64) for r in s.roots}
         _learned.mark_own(self, ["weights_", "priors_"])
+
+    def _gibbs_assign(self, draw: dict) -> None:
+        """Set ``weights_`` and ``priors_`` to one draw of ``posterior_samples_``."""
+        s = self._structure()
+        self.weights_ = {s.edge_name(e): draw[f"weights_[{s.edge_name(e)!r}]"]
+                         for e in range(len(s.edges))}
+        self.priors_ = {s.names[r]: draw[f"priors_[{s.names[r]!r}]"] for r in s.roots}
 
     def _initial(self, s: Structure, rng: np.random.Generator) -> tuple[list, dict]:
         """Batch modes: Dirichlet(1) rows, uniform priors. Stochastic EM: near-uniform log
@@ -505,6 +573,16 @@ class TreeNet(BaseEstimator):
                 self._record(epoch + 1, value, callback)
             return self
         problem = _TreeProblem(s, evidence, n, 1.0 if self.prior is None else self.prior)
+        clear_gibbs(self)
+        if self.learn == "gibbs":
+            names = {"prior:" + s.names[r]: f"priors_[{s.names[r]!r}]" for r in s.roots}
+            names.update({"weight:" + s.edge_name(e): f"weights_[{s.edge_name(e)!r}]"
+                          for e in range(len(s.edges))})
+            result = fit_gibbs(self, problem, lambda _: problem.pack(weights, prior), "w", rng,
+                               lambda d: {names[k]: v for k, v in d.items()}, callback)
+            rows, prior = problem.unpack(result.mean)
+            self._set_params(s, rows, prior)
+            return self
         result = fit_restarts(problem, self.learn, lambda _: problem.pack(weights, prior),
                               n_iter=self.n_iter, tol=self.tol, which="w", verbose=self.verbose,
                               callback=callback)
@@ -644,6 +722,7 @@ class TreeNet(BaseEstimator):
             log_w[:, sl] = d.log_weight.reshape(k, m)
         return z, log_p, log_w, log_ev
 
+    @posterior_predictive
     def score_samples(self, X, likelihoods: dict | None = None,
                       random_state=None) -> np.ndarray:
         r"""Compute :math:`\log P(X)` of each pattern.

@@ -398,6 +398,33 @@ class ExplanationGraph:
         list of list of (int, int)
             The (node, alternative) steps of each draw.
         """
+        out_node, out_alt, out_ptr = self.sample_arrays(cond, nodes, rng)
+        return [list(zip(out_node[out_ptr[s]:out_ptr[s + 1]].tolist(),
+                         out_alt[out_ptr[s]:out_ptr[s + 1]].tolist(), strict=True))
+                for s in range(len(nodes))]
+
+    def sample_arrays(self, cond, nodes: np.ndarray, rng: np.random.Generator):
+        """Draw one explanation per entry of ``nodes``, as arrays (see :meth:`sample`).
+
+        The (node, alternative) steps of draw ``s`` are
+        ``out_node[out_ptr[s]:out_ptr[s + 1]]`` and ``out_alt[...]``.
+
+        Parameters
+        ----------
+        cond : ndarray of shape (n_alts,)
+            The probability of every alternative given its node (from :meth:`inside`).
+        nodes : ndarray of int
+            The nodes to draw from.
+        rng : numpy.random.Generator
+            The random generator.
+
+        Returns
+        -------
+        out_node, out_alt : ndarray of int64
+            The steps of every draw, one after the other.
+        out_ptr : ndarray of int64 of shape (len(nodes) + 1,)
+            Where each draw's steps start.
+        """
         size = max(64, 4 * len(nodes))
         uniforms = rng.random(size)
         while True:
@@ -407,8 +434,26 @@ class ExplanationGraph:
             n = kg.sample_derivations(*self._args(), cond, nodes, uniforms, out_node, out_alt,
                                       out_ptr)
             if n >= 0:
-                break
+                return out_node[:n], out_alt[:n], out_ptr
             uniforms = np.concatenate((uniforms, rng.random(len(uniforms))))
-        return [list(zip(out_node[out_ptr[s]:out_ptr[s + 1]].tolist(),
-                         out_alt[out_ptr[s]:out_ptr[s + 1]].tolist(), strict=True))
-                for s in range(len(nodes))]
+
+    def switch_outcomes(self, alts: np.ndarray) -> np.ndarray:
+        """Return the flat parameter index of every switch outcome of some alternatives.
+
+        In order; an alternative's child goals are left out.
+
+        Parameters
+        ----------
+        alts : ndarray of int
+            Alternatives.
+
+        Returns
+        -------
+        ndarray of int64
+            The outcomes they use.
+        """
+        lo, hi = self.item_ptr[alts], self.item_ptr[alts + 1]
+        length = hi - lo
+        at = np.repeat(lo - np.cumsum(length) + length, length) + np.arange(length.sum())
+        items = self.items[at]
+        return ~items[items < 0]

@@ -28,6 +28,13 @@ from .._sklearn_base import BaseEstimator
 from .._validation import check_memory, check_positive_int, check_random_state, make_rng
 from ..errors import HiddenStateError, InvalidInputError, ProgramError
 from ..learn import MODES, fit_restarts
+from ..learn.gibbs_fit import (
+    PosteriorSampling,
+    check_learner_options,
+    clear_gibbs,
+    fit_gibbs,
+    posterior_predictive,
+)
 from .graph import Explanation
 from .problem import LEARNED, ProgramProblem, check_possible
 from .program import Goal, Msw, Program, as_goals
@@ -90,15 +97,17 @@ def geometric_schedule(beta0: float = 0.1, rate: float = 1.5) -> list[float]:
     return out
 
 
-class ProgramModel(BaseEstimator):
+class ProgramModel(PosteriorSampling, BaseEstimator):
     r"""Learn the switch probabilities of a :class:`~hiddenstate.programs.Program`.
 
     Parameters
     ----------
     program : hiddenstate.programs.Program
         The program (switches and tabled goals).
-    learn : {"em", "map", "vb", "vt", "kvt"}, default="em"
-        ``"em"`` (maximum likelihood; declared priors are not used), ``"map"``
+    learn : {"em", "map", "vb", "vt", "kvt", "gibbs"}, default="em"
+        ``"gibbs"`` draws from the posterior under the declared priors (``posterior_samples_``
+        by ``"probs_[<switch>]"``; exact when the explanations are exclusive, see
+        ``docs/gibbs.md``); ``"em"`` (maximum likelihood; declared priors are not used), ``"map"``
         (posterior mode under the switches' Dirichlet priors), ``"vb"`` (variational Bayes;
         Dirichlet posteriors in ``posterior_``), ``"vt"`` (Viterbi training: MAP M-step on
         the counts of the most probable explanation of each goal, stops when those stop
@@ -128,6 +137,9 @@ class ProgramModel(BaseEstimator):
         The seed of the random starts (and of the sampling methods).
     verbose : bool, default=False
         Print the objective per iteration to stderr.
+    learner_options : dict or None, default=None
+        The options of ``learn="gibbs"`` (``n_samples``, ``burn_in``, ``thin``,
+        ``n_chains``, ``n_jobs``, ``check_convergence``; see ``docs/gibbs.md``).
 
     Attributes
     ----------
@@ -163,7 +175,7 @@ class ProgramModel(BaseEstimator):
     def __init__(self, program: Program, learn: str = "em", n_iter: int = 100,
                  tol: float = 1e-4, n_init: int = 1, init: str = "random", k_best: int = 1,
                  anneal: Sequence[float] | None = None, random_state=None,
-                 verbose: bool = False):
+                 verbose: bool = False, learner_options: dict | None = None):
         self.program = program
         self.learn = learn
         self.n_iter = n_iter
@@ -174,6 +186,7 @@ class ProgramModel(BaseEstimator):
         self.anneal = anneal
         self.random_state = random_state
         self.verbose = verbose
+        self.learner_options = learner_options
 
     # -- checks --------------------------------------------------------------------------------
     def _check_program(self) -> Program:
@@ -200,6 +213,7 @@ class ProgramModel(BaseEstimator):
             raise InvalidInputError(
                 f"n_init: restarts need random starting points; use init='random' or "
                 f"n_init=1 with init={self.init!r}")
+        check_learner_options(self)
         self._schedule()
 
     def _schedule(self) -> list[float]:
@@ -409,13 +423,31 @@ class ProgramModel(BaseEstimator):
         self._check_priors(problem)
         problem.check_explainable()
         rng = make_rng(self.random_state)
+        clear_gibbs(self)
+        table = self.program.switches
+        if self.learn == "gibbs":
+            keys = {sid: f"probs_[{table.names[sid]!r}]" for name, sids in problem.sids.items()
+                    if problem.letters[name] == LEARNED for sid in sids}
+
+            def to_attrs(draw):
+                flat = problem.flat(draw)
+                return {key: flat[table.offsets[sid]:table.offsets[sid + 1]]
+                        for sid, key in keys.items()}
+
+            result = fit_gibbs(self, problem, lambda _: self._start(problem, theta, rng),
+                               LEARNED, rng, to_attrs, callback)
+            flat = problem.flat(result.mean)
+            self.probs_ = {name: flat[table.offsets[s]:table.offsets[s + 1]].copy()
+                           for s, name in enumerate(table.names)}
+            self.posterior_ = {}
+            self.anneal_history_ = None
+            return self
         result = fit_restarts(problem, self.learn, lambda _: self._start(problem, theta, rng),
                               n_init=self.n_init, n_iter=self.n_iter, tol=self.tol,
                               which=LEARNED, k_best=self.k_best, verbose=self.verbose,
                               callback=callback,
                               anneal=None if self.anneal is None else self._schedule())
         flat = problem.flat(result.params)
-        table = self.program.switches
         self.probs_ = {name: flat[table.offsets[s]:table.offsets[s + 1]].copy()
                        for s, name in enumerate(table.names)}
         self.posterior_ = problem.switch_posteriors(result.posterior, table)
@@ -423,9 +455,23 @@ class ProgramModel(BaseEstimator):
         self.anneal_history_ = result.stages
         return self
 
+    def _gibbs_assign(self, draw: dict) -> None:
+        """Set the learned switches' probabilities to one draw of ``posterior_samples_``."""
+        table = self.program.switches
+        probs = dict(getattr(self, "probs_", {}))
+        for name in table.names:
+            key = f"probs_[{name!r}]"
+            if key in draw:
+                probs[name] = draw[key]
+        self.probs_ = probs
+
     # -- inference -----------------------------------------------------------------------------
+    @posterior_predictive
     def score_samples(self, goals) -> np.ndarray:
         """Return the log of the sum of the probabilities of each goal's explanations.
+
+        After ``learn="gibbs"``: the posterior predictive, the log of the average over the
+        draws (see :mod:`hiddenstate.learn.gibbs_fit`).
 
         Parameters
         ----------

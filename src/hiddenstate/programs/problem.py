@@ -164,6 +164,21 @@ class ProgramProblem(FlatSwitches):
         check_possible(self.graph, logp)
         return float(logp.sum()) / beta, self._stats(counts)
 
+    def sample_counts(self, views: dict, rng) -> tuple[float, dict, np.ndarray]:
+        """Gibbs sampling: one explanation of every observed goal drawn from its posterior
+        (top-down through the inside pass's alternative probabilities), the log joint
+        :math:`\\sum_G \\log p(E_G \\mid \theta)` of the drawn explanations and the switch
+        counts along them (the exact posterior of the explanations when they are exclusive,
+        as for EM)."""
+        g = self.graph
+        logtheta = self._log(views)
+        ins, cond = g.inside(logtheta)
+        check_possible(g, ins[g.roots])
+        _, alts, _ = g.sample_arrays(cond, g.roots, rng)
+        used = g.switch_outcomes(alts)
+        counts = np.bincount(used, minlength=g.n_params).astype(np.float64)
+        return float(logtheta[used].sum()), self._stats(counts), alts
+
     def path_counts(self, views: dict, k: int) -> tuple[float, dict, np.ndarray]:
         g = self.graph
         logtheta = self._log(views)

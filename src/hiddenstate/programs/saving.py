@@ -19,6 +19,7 @@ import numpy as np
 
 from .._bundle import from_json, read_bundle, reading, to_json, write_bundle
 from ..errors import HiddenStateError, InvalidInputError, ModelFileError
+from ..learn.gibbs_fit import restore_draws, saved_arrays
 from ..learn.monitor import ConvergenceMonitor
 from .examples import builtin_program
 
@@ -78,7 +79,8 @@ def save(model, path) -> None:
             "history": [to_json(v) for v in monitor.history],
             "converged": bool(monitor.converged)},
     }
-    write_bundle(path, FORMAT, meta, {"probs": flat, "posterior": post})
+    write_bundle(path, FORMAT, meta, {"probs": flat, "posterior": post,
+                                      **saved_arrays(model)})
 
 
 def _read_entries(entries, flat: np.ndarray, program, what: str, check: bool) -> dict:
@@ -144,6 +146,10 @@ def restore(path, cls, program=None):
         raise ModelFileError(f"{path}: posterior concentrations must be finite and >= 0")
     model.probs_ = probs
     model.posterior_ = posterior
+    try:
+        restore_draws(model, arrays)
+    except HiddenStateError as exc:
+        raise ModelFileError(f"{path}: invalid posterior draws ({exc})") from exc
     if monitor is not None:
         model.monitor_ = ConvergenceMonitor(
             model.tol, model.n_iter, False, [float(from_json(v)) for v in monitor["history"]],

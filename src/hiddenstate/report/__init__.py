@@ -35,7 +35,7 @@ SECTION_IDS = ("summary", "loglik", "transitions", "emissions", "timeline", "occ
 #: every file :func:`write_report` may write
 REPORT_FILES = frozenset({"index.html", "loglik.png", "transmat.png", "top_symbols.png",
                           "means.png", "categories.png", "rates.png", "occupancy.png",
-                          "states.png"})
+                          "states.png", "gibbs_trace.png", "gibbs_rank.png", "n_states.png"})
 #: emission families whose series the report plots over time (a mean and a variance per
 #: state and feature)
 TIMELINE_FAMILIES = ("gaussian", "gmm", "poisson")
@@ -196,8 +196,9 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
         p = plots.plot_loglik(history, out / "loglik.png", n_obs, objective)
         parts.append('<section id="loglik"><h2>Training objective per iteration</h2>'
                      f"<p>Learning mode <code>{html.escape(mode)}</code>: "
-                     f"{html.escape(objective)} at the parameters entering each iteration; "
-                     "it never decreases.</p>"
+                     f"{html.escape(objective)} at the parameters entering each iteration"
+                     + ("; a sampler's trace wanders." if mode == "gibbs"
+                        else "; it never decreases.") + "</p>"
                      f"{_img(p, objective + ' per iteration')}</section>")
 
     # --- transitions
@@ -283,6 +284,12 @@ def write_report(model, out_dir, *, X=None, lengths=None, vocabulary=None,
         parts.append('<section id="occupancy"><h2>State occupancy</h2>'
                      "<p>Average posterior probability of each state over the data.</p>"
                      f"{_img(p, 'state occupancy')}</section>")
+
+    # --- Gibbs sampling: traces, ranks, diagnostics (report/gibbs.py)
+    if getattr(model, "posterior_samples_", None) is not None:
+        from .gibbs import gibbs_section
+
+        parts.append(gibbs_section(model, out, _img, _table))
 
     # --- decoded examples (text)
     if vocabulary is not None and X is not None and n_examples > 0:

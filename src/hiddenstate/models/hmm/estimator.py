@@ -95,9 +95,12 @@ from ...families.mixed import is_mixed
 from ...families.multicategorical import MultiCategoricalEmissions, check_feature_symbols
 from ...inference import Sequences, Transitions
 from ...learn import fit_restarts
+from ...learn.gibbs_fit import clear_gibbs
 from ...learn.online import ONLINE_MODES, make_learner
 from .chain import Chain, transitions_of
 from .fixed import chain_fixed, impose_start
+from .gibbs import HMMGibbs, fit_hmm_gibbs, gibbs_extra_options
+from .hdp import StickyHDPProblem, is_sticky
 from .hyperparameters import ALL_LETTERS, as_n_features, check_hyperparameters
 from .init import initial_params, labelled_start
 from .memory import check_fit_memory
@@ -110,7 +113,7 @@ from .streaming import HMMStreaming
 from .weights import SampleWeights
 
 
-class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
+class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, HMMGibbs, BaseEstimator):
     r"""Hidden Markov model with categorical, Gaussian, Poisson, mixture or multinomial emissions.
 
     .. math::
@@ -518,6 +521,10 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
             The :class:`~hiddenstate.learn.batch.Problem` (its statistics merge with
             :func:`hiddenstate.learn.merge_statistics`).
         """
+        if is_sticky(self):
+            options = {**gibbs_extra_options(self), **(self.learner_options or {})}
+            return StickyHDPProblem(family, X, seqs, self.prior("startprob_prior"), options,
+                                    states, weights)
         return HMMProblem(family, X, seqs, self.prior("startprob_prior"),
                           self.prior("transmat_prior"), states, self._transitions(), weights,
                           chain_fixed(self))
@@ -595,6 +602,7 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
         self.check_fit_memory(X, seqs, family)
         rng = make_rng(self.random_state)
         if streaming:
+            clear_gibbs(self)
             if hasattr(self, "learner_state_"):
                 delattr(self, "learner_state_")
             return self._stream(X, seqs, family, rng, n_features, continues=False,
@@ -648,6 +656,9 @@ class HMM(HMMQueries, HMMStreaming, HMMStorage, HMMParameters, BaseEstimator):
                                                          emis, values=True)
             return {"startprob": startprob, "transmat": transmat, "emission": emis}
 
+        if self.learn == "gibbs":
+            return fit_hmm_gibbs(self, problem, start, n_features, rng, callback)
+        clear_gibbs(self)
         best = fit_restarts(problem, self.learn, start, n_init=self.n_init,
                             n_iter=self.n_iter, tol=self.tol, which=self.learned_letters(),
                             k_best=self.k_best, verbose=self.verbose, callback=callback)

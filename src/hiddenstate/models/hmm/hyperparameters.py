@@ -60,12 +60,21 @@ def check_hyperparameters(model) -> None:
         raise InvalidInputError(
             f"learner_options: expected a dict of the learner's keyword arguments, got "
             f"{type(model.learner_options).__name__}")
-    if model.learner_options and model.learn not in ONLINE_MODES:
+    if model.learn == "gibbs":
+        from .gibbs import check_gibbs_hyperparameters
+
+        check_gibbs_hyperparameters(model)  # learner_options, n_init, the sticky HDP
+    elif model.learner_options and model.learn not in ONLINE_MODES:
         raise InvalidInputError(
-            f"learner_options: only streaming learners {ONLINE_MODES} take options; "
-            f"learn={model.learn!r} is configured by the estimator's own arguments")
-    if model.learner_options:
+            f"learner_options: only streaming learners {ONLINE_MODES} and learn='gibbs' take "
+            f"options; learn={model.learn!r} is configured by the estimator's own arguments")
+    elif model.learner_options:
         make_learner(model.learn, model.learner_options)  # an unknown option is an error
+    if isinstance(model.transmat_prior, str) and model.learn != "gibbs":
+        raise InvalidInputError(
+            f"transmat_prior: {model.transmat_prior!r} is a prior of learn='gibbs' "
+            "('sticky-hdp'); pass a Dirichlet concentration (a number or an array) for "
+            f"learn={model.learn!r}")
     if model.learn in ONLINE_MODES:
         given = [n for n in ("startprob_prior", "transmat_prior", "emissionprob_prior")
                  if getattr(model, n, None) is not None]

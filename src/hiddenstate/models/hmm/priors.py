@@ -36,6 +36,20 @@ DEFAULT_PRIORS: dict[str, dict] = {
            "means_weight": 1.0, "covars_prior": 1e-3, "covars_weight": None,
            "lambdas_prior": 0.0, "lambdas_weight": None},
 }
+#: Gibbs sampling needs proper priors too: VB's for the emission families, but flat
+#: Dirichlet(1) rows (the uniform distribution on each row: with VB's sparse 0.01 a
+#: two-state chain on 400 symbols mixed so slowly that four chains of 400 draws disagreed,
+#: R-hat 1.2 against 1.05 with Dirichlet(1), docs/gibbs.md's example) and a tenth of a
+#: pseudo-observation on the Gaussian means: a state without observations draws its mean
+#: from the prior, and with VB's weight of one it lands within a standard deviation of the
+#: data's mean, so a chain that merged two states seldom splits them again (sticky
+#: HDP-HMM, 8 states: 7 found in one chain of two with weight 1, 8 in both with 0.1;
+#: experiments/gibbs_number_of_states.py)
+DEFAULT_PRIORS["gibbs"] = {**DEFAULT_PRIORS["vb"], "startprob_prior": 1.0,
+                           "transmat_prior": 1.0, "emissionprob_prior": 1.0,
+                           "means_weight": 0.1}
+#: the modes whose priors must be proper (and get VB's data-dependent defaults)
+PROPER_PRIOR_MODES = ("vb", "gibbs")
 FAMILY_PRIORS = {
     "categorical": ("emissionprob_prior",),
     "gaussian": ("means_prior", "means_weight", "covars_prior", "covars_weight"),
@@ -129,7 +143,7 @@ def check_priors(model, n_features, n_emission_states: int) -> None:
     if model.learn == "em":
         return
     K, Ke, D = model.n_states, n_emission_states, n_features
-    vb = model.learn == "vb"
+    vb = model.learn in PROPER_PRIOR_MODES
     if model.learn not in ONLINE_MODES:
         shapes = {"startprob_prior": (K,), "transmat_prior": (K, K),
                   "emissionprob_prior": ((len(D), Ke, max(D)) if isinstance(D, tuple)
@@ -140,12 +154,14 @@ def check_priors(model, n_features, n_emission_states: int) -> None:
                  or n in FAMILY_PRIORS[model.emission]]
         for name in names:
             value = model.prior(name)
+            if name == "transmat_prior" and isinstance(value, str):
+                continue  # "sticky-hdp": checked with its options (models.hmm.hdp)
             if value is None and name == "emissionprob_prior":   # VB's default: 1/W
                 value = 1.0 / (max(D) if isinstance(D, tuple) else D)
             alpha = prior_array(name, value, shapes[name])
             if vb and not np.all(alpha > 0):
                 raise InvalidInputError(
-                    f"{name}: learn='vb' needs a proper Dirichlet prior, every "
+                    f"{name}: learn={model.learn!r} needs a proper Dirichlet prior, every "
                     f"concentration > 0 (got {_smallest(alpha)}); pass e.g. {name}=1.0")
             if not vb and not np.all(alpha >= 1):
                 raise InvalidInputError(
@@ -206,7 +222,7 @@ def build_family(model, n_features, X: np.ndarray | None = None,
     kwargs = family_options(model)
     if model.emission == "gaussian" and model.covariance_type == "spherical":
         kwargs["covars_prior"] = spherical_prior(kwargs["covars_prior"], Ke)
-    if model.learn == "vb" and model.emission in GAUSSIAN:
+    if model.learn in PROPER_PRIOR_MODES and model.emission in GAUSSIAN:
         if model.means_prior is None and X is not None:
             kwargs["means_prior"] = column_means(X)
         if model.covars_weight is None:
@@ -219,7 +235,8 @@ def build_family(model, n_features, X: np.ndarray | None = None,
         return _fixed(model, family, X, n_states)
     if kwargs.get("emissionprob_prior", 1.0) is None:     # VB's default: 1/W
         kwargs["emissionprob_prior"] = 1.0 / n_features
-    if model.learn == "vb" and model.emission == "poisson" and model.lambdas_weight is None:
+    if model.learn in PROPER_PRIOR_MODES and model.emission == "poisson" \
+            and model.lambdas_weight is None:
         mean = column_means(X) if X is not None else np.ones(n_features)
         kwargs["lambdas_weight"] = 1.0 / np.where(mean > 0, mean, 1.0)
     return _fixed(model, FAMILIES[model.emission](Ke, n_features, **kwargs), X, n_states)

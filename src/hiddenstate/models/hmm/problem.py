@@ -14,12 +14,14 @@ from ...kernels import path_counts
 from ...learn import check_possible as learn_check_possible
 from ...learn import kbest_weights
 from .chain import Chain
+from .sampling import HMMSampling
 from .weights import SampleWeights
 
 
-class HMMProblem:
+class HMMProblem(HMMSampling):
     """The HMM as the generic learner sees it: blocks ``startprob``, ``transmat``,
-    ``emission`` and the two inference routines (see :mod:`hiddenstate.learn.batch`)."""
+    ``emission`` and the inference routines (see :mod:`hiddenstate.learn.batch`; Gibbs
+    sampling's ``sample_counts`` and ``state_groups``: :class:`~.sampling.HMMSampling`)."""
 
     def __init__(self, family, X, seqs: Sequences, startprob_prior, transmat_prior,
                  states: np.ndarray | None = None, transitions: Transitions | None = None,
@@ -78,11 +80,16 @@ class HMMProblem:
             return self.weights.table(table, clamp)
         return (table, None) if clamp is None else clamp(table)
 
-    def _stats(self, start, trans, post, views, fold):
+    def _stats(self, start, trans, post, views, fold, X=None):
         post = (inference.fold_rows(post, fold) if self.weights is None
                 else self.weights.posteriors(post, fold))
         return {"startprob": start, "transmat": trans,
-                "emission": self.family.statistics_at(views["emission"], self.X, post)}
+                "emission": self.family.statistics_at(views["emission"],
+                                                      self.X if X is None else X, post)}
+
+    def check_paths(self, loglik) -> None:
+        """The zero-probability rule while learning (:func:`check_possible`)."""
+        check_possible(loglik, labelled=self.states is not None)
 
     def _total(self, loglik) -> float:
         """The objective's data term: the (weighted) sum over the sequences."""
@@ -112,15 +119,22 @@ class HMMProblem:
             value = self._total(log_mass)
         if self.weights is not None:
             weights = self.weights.path_weights(weights)
+        return value, self.hard_stats(table, fold, paths, weights, views), paths
+
+    def hard_stats(self, table, fold, paths, weights, views, X=None) -> dict:
+        """The statistics per block of weighted paths ``(r, n)`` (weights ``(n_seqs, r)``):
+        Viterbi training's and Gibbs sampling's counts (``X``: the observations with their
+        missing entries drawn, default ``self.X``)."""
+        X = self.X if X is None else X
         K = self.family.n_states
-        rows = table.idx if table.by_idx else np.arange(len(self.X), dtype=np.int64)
+        rows = table.idx if table.by_idx else np.arange(len(X), dtype=np.int64)
         post = np.zeros((table.emis.shape[0] if table.by_idx else len(self.X), K))
         if self.transitions is None:
             start, trans = np.zeros(K), np.zeros((K, K))
             path_counts(paths, weights, rows, self.seqs.bounds, start, trans, post)
         else:
             start, trans = self._structured_path_counts(paths, weights, rows, post)
-        return value, self._stats(start, trans, post, views, fold), paths
+        return self._stats(start, trans, post, views, fold, X)
 
     def _structured_path_counts(self, paths, weights, rows, post):
         """:func:`~hiddenstate.kernels.path_counts` with the transition counts per allowed

@@ -11,6 +11,7 @@ from ..._validation import check_memory as check_parts
 from ..._validation import check_positive_int, make_rng
 from ...errors import InvalidInputError
 from ...inference import Sequences
+from ...learn.gibbs_fit import posterior_predictive
 from .memory import check_memory, sample_bytes
 from .problem import check_possible
 
@@ -66,11 +67,15 @@ class HMMQueries:
         """
         check_memory(self, op, X, seqs, family, k, fixed, what, fixes)
 
+    @posterior_predictive
     def score_samples(self, X, lengths=None) -> np.ndarray:
         r"""Compute the log-likelihood of each sequence (forward pass only).
 
         hmmlearn's ``score_samples`` (log p(X) with the posteriors) is :meth:`score` and
         :meth:`predict_proba` here; :mod:`hiddenstate.compat.hmmlearn` keeps hmmlearn's meaning.
+        After ``learn="gibbs"``: the posterior predictive :math:`\log \frac1S \sum_s
+        p(x \mid \theta_s)` of each sequence over the kept draws (see
+        :mod:`hiddenstate.learn.gibbs_fit`), and :meth:`score` is its sum.
 
         Parameters
         ----------

@@ -534,8 +534,28 @@ def _gibbs_case() -> Case:
         "docs/gibbs.md)")
 
 
-CASES = [*HMM_CASES, _gibbs_case(), _hsmm_case(), *REGRESSION_CASES, _props_case(),
-         _pcfg_case(), _plcg_case(), _treenet_case(), _nbh_case(), _program_case(), _lm_case()]
+def _hsmm_gibbs_case() -> Case:
+    """The HSMM row fitted by Gibbs sampling (short chains): its draws held, saved and used
+    by ``score_samples`` (posterior predictive)."""
+    base = _hsmm_case()
+    options = {"n_samples": 12, "burn_in": 4, "n_chains": 2, "check_convergence": False}
+
+    def make(**kw):
+        kw = {"learn": "gibbs", **kw}
+        if kw["learn"] == "gibbs":
+            kw.setdefault("learner_options", options)
+        return base.make(**kw)
+
+    return dataclasses.replace(
+        base, name="HSMM-gibbs", make=make, modes=("gibbs",), zero=None,
+        no_zero="checked on the HSMM row (the same inference)", prior=None,
+        no_prior="checked on the HSMM row (the Dirichlet priors must be > 0, "
+        "docs/gibbs.md)")
+
+
+CASES = [*HMM_CASES, _gibbs_case(), _hsmm_case(), _hsmm_gibbs_case(), *REGRESSION_CASES,
+         _props_case(), _pcfg_case(), _plcg_case(), _treenet_case(), _nbh_case(),
+         _program_case(), _lm_case()]
 
 
 def cases(clause: str, where: Callable[[Case], bool] = lambda c: True):

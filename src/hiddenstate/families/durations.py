@@ -37,6 +37,21 @@ binomial       (Beta on p; r flat)      form for each r and r by a search over t
 
 Every M-step keeps the current value when it would not raise :math:`Q` (plus the log
 prior), so the objective of every learning mode never decreases.
+
+**Gibbs sampling** (``learn="gibbs"``, :meth:`DurationFamily.sample_posterior`): given one
+segmentation, a complete segment of duration :math:`d` contributes :math:`f(d)` and a
+censored last segment observed for :math:`d` steps :math:`S(d) = \sum_{d' \ge d} f(d')`,
+which is not conjugate. Each draw first completes every censored segment with a true
+duration :math:`d' \sim f(d') / S(d)`, :math:`d' \ge d`, at the current parameters (data
+augmentation, Tanner & Wong 1987: the pmf on ``d..D`` for the nonparametric family, the
+Poisson tail beyond ``d - 1`` for the Poisson one, over the whole support, not only
+1..D), then the parameters from their conjugate posterior given the completed durations:
+a Dirichlet per state (nonparametric), a Gamma on the rate (Poisson). Summed over
+:math:`d'`, the completed likelihood is :math:`S(d)`, so the pair of draws leaves the exact
+posterior invariant. Geometric durations need no completion: :math:`S(d) = (1 - p)^{d-1}`
+is conjugate to the Beta, whose posterior counts the ends and the steps that continue a
+segment, censored ones included. The negative-binomial shape has no conjugate prior, and
+the family refuses.
 """
 
 from __future__ import annotations
@@ -50,6 +65,8 @@ from .._validation import as_float_array, broadcast_param
 from ..errors import InvalidInputError
 from .dirichlet import DirichletRows
 
+#: the learning modes that need a proper prior (variational Bayes, Gibbs sampling)
+PROPER_PRIOR_MODES = ("vb", "gibbs")
 #: the largest negative-binomial shape r the M-step considers
 MAX_SHAPE = 1000
 #: mass of a censored negative-binomial tail left out of the imputation (relative)
@@ -558,12 +575,12 @@ def _beta_check(prior, learn: str, name: str = "duration_prior") -> None:
     a, b = _beta_prior(1.0 if prior is None else prior, name)
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise InvalidInputError(f"{name}: must be finite, got {prior!r:.60}")
-    low = 0.0 if learn == "vb" else 1.0
-    if (learn == "vb" and not (np.all(a > 0) and np.all(b > 0))) or (
-            learn != "vb" and not (np.all(a >= low) and np.all(b >= low))):
+    proper = learn in PROPER_PRIOR_MODES
+    if (proper and not (np.all(a > 0) and np.all(b > 0))) or (
+            not proper and not (np.all(a >= 1.0) and np.all(b >= 1.0))):
         raise InvalidInputError(
             f"{name}: learn={learn!r} needs Beta concentrations "
-            f"{'> 0' if learn == 'vb' else '>= 1'} (got {prior!r:.60}); pass e.g. "
+            f"{'> 0' if proper else '>= 1'} (got {prior!r:.60}); pass e.g. "
             f"{name}=1.0 (flat)")
 
 
@@ -712,11 +729,11 @@ class NonparametricDurations(DurationFamily):
             raise InvalidInputError(
                 f"duration_prior: expected a finite number or an array broadcastable to "
                 f"{(self.n_states, self.max_duration)}, got shape {alpha.shape}")
-        if learn == "vb" and not np.all(alpha > 0):
+        if learn in PROPER_PRIOR_MODES and not np.all(alpha > 0):
             raise InvalidInputError(
-                "duration_prior: learn='vb' needs a proper Dirichlet prior, every "
+                f"duration_prior: learn={learn!r} needs a proper Dirichlet prior, every "
                 f"concentration > 0 (got {float(alpha.min()):g}); pass e.g. duration_prior=1.0")
-        if learn != "vb" and not np.all(alpha >= 1):
+        if learn not in PROPER_PRIOR_MODES and not np.all(alpha >= 1):
             raise InvalidInputError(
                 f"duration_prior: learn={learn!r} needs Dirichlet concentrations >= 1 (got "
                 f"{float(alpha.min()):g}): below 1 the posterior has no mode. Use >= 1, or "
@@ -996,9 +1013,7 @@ class PoissonDurations(DurationFamily):
         y = np.arange(C.shape[1], dtype=np.float64)
         sy, n = C @ y, C.sum(axis=1) + c.sum(axis=1)
         for k, m in zip(*np.nonzero(c > 0), strict=True):   # d - 1 >= m, drawn
-            lo = _sps().poisson.cdf(m - 1, lam[k])
-            u = lo + rng.random(int(round(c[k, m]))) * (1.0 - lo)
-            sy[k] += np.maximum(_sps().poisson.ppf(u, lam[k]), m).sum()
+            sy[k] += _poisson_tail(lam[k], int(m), int(round(c[k, m])), rng).sum()
         shape = np.broadcast_to(a, lam.shape) + 1.0 + sy
         rate = np.broadcast_to(b, lam.shape) + n
         return {"duration_rates": rng.gamma(shape, 1.0 / rate)}
@@ -1024,16 +1039,32 @@ class PoissonDurations(DurationFamily):
                 raise InvalidInputError(
                     f"{name}: expected a finite number or one per state ({self.n_states}), "
                     f"got {v!r:.60}")
-        if learn == "vb":
+        if learn in PROPER_PRIOR_MODES:
             if not (np.all(b > 0) and np.all(a > -1)):
                 raise InvalidInputError(
-                    "duration_weight: learn='vb' needs a proper Gamma prior on the rates, "
-                    "duration_weight > 0 and duration_prior > -1; pass e.g. "
+                    f"duration_weight: learn={learn!r} needs a proper Gamma prior on the "
+                    "rates, duration_weight > 0 and duration_prior > -1; pass e.g. "
                     "duration_weight=0.1")
         elif not (np.all(a >= 0) and np.all(b >= 0)):
             raise InvalidInputError(
                 f"duration_prior: learn={learn!r} needs duration_prior >= 0 and "
                 "duration_weight >= 0 (a negative value can make the rate negative)")
+
+
+def _poisson_tail(lam: float, m: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    r"""``n`` draws of :math:`Y \sim \mathrm{Poisson}(\lambda)` given :math:`Y \ge m`, by
+    the normalised pmf on :math:`m..\max(m, \lambda) + 12\sqrt{\lambda + 1} + 40` in
+    logs (the pmf falls faster than geometrically beyond its mode; the mass left out is
+    below 1e-30 of the tail's), so that a tail far beyond the rate neither underflows nor
+    rounds to a certain event as ``ppf`` of a uniform on ``[cdf(m - 1), 1]`` would."""
+    hi = int(max(m, lam) + 12.0 * np.sqrt(lam + 1.0) + 40.0)
+    y = np.arange(m, hi + 1)
+    with np.errstate(divide="ignore"):
+        logp = _sps().poisson.logpmf(y, lam)
+    if not np.isfinite(logp.max()):   # lambda = 0: every mass at 0
+        return np.full(n, float(m))
+    p = np.exp(logp - logp.max())
+    return rng.choice(y, size=n, p=p / p.sum()).astype(np.float64)
 
 
 class NegativeBinomialDurations(DurationFamily):

@@ -152,7 +152,11 @@ class StateGroup:
         block name, or ``"block.key"`` inside a block whose parameters are a dict; ``index``
         a tuple selecting the sub-array first (``()``: the whole array); ``axes`` the axes
         of that sub-array indexed by the state (two for a transition matrix); ``offset`` the
-        position of the group's first state on those axes.
+        position of the group's first state on those axes. A fifth entry, ``layout``, says
+        that the array is stored as the allowed entries of a ``(K, K)`` matrix (an object
+        with ``dense(values)`` and ``gather(matrix)``, e.g.
+        :class:`~hiddenstate.inference.Transitions`): the states act on the dense matrix,
+        whose pattern every permutation of the group must keep (an HSMM's zero diagonal).
 
     Examples
     --------
@@ -493,6 +497,18 @@ def _stationary(A: np.ndarray, n_iter: int = 200) -> np.ndarray:
     return total / total.sum(axis=1, keepdims=True)
 
 
+def _member(member: tuple) -> tuple:
+    """A state group's member as ``(path, index, axes, offset, layout)`` (layout None: the
+    array as stored)."""
+    return (*member, None) if len(member) == 4 else tuple(member)
+
+
+def _dense(layout, value) -> np.ndarray:
+    """The member's array, the dense matrix of a member stored by its allowed entries."""
+    value = np.asarray(value, dtype=np.float64)
+    return value if layout is None else np.asarray(layout.dense(value), dtype=np.float64)
+
+
 def _permute(arr: np.ndarray, index: tuple, axes: tuple, offset: int,
              perm: np.ndarray) -> np.ndarray:
     """``arr`` with the group's states reordered: new state ``offset + j`` is old state
@@ -564,9 +580,9 @@ def relabel_draws(draws: list, groups: list, reference: tuple) -> tuple[list, li
     c0, d0 = reference
     for gi, g in enumerate(groups):
         parts = []
-        for path, index, axes, offset in g.members:
-            f = _features(np.stack([np.asarray(_get(d, path), dtype=np.float64)
-                                    for d in flat]), index, axes, offset, g.size)
+        for path, index, axes, offset, layout in map(_member, g.members):
+            f = _features(np.stack([_dense(layout, _get(d, path)) for d in flat]), index,
+                          axes, offset, g.size)
             parts.append(_robust_scale(f))
         feats = np.concatenate(parts, axis=2)           # (n, size, F)
         ref = feats[c0 * n_draws + d0]
@@ -600,9 +616,10 @@ def relabel_draws(draws: list, groups: list, reference: tuple) -> tuple[list, li
                 perm = perms[gi][c, d]
                 if np.array_equal(perm, np.arange(g.size)):
                     continue
-                for path, index, axes, offset in g.members:
-                    _set(params, path, _permute(_get(params, path), index, axes, offset,
-                                                perm))
+                for path, index, axes, offset, layout in map(_member, g.members):
+                    moved = _permute(_dense(layout, _get(params, path)), index, axes,
+                                     offset, perm)
+                    _set(params, path, moved if layout is None else layout.gather(moved))
             chain.append(params)
         out.append(chain)
     return out, perms

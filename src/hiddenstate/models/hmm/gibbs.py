@@ -48,8 +48,12 @@ def check_gibbs_hyperparameters(model) -> None:
 
 def fit_hmm_gibbs(model, problem, start, n_features, rng, callback=None):
     """Sample the posterior of ``model`` on ``problem`` and set its fitted attributes to the
-    posterior mean (see :mod:`hiddenstate.learn.gibbs_fit`)."""
-    transitions = model._transitions()
+    posterior mean (see :mod:`hiddenstate.learn.gibbs_fit`).
+
+    Also the :class:`~hiddenstate.HSMM`'s: its transitions between segments are stored as
+    their allowed entries (``model._gibbs_transitions()``, the off-diagonal ones) and its
+    block ``durations`` adds the duration parameters by their attribute names."""
+    transitions = model._gibbs_transitions()
     sticky = is_sticky(model)
 
     def dense(transmat):
@@ -59,8 +63,9 @@ def fit_hmm_gibbs(model, problem, start, n_features, rng, callback=None):
 
     def to_attrs(draw):
         out = {"startprob_": draw["startprob"], "transmat_": dense(draw["transmat"])}
-        for key, value in draw["emission"].items():
-            out[key + "_"] = value
+        for block in ("emission", "durations"):
+            for key, value in draw.get(block, {}).items():
+                out[key + "_"] = value
         if sticky:
             out.update({HDP_NAMES[k]: np.asarray(draw["transmat"][k], dtype=np.float64)
                         for k in HDP_NAMES})
@@ -76,6 +81,8 @@ def fit_hmm_gibbs(model, problem, start, n_features, rng, callback=None):
     model.n_features_ = n_features
     mean = result.mean
     model.assign_params(mean["startprob"], dense(mean["transmat"]), mean["emission"])
+    for key, value in mean.get("durations", {}).items():
+        setattr(model, key + "_", value)
     model._set_posterior_(None)
     return model
 
@@ -83,6 +90,10 @@ def fit_hmm_gibbs(model, problem, start, n_features, rng, callback=None):
 class HMMGibbs(PosteriorSampling):
     """What a Gibbs fit adds to :class:`~hiddenstate.HMM` (a base of it): the draws'
     assignment and the posterior over the number of states in use."""
+
+    def _gibbs_transitions(self):
+        """The allowed transitions the transition block stores (None: the dense matrix)."""
+        return self._transitions()
 
     def _gibbs_assign(self, draw: dict) -> None:
         """Set the parameters to one draw of ``posterior_samples_`` (by name)."""

@@ -32,10 +32,12 @@ from ...errors import InvalidInputError
 from ...families.durations import DURATIONS
 from ...inference import Sequences
 from ...learn import MODES, fit_restarts
+from ...learn.gibbs_fit import clear_gibbs, posterior_predictive
 from ...learn.online import ONLINE_MODES
 from .. import _learned
 from .._learned import LearnedArray
 from ..hmm import HMM
+from ..hmm.gibbs import fit_hmm_gibbs
 from ..hmm.hyperparameters import ALL_LETTERS, check_hyperparameters
 from ..hmm.init import (
     MAX_PERSISTENCE,
@@ -63,6 +65,24 @@ def _no_weights(weights) -> None:
             "has no per-sequence or per-observation weight); drop it, or repeat sequences")
 
 
+def check_gibbs_durations(model) -> None:
+    """``learn="gibbs"`` draws every block from its conjugate posterior: refuse the
+    negative-binomial durations (their shape r has no conjugate prior) and the sticky HDP
+    prior (an HMM's)."""
+    if model.duration == "negative-binomial":
+        raise InvalidInputError(
+            "duration: learn='gibbs' draws every parameter block from its conjugate "
+            "posterior, and the negative-binomial shape r has none; use duration="
+            "'nonparametric', 'geometric' or 'poisson' with learn='gibbs' (Dirichlet, Beta "
+            "and Gamma draws), or learn='em', 'map', 'vt' or 'kvt' for "
+            "negative-binomial durations")
+    if isinstance(model.transmat_prior, str):
+        raise InvalidInputError(
+            f"transmat_prior: {model.transmat_prior!r} is an HMM's prior; the HSMM's "
+            "transitions between segments take a Dirichlet concentration (a number or a "
+            "(n_states, n_states) array)")
+
+
 class HSMM(HMM):
     r"""Explicit-duration hidden semi-Markov model (HSMM).
 
@@ -86,7 +106,9 @@ class HSMM(HMM):
     sequence is longer than ``max_duration``, the ordinary HMM over their phases
     (``engine``). Every batch mode of :mod:`hiddenstate.learn` works (EM, MAP, VB, Viterbi
     and k-best Viterbi training), with restarts, partial state labels and the distributed
-    fit; ``docs/hsmm.md`` is the guide.
+    fit, and blocked Gibbs sampling (``learn="gibbs"``: segmentations by forward filtering,
+    backward sampling, every block from its conjugate posterior; ``docs/gibbs.md``);
+    ``docs/hsmm.md`` is the guide.
 
     Parameters
     ----------
@@ -126,8 +148,11 @@ class HSMM(HMM):
         The seed of the initialisation, the restarts and the samplers.
     verbose : bool, default=False
         Print the objective of every iteration.
-    learn : {"em", "map", "vb", "vt", "kvt"}, default="em"
+    learn : {"em", "map", "vb", "vt", "kvt", "gibbs"}, default="em"
         The batch learning mode (no streaming learner: a segment spans many observations).
+        ``"gibbs"`` samples the posterior (nonparametric, geometric and Poisson durations:
+        the negative-binomial shape has no conjugate prior) and sets the fitted attributes
+        to the posterior mean (:mod:`hiddenstate.learn.gibbs_fit`).
     k_best : int, default=1
         The number of segmentations of ``learn="kvt"``.
     startprob_prior, transmat_prior : float, array-like or None, default=None
@@ -156,6 +181,9 @@ class HSMM(HMM):
         How inference runs: the segment recursion, or for negative-binomial and geometric
         durations the HMM over their phases (:mod:`hiddenstate.models.hsmm.engine`);
         ``"auto"`` takes the cheaper of the two where both apply. Same results.
+    learner_options : dict or None, default=None
+        The options of ``learn="gibbs"``: ``n_samples``, ``burn_in``, ``thin``,
+        ``n_chains``, ``n_jobs``, ``check_convergence`` (as :class:`~hiddenstate.HMM`'s).
 
     Attributes
     ----------
@@ -173,6 +201,11 @@ class HSMM(HMM):
         The ``max_duration`` in force.
     monitor_ : hiddenstate.learn.ConvergenceMonitor
         The objective of every iteration.
+    posterior_samples_ : dict of str to ndarray
+        After ``learn="gibbs"``: the relabelled draws of every parameter, ``(n_chains,
+        n_draws, *shape)``, by attribute name (``startprob_``, ``transmat_``, the emission
+        and the duration parameters); ``sample_log_joint_``, ``best_sample_``,
+        ``convergence_`` as :class:`~hiddenstate.HMM`'s.
 
     See Also
     --------
@@ -203,7 +236,6 @@ class HSMM(HMM):
     topology = "full"
     bandwidth = None
     transmat_mask = None
-    learner_options = None
     fixed = None
 
     @keyword_only_after_first
@@ -217,7 +249,8 @@ class HSMM(HMM):
                  emissionprob_prior=None, means_prior=None, means_weight=None,
                  covars_prior=None, covars_weight=None, lambdas_prior=None,
                  lambdas_weight=None, n_mix: int = 1, n_trials=None, weights_prior=None,
-                 duration_prior=None, duration_weight=None, engine: str = "auto"):
+                 duration_prior=None, duration_weight=None, engine: str = "auto",
+                 learner_options: dict | None = None):
         self.n_states = n_states
         self.duration = duration
         self.max_duration = max_duration
@@ -249,6 +282,7 @@ class HSMM(HMM):
         self.duration_prior = duration_prior
         self.duration_weight = duration_weight
         self.engine = engine
+        self.learner_options = learner_options
 
     # -- hyper-parameters ------------------------------------------------------------------------
     def check_hyperparameters(self) -> None:
@@ -264,6 +298,8 @@ class HSMM(HMM):
             If a hyper-parameter is invalid; the message names it.
         """
         check_positive_int(self.n_states, "n_states", minimum=2)
+        if self.learn == "gibbs":
+            check_gibbs_durations(self)
         if isinstance(self.learn, str) and self.learn in ONLINE_MODES:
             raise InvalidInputError(
                 f"learn: the HSMM learns by the batch modes {MODES}; the streaming learner "
@@ -313,7 +349,7 @@ class HSMM(HMM):
         prior = self.duration_prior
         if self.duration == "poisson":
             weight = self.duration_weight
-            if weight is None and self.learn == "vb":
+            if weight is None and self.learn in ("vb", "gibbs"):
                 weight = 1.0 / D
             return cls(self.n_states, D, prior, weight)
         return cls(self.n_states, D, prior)
@@ -636,6 +672,10 @@ class HSMM(HMM):
             return {"startprob": startprob, "transmat": transitions.gather(transmat),
                     "emission": emis, "durations": durations}
 
+        if self.learn == "gibbs":
+            self.max_duration_ = dfamily.max_duration
+            return fit_hmm_gibbs(self, problem, start, n_features, rng, callback)
+        clear_gibbs(self)
         best = fit_restarts(problem, self.learn, start, n_init=self.n_init,
                             n_iter=self.n_iter, tol=self.tol, which=self.learned_letters(),
                             k_best=self.k_best, verbose=self.verbose, callback=callback)
@@ -648,6 +688,16 @@ class HSMM(HMM):
             setattr(self, key + "_", value)
         self._set_posterior_(best.posterior)
         return self
+
+    def _gibbs_transitions(self):
+        """The transitions between segments are stored as their off-diagonal entries."""
+        return between_states(self.n_states)
+
+    def _gibbs_assign(self, draw: dict) -> None:
+        """Set the parameters to one draw of ``posterior_samples_`` (by name)."""
+        super()._gibbs_assign(draw)
+        for attr in DURATION_ATTRS[self.duration]:
+            setattr(self, attr, draw[attr])
 
     def _initial_stay(self, restart: int, dfamily, family, X, seqs, rng,
                       hmm_stay: float | None) -> np.ndarray:
@@ -789,6 +839,7 @@ class HSMM(HMM):
         table = inference.emission_table(family, emis, X, startprob, stay, seqs)
         return runner, seqs, table
 
+    @posterior_predictive
     def score_samples(self, X, lengths=None) -> np.ndarray:
         r"""Compute the log-likelihood of each sequence (the forward pass).
 
@@ -802,7 +853,9 @@ class HSMM(HMM):
         Returns
         -------
         ndarray of shape (n_sequences,)
-            :math:`\log p(x)` of each sequence (``-inf``: probability zero).
+            :math:`\log p(x)` of each sequence (``-inf``: probability zero); after
+            ``learn="gibbs"`` the posterior predictive :math:`\log \frac1S \sum_s p(x \mid
+            \theta_s)` over the draws (:mod:`hiddenstate.learn.gibbs_fit`).
 
         Raises
         ------

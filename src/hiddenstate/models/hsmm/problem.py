@@ -133,7 +133,7 @@ class HSMMProblem:
                                                     out.complete, out.censored, dstats,
                                                     views, table, fold)
 
-    def _counts(self, views, table, fold, paths, weights):
+    def _counts(self, views, table, fold, paths, weights, X=None):
         K, D = self.family.n_states, self.dfamily.max_duration
         rows = table.idx if table.by_idx else np.arange(len(self.X), dtype=np.int64)
         n_rows = table.emis.shape[0] if table.by_idx else len(self.X)
@@ -141,7 +141,8 @@ class HSMMProblem:
                                                              rows, n_rows)
         post = inference.fold_rows(post, fold)
         stats = {"startprob": start, "transmat": self.transitions.gather(trans),
-                 "emission": self.family.statistics_at(views["emission"], self.X, post),
+                 "emission": self.family.statistics_at(views["emission"],
+                                                       self.X if X is None else X, post),
                  "durations": self.dfamily.statistics(complete, censored)}
         return stats, (start, trans, complete, censored)
 
@@ -158,7 +159,9 @@ class HSMMProblem:
     def sample_counts(self, views, rng):
         r"""One segmentation of every sequence drawn from :math:`p(z \mid X, \theta)` (forward
         filtering, backward sampling of segments), and the counts along it: what a Gibbs
-        sweep draws before each block's conjugate posterior (``sample_posterior``).
+        sweep draws before each block's conjugate posterior (``sample_posterior``). Missing
+        observations are filled with draws given the segmentation (the family's
+        ``sample_missing``, as the HMM's sweep does).
 
         Parameters
         ----------
@@ -182,8 +185,9 @@ class HSMMProblem:
         states = runner.sample_posterior(table, self.seqs, rng)
         bad = np.add.reduceat((states < 0).astype(np.int64), self.seqs.bounds[:-1]) > 0
         check_possible(np.where(bad, -np.inf, 0.0), labelled=self.states is not None)
+        X = self.family.sample_missing(views["emission"], self.X, states, rng)
         stats, (start, trans, complete, censored) = self._counts(
-            views, table, fold, states[None], np.ones((len(self.seqs.lengths), 1)))
+            views, table, fold, states[None], np.ones((len(self.seqs.lengths), 1)), X)
         dfam, dparams = self.dfamily, views["durations"]
         with np.errstate(divide="ignore", invalid="ignore"):
             emis = np.log(table.emis[table.idx, states])
@@ -194,3 +198,19 @@ class HSMMProblem:
                      np.sum(np.where(censored > 0,
                                      censored * np.log(dfam.survival(dparams)), 0.0))]
         return float(np.sum(parts)), stats, states
+
+    @property
+    def state_groups(self) -> list:
+        """The exchangeable states for relabelling Gibbs draws
+        (:func:`hiddenstate.learn.gibbs.relabel_draws`): ``startprob``, both axes of the
+        transitions between segments (stored as their off-diagonal entries, which every
+        permutation keeps), the emission parameters (the family's ``state_axes``) and the
+        duration parameters."""
+        from ...learn.gibbs import StateGroup
+
+        members = [("startprob", (), (0,), 0), ("transmat", (), (0, 1), 0, self.transitions)]
+        for key, axis in self.family.state_axes().items():
+            if axis is not None:
+                members.append((f"emission.{key}", (), (axis,), 0))
+        members += [(f"durations.{key}", (), (0,), 0) for key in self.dfamily.keys]
+        return [StateGroup(self.family.n_states, members)]

@@ -116,8 +116,15 @@ def test_a_problem_without_a_sampler_refuses():
 def test_the_batch_learner_refuses_gibbs():
     from hiddenstate import learn
 
-    with pytest.raises(InvalidInputError, match="^learn: 'gibbs' draws samples"):
-        learn.fit(None, "gibbs", {}, learn.ConvergenceMonitor(1e-4, 10), "s")
+    for run in (lambda: learn.fit(None, "gibbs", {}, learn.ConvergenceMonitor(1e-4, 10),
+                                  "s"),
+                lambda: learn.fit_restarts(None, "gibbs", lambda r: {}, which="s")):
+        with pytest.raises(InvalidInputError) as err:
+            run()
+        text = str(err.value)
+        assert text.startswith("learn: 'gibbs' (Gibbs sampling)")
+        for words in ("conjugate posterior", "docs/gibbs.md", "learn='vb'", "learn='map'"):
+            assert words in text
 
 
 def test_sticky_hdp_needs_gibbs_and_valid_options():

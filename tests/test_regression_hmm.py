@@ -375,6 +375,26 @@ def test_impossible_combinations_are_refused_at_fit(hyper, match):
         hs.RegressionHMM(2, **hyper).fit(np.zeros((10, 1)) + np.arange(10)[:, None] % 2)
 
 
+@pytest.mark.parametrize(("hyper", "blocks", "instead"), [
+    ({}, ["linear-regression emissions have a conjugate prior", "no posterior draw"],
+     "use learn='vb'"),
+    ({"emission": "logistic"}, ["logistic-regression emissions", "no conjugate prior"],
+     "use learn='map'"),
+    ({"transitions": "softmax"}, ["softmax transitions", "no conjugate prior"],
+     "use learn='map'"),
+    ({"emission": "logistic", "transitions": "softmax"},
+     ["logistic-regression emissions", "softmax transitions"], "use learn='map'"),
+])
+def test_gibbs_is_refused_naming_the_block_without_a_conjugate_draw(hyper, blocks, instead):
+    """Before any data are read (the message names learn, the blocks and what to use)."""
+    with pytest.raises(InvalidInputError) as err:
+        hs.RegressionHMM(2, learn="gibbs", **hyper).fit(np.zeros((10, 1)))
+    text = str(err.value)
+    assert text.startswith("learn: 'gibbs'")
+    for words in (*blocks, instead):
+        assert words in text
+
+
 # -- statistics merge; distributed --------------------------------------------------------
 @pytest.mark.parametrize("name", ["linear", "ar1-inputs-softmax", "logistic-softmax"])
 def test_statistics_of_split_data_merge_into_those_of_the_whole(name):

@@ -191,8 +191,13 @@ def _learned(problem: Problem, name: str, which: str) -> bool:
 def check_mode(mode: str) -> str:
     if mode == "gibbs":
         raise InvalidInputError(
-            "learn: 'gibbs' draws samples rather than iterating to an optimum; run it with "
-            "hiddenstate.learn.gibbs.sample (the models' fit does)")
+            "learn: 'gibbs' (Gibbs sampling) draws the posterior instead of iterating to an "
+            "optimum, and this fit cannot: sampling needs exact draws of the hidden paths "
+            "and a conjugate posterior for every learned parameter block, and runs in the "
+            "fit of the models that have them (docs/gibbs.md lists them), not in "
+            "hiddenstate.learn.fit_restarts or hiddenstate.distributed.fit. Use "
+            "learn='vb' (a factorised posterior, where the priors are conjugate) or "
+            "learn='map' (a point estimate under the priors)")
     if mode not in MODES:
         raise InvalidInputError(f"learn: {mode!r} is not one of {MODES}")
     return mode

@@ -137,7 +137,9 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
     verbose : bool, default=False
         Print the objective of every iteration.
     learn : {"em", "map", "vb", "vt", "kvt"}, default="em"
-        The learning mode (:mod:`hiddenstate.learn`).
+        The learning mode (:mod:`hiddenstate.learn`). ``"gibbs"`` is refused, naming the
+        blocks without a conjugate posterior draw (logistic emissions, softmax
+        transitions; for linear emissions the draw is not written yet).
     k_best : int, default=1
         The paths of ``learn="kvt"``.
     startprob_prior, transmat_prior : float, array-like or None, default=None
@@ -282,6 +284,8 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
             raise InvalidInputError(
                 f"learn: {self.learn!r} is not one of {list(MODES)} (RegressionHMM has the "
                 "batch modes; the streaming learners are hs.HMM's)")
+        if self.learn == "gibbs":
+            raise InvalidInputError(self._no_gibbs())
         if self.emission == "logistic" and self.n_lags:
             raise InvalidInputError(
                 "n_lags: lagged observations are regressors of emission='linear' only; pass "
@@ -314,6 +318,29 @@ class RegressionHMM(RegressionQueries, BaseEstimator):
                 raise InvalidInputError(
                     f"{given[0]}: priors are not used by learn='em' (maximum likelihood); "
                     "use learn='map', 'vb' or 'vt', or drop the prior")
+
+    def _no_gibbs(self) -> str:
+        """Why ``learn="gibbs"`` is refused, naming the blocks without a conjugate draw and
+        what to use instead."""
+        blocks = []
+        if self.emission == "logistic":
+            blocks.append("the logistic-regression emissions (a softmax of the regressors) "
+                          "have no conjugate prior")
+        if self.transitions == "softmax":
+            blocks.append("the softmax transitions (a regression of each row on the "
+                          "inputs) have no conjugate prior")
+        if not blocks:
+            blocks.append("the linear-regression emissions have a conjugate prior "
+                          "(matrix-normal inverse-Wishart, which learn='vb' uses), but no "
+                          "posterior draw is written for it yet, nor a draw of the hidden "
+                          "paths on RegressionHMM's Problem")
+        instead = ("learn='vb' (a factorised posterior, with its *_posterior_ attributes) "
+                   "or learn='map'" if self.emission == "linear"
+                   and self.transitions == "fixed" else
+                   "learn='map' (a point estimate under the priors; learn='vb' needs linear "
+                   "emissions and fixed transitions)")
+        return (f"learn: 'gibbs' draws every learned block from its conjugate posterior, and "
+                f"in this RegressionHMM {' and '.join(blocks)}; use {instead}")
 
     def _check_hyper(self) -> None:
         """:meth:`check_hyperparameters` under the name every model's loader calls."""

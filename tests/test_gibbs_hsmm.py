@@ -214,8 +214,11 @@ def _simulate_hsmm(duration, D):
     cut by the end of its sequence."""
     def simulate(theta, rng):
         pi = theta["startprob"]
-        A = np.zeros((K, K))
-        A[~np.eye(K, dtype=bool)] = theta["transmat"]
+        if isinstance(theta["transmat"], dict):      # the HDP block: the dense matrix
+            A = theta["transmat"]["transmat"]
+        else:
+            A = np.zeros((K, K))
+            A[~np.eye(K, dtype=bool)] = theta["transmat"]
         dur = theta["durations"]
         x = []
         for T in GEWEKE_LENGTHS:
@@ -254,15 +257,41 @@ def geweke_case(duration):
     return case
 
 
-@pytest.mark.parametrize("duration", ["nonparametric", "geometric", "poisson"])
-def test_geweke_successive_conditional_matches_the_prior(duration):
-    geweke_case(duration)(GEWEKE_FAST, seed=0)
+def hdp_geweke_case(sizes, seed):
+    """The HDP-HSMM (transmat_prior="hdp"): every concentration sampled under proper
+    hyper-priors, nonparametric durations."""
+    D = max(GEWEKE_LENGTHS)
+    model = hs.HSMM(K, duration="nonparametric", max_duration=D, learn="gibbs",
+                    transmat_prior="hdp", startprob_prior=A_START,
+                    emissionprob_prior=A_EMIS, duration_prior=1.5,
+                    learner_options={"alpha_prior": (4.0, 1.0), "gamma_prior": (3.0, 1.0)})
+
+    def make_problem(X):
+        Xv, seqs = model.validate_data(X, GEWEKE_LENGTHS, W)
+        return model.problem(model.emission_family(W, Xv), Xv, seqs)
+
+    probe = make_problem(np.zeros(sum(GEWEKE_LENGTHS), dtype=np.int64))
+    theta0 = probe.start_params(
+        {"startprob": np.full(K, 1 / K),
+         "transmat": probe.transitions.gather(np.where(np.eye(K) > 0, 0.0, 0.5)),
+         "emission": {"emissionprob": np.full((K, W), 1 / W)},
+         "durations": probe.blocks["durations"].initialize(np.full(K, 0.5))})
+    geweke(make_problem, _simulate_hsmm("nonparametric", D), theta0, "sted", sizes, seed)
+
+
+GEWEKE_CASES = {**{d: geweke_case(d) for d in ("nonparametric", "geometric", "poisson")},
+                "hdp": hdp_geweke_case}
+
+
+@pytest.mark.parametrize("case", sorted(GEWEKE_CASES))
+def test_geweke_successive_conditional_matches_the_prior(case):
+    GEWEKE_CASES[case](GEWEKE_FAST, seed=0)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("duration", ["nonparametric", "geometric", "poisson"])
-def test_geweke_successive_conditional_matches_the_prior_long(duration):
-    geweke_case(duration)(GEWEKE_SLOW, seed=1)
+@pytest.mark.parametrize("case", sorted(GEWEKE_CASES))
+def test_geweke_successive_conditional_matches_the_prior_long(case):
+    GEWEKE_CASES[case](GEWEKE_SLOW, seed=1)
 
 
 # -- the censored tails ---------------------------------------------------------------------------
@@ -421,3 +450,89 @@ def test_negative_binomial_refusal_says_which_durations_work():
         hs.HSMM(2, duration="negative-binomial", learn="gibbs").fit(np.array([0, 1, 1, 0]))
     for word in ("'nonparametric'", "'geometric'", "'poisson'", "conjugate"):
         assert word in str(err.value)
+
+
+# -- the HDP-HSMM ---------------------------------------------------------------------------------
+def _segments_teacher(K: int, seed: int, T: int = 500):
+    """K states moving uniformly between segments, Poisson durations of means 9..16, unit
+    Gaussian noise around means 4 apart."""
+    t = hs.HSMM(K, duration="poisson", max_duration=40, emission="gaussian", n_features=1)
+    A = np.full((K, K), 1 / (K - 1))
+    np.fill_diagonal(A, 0.0)
+    t.startprob_, t.transmat_ = np.full(K, 1 / K), A
+    t.duration_rates_ = np.linspace(8, 15, K)
+    t.means_, t.covars_ = 4.0 * np.arange(K)[:, None], np.ones((K, 1))
+    return t.sample(T, random_state=seed)[0]
+
+
+def hdp_hsmm_mode(K: int, duration: str, seed: int, sweeps: int):
+    model = hs.HSMM(8, duration=duration, max_duration=40, emission="gaussian",
+                    learn="gibbs", transmat_prior="hdp", random_state=0,
+                    learner_options={"n_samples": sweeps, "burn_in": sweeps // 3,
+                                     "n_chains": 2, "check_convergence": False})
+    model.fit(_segments_teacher(K, seed))
+    p = model.n_states_posterior()
+    return int(np.argmax(p)), p, model
+
+
+@pytest.mark.parametrize("K, duration", [(2, "nonparametric"), (3, "poisson")])
+def test_hdp_hsmm_finds_the_number_of_states(K, duration):
+    """Truncation 8; the posterior mode of the number of states used is the teacher's."""
+    mode, p, model = hdp_hsmm_mode(K, duration, seed=0, sweeps=300)
+    assert mode == K, p.round(2)
+    assert np.all(np.diagonal(model.posterior_samples_["transmat_"], axis1=2, axis2=3) == 0)
+    assert np.all(model.posterior_samples_["hdp_kappa"] == 0.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("K", [2, 3, 5])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_hdp_hsmm_finds_the_number_of_states_long(K, seed):
+    mode, p, _ = hdp_hsmm_mode(K, "poisson", seed=seed, sweeps=900)
+    assert mode == K, p.round(2)
+
+
+def test_hdp_hsmm_draws_are_saved_and_score_as_before(tmp_path):
+    X = _segments_teacher(2, 3, T=200)
+    model = hs.HSMM(4, duration="geometric", max_duration=40, emission="gaussian",
+                    learn="gibbs", transmat_prior="hdp", random_state=0,
+                    learner_options={"n_samples": 30, "burn_in": 10, "n_chains": 2,
+                                     "check_convergence": False}).fit(X)
+    model.save(tmp_path / "m")
+    back = hs.load(tmp_path / "m")
+    np.testing.assert_array_equal(back.posterior_samples_["hdp_beta"],
+                                  model.posterior_samples_["hdp_beta"])
+    assert back.score(X) == model.score(X)
+    np.testing.assert_array_equal(back.n_states_posterior(), model.n_states_posterior())
+
+
+@pytest.mark.parametrize("hyper, match", [
+    ({"learn": "em"}, "^transmat_prior: 'hdp' is sampled by learn='gibbs' only"),
+    ({"learner_options": {"kappa": 1.0}}, "^learner_options: 'kappa' is not an option"),
+    ({"learner_options": {"gamma_prior": (0.0, 1.0)}}, "^gamma_prior: expected a pair"),
+    ({"learner_options": {"alpha": -1.0}}, "^alpha: expected a concentration"),
+    ({"transmat_prior": "sticky-hdp"}, "^transmat_prior: 'sticky-hdp' is not a prior of "
+                                       "the HSMM"),
+])
+def test_bad_hdp_settings_are_refused_naming_them(hyper, match):
+    kw = {"learn": "gibbs", "transmat_prior": "hdp", **hyper}
+    with pytest.raises(InvalidInputError, match=match):
+        hs.HSMM(3, max_duration=4, **kw).fit(np.array([0, 1, 1, 0, 2, 2, 1, 0]))
+
+
+@pytest.mark.parametrize("n, c", [(50.0, 2.0), (2000.0, 5.0), (1e30, 0.2)])
+def test_large_crt_draws_have_the_crt_mean_and_variance(n, c):
+    """The table counts of n customers drawn by jumping from table to table (used above
+    1e6 customers, where the HDP-HSMM's completed counts can reach 1e30): the exact mean
+    c (psi(c + n) - psi(c)) and variance (mean - c^2 (psi'(c) - psi'(c + n))) within
+    z < 4.5 over 1,500 draws."""
+    from scipy.special import digamma, polygamma
+
+    from hiddenstate.families.hdp import _crt_large
+
+    rng = np.random.default_rng(5)
+    draws = np.array([_crt_large(n, c, rng) for _ in range(1500)], dtype=np.float64)
+    mean = c * (digamma(c + n) - digamma(c))
+    var = mean - c * c * (polygamma(1, c) - polygamma(1, c + n))
+    assert abs(draws.mean() - mean) < 4.5 * np.sqrt(var / len(draws))
+    assert abs(draws.var() / var - 1.0) < 4.5 * np.sqrt(2.0 / len(draws)) * 1.5

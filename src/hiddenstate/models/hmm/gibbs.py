@@ -25,8 +25,9 @@ HDP_NAMES = {"beta": "hdp_beta", "alpha": "hdp_alpha", "kappa": "hdp_kappa",
 
 
 def gibbs_extra_options(model) -> dict:
-    """The model's own ``learner_options`` under ``learn="gibbs"``: the sticky HDP's."""
-    return dict(HDP_OPTIONS) if is_sticky(model) else {}
+    """The model's own ``learner_options`` under ``learn="gibbs"`` (the sticky HDP's; an
+    HSMM's HDP)."""
+    return model._gibbs_extra_options()
 
 
 def check_gibbs_hyperparameters(model) -> None:
@@ -38,11 +39,7 @@ def check_gibbs_hyperparameters(model) -> None:
             "n_init: learn='gibbs' runs chains, not restarts; use n_init=1 and "
             "learner_options={'n_chains': ...}")
     if isinstance(model.transmat_prior, str):
-        if model.transmat_prior != STICKY_HDP:
-            raise InvalidInputError(
-                f"transmat_prior: {model.transmat_prior!r} is not a prior; pass a Dirichlet "
-                f"concentration or {STICKY_HDP!r}")
-        check_sticky(model)
+        model._check_gibbs_transmat_prior()
     gibbs_options(model, gibbs_extra_options(model))
 
 
@@ -52,11 +49,18 @@ def fit_hmm_gibbs(model, problem, start, n_features, rng, callback=None):
 
     Also the :class:`~hiddenstate.HSMM`'s: its transitions between segments are stored as
     their allowed entries (``model._gibbs_transitions()``, the off-diagonal ones) and its
-    block ``durations`` adds the duration parameters by their attribute names."""
+    block ``durations`` adds the duration parameters by their attribute names. A
+    transition block whose parameters are a dict (the sticky HDP-HMM's, the HDP-HSMM's)
+    adds its global weights and concentrations (:data:`HDP_NAMES`), and its Problem gives
+    its starting dict (``start_params``) and its matrix (``dense_transmat``).
+    ``transmat_`` is the posterior mean of the matrices of the draws."""
     transitions = model._gibbs_transitions()
-    sticky = is_sticky(model)
+    hdp = callable(getattr(problem, "start_params", None))
+    own = getattr(problem, "dense_transmat", None)
 
     def dense(transmat):
+        if own is not None:
+            return own(transmat)
         if isinstance(transmat, dict):
             transmat = transmat["transmat"]
         return transmat if transitions is None else transitions.dense(transmat)
@@ -66,21 +70,23 @@ def fit_hmm_gibbs(model, problem, start, n_features, rng, callback=None):
         for block in ("emission", "durations"):
             for key, value in draw.get(block, {}).items():
                 out[key + "_"] = value
-        if sticky:
+        if hdp:
             out.update({HDP_NAMES[k]: np.asarray(draw["transmat"][k], dtype=np.float64)
                         for k in HDP_NAMES})
         return out
 
     def chain_start(c):
         params = start(c)
-        return problem.start_params(params) if sticky else params
+        return problem.start_params(params) if hdp else params
 
     clear_gibbs(model)
     result = fit_gibbs(model, problem, chain_start, model.learned_letters(), rng, to_attrs,
                        callback, gibbs_extra_options(model))
     model.n_features_ = n_features
     mean = result.mean
-    model.assign_params(mean["startprob"], dense(mean["transmat"]), mean["emission"])
+    model.assign_params(mean["startprob"],
+                        model.posterior_samples_["transmat_"].mean(axis=(0, 1)),
+                        mean["emission"])
     for key, value in mean.get("durations", {}).items():
         setattr(model, key + "_", value)
     model._set_posterior_(None)
@@ -90,6 +96,18 @@ def fit_hmm_gibbs(model, problem, start, n_features, rng, callback=None):
 class HMMGibbs(PosteriorSampling):
     """What a Gibbs fit adds to :class:`~hiddenstate.HMM` (a base of it): the draws'
     assignment and the posterior over the number of states in use."""
+
+    def _gibbs_extra_options(self) -> dict:
+        """The model's own ``learner_options`` under ``learn="gibbs"``: the sticky HDP's."""
+        return dict(HDP_OPTIONS) if is_sticky(self) else {}
+
+    def _check_gibbs_transmat_prior(self) -> None:
+        """A ``transmat_prior`` given by name under ``learn="gibbs"``: ``"sticky-hdp"``."""
+        if self.transmat_prior != STICKY_HDP:
+            raise InvalidInputError(
+                f"transmat_prior: {self.transmat_prior!r} is not a prior; pass a Dirichlet "
+                f"concentration or {STICKY_HDP!r}")
+        check_sticky(self)
 
     def _gibbs_transitions(self):
         """The allowed transitions the transition block stores (None: the dense matrix)."""
@@ -103,8 +121,10 @@ class HMMGibbs(PosteriorSampling):
     def n_states_posterior(self) -> np.ndarray:
         """Return the posterior distribution of the number of states in use.
 
-        After a sticky HDP-HMM fit (``learn="gibbs"``, ``transmat_prior="sticky-hdp"``):
-        the share of the kept draws whose hidden paths visit ``k`` distinct states.
+        After a sticky HDP-HMM fit (``learn="gibbs"``, ``transmat_prior="sticky-hdp"``; an
+        HDP-HSMM: :class:`~hiddenstate.HSMM` with ``transmat_prior="hdp"``): the share of
+        the kept draws whose hidden paths use ``k`` distinct states (each holding at least
+        ``min_share`` of the observations).
 
         Returns
         -------
@@ -136,7 +156,7 @@ class HMMGibbs(PosteriorSampling):
 
             raise NotFittedError(
                 f"This {type(self).__name__} has no draws of the number of states; fit it "
-                "with learn='gibbs' and transmat_prior='sticky-hdp'")
+                "with learn='gibbs' and transmat_prior='sticky-hdp' (an HSMM: 'hdp')")
         counts = np.bincount(np.asarray(used, dtype=np.int64).ravel(),
                              minlength=self.n_states + 1)
         return counts / counts.sum()

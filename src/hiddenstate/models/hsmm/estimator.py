@@ -30,6 +30,7 @@ from ..._validation import (
 )
 from ...errors import InvalidInputError
 from ...families.durations import DURATIONS
+from ...families.hdp import HDP_HSMM_OPTIONS
 from ...inference import Sequences
 from ...learn import MODES, fit_restarts
 from ...learn.gibbs_fit import clear_gibbs, posterior_predictive
@@ -49,6 +50,7 @@ from ..hmm.init import (
 from ..hmm.memory import sample_bytes
 from ..hmm.parameters import POSTERIOR_SUFFIX
 from .engine import ENGINES, Runner
+from .hdp import HDP, HDPHSMMProblem, check_hdp, is_hdp
 from .problem import HSMMProblem, between_states, check_possible
 
 #: the letters of every parameter: the HMM's and ``d`` (the durations)
@@ -67,8 +69,7 @@ def _no_weights(weights) -> None:
 
 def check_gibbs_durations(model) -> None:
     """``learn="gibbs"`` draws every block from its conjugate posterior: refuse the
-    negative-binomial durations (their shape r has no conjugate prior) and the sticky HDP
-    prior (an HMM's)."""
+    negative-binomial durations (their shape r has no conjugate prior)."""
     if model.duration == "negative-binomial":
         raise InvalidInputError(
             "duration: learn='gibbs' draws every parameter block from its conjugate "
@@ -76,11 +77,6 @@ def check_gibbs_durations(model) -> None:
             "'nonparametric', 'geometric' or 'poisson' with learn='gibbs' (Dirichlet, Beta "
             "and Gamma draws), or learn='em', 'map', 'vt' or 'kvt' for "
             "negative-binomial durations")
-    if isinstance(model.transmat_prior, str):
-        raise InvalidInputError(
-            f"transmat_prior: {model.transmat_prior!r} is an HMM's prior; the HSMM's "
-            "transitions between segments take a Dirichlet concentration (a number or a "
-            "(n_states, n_states) array)")
 
 
 class HSMM(HMM):
@@ -157,7 +153,11 @@ class HSMM(HMM):
         The number of segmentations of ``learn="kvt"``.
     startprob_prior, transmat_prior : float, array-like or None, default=None
         The Dirichlet concentrations of the initial distribution and of each row of
-        transitions between segments (its diagonal is not a parameter).
+        transitions between segments (its diagonal is not a parameter). ``transmat_prior=
+        "hdp"`` (``learn="gibbs"`` only): the HDP-HSMM of Johnson & Willsky (2013), weak
+        limit with truncation ``n_states``, its options in ``learner_options``
+        (:mod:`hiddenstate.models.hsmm.hdp`); :meth:`n_states_posterior` gives the
+        posterior of the number of states in use.
     emissionprob_prior, means_prior, means_weight : float, array-like or None, default=None
         The emission priors, as :class:`~hiddenstate.HMM`'s.
     covars_prior, covars_weight : float, array-like or None, default=None
@@ -183,7 +183,11 @@ class HSMM(HMM):
         ``"auto"`` takes the cheaper of the two where both apply. Same results.
     learner_options : dict or None, default=None
         The options of ``learn="gibbs"``: ``n_samples``, ``burn_in``, ``thin``,
-        ``n_chains``, ``n_jobs``, ``check_convergence`` (as :class:`~hiddenstate.HMM`'s).
+        ``n_chains``, ``n_jobs``, ``check_convergence`` (as :class:`~hiddenstate.HMM`'s);
+        with ``transmat_prior="hdp"`` also ``alpha``, ``gamma`` (fixed concentrations;
+        None: sampled), ``alpha_prior``, ``gamma_prior`` (their Gamma (shape, rate)
+        hyper-priors) and ``min_share``
+        (:data:`hiddenstate.families.hdp.HDP_HSMM_OPTIONS`).
 
     Attributes
     ----------
@@ -300,6 +304,8 @@ class HSMM(HMM):
         check_positive_int(self.n_states, "n_states", minimum=2)
         if self.learn == "gibbs":
             check_gibbs_durations(self)
+        if is_hdp(self):
+            check_hdp(self)
         if isinstance(self.learn, str) and self.learn in ONLINE_MODES:
             raise InvalidInputError(
                 f"learn: the HSMM learns by the batch modes {MODES}; the streaming learner "
@@ -560,6 +566,10 @@ class HSMM(HMM):
                 "set, e.g. max_duration=100")
         dfamily = self.duration_family(D)
         dfamily.check_prior(self.learn)
+        if is_hdp(self):
+            options = {**HDP_HSMM_OPTIONS, **(self.learner_options or {})}
+            return HDPHSMMProblem(family, dfamily, X, seqs, self.prior("startprob_prior"),
+                                  options, self.engine, states)
         return HSMMProblem(family, dfamily, X, seqs, self.prior("startprob_prior"),
                            self.prior("transmat_prior"), self.engine, states)
 
@@ -692,6 +702,18 @@ class HSMM(HMM):
     def _gibbs_transitions(self):
         """The transitions between segments are stored as their off-diagonal entries."""
         return between_states(self.n_states)
+
+    def _gibbs_extra_options(self) -> dict:
+        """The HDP-HSMM's ``learner_options`` (``transmat_prior="hdp"``)."""
+        return dict(HDP_HSMM_OPTIONS) if is_hdp(self) else {}
+
+    def _check_gibbs_transmat_prior(self) -> None:
+        """A ``transmat_prior`` given by name under ``learn="gibbs"``: ``"hdp"``."""
+        if not is_hdp(self):
+            raise InvalidInputError(
+                f"transmat_prior: {self.transmat_prior!r} is not a prior of the HSMM; pass a "
+                f"Dirichlet concentration or {HDP!r} (the HDP-HSMM: the transitions "
+                "between segments need no stickiness)")
 
     def _gibbs_assign(self, draw: dict) -> None:
         """Set the parameters to one draw of ``posterior_samples_`` (by name)."""

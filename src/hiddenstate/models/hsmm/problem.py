@@ -101,8 +101,12 @@ class HSMMProblem:
         self.n_virtual = {"startprob": len(seqs.lengths), "transmat": n, "emission": n,
                           "durations": n}
 
+    def dense_transmat(self, transmat) -> np.ndarray:
+        """The ``(K, K)`` transitions between segments of the block's parameters."""
+        return self.transitions.dense(transmat)
+
     def _runner(self, views, need: str) -> Runner:
-        return Runner.build(views["startprob"], self.transitions.dense(views["transmat"]),
+        return Runner.build(views["startprob"], self.dense_transmat(views["transmat"]),
                             self.dfamily, views["durations"], self.engine, self.seqs, need)
 
     def _table(self, views, runner: Runner):
@@ -139,12 +143,17 @@ class HSMMProblem:
         n_rows = table.emis.shape[0] if table.by_idx else len(self.X)
         start, trans, post, complete, censored = path_counts(paths, weights, self.seqs, K, D,
                                                              rows, n_rows)
+        visits = post.sum(axis=0)
         post = inference.fold_rows(post, fold)
-        stats = {"startprob": start, "transmat": self.transitions.gather(trans),
+        stats = {"startprob": start, "transmat": self._trans_stats(start, trans, visits),
                  "emission": self.family.statistics_at(views["emission"],
                                                        self.X if X is None else X, post),
                  "durations": self.dfamily.statistics(complete, censored)}
         return stats, (start, trans, complete, censored)
+
+    def _trans_stats(self, start, trans, visits):
+        """The transition block's statistics: its allowed entries of the move counts."""
+        return self.transitions.gather(trans)
 
     def path_counts(self, views, k):
         """Max-product: ``(objective of the k best segmentations, counts per block, paths)``."""

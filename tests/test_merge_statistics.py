@@ -333,6 +333,39 @@ def test_merged_statistics_of_the_sticky_hdp_transitions():
         _assert_equal_stats(merged, want, str(parts))
 
 
+def test_merged_statistics_of_the_hdp_hsmm_transitions():
+    """The HDP-HSMM's transition block (learn="gibbs", transmat_prior="hdp"): its statistics
+    (moves between segments, start counts, time steps per state) of any split, merged,
+    equal the whole data's."""
+    rng = np.random.default_rng(15)
+    gen = _generator("categorical", rng)
+    X, lengths, _ = _draw(gen, rng, False)
+    model = hs.HSMM(K, learn="gibbs", transmat_prior="hdp", n_features=5, max_duration=12)
+    seqs = Sequences.from_lengths(lengths)
+    Xv = model.validate_data(X[:, 0], lengths, 5)[0]
+    family = model.emission_family(5, Xv)
+    whole = model.problem(family, Xv, seqs)
+    A = np.full((K, K), 1.0 / (K - 1))
+    np.fill_diagonal(A, 0.0)
+    views = whole.start_params({
+        "startprob": gen.startprob_, "transmat": whole.transitions.gather(A),
+        "emission": {"emissionprob": gen.emissionprob_},
+        "durations": whole.blocks["durations"].initialize(np.linspace(0.6, 0.9, K))})
+    want_value, want = whole.expected_counts(views)
+    assert set(want["transmat"]) == {"trans", "start", "visits"}
+    assert want["transmat"]["visits"].sum() == pytest.approx(len(Xv), rel=1e-12)
+    for parts in _splits(np.random.default_rng(16)):
+        merged, value = None, 0.0
+        for seq_ids in parts:
+            rows = _rows(lengths, seq_ids)
+            sub = model.problem(family, Xv[rows], Sequences.from_lengths(lengths[seq_ids]))
+            v, stats = sub.expected_counts(views)
+            value += v
+            merged = stats if merged is None else merge_statistics(whole.blocks, merged, stats)
+        assert abs(value - want_value) <= RTOL * abs(want_value)
+        _assert_equal_stats(merged, want, str(parts))
+
+
 def test_every_family_must_merge_its_statistics():
     """No silent default: a family without ``merge_statistics`` cannot be built."""
     from hiddenstate.families.base import EmissionFamily

@@ -120,10 +120,11 @@ class HSMMProblem:
             lambda rows: self.family.log_likelihood(views["emission"], self.X[rows]))
 
     def _stats(self, start, trans, post, complete, censored, dstats, views, table, fold):
+        visits = post.sum(axis=0)
         post = inference.fold_rows(fold_by_row(post, table), fold)
         if dstats is None:
             dstats = self.dfamily.statistics(complete, censored)
-        return {"startprob": start, "transmat": self.transitions.gather(trans),
+        return {"startprob": start, "transmat": self._trans_stats(start, trans, visits),
                 "emission": self.family.statistics_at(views["emission"], self.X, post),
                 "durations": dstats}
 

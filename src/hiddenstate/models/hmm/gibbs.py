@@ -97,6 +97,9 @@ class HMMGibbs(PosteriorSampling):
     """What a Gibbs fit adds to :class:`~hiddenstate.HMM` (a base of it): the draws'
     assignment and the posterior over the number of states in use."""
 
+    #: the priors ``transmat_prior`` may name (under ``learn="gibbs"``)
+    named_transmat_priors = (STICKY_HDP,)
+
     def _gibbs_extra_options(self) -> dict:
         """The model's own ``learner_options`` under ``learn="gibbs"``: the sticky HDP's."""
         return dict(HDP_OPTIONS) if is_sticky(self) else {}

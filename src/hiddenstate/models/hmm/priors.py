@@ -154,8 +154,9 @@ def check_priors(model, n_features, n_emission_states: int) -> None:
                  or n in FAMILY_PRIORS[model.emission]]
         for name in names:
             value = model.prior(name)
-            if name == "transmat_prior" and isinstance(value, str) and value == "sticky-hdp":
-                continue  # "sticky-hdp": checked with its options (models.hmm.hdp)
+            if name == "transmat_prior" and isinstance(value, str) and value in getattr(
+                    model, "named_transmat_priors", ("sticky-hdp",)):
+                continue  # "sticky-hdp" (an HSMM's "hdp"): checked with its options
             if value is None and name == "emissionprob_prior":   # VB's default: 1/W
                 value = 1.0 / (max(D) if isinstance(D, tuple) else D)
             alpha = prior_array(name, value, shapes[name])

@@ -241,6 +241,8 @@ class HSMM(HMM):
     bandwidth = None
     transmat_mask = None
     fixed = None
+    #: the priors ``transmat_prior`` may name (under ``learn="gibbs"``): the HDP-HSMM's
+    named_transmat_priors = (HDP,)
 
     @keyword_only_after_first
     def __init__(self, n_states: int = 2, duration: str = "nonparametric",

@@ -8,7 +8,9 @@ NumPyro's NUTS on the same HMM with its hidden states summed out.
 **Sweep vs EM iteration** (target: a sweep costs at most 1.5x an iteration). Workload (a) of
 ``bench_learn_modes.py`` (categorical HMM, K = 10, W = 50, 200 sequences x 1000) and a
 Gaussian one (K = 8, diagonal covariances, D = 4, 200 x 1000, drawn from a random sticky
-HMM). From the same parameters: ``--n-iter`` EM iterations (``learn.fit``, ``tol=-inf``)
+HMM), and an HSMM (K = 5, Poisson durations, ``max_duration`` 50, Gaussian emissions, 20 x
+1000, drawn from a teacher with mean durations 6..21). From the same parameters:
+``--n-iter`` EM iterations (``learn.fit``, ``tol=-inf``)
 and as many Gibbs sweeps (``learn.gibbs``'s chain loop: FFBS, counts, the log joint, one
 conjugate draw per block; no relabelling, which runs once after the chains). Median of
 ``--repeats`` runs, interleaved; with one numba thread and with all of them (on a shared
@@ -97,12 +99,44 @@ def build(X, lengths, n_features, emission, K, mode):
     return model.problem(model.emission_family(n_features, Xv), Xv, seqs)
 
 
+def hsmm_workload(seed=5, K=5, D=50, n_seq=20, seq_len=1000):
+    """An HSMM with Poisson durations (means 6..21) and unit Gaussian noise around means 2
+    apart; the starting point: the teacher's parameters, the durations' rates halved."""
+    teacher = hs.HSMM(K, duration="poisson", max_duration=D, emission="gaussian",
+                      n_features=1)
+    A = np.full((K, K), 1 / (K - 1))
+    np.fill_diagonal(A, 0.0)
+    teacher.startprob_, teacher.transmat_ = np.full(K, 1 / K), A
+    teacher.duration_rates_ = np.linspace(5, 20, K)
+    teacher.means_, teacher.covars_ = 2.0 * np.arange(K)[:, None], np.ones((K, 1))
+    X = np.concatenate([teacher.sample(seq_len, random_state=seed + i)[0]
+                        for i in range(n_seq)])
+    mask = ~np.eye(K, dtype=bool)
+    init = {"startprob": np.full(K, 1 / K), "transmat": A[mask],
+            "emission": {"means": 2.0 * np.arange(K)[:, None], "covars": np.ones((K, 1))},
+            "durations": {"duration_rates": np.linspace(5, 20, K) / 2}}
+    return X, [seq_len] * n_seq, 1, init
+
+
+def build_hsmm(X, lengths, mode, K, D=50):
+    kw = {} if mode == "em" else {"startprob_prior": 1.0, "transmat_prior": 1.0}
+    model = hs.HSMM(K, duration="poisson", max_duration=D, emission="gaussian", learn=mode,
+                    **kw)
+    Xv, seqs = model.validate_data(X, lengths, 1)
+    return model.problem(model.emission_family(1, Xv), Xv, seqs)
+
+
 def time_sweeps(workload, emission, n_iter, repeats):
     X, lengths, n_features, init = workload
     K = len(init["startprob"])
     which = "ste" if emission == "categorical" else "stmc"
-    em_problem = build(X, lengths, n_features, emission, K, "em")
-    gb_problem = build(X, lengths, n_features, emission, K, "gibbs")
+    if emission == "hsmm":
+        which = "stmcd"
+        em_problem = build_hsmm(X, lengths, "em", K)
+        gb_problem = build_hsmm(X, lengths, "gibbs", K)
+    else:
+        em_problem = build(X, lengths, n_features, emission, K, "em")
+        gb_problem = build(X, lengths, n_features, emission, K, "gibbs")
 
     def em():
         learn.fit(em_problem, "em", init, learn.ConvergenceMonitor(-np.inf, n_iter), which)
@@ -270,7 +304,9 @@ def main():
           f"target <= {TARGET}x |")
     print("|---|---|---|---|---|---|")
     workloads = (("categorical K=10, W=50, 200 x 1000", categorical_workload(), "categorical"),
-                 ("Gaussian diag K=8, D=4, 200 x 1000", gaussian_workload(), "gaussian"))
+                 ("Gaussian diag K=8, D=4, 200 x 1000", gaussian_workload(), "gaussian"),
+                 ("HSMM Poisson durations K=5, max_duration 50, Gaussian, 20 x 1000",
+                  hsmm_workload(), "hsmm"))
     for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
         numba.set_num_threads(threads)
         for label, workload, emission in workloads:

@@ -454,6 +454,15 @@ class HDPSegmentTransitions:
     \beta_j)` of 0.01, :math:`1 - \pi_{jj}` is often below 1e-50 and :math:`s_j` above
     1e50. Here every count is of the order of :math:`1/(1 - \beta_j)`.
 
+    **Limitation (mixing).** That count, :math:`t_j`, feeds :math:`\beta_j` back: once a
+    state's global weight nears 1, :math:`\log(1 - \beta_j)` moves as a random walk with
+    little drift (the exact posterior puts almost no mass there, but the chain leaves
+    slowly), and a chain that reaches the float64 floor stops with a
+    :class:`~hiddenstate.errors.NumericalError`. It happened in 1 of 6 runs of 900 sweeps
+    on sampled data (``tests/test_gibbs_hsmm.py``, marked); J&W's completion has
+    :math:`\log s_j` tables instead and would not feed back so, at the cost of table
+    counts of 1e50 customers.
+
     Parameters
     ----------
     n_states : int
@@ -601,8 +610,10 @@ class HDPSegmentTransitions:
             raise NumericalError(
                 "transmat: an HDP-HSMM draw put a state's global weight beta_j so close to 1 "
                 "that the completion of its row's normaliser overflows (gamma, the global "
-                f"concentration, is {gamma:.3g}); give gamma a larger value or a "
-                "hyper-prior away from 0 (learner_options 'gamma' or 'gamma_prior')")
+                f"concentration, is {gamma:.3g}; the chain drifted into a corner it leaves "
+                "slowly, see hiddenstate.families.hdp.HDPSegmentTransitions); run another "
+                "random_state, fewer sweeps, or fix gamma larger (learner_options "
+                "'gamma' or 'gamma_prior')")
         big = rate > 1e15
         t = rng.poisson(np.where(big, 0.0, rate)).astype(np.float64)
         t[big] = np.rint(rate[big] + np.sqrt(rate[big]) * rng.standard_normal(int(big.sum())))

@@ -443,3 +443,53 @@ def test_lane_plans_are_what_their_definition_says():
             np.testing.assert_array_equal(a, b)
         blocks = (plan.end - plan.first).reshape(-1, 8).max(axis=1)
         np.testing.assert_array_equal(plan.chunks, chunk_bounds(blocks))
+
+
+@pytest.mark.parametrize("priors", [(0.0, 0.0, 0.0, 1.0), (0.5, 2.0, 0.3, 3.5)])
+@pytest.mark.parametrize("which", ["mc", "m", "c"])
+def test_gaussian_diag_mstep_kernel_matches_numpy_path(priors, which):
+    """The compiled diagonal M-step (``GaussianEmissions._diag_mstep``) against the general
+    NumPy path, bit for bit: a dead state (no mass), a state without any posterior, a state
+    whose variance is floored, data far from the reference point."""
+    from hiddenstate.families import GaussianEmissions
+
+    rng = np.random.default_rng(7)
+    K, D, N = 6, 3, 400
+    X = rng.normal(size=(N, D)) * np.array([1e-3, 1.0, 50.0]) + 3.0
+    post = rng.random((N, K))
+    post[:, 1] = 0.0          # no mass at all
+    post[:, 2] = 1e-300       # dead: below DEAD_MASS once summed... and kept
+    post[:, 3] *= 1e-6        # little mass
+    post /= post.sum(axis=1, keepdims=True)
+    mp, mw, cp, cw = priors
+    family = GaussianEmissions(K, D, "diag", min_covar=1e-3, means_prior=mp, means_weight=mw,
+                               covars_prior=cp, covars_weight=cw)
+    params = {"means": rng.normal(size=(K, D)), "covars": rng.random((K, D)) + 0.5}
+    stats = family.statistics(X, post)
+    stats["post"][2] = 1e-295  # below DEAD_MASS (1e-290)
+    fast, flagged = family._diag_mstep(params, stats, which)
+    slow, expected = family._mstep(params, stats, which)
+    assert flagged == expected and 2 in flagged
+    if which == "mc" and cp == 0:  # column 0's variance (1e-6) is floored
+        assert flagged == list(range(K))
+    for key in ("means", "covars"):
+        assert fast[key].tobytes() == slow[key].tobytes()
+    assert family.mstep(params, stats, which)[0]["covars"].tobytes() == slow["covars"].tobytes()
+
+
+def test_gaussian_cancelling_check_matches_numpy():
+    """The compiled test of ``_resum_cancelling`` against its NumPy expression."""
+    from hiddenstate.families.base import DEAD_MASS
+    from hiddenstate.kernels import gaussian_diag_cancelling
+
+    rng = np.random.default_rng(3)
+    n = np.array([0.0, 1e-300, 2.0, 5.0, 7.0])
+    s1 = rng.normal(size=(5, 4)) * np.array([1.0, 1e4, 1e-4, 3.0])
+    s2 = s1 * s1 / n[:, None].clip(1.0) + rng.random((5, 4)) * np.array([1, 1e-6, 1, 1e-9])
+    redo = np.empty((5, 4), dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        mean, raw = s1 / n[:, None], s2 / n[:, None]
+        expected = (n[:, None] >= DEAD_MASS) & (raw > 1e6 * (raw - mean * mean))
+    assert gaussian_diag_cancelling(n, s1, s2, DEAD_MASS, 1e6, redo) == expected.any()
+    np.testing.assert_array_equal(redo, expected)
+    assert expected.any() and not expected.all()

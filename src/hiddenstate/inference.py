@@ -607,8 +607,13 @@ def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, 
     """
     if callable(transmat):  # a structured model's successor function (Transitions)
         successors = transmat
-    elif np.all(startprob) and np.all(transmat):  # every state at every position
-        return np.ones((1, len(startprob)), dtype=bool), 0, 1
+    elif np.asarray(transmat).all():  # every state one step after any state
+        first = np.asarray(startprob) > 0
+        if first.all():  # every state at every position
+            return np.ones((1, len(first)), dtype=bool), 0, 1
+        if first.any() and max_len > 1:
+            return np.array([first, np.ones(len(first), dtype=bool)]), 1, 1
+        return first[None], 0, 1
     else:
         step = np.asarray(transmat) > 0
 
@@ -677,20 +682,35 @@ def emission_table(family, params: dict, X: np.ndarray, startprob, transmat,
     masks, s, p = state_supports(startprob, transmat, seqs.max_len)
     base = masks[s] if p == 1 else masks[s:].any(axis=0)
     table = family.table(params, X, base)
-    if table.log_offset is None:  # unscaled probabilities (categorical): nothing underflows
+    # unscaled probabilities (categorical): nothing underflows; one support: nothing to redo
+    if table.log_offset is None or len(masks) == 1:
         return table
     other = np.any(masks != base, axis=1)
     if not other.any():
         return table
-    pos = np.arange(seqs.n_samples) - np.repeat(seqs.bounds[:-1], seqs.lengths)
-    idx = np.where(pos < len(masks), pos, s + (pos - s) % p)
-    rows = np.flatnonzero(other[idx])
+    rows, at = _rows_at(seqs, other, s, p)
     if len(rows):
-        log_frame = np.where(masks[idx[rows]], family.log_likelihood(params, X[rows]), -np.inf)
+        log_frame = np.where(masks[at], family.log_likelihood(params, X[rows]), -np.inf)
         top = log_frame.max(axis=1)
         table.emis[rows] = np.exp(log_frame - np.where(top > -np.inf, top, 0.0)[:, None])
         table.log_offset[rows] = top
     return table
+
+
+def _rows_at(seqs: Sequences, other: np.ndarray, s: int, p: int
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose position ``t`` in their sequence has ``other[m(t)]``, in row order,
+    and ``m(t)`` for each (``m(t) = t`` below ``len(other)``, ``s + (t - s) % p`` beyond:
+    :func:`state_supports`). Period 1: only positions below ``s`` can be set, a few rows
+    of each sequence, found without a pass over every row."""
+    if p == 1:
+        t = np.flatnonzero(other[:s])
+        hit = t[None, :] < seqs.lengths[:, None]
+        return (seqs.bounds[:-1, None] + t[None, :])[hit], np.broadcast_to(t, hit.shape)[hit]
+    pos = np.arange(seqs.n_samples) - np.repeat(seqs.bounds[:-1], seqs.lengths)
+    idx = np.where(pos < len(other), pos, s + (pos - s) % p)
+    rows = np.flatnonzero(other[idx])
+    return rows, idx[rows]
 
 
 def clamp_states(table: EmissionTable, states: np.ndarray, log_likelihood

@@ -493,3 +493,33 @@ def test_gaussian_cancelling_check_matches_numpy():
     assert gaussian_diag_cancelling(n, s1, s2, DEAD_MASS, 1e6, redo) == expected.any()
     np.testing.assert_array_equal(redo, expected)
     assert expected.any() and not expected.all()
+
+
+@pytest.mark.parametrize("covariance_type", ["diag", "spherical", "full"])
+def test_emission_table_rows_by_table_match_log_likelihood(covariance_type):
+    """``emission_table`` rebuilds the rows whose support differs (zeros in startprob and
+    transmat; a periodic chain) with ``family.table`` per support for the Gaussian family
+    (``table_rows_exact``): the same numbers as from ``log_likelihood``, bit for bit, and
+    states far out of reach do not underflow the possible ones."""
+    from hiddenstate.families import GaussianEmissions
+
+    rng = np.random.default_rng(11)
+    K, D = 4, 2
+    family = GaussianEmissions(K, D, covariance_type)
+    params = {"means": rng.normal(scale=40.0, size=(K, D)),
+              "covars": {"diag": np.full((K, D), 0.5), "spherical": np.full(K, 0.5),
+                         "full": np.tile(np.eye(D) * 0.5, (K, 1, 1))}[covariance_type]}
+    X = rng.normal(scale=40.0, size=(60, D))
+    seqs = Sequences.from_lengths([1, 25, 3, 31])
+    startprob = np.array([1.0, 0.0, 0.0, 0.0])
+    chains = [np.array([[0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0], [0, 0, 0.5, 0.5], [0, 0, 0, 1.0]]),
+              np.array([[0, 1.0, 0, 0], [0, 0, 1.0, 0], [1.0, 0, 0, 0], [0, 0, 0, 1.0]]),
+              random_stochastic(rng, (K, K))]
+    for transmat in chains:
+        fast = inference.emission_table(family, params, X, startprob, transmat, seqs)
+        family.table_rows_exact = False
+        slow = inference.emission_table(family, params, X, startprob, transmat, seqs)
+        del family.table_rows_exact
+        assert fast.emis.tobytes() == slow.emis.tobytes()
+        assert fast.log_offset.tobytes() == slow.log_offset.tobytes()
+        assert (fast.emis.max(axis=1) > 0).all()

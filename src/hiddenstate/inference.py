@@ -120,6 +120,12 @@ class LanePlan:
         return int((self.end - self.first).sum())
 
     @cached_property
+    def unit_weights(self) -> np.ndarray:
+        """1.0 for each real entry, 0.0 for a padding entry (the kernels' lane weights
+        without sequence weights; never written)."""
+        return (self.seq >= 0).astype(np.float64)
+
+    @cached_property
     def _heads(self) -> np.ndarray:
         """The first entry of each sequence."""
         return np.flatnonzero((self.seq >= 0) & (self.part == 0))
@@ -612,7 +618,9 @@ def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, 
         if first.all():  # every state at every position
             return np.ones((1, len(first)), dtype=bool), 0, 1
         if first.any() and max_len > 1:
-            return np.array([first, np.ones(len(first), dtype=bool)]), 1, 1
+            masks = np.ones((2, len(first)), dtype=bool)
+            masks[0] = first
+            return masks, 1, 1
         return first[None], 0, 1
     else:
         step = np.asarray(transmat) > 0
@@ -685,11 +693,17 @@ def emission_table(family, params: dict, X: np.ndarray, startprob, transmat,
     # unscaled probabilities (categorical): nothing underflows; one support: nothing to redo
     if table.log_offset is None or len(masks) == 1:
         return table
-    other = np.any(masks != base, axis=1)
+    other = (masks != base).any(axis=1)
     if not other.any():
         return table
     rows, at = _rows_at(seqs, other, s, p)
-    if len(rows):
+    if len(rows) and family.table_rows_exact:  # one table call per support
+        for m in (at[:1] if at.min() == at.max() else np.unique(at)):
+            part = rows if len(at) == 1 else rows[at == m]
+            sub = family.table(params, X[part], masks[m])
+            table.emis[part] = sub.emis
+            table.log_offset[part] = sub.log_offset
+    elif len(rows):
         log_frame = np.where(masks[at], family.log_likelihood(params, X[rows]), -np.inf)
         top = log_frame.max(axis=1)
         table.emis[rows] = np.exp(log_frame - np.where(top > -np.inf, top, 0.0)[:, None])
@@ -705,8 +719,12 @@ def _rows_at(seqs: Sequences, other: np.ndarray, s: int, p: int
     of each sequence, found without a pass over every row."""
     if p == 1:
         t = np.flatnonzero(other[:s])
+        if len(seqs.lengths) == 1:
+            return t, t  # s < max_len: every such position is in the sequence
         hit = t[None, :] < seqs.lengths[:, None]
-        return (seqs.bounds[:-1, None] + t[None, :])[hit], np.broadcast_to(t, hit.shape)[hit]
+        at = np.empty(hit.shape, dtype=np.int64)
+        at[:] = t
+        return (seqs.bounds[:-1, None] + t[None, :])[hit], at[hit]
     pos = np.arange(seqs.n_samples) - np.repeat(seqs.bounds[:-1], seqs.lengths)
     idx = np.where(pos < len(other), pos, s + (pos - s) % p)
     rows = np.flatnonzero(other[idx])
@@ -1197,9 +1215,9 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences,
 def _lane_weights(plan: LanePlan, weights: np.ndarray | None) -> np.ndarray:
     """The weight of each entry of a lane plan: that of its sequence (1 without
     ``weights``; 0 for a padding entry)."""
-    real = plan.seq >= 0
     if weights is None:
-        return real.astype(np.float64)
+        return plan.unit_weights
+    real = plan.seq >= 0
     return np.where(real, np.asarray(weights, dtype=np.float64)[np.where(real, plan.seq, 0)],
                     0.0)
 

@@ -178,6 +178,7 @@ class GaussianEmissions(EmissionFamily):
     """
 
     letters = {"m": "means", "c": "covars"}
+    table_rows_exact = True  # the scaling kernel, or table's default: the same numbers
 
     def __init__(self, n_states, n_features, covariance_type="diag", min_covar=1e-3,
                  means_prior=0.0, means_weight=0.0, covars_prior=0.0, covars_weight=1.0):
@@ -431,7 +432,9 @@ class GaussianEmissions(EmissionFamily):
     # -- statistics and M-step --------------------------------------------------------------
     def _complete(self, X) -> bool:
         """Whether ``X`` has no missing entry; computed once per data array (EM asks every
-        iteration)."""
+        iteration; a few rows are checked afresh, leaving the data's answer cached)."""
+        if len(X) < 64:
+            return not np.isnan(X).any()
         cached = getattr(self, "_complete_cache", None)
         if cached is None or cached[0] is not X:
             cached = (X, not np.isnan(X).any())

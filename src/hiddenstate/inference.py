@@ -697,12 +697,10 @@ def emission_table(family, params: dict, X: np.ndarray, startprob, transmat,
     if not other.any():
         return table
     rows, at = _rows_at(seqs, other, s, p)
-    if len(rows) and family.table_rows_exact:  # one table call per support
-        for m in (at[:1] if at.min() == at.max() else np.unique(at)):
-            part = rows if len(at) == 1 else rows[at == m]
-            sub = family.table(params, X[part], masks[m])
-            table.emis[part] = sub.emis
-            table.log_offset[part] = sub.log_offset
+    if len(rows) and family.table_rows_exact and (masks[at] == masks[at[0]]).all():
+        sub = family.table(params, X[rows], masks[at[0]])  # one support: one table call
+        table.emis[rows] = sub.emis
+        table.log_offset[rows] = sub.log_offset
     elif len(rows):
         log_frame = np.where(masks[at], family.log_likelihood(params, X[rows]), -np.inf)
         top = log_frame.max(axis=1)

@@ -90,6 +90,12 @@ def recursion_seconds(first, end, K: int, ns: tuple[float, float]) -> float:
     return rows * (ns[0] + ns[1] * K * K) * 1e-9
 
 
+def chunk_seconds(chunks, first, end, K: int, ns: tuple[float, float]) -> float:
+    """:func:`recursion_seconds` for :func:`~hiddenstate.threads.run`, which reads it only
+    when there are several chunks (``chunks``: their bounds): 0 for one chunk."""
+    return recursion_seconds(first, end, K, ns) if len(chunks) > 2 else 0.0
+
+
 @njit(cache=True)
 def normalise_scale(cur, n):
     """Scale ``cur[:n]`` to sum to one and return the sum :math:`c_t` (a scaled recursion's
@@ -272,7 +278,7 @@ def forward_backward(startprob, transmat, transmat_t, emis, idx, first, end, seq
     """
     K = startprob.shape[0]
     run(_forward_backward, len(chunks) - 1,
-        recursion_seconds(first, end, K, FORWARD_BACKWARD_NS), startprob, transmat, transmat_t,
+        chunk_seconds(chunks, first, end, K, FORWARD_BACKWARD_NS), startprob, transmat, transmat_t,
         emis, idx, first, end, seq, chunks, by_idx, post_acc, post_dense, start_acc, trans_acc,
         loglik, lane_weight, single_lane.ENABLED)
 
@@ -614,7 +620,7 @@ def backward_pass(transmat, emis, idx, lo, stop, end, counts_start, chunks, alph
     ``counts_start``, ``start_acc[c]``, each times ``lane_weight`` of its entry.
     """
     run(_backward_pass, len(chunks) - 1,
-        recursion_seconds(lo, stop, transmat.shape[0], BACKWARD_NS), transmat, emis, idx, lo,
+        chunk_seconds(chunks, lo, stop, transmat.shape[0], BACKWARD_NS), transmat, emis, idx, lo,
         stop, end, counts_start, chunks, alpha, alpha_base, inv_c, binits, from_state, stats,
         by_idx, post_acc, post_dense, start_acc, trans_acc, snap_g_end, snap_g_lo, snap_b_lo,
         lane_weight, single_lane.ENABLED)
@@ -662,7 +668,7 @@ def forward_loglik(inits, from_state, transmat_t, emis, idx, first, lo, end, ini
     and :math:`1/c` of the rows ``>= lo`` are stored (``alpha_base`` is per plan entry).
     """
     run(_forward_loglik, len(chunks) - 1,
-        recursion_seconds(first, end, transmat_t.shape[0], FORWARD_NS), inits, from_state,
+        chunk_seconds(chunks, first, end, transmat_t.shape[0], FORWARD_NS), inits, from_state,
         transmat_t, emis, idx, first, lo, end, init, chunks, loglik, snap_lo, snap_end, alpha,
         alpha_base, inv_c, single_lane.ENABLED)
 
@@ -718,7 +724,7 @@ def sample_posterior_paths(startprob, transmat, transmat_t, emis, idx, first, en
     row, so the result does not depend on the thread count. Impossible sequences get -1.
     """
     run(_sample_posterior_paths, len(chunks) - 1,
-        recursion_seconds(first, end, startprob.shape[0], SAMPLE_NS), startprob, transmat,
+        chunk_seconds(chunks, first, end, startprob.shape[0], SAMPLE_NS), startprob, transmat,
         transmat_t, emis, idx, first, end, chunks, uniforms, states, single_lane.ENABLED)
 
 

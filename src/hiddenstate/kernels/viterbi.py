@@ -25,7 +25,7 @@ from numba import njit
 from ..threads import run
 from . import single_lane
 from .chunks import claim
-from .forward_backward import _block_length, _lane_rows, recursion_seconds
+from .forward_backward import _block_length, _lane_rows, chunk_seconds
 from .simd import LANES, aligned_empty, vadd, vgather, vload, vsplat, vstore, vsub, vwhere_gt
 from .single_lane import alone, viterbi_lane
 
@@ -96,9 +96,9 @@ def viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo,
     normalised scores at rows ``lo - 1`` and ``end - 1``.
     """
     run(_viterbi_forward, len(chunks) - 1,
-        recursion_seconds(first, end, log_transmat_t.shape[0], VITERBI_NS), inits, from_state,
-        log_transmat_t, log_emis, idx, first, lo, end, init, chunks, backptr, logprob, snap_lo,
-        snap_end, single_lane.ENABLED)
+        chunk_seconds(chunks, first, end, log_transmat_t.shape[0], VITERBI_NS), inits,
+        from_state, log_transmat_t, log_emis, idx, first, lo, end, init, chunks, backptr,
+        logprob, snap_lo, snap_end, single_lane.ENABLED)
 
 
 @njit(nogil=True, cache=True)

@@ -523,3 +523,39 @@ def test_emission_table_rows_by_table_match_log_likelihood(covariance_type):
         assert fast.emis.tobytes() == slow.emis.tobytes()
         assert fast.log_offset.tobytes() == slow.log_offset.tobytes()
         assert (fast.emis.max(axis=1) > 0).all()
+
+
+@pytest.mark.parametrize("K", [1, 2, 5])
+def test_steady_steps_of_a_full_block_match_a_lane_alone(K):
+    """Nine sequences: the first block's 8 lanes run their common steps on the steady path
+    (``_steady_steps``: no per-lane bookkeeping, the scales' products as one vector); each
+    sequence scored, decoded and smoothed alone (the one-lane kernels) gives the same
+    numbers, bit for bit, with scales that leave ``[TINY, HUGE]`` every few steps (the
+    lane-by-lane fold) and an impossible stretch in one sequence."""
+    rng = np.random.default_rng(21 + K)
+    lengths = [900, 850, 800, 790, 700, 640, 600, 520, 37]
+    N = sum(lengths)
+    startprob, transmat, _, cat = _long_case(N, seed=K, K=K)
+    log_e = rng.normal(size=(N, K)) * 40 - 60  # scales of e^-60: a fold every few steps
+    log_e[1000:1004] = -np.inf  # inside the second sequence: impossible
+    dense = EmissionTable(np.exp(log_e), np.arange(N, dtype=np.int64), None, False)
+    seqs = Sequences.from_lengths(lengths)
+    for table in (cat, dense):
+        together = (inference.log_likelihood(startprob, transmat, table, seqs),
+                    *inference.viterbi(startprob, transmat, table, seqs))
+        post = inference.forward_backward(startprob, transmat, EmissionTable(
+            table.emis, table.idx, table.log_offset, False), seqs)
+        for s, (a, b) in enumerate(zip(seqs.bounds[:-1], seqs.bounds[1:], strict=True)):
+            one = Sequences.from_lengths([b - a])
+            part = EmissionTable(table.emis, np.ascontiguousarray(table.idx[a:b]), None,
+                                 table.by_idx)
+            alone = (inference.log_likelihood(startprob, transmat, part, one),
+                     *inference.viterbi(startprob, transmat, part, one))
+            assert together[0][s].tobytes() == alone[0][0].tobytes()
+            assert together[1][s].tobytes() == alone[1][0].tobytes()
+            np.testing.assert_array_equal(together[2][a:b], alone[2])
+            fb = inference.forward_backward(startprob, transmat, EmissionTable(
+                part.emis, part.idx, None, False), one)
+            assert post.loglik[s].tobytes() == fb.loglik[0].tobytes()
+            assert post.post[a:b].tobytes() == fb.post.tobytes()
+        assert np.isneginf(together[0][1]) != table.by_idx and np.isfinite(together[0][0])

@@ -270,11 +270,13 @@ def check_symbols(X, n_symbols: int | None, name: str = "X",
                 f"{name}: symbols must be whole numbers, got dtype {arr.dtype} with fractions"
             )
     # values beyond int64 (uint64 >= 2**63, huge floats) would wrap around in the cast
-    if arr.max() >= 2.0**63:
+    # (no other integer type holds any)
+    wide = arr.dtype.kind == "f" or arr.dtype == np.uint64
+    if wide and arr.max() >= 2.0**63:
         raise InvalidInputError(
             f"{name}: symbol {arr.max().item()} is beyond the 64-bit range; symbols are "
             "0 .. n_symbols-1 (relabel them with np.unique(X, return_inverse=True))")
-    if arr.min() < -2.0**63:
+    if wide and arr.min() < -2.0**63:
         raise InvalidInputError(
             f"{name}: symbol {arr.min().item()} is negative; symbols are 0 .. n_symbols-1")
     arr = arr.astype(np.int64)

@@ -57,6 +57,7 @@ from .simd import (
     vdiv,
     vfma,
     vgather,
+    vget,
     vload,
     vmul,
     vsplat,
@@ -139,7 +140,7 @@ def _lane_rows(l0, first, end, t, idx, n_cols, rows, offs, active):
         offs[b] = idx[r] * n_cols
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _matvec(x, m, out):
     """``out[j] = sum_i m[j, i] * x[i]`` for every lane (``x``, ``out``: layout ``(K, 8)``).
 
@@ -182,6 +183,66 @@ def _forward_work(K):
 
 
 @njit(cache=True)
+def _steady_steps(l0, first, lo, end):
+    """The steps ``t`` of the block at plan entry ``l0`` at which every lane is active on a
+    row ``first + t`` past its warm-up (``>= lo``) and before its last: ``[t_lo, t_hi)``,
+    ``t_lo >= 1`` (empty if a lane has no such row, a padding lane for one)."""
+    t_lo, t_hi = 1, end[l0] - first[l0] - 1
+    for b in range(LANES):
+        t_lo = max(t_lo, lo[l0 + b] - first[l0 + b])
+        t_hi = min(t_hi, end[l0 + b] - first[l0 + b] - 1)
+    return t_lo, t_hi
+
+
+@njit(cache=True, inline="always")
+def _forward_steady_step(l0, t, first, lo, transmat_t, emis, idx, alpha, alpha_base, inv_c,
+                         keep_alpha, w):
+    """One step of ``_forward_block`` in its steady part (``_steady_steps``): the same
+    arithmetic without the per-lane bookkeeping; the running products of scales are
+    multiplied as one vector unless a lane's leaves ``[_TINY, _HUGE]`` (then lane by lane,
+    as the general step does)."""
+    K = transmat_t.shape[0]
+    a, v = w.a, w.v
+    zero = vsplat(0.0)
+    for b in range(LANES):
+        w.offs[b] = idx[first[l0 + b] + t] * K
+    _matvec(a, transmat_t, v)
+    s = zero
+    for j in range(K):
+        x = vmul(vload(v, j * LANES), vgather(emis, w.offs, j))
+        vstore(v, j * LANES, x)
+        s = vadd(s, x)
+    inv = vwhere_gt(s, vsplat(_MIN_NORMAL), vdiv(vsplat(1.0), s), zero)
+    for j in range(K):
+        vstore(a, j * LANES, vmul(vload(v, j * LANES), inv))
+    vstore(w.inv, 0, inv)
+    prod = vmul(vload(w.prod, 0), vwhere_gt(inv, zero, s, zero))
+    steady = True
+    for b in range(LANES):
+        p = vget(prod, b)
+        if p < _TINY or p > _HUGE:
+            steady = False
+    if steady:
+        vstore(w.prod, 0, prod)
+    else:
+        vstore(w.s, 0, s)
+        for b in range(LANES):
+            scale = w.s[b] if w.inv[b] > 0.0 else 0.0
+            p = w.prod[b] * scale
+            if p < _TINY or p > _HUGE:
+                w.logp[b] += np.log(w.prod[b]) + np.log(scale)
+                w.prod[b] = 1.0
+            else:
+                w.prod[b] = p
+    if keep_alpha:
+        for b in range(LANES):
+            q = alpha_base[b] + first[l0 + b] + t - lo[l0 + b]
+            inv_c[q] = w.inv[b]
+            for j in range(K):
+                alpha[q, j] = a[j * LANES + b]
+
+
+@njit(cache=True)
 def _forward_block(l0, first, lo, end, init, inits, from_state, transmat_t, emis, idx,
                    alpha, alpha_base, inv_c, snap_lo, snap_end, loglik, w):
     r"""Scaled forward recursion of the 8 lanes of the block that starts at plan entry ``l0``.
@@ -211,7 +272,12 @@ def _forward_block(l0, first, lo, end, init, inits, from_state, transmat_t, emis
     tiny = vsplat(_MIN_NORMAL)
     zero = vsplat(0.0)
     one = vsplat(1.0)
+    fast_lo, fast_hi = _steady_steps(l0, first, lo, end)
     for t in range(_block_length(l0, first, end)):
+        if fast_lo <= t < fast_hi:  # every lane active, counted, no snapshot
+            _forward_steady_step(l0, t, first, lo, transmat_t, emis, idx, alpha, alpha_base,
+                                 inv_c, keep_alpha, w)
+            continue
         _lane_rows(l0, first, end, t, idx, K, w.rows, w.offs, w.active)
         _matvec(a, transmat_t, v)
         s = zero

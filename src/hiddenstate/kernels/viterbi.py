@@ -25,7 +25,7 @@ from numba import njit
 from ..threads import run
 from . import single_lane
 from .chunks import claim
-from .forward_backward import _block_length, _lane_rows, chunk_seconds
+from .forward_backward import _block_length, _lane_rows, _steady_steps, chunk_seconds
 from .simd import LANES, aligned_empty, vadd, vgather, vload, vsplat, vstore, vsub, vwhere_gt
 from .single_lane import alone, viterbi_lane
 
@@ -35,7 +35,7 @@ VITERBI_NS = (12.0, 0.09)
 _BACKTRACK_NS = 2.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _maxplus(x, m, out, arg):
     """``out[j] = max_i (x[i] + m[j, i])`` and ``arg[j]`` = the first maximiser, every lane.
 
@@ -140,7 +140,35 @@ def _viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo
             for j in range(K):
                 vstore(dn, j * LANES, vgather(inits, offs, j))
             state_lanes = vload(mode, 0)
+            fast_lo, fast_hi = _steady_steps(l0, first, lo, end)
+            total = zero
             for t in range(_block_length(l0, first, end)):
+                if fast_lo <= t < fast_hi:  # every lane active, counted, no snapshot
+                    if t == fast_lo:  # the running log-probabilities as one vector
+                        for b in range(LANES):
+                            mx[b] = logprob[l0 + b]
+                        total = vload(mx, 0)
+                    for b in range(LANES):
+                        offs[b] = idx[first[l0 + b] + t] * K
+                    _maxplus(dn, log_transmat_t, d, arg)
+                    m = neg_inf
+                    for j in range(K):
+                        x = vadd(vload(d, j * LANES), vgather(log_emis, offs, j))
+                        vstore(d, j * LANES, x)
+                        m = vwhere_gt(x, m, x, m)
+                    shift = vwhere_gt(m, neg_inf, m, zero)
+                    for j in range(K):
+                        vstore(dn, j * LANES, vsub(vload(d, j * LANES), shift))
+                    total = vadd(total, m)
+                    for b in range(LANES):
+                        r = first[l0 + b] + t
+                        for j in range(K):
+                            backptr[r, j] = int(arg[j * LANES + b])
+                    if t == fast_hi - 1:
+                        vstore(mx, 0, total)
+                        for b in range(LANES):
+                            logprob[l0 + b] = mx[b]
+                    continue
                 _lane_rows(l0, first, end, t, idx, K, rows, offs, active)
                 _maxplus(dn, log_transmat_t, d, arg)
                 m = neg_inf

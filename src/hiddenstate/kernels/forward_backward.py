@@ -162,6 +162,15 @@ def _matvec(x, m, out):
         vstore(out, (j + 2) * LANES, acc2)
         vstore(out, (j + 3) * LANES, acc3)
         j += 4
+    if j + 2 <= K:  # a pair: two chains overlap
+        acc0, acc1 = zero, zero
+        for i in range(K):
+            xi = vload(x, i * LANES)
+            acc0 = vfma(xi, vsplat(m[j, i]), acc0)
+            acc1 = vfma(xi, vsplat(m[j + 1, i]), acc1)
+        vstore(out, j * LANES, acc0)
+        vstore(out, (j + 1) * LANES, acc1)
+        j += 2
     for jj in range(j, K):
         acc = zero
         for i in range(K):

@@ -74,6 +74,25 @@ def _maxplus(x, m, out, arg):
         vstore(arg, (j + 2) * LANES, a2)
         vstore(arg, (j + 3) * LANES, a3)
         j += 4
+    if j + 2 <= K:  # a pair: two chains overlap
+        x0 = vload(x, 0)
+        b0 = vadd(x0, vsplat(m[j, 0]))
+        b1 = vadd(x0, vsplat(m[j + 1, 0]))
+        a0 = a1 = vsplat(0.0)
+        for i in range(1, K):
+            xi = vload(x, i * LANES)
+            fi = vsplat(i)
+            y0 = vadd(xi, vsplat(m[j, i]))
+            y1 = vadd(xi, vsplat(m[j + 1, i]))
+            a0 = vwhere_gt(y0, b0, fi, a0)
+            a1 = vwhere_gt(y1, b1, fi, a1)
+            b0 = vwhere_gt(y0, b0, y0, b0)
+            b1 = vwhere_gt(y1, b1, y1, b1)
+        vstore(out, j * LANES, b0)
+        vstore(out, (j + 1) * LANES, b1)
+        vstore(arg, j * LANES, a0)
+        vstore(arg, (j + 1) * LANES, a1)
+        j += 2
     for jj in range(j, K):
         best = vadd(vload(x, 0), vsplat(m[jj, 0]))
         a = vsplat(0.0)

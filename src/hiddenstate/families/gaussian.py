@@ -657,9 +657,12 @@ class GaussianEmissions(EmissionFamily):
         return stats
 
     def mstep(self, params, stats, which):
-        if self.covariance_type == "diag" and not self.fixed and "obs**2" in stats and all(
+        scalar = self.__dict__.get("_scalar_priors")
+        if scalar is None:  # looked at once: the priors are set when the family is built
+            scalar = self._scalar_priors = all(
                 np.ndim(v) == 0 for v in (self.means_prior, self.means_weight,
-                                          self.covars_prior, self.covars_weight)):
+                                          self.covars_prior, self.covars_weight))
+        if scalar and self.covariance_type == "diag" and not self.fixed and "obs**2" in stats:
             return self._diag_mstep(params, stats, which)
         return self._mstep(params, stats, which)
 

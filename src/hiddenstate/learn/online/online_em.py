@@ -269,8 +269,10 @@ class OnlineEM:
             value = getattr(self, name)
             if value is None and name == "average_start":
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise InvalidInputError(f"{name}: expected an integer >= 0, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not (
+                    0 <= value <= np.iinfo(np.int64).max):
+                raise InvalidInputError(
+                    f"{name}: expected an integer between 0 and 2**63 - 1, got {value!r}")
         for name in ("averaging", "learn_startprob"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise InvalidInputError(

@@ -70,7 +70,8 @@ def check_hyperparameters(model) -> None:
             f"options; learn={model.learn!r} is configured by the estimator's own arguments")
     elif model.learner_options:
         make_learner(model.learn, model.learner_options)  # an unknown option is an error
-    if isinstance(model.transmat_prior, str) and model.learn != "gibbs":
+    if isinstance(model.transmat_prior, str) and model.transmat_prior == "sticky-hdp" \
+            and model.learn != "gibbs":
         raise InvalidInputError(
             f"transmat_prior: {model.transmat_prior!r} is a prior of learn='gibbs' "
             "('sticky-hdp'); pass a Dirichlet concentration (a number or an array) for "

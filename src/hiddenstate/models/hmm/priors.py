@@ -154,7 +154,7 @@ def check_priors(model, n_features, n_emission_states: int) -> None:
                  or n in FAMILY_PRIORS[model.emission]]
         for name in names:
             value = model.prior(name)
-            if name == "transmat_prior" and isinstance(value, str):
+            if name == "transmat_prior" and isinstance(value, str) and value == "sticky-hdp":
                 continue  # "sticky-hdp": checked with its options (models.hmm.hdp)
             if value is None and name == "emissionprob_prior":   # VB's default: 1/W
                 value = 1.0 / (max(D) if isinstance(D, tuple) else D)

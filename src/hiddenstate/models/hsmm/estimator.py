@@ -894,9 +894,10 @@ class HSMM(HMM):
 
         Returns
         -------
-        complete : ndarray of shape (n_states, max_duration_)
-            The expected number of complete segments of each duration 1..D.
-        censored : ndarray of shape (n_states, max_duration_)
+        complete : ndarray of shape (n_states, D)
+            The expected number of complete segments of each duration 1..D (D =
+            ``max_duration_``).
+        censored : ndarray of shape (n_states, D)
             The expected number of last segments (right-censored) by observed length.
 
         Raises
@@ -1198,8 +1199,8 @@ class HSMM(HMM):
 
         Returns
         -------
-        ndarray of shape (n_states, max_duration_)
-            :math:`f_k(d)`.
+        ndarray of shape (n_states, D)
+            :math:`f_k(d)` for d = 1..D, D = ``max_duration_``.
 
         Raises
         ------

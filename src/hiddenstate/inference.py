@@ -290,6 +290,10 @@ class Sequences:
             The layout.
         """
         lengths = np.asarray(lengths, dtype=np.int64)
+        if len(lengths) == 1:  # one sequence: one chunk (what chunk_bounds gives)
+            n = int(lengths[0])
+            return cls(lengths, np.array([0, n], dtype=np.int64),
+                       np.array([0, 1], dtype=np.int64), n)
         bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=bounds[1:])
         return cls(lengths, bounds, kernels.chunk_bounds(lengths), int(lengths.max()))

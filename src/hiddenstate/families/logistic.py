@@ -66,8 +66,7 @@ class LogisticEmissions(_RegressionFamily):
 
     def __init__(self, n_states, n_features, n_regressors, fit_intercept=True,
                  coef_weight=0.0):
-        super().__init__(n_states, n_features, n_regressors, fit_intercept)
-        self.coef_weight = coef_weight
+        super().__init__(n_states, n_features, n_regressors, fit_intercept, coef_weight)
 
     @property
     def parameter_columns(self) -> int:
@@ -163,12 +162,6 @@ class LogisticEmissions(_RegressionFamily):
         return {"S": a["S"] + b["S"], "n": a["n"] + b["n"],
                 "post": np.concatenate([a["post"], b["post"]]),
                 "phi": np.concatenate([a["phi"], b["phi"]])}
-
-    def _precision(self):
-        weight = np.asarray(self.coef_weight, dtype=np.float64)
-        if weight.ndim == 0:
-            return float(weight) * np.eye(self.n_design)
-        return np.diag(weight) if weight.ndim == 1 else weight
 
     def mstep(self, params, stats, which):
         if "r" not in which:

@@ -91,12 +91,15 @@ def _solve_sym(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, bool]:
 class _RegressionFamily(EmissionFamily):
     """What the regression emission families share: a design of ``n_regressors`` columns
     (and the intercept's column of ones), the rows ``[y | phi]`` the estimator lays out, and
-    per state one matrix ``[coef | intercept]``."""
+    per state one matrix ``[coef | intercept]`` with a Gaussian prior of precision
+    ``coef_weight`` on its rows."""
 
-    def __init__(self, n_states, n_features, n_regressors, fit_intercept=True):
+    def __init__(self, n_states, n_features, n_regressors, fit_intercept=True,
+                 coef_weight=0.0):
         super().__init__(n_states, n_features)
         self.n_regressors = int(n_regressors)
         self.fit_intercept = bool(fit_intercept)
+        self.coef_weight = coef_weight
 
     @property
     def n_design(self) -> int:
@@ -125,6 +128,14 @@ class _RegressionFamily(EmissionFamily):
         if not self.fit_intercept:
             return {"coef": W, "intercept": np.zeros(W.shape[:2])}
         return {"coef": W[..., :-1].copy(), "intercept": W[..., -1].copy()}
+
+    def _precision(self) -> np.ndarray:
+        """The prior precision of a row of ``W`` from ``coef_weight``: a scalar times the
+        identity, a ``(P,)`` diagonal, or the ``(P, P)`` (or per state ``(K, P, P)``) given."""
+        weight = np.asarray(self.coef_weight, dtype=np.float64)
+        if weight.ndim == 0:
+            return float(weight) * np.eye(self.n_design)
+        return np.diag(weight) if weight.ndim == 1 else weight
 
     # -- data -----------------------------------------------------------------------------
     def validate_X(self, X, fitted_n_features):
@@ -220,10 +231,9 @@ class LinearRegressionEmissions(_RegressionFamily):
     def __init__(self, n_states, n_features, n_regressors, fit_intercept=True, min_covar=1e-3,
                  coef_prior=0.0, coef_weight=0.0, covars_prior=0.0, covars_weight=1.0,
                  center=None):
-        super().__init__(n_states, n_features, n_regressors, fit_intercept)
+        super().__init__(n_states, n_features, n_regressors, fit_intercept, coef_weight)
         self.min_covar = float(min_covar)
         self.coef_prior = coef_prior
-        self.coef_weight = coef_weight
         self.covars_prior = covars_prior
         self.covars_weight = covars_weight
         self.center = None if center is None else np.asarray(center, dtype=np.float64)
@@ -377,12 +387,7 @@ class LinearRegressionEmissions(_RegressionFamily):
     def _prior(self) -> dict:
         K, D, P = self.n_states, self.n_features, self.n_design
         M0 = np.broadcast_to(np.asarray(self.coef_prior, dtype=np.float64), (K, D, P))
-        L0 = np.asarray(self.coef_weight, dtype=np.float64)
-        if L0.ndim == 0:
-            L0 = L0 * np.eye(P)
-        elif L0.ndim == 1:
-            L0 = np.diag(L0)
-        L0 = np.broadcast_to(L0, (K, P, P))
+        L0 = np.broadcast_to(self._precision(), (K, P, P))
         psi = np.asarray(self.covars_prior, dtype=np.float64)
         psi = np.broadcast_to(psi * np.eye(D) if psi.ndim == 0 else psi, (K, D, D))
         rank = np.array([np.linalg.matrix_rank(L0[k]) if np.any(L0[k]) else 0

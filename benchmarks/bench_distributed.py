@@ -7,10 +7,11 @@ Workload (issues 14, 21): categorical HMM, K = 10, 50 symbols, 200 sequences x 1
 symbols (sampled from a random HMM, seed 0), EM from the same random start, ``--n-iter``
 iterations with ``tol=-inf``. Configurations:
 
-- local: ``HMM.fit`` in this process (numba on every core);
+- local: ``HMM.fit`` in this process (the kernels on every core);
 - 1 worker: ``hiddenstate.distributed.fit`` on a LocalCluster of one worker process (one
-  partition; numba on every core inside the worker): the price of going through Dask;
-- 2 workers: two worker processes, one numba thread each, two partitions.
+  partition; the kernels on one thread: the worker's nanny sets ``OMP_NUM_THREADS=1``,
+  which ``hiddenstate.threads`` follows): the price of going through Dask;
+- 2 workers: two worker processes, one kernel thread each, two partitions.
 
 The machine this runs on is shared, so the local and the distributed fits are
 **interleaved**: each of ``--rounds`` rounds times one local fit and then one distributed
@@ -35,7 +36,6 @@ import statistics
 import sys
 import time
 
-import numba
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -57,6 +57,13 @@ def make_data(n_seq: int, T: int):
     gen.emissionprob_ = rng.dirichlet(np.ones(W), size=K)
     X, _ = gen.sample(n_seq * T, random_state=1)
     return X, np.full(n_seq, T)
+
+
+def kernel_threads() -> int:
+    """The threads a kernel call may use (run in each worker)."""
+    from hiddenstate import threads
+
+    return threads.get_num_threads()
 
 
 def model(n_iter: int) -> hs.HMM:
@@ -114,7 +121,8 @@ def main() -> None:
     X, lengths = make_data(args.n_seq, args.length)
     print(f"# distributed EM: K={K}, W={W}, {args.n_seq} sequences x {args.length}, "
           f"{args.n_iter} iterations, {args.rounds} interleaved rounds")
-    print(f"# {cpu_name()}, {os.cpu_count()} cores, numba threads {numba.get_num_threads()}, "
+    print(f"# {cpu_name()}, {os.cpu_count()} cores, kernel threads here "
+          f"{hs.threads.get_num_threads()}, "
           f"load average {os.getloadavg()[0]:.1f} at the start\n")
 
     def local(m, cb):
@@ -125,13 +133,19 @@ def main() -> None:
     tiny_X, tiny_lengths = make_data(16, 100)
     tiny = {}
     for n_workers, threads in ((1, cores), (2, max(1, cores // 2))):
-        env = {"NUMBA_NUM_THREADS": str(threads)}
-        with hsd.local_client(n_workers, env=env) as client:
+        # in this process's environment, which the worker processes inherit: a
+        # LocalCluster's env= comes too late (the workers have read their thread count by
+        # then, and their nannies set OMP_NUM_THREADS=1), and the nannies, which run in
+        # this process, keep a NUMBA_NUM_THREADS set here by an earlier pre-spawn-environ
+        os.environ["NUMBA_NUM_THREADS"] = str(threads)
+        with hsd.local_client(n_workers) as client:
+            used = sorted(set(client.run(kernel_threads).values()))
             res = interleaved(local, lambda m, cb, c=client, n=n_workers: hsd.fit(
                 m, X, c, lengths=lengths, n_partitions=n, callback=cb), args.n_iter,
                 args.rounds)
-            rows.append((f"{n_workers} worker{'s' * (n_workers > 1)} ({threads} numba "
-                         f"thread{'s' * (threads > 1)} each)", res))
+            rows.append((f"{n_workers} worker{'s' * (n_workers > 1)} "
+                         f"({'/'.join(map(str, used))} kernel thread"
+                         f"{'s' * (max(used) > 1)} each)", res))
             lls += res["ll"]
             if n_workers == 1:  # Dask's own cost: tiny data, 1 or 16 partitions
                 for p in (1, 16):
@@ -173,7 +187,7 @@ def main() -> None:
     per_partition = (med(tiny[16]["dist"]) - med(tiny[1]["dist"])) / 15
     print("\n| cost-model piece | measured |")
     print("|---|---:|")
-    print(f"| E-step per observation (this process, {numba.get_num_threads()} threads) | "
+    print(f"| E-step per observation (this process, {hs.threads.get_num_threads()} threads) | "
           f"{t_e / len(X) * 1e9:.1f} ns |")
     print(f"| merge of two partitions' statistics | {t_merge * 1e6:.1f} us |")
     print(f"| statistics of one partition (pickled) | {n_bytes} bytes |")

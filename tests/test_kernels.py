@@ -443,3 +443,119 @@ def test_lane_plans_are_what_their_definition_says():
             np.testing.assert_array_equal(a, b)
         blocks = (plan.end - plan.first).reshape(-1, 8).max(axis=1)
         np.testing.assert_array_equal(plan.chunks, chunk_bounds(blocks))
+
+
+@pytest.mark.parametrize("priors", [(0.0, 0.0, 0.0, 1.0), (0.5, 2.0, 0.3, 3.5)])
+@pytest.mark.parametrize("which", ["mc", "m", "c"])
+def test_gaussian_diag_mstep_kernel_matches_numpy_path(priors, which):
+    """The compiled diagonal M-step (``GaussianEmissions._diag_mstep``) against the general
+    NumPy path, bit for bit: a dead state (no mass), a state without any posterior, a state
+    whose variance is floored, data far from the reference point."""
+    from hiddenstate.families import GaussianEmissions
+
+    rng = np.random.default_rng(7)
+    K, D, N = 6, 3, 400
+    X = rng.normal(size=(N, D)) * np.array([1e-3, 1.0, 50.0]) + 3.0
+    post = rng.random((N, K))
+    post[:, 1] = 0.0          # no mass at all
+    post[:, 2] = 1e-300       # dead: below DEAD_MASS once summed... and kept
+    post[:, 3] *= 1e-6        # little mass
+    post /= post.sum(axis=1, keepdims=True)
+    mp, mw, cp, cw = priors
+    family = GaussianEmissions(K, D, "diag", min_covar=1e-3, means_prior=mp, means_weight=mw,
+                               covars_prior=cp, covars_weight=cw)
+    params = {"means": rng.normal(size=(K, D)), "covars": rng.random((K, D)) + 0.5}
+    stats = family.statistics(X, post)
+    stats["post"][2] = 1e-295  # below DEAD_MASS (1e-290)
+    fast, flagged = family._diag_mstep(params, stats, which)
+    slow, expected = family._mstep(params, stats, which)
+    assert flagged == expected and 2 in flagged
+    if which == "mc" and cp == 0:  # column 0's variance (1e-6) is floored
+        assert flagged == list(range(K))
+    for key in ("means", "covars"):
+        assert fast[key].tobytes() == slow[key].tobytes()
+    assert family.mstep(params, stats, which)[0]["covars"].tobytes() == slow["covars"].tobytes()
+
+
+def test_gaussian_cancelling_check_matches_numpy():
+    """The compiled test of ``_resum_cancelling`` against its NumPy expression."""
+    from hiddenstate.families.base import DEAD_MASS
+    from hiddenstate.kernels import gaussian_diag_cancelling
+
+    rng = np.random.default_rng(3)
+    n = np.array([0.0, 1e-300, 2.0, 5.0, 7.0])
+    s1 = rng.normal(size=(5, 4)) * np.array([1.0, 1e4, 1e-4, 3.0])
+    s2 = s1 * s1 / n[:, None].clip(1.0) + rng.random((5, 4)) * np.array([1, 1e-6, 1, 1e-9])
+    redo = np.empty((5, 4), dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        mean, raw = s1 / n[:, None], s2 / n[:, None]
+        expected = (n[:, None] >= DEAD_MASS) & (raw > 1e6 * (raw - mean * mean))
+    assert gaussian_diag_cancelling(n, s1, s2, DEAD_MASS, 1e6, redo) == expected.any()
+    np.testing.assert_array_equal(redo, expected)
+    assert expected.any() and not expected.all()
+
+
+@pytest.mark.parametrize("covariance_type", ["diag", "spherical", "full"])
+def test_emission_table_rows_by_table_match_log_likelihood(covariance_type):
+    """``emission_table`` rebuilds the rows whose support differs (zeros in startprob and
+    transmat; a periodic chain) with ``family.table`` per support for the Gaussian family
+    (``table_rows_exact``): the same numbers as from ``log_likelihood``, bit for bit, and
+    states far out of reach do not underflow the possible ones."""
+    from hiddenstate.families import GaussianEmissions
+
+    rng = np.random.default_rng(11)
+    K, D = 4, 2
+    family = GaussianEmissions(K, D, covariance_type)
+    params = {"means": rng.normal(scale=40.0, size=(K, D)),
+              "covars": {"diag": np.full((K, D), 0.5), "spherical": np.full(K, 0.5),
+                         "full": np.tile(np.eye(D) * 0.5, (K, 1, 1))}[covariance_type]}
+    X = rng.normal(scale=40.0, size=(60, D))
+    seqs = Sequences.from_lengths([1, 25, 3, 31])
+    startprob = np.array([1.0, 0.0, 0.0, 0.0])
+    chains = [np.array([[0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0], [0, 0, 0.5, 0.5], [0, 0, 0, 1.0]]),
+              np.array([[0, 1.0, 0, 0], [0, 0, 1.0, 0], [1.0, 0, 0, 0], [0, 0, 0, 1.0]]),
+              random_stochastic(rng, (K, K))]
+    for transmat in chains:
+        fast = inference.emission_table(family, params, X, startprob, transmat, seqs)
+        family.table_rows_exact = False
+        slow = inference.emission_table(family, params, X, startprob, transmat, seqs)
+        del family.table_rows_exact
+        assert fast.emis.tobytes() == slow.emis.tobytes()
+        assert fast.log_offset.tobytes() == slow.log_offset.tobytes()
+        assert (fast.emis.max(axis=1) > 0).all()
+
+
+@pytest.mark.parametrize("K", [1, 2, 5])
+def test_steady_steps_of_a_full_block_match_a_lane_alone(K):
+    """Nine sequences: the first block's 8 lanes run their common steps on the steady path
+    (``_steady_steps``: no per-lane bookkeeping, the scales' products as one vector); each
+    sequence scored, decoded and smoothed alone (the one-lane kernels) gives the same
+    numbers, bit for bit, with scales that leave ``[TINY, HUGE]`` every few steps (the
+    lane-by-lane fold) and an impossible stretch in one sequence."""
+    rng = np.random.default_rng(21 + K)
+    lengths = [900, 850, 800, 790, 700, 640, 600, 520, 37]
+    N = sum(lengths)
+    startprob, transmat, _, cat = _long_case(N, seed=K, K=K)
+    log_e = rng.normal(size=(N, K)) * 40 - 60  # scales of e^-60: a fold every few steps
+    log_e[1000:1004] = -np.inf  # inside the second sequence: impossible
+    dense = EmissionTable(np.exp(log_e), np.arange(N, dtype=np.int64), None, False)
+    seqs = Sequences.from_lengths(lengths)
+    for table in (cat, dense):
+        together = (inference.log_likelihood(startprob, transmat, table, seqs),
+                    *inference.viterbi(startprob, transmat, table, seqs))
+        post = inference.forward_backward(startprob, transmat, EmissionTable(
+            table.emis, table.idx, table.log_offset, False), seqs)
+        for s, (a, b) in enumerate(zip(seqs.bounds[:-1], seqs.bounds[1:], strict=True)):
+            one = Sequences.from_lengths([b - a])
+            part = EmissionTable(table.emis, np.ascontiguousarray(table.idx[a:b]), None,
+                                 table.by_idx)
+            alone = (inference.log_likelihood(startprob, transmat, part, one),
+                     *inference.viterbi(startprob, transmat, part, one))
+            assert together[0][s].tobytes() == alone[0][0].tobytes()
+            assert together[1][s].tobytes() == alone[1][0].tobytes()
+            np.testing.assert_array_equal(together[2][a:b], alone[2])
+            fb = inference.forward_backward(startprob, transmat, EmissionTable(
+                part.emis, part.idx, None, False), one)
+            assert post.loglik[s].tobytes() == fb.loglik[0].tobytes()
+            assert post.post[a:b].tobytes() == fb.post.tobytes()
+        assert np.isneginf(together[0][1]) != table.by_idx and np.isfinite(together[0][0])

@@ -255,14 +255,15 @@ def check_symbols(X, n_symbols: int | None, name: str = "X",
     if arr.size == 0:
         raise InvalidInputError(f"{name}: no samples; pass at least one observation")
     _reject_kinds(arr, name, "symbols")
-    if arr.dtype == object and not any(isinstance(v, (str, bytes)) for v in arr):
+    if arr.dtype.kind == "O" and not any(isinstance(v, (str, bytes)) for v in arr):
         arr = _object_numbers(arr, name, integers=True)
-    if arr.dtype.kind not in "iuf":
+    kind = arr.dtype.kind
+    if kind not in "iuf":
         raise InvalidInputError(
             f"{name}: symbols must be integers, got dtype {arr.dtype}; "
             "map tokens to integer ids first (see hiddenstate.textio.Vocabulary)"
         )
-    if not np.issubdtype(arr.dtype, np.integer):
+    if kind == "f":
         if not np.all(np.isfinite(arr)):
             raise InvalidInputError(f"{name}: contains NaN or inf; symbols must be integers")
         if not np.all(arr == np.round(arr)):
@@ -270,11 +271,13 @@ def check_symbols(X, n_symbols: int | None, name: str = "X",
                 f"{name}: symbols must be whole numbers, got dtype {arr.dtype} with fractions"
             )
     # values beyond int64 (uint64 >= 2**63, huge floats) would wrap around in the cast
-    if arr.max() >= 2.0**63:
+    # (no other integer type holds any)
+    wide = kind == "f" or (kind == "u" and arr.dtype.itemsize >= 8)
+    if wide and arr.max() >= 2.0**63:
         raise InvalidInputError(
             f"{name}: symbol {arr.max().item()} is beyond the 64-bit range; symbols are "
             "0 .. n_symbols-1 (relabel them with np.unique(X, return_inverse=True))")
-    if arr.min() < -2.0**63:
+    if wide and arr.min() < -2.0**63:
         raise InvalidInputError(
             f"{name}: symbol {arr.min().item()} is negative; symbols are 0 .. n_symbols-1")
     arr = arr.astype(np.int64)

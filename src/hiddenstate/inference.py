@@ -120,6 +120,12 @@ class LanePlan:
         return int((self.end - self.first).sum())
 
     @cached_property
+    def unit_weights(self) -> np.ndarray:
+        """1.0 for each real entry, 0.0 for a padding entry (the kernels' lane weights
+        without sequence weights; never written)."""
+        return (self.seq >= 0).astype(np.float64)
+
+    @cached_property
     def _heads(self) -> np.ndarray:
         """The first entry of each sequence."""
         return np.flatnonzero((self.seq >= 0) & (self.part == 0))
@@ -284,6 +290,10 @@ class Sequences:
             The layout.
         """
         lengths = np.asarray(lengths, dtype=np.int64)
+        if len(lengths) == 1:  # one sequence: one chunk (what chunk_bounds gives)
+            n = int(lengths[0])
+            return cls(lengths, np.array([0, n], dtype=np.int64),
+                       np.array([0, 1], dtype=np.int64), n)
         bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=bounds[1:])
         return cls(lengths, bounds, kernels.chunk_bounds(lengths), int(lengths.max()))
@@ -607,8 +617,15 @@ def state_supports(startprob, transmat, max_len: int) -> tuple[np.ndarray, int, 
     """
     if callable(transmat):  # a structured model's successor function (Transitions)
         successors = transmat
-    elif np.all(startprob) and np.all(transmat):  # every state at every position
-        return np.ones((1, len(startprob)), dtype=bool), 0, 1
+    elif np.asarray(transmat).all():  # every state one step after any state
+        first = np.asarray(startprob) > 0
+        if first.all():  # every state at every position
+            return np.ones((1, len(first)), dtype=bool), 0, 1
+        if first.any() and max_len > 1:
+            masks = np.ones((2, len(first)), dtype=bool)
+            masks[0] = first
+            return masks, 1, 1
+        return first[None], 0, 1
     else:
         step = np.asarray(transmat) > 0
 
@@ -677,20 +694,43 @@ def emission_table(family, params: dict, X: np.ndarray, startprob, transmat,
     masks, s, p = state_supports(startprob, transmat, seqs.max_len)
     base = masks[s] if p == 1 else masks[s:].any(axis=0)
     table = family.table(params, X, base)
-    if table.log_offset is None:  # unscaled probabilities (categorical): nothing underflows
+    # unscaled probabilities (categorical): nothing underflows; one support: nothing to redo
+    if table.log_offset is None or len(masks) == 1:
         return table
-    other = np.any(masks != base, axis=1)
+    other = (masks != base).any(axis=1)
     if not other.any():
         return table
-    pos = np.arange(seqs.n_samples) - np.repeat(seqs.bounds[:-1], seqs.lengths)
-    idx = np.where(pos < len(masks), pos, s + (pos - s) % p)
-    rows = np.flatnonzero(other[idx])
-    if len(rows):
-        log_frame = np.where(masks[idx[rows]], family.log_likelihood(params, X[rows]), -np.inf)
+    rows, at = _rows_at(seqs, other, s, p)
+    if len(rows) and family.table_rows_exact and (masks[at] == masks[at[0]]).all():
+        sub = family.table(params, X[rows], masks[at[0]])  # one support: one table call
+        table.emis[rows] = sub.emis
+        table.log_offset[rows] = sub.log_offset
+    elif len(rows):
+        log_frame = np.where(masks[at], family.log_likelihood(params, X[rows]), -np.inf)
         top = log_frame.max(axis=1)
         table.emis[rows] = np.exp(log_frame - np.where(top > -np.inf, top, 0.0)[:, None])
         table.log_offset[rows] = top
     return table
+
+
+def _rows_at(seqs: Sequences, other: np.ndarray, s: int, p: int
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose position ``t`` in their sequence has ``other[m(t)]``, in row order,
+    and ``m(t)`` for each (``m(t) = t`` below ``len(other)``, ``s + (t - s) % p`` beyond:
+    :func:`state_supports`). Period 1: only positions below ``s`` can be set, a few rows
+    of each sequence, found without a pass over every row."""
+    if p == 1:
+        t = np.flatnonzero(other[:s])
+        if len(seqs.lengths) == 1:
+            return t, t  # s < max_len: every such position is in the sequence
+        hit = t[None, :] < seqs.lengths[:, None]
+        at = np.empty(hit.shape, dtype=np.int64)
+        at[:] = t
+        return (seqs.bounds[:-1, None] + t[None, :])[hit], at[hit]
+    pos = np.arange(seqs.n_samples) - np.repeat(seqs.bounds[:-1], seqs.lengths)
+    idx = np.where(pos < len(other), pos, s + (pos - s) % p)
+    rows = np.flatnonzero(other[idx])
+    return rows, idx[rows]
 
 
 def clamp_states(table: EmissionTable, states: np.ndarray, log_likelihood
@@ -1177,9 +1217,9 @@ def forward_backward(startprob, transmat, table: EmissionTable, seqs: Sequences,
 def _lane_weights(plan: LanePlan, weights: np.ndarray | None) -> np.ndarray:
     """The weight of each entry of a lane plan: that of its sequence (1 without
     ``weights``; 0 for a padding entry)."""
-    real = plan.seq >= 0
     if weights is None:
-        return real.astype(np.float64)
+        return plan.unit_weights
+    real = plan.seq >= 0
     return np.where(real, np.asarray(weights, dtype=np.float64)[np.where(real, plan.seq, 0)],
                     0.0)
 

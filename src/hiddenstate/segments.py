@@ -232,6 +232,21 @@ def _offsets(table: EmissionTable, seqs: Sequences) -> np.ndarray:
     return table.offset_per_sequence(seqs)
 
 
+def _forward(chain: SegmentChain, table: EmissionTable, seqs: Sequences,
+             filtered: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The forward pass of :func:`~.kernels.semimarkov.segment_loglik`: the scale of every
+    row and log p(x) of each sequence (the table's offsets aside); with ``filtered`` (N, K),
+    also the filtered posteriors into it."""
+    chain = _limited(chain, seqs)
+    scale = np.empty(seqs.n_samples)
+    loglik = np.empty(len(seqs.lengths))
+    keep = filtered is not None
+    sm.segment_loglik(chain.startprob, chain.transmat, chain.rho, chain.haz,
+                      chain.max_duration, _f64(table.emis), table.idx, seqs.bounds,
+                      seqs.chunks, scale, filtered if keep else np.empty((1, 1)), keep, loglik)
+    return scale, loglik
+
+
 def log_likelihood(chain: SegmentChain, table: EmissionTable, seqs: Sequences) -> np.ndarray:
     """Compute log p(x) of each sequence (the forward pass in the sum-product semiring).
 
@@ -261,14 +276,7 @@ def log_likelihood(chain: SegmentChain, table: EmissionTable, seqs: Sequences) -
     >>> segments.log_likelihood(chain, table, inference.Sequences.from_lengths([3])).round(4)
     array([-1.5921])
     """
-    chain = _limited(chain, seqs)
-    N, S = seqs.n_samples, len(seqs.lengths)
-    scale = np.empty(N)
-    loglik = np.empty(S)
-    sm.segment_loglik(chain.startprob,
-                    chain.transmat, chain.rho, chain.haz, chain.max_duration, _f64(table.emis),
-                    table.idx, seqs.bounds, seqs.chunks, scale, np.empty((1, 1)), False, loglik)
-    return loglik + _offsets(table, seqs)
+    return _forward(chain, table, seqs)[1] + _offsets(table, seqs)
 
 
 def filter_states(chain: SegmentChain, table: EmissionTable,
@@ -294,14 +302,8 @@ def filter_states(chain: SegmentChain, table: EmissionTable,
     log_pred : ndarray of shape (N,)
         The predictive log-probabilities (``-inf`` from an impossible observation on).
     """
-    chain = _limited(chain, seqs)
-    N, S, K = seqs.n_samples, len(seqs.lengths), chain.n_states
-    scale = np.empty(N)
-    filtered = np.zeros((N, K))
-    loglik = np.empty(S)
-    sm.segment_loglik(chain.startprob,
-                    chain.transmat, chain.rho, chain.haz, chain.max_duration, _f64(table.emis),
-                    table.idx, seqs.bounds, seqs.chunks, scale, filtered, True, loglik)
+    filtered = np.zeros((seqs.n_samples, chain.n_states))
+    scale = _forward(chain, table, seqs, filtered)[0]
     with np.errstate(divide="ignore"):
         log_pred = np.log(scale)
     if table.log_offset is not None:

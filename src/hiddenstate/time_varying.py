@@ -71,6 +71,19 @@ def _index(tidx) -> np.ndarray:
     return np.ascontiguousarray(tidx, dtype=np.int64)
 
 
+def _forward(startprob, transmats, tidx, table: EmissionTable, seqs: Sequences):
+    """The scaled forward filter of every row (:func:`tv_filter`): ``(alpha, log_c,
+    loglik)`` without the table's offsets."""
+    startprob = _f64(startprob)
+    N = seqs.n_samples
+    alpha = np.zeros((N, len(startprob)))
+    log_c = np.zeros(N)
+    loglik = np.zeros(len(seqs.lengths))
+    tv_filter(startprob, _f64(transmats), _index(tidx), table.emis, table.idx, seqs.bounds,
+              seqs.chunks, alpha, log_c, loglik)
+    return alpha, log_c, loglik
+
+
 def forward_backward(startprob, transmats, tidx, table: EmissionTable, seqs: Sequences,
                      design: np.ndarray | None = None) -> VaryingPosteriors:
     r"""Compute the posteriors and expected counts (scaled forward-backward, :math:`A_t`).
@@ -166,14 +179,7 @@ def filter_states(startprob, transmats, tidx, table: EmissionTable,
            [0.25 , 0.75 ],
            [0.167, 0.833]])
     """
-    startprob = _f64(startprob)
-    K = len(startprob)
-    N = seqs.n_samples
-    alpha = np.zeros((N, K))
-    log_c = np.zeros(N)
-    loglik = np.zeros(len(seqs.lengths))
-    tv_filter(startprob, _f64(transmats), _index(tidx), table.emis, table.idx, seqs.bounds,
-              seqs.chunks, alpha, log_c, loglik)
+    alpha, log_c, _ = _forward(startprob, transmats, tidx, table, seqs)
     if table.log_offset is not None:
         log_c = log_c + table.log_offset
     return alpha, log_c
@@ -212,14 +218,7 @@ def log_likelihood(startprob, transmats, tidx, table: EmissionTable,
     ...                                   inference.Sequences.from_lengths([3]))[0].round(4))
     -1.9379
     """
-    startprob = _f64(startprob)
-    K = len(startprob)
-    N = seqs.n_samples
-    alpha = np.zeros((N, K))
-    log_c = np.zeros(N)
-    loglik = np.zeros(len(seqs.lengths))
-    tv_filter(startprob, _f64(transmats), _index(tidx), table.emis, table.idx, seqs.bounds,
-              seqs.chunks, alpha, log_c, loglik)
+    loglik = _forward(startprob, transmats, tidx, table, seqs)[2]
     return loglik + table.offset_per_sequence(seqs)
 
 
@@ -345,7 +344,7 @@ def sample_chain(startprob, transmats, tidx, rng: np.random.Generator) -> np.nda
     ...              np.random.default_rng(0))
     array([0, 1, 1, 0])
     """
-    tidx = np.ascontiguousarray(tidx, dtype=np.int64)
+    tidx = _index(tidx)
     states = np.empty(len(tidx), dtype=np.int64)
     if len(tidx):
         tv_sample_chain(_f64(startprob), _f64(transmats), tidx, rng.random(len(tidx)),

@@ -61,8 +61,10 @@ def _client_module():
 def local_client(n_workers: int | None = None, **cluster_kwargs):
     """Open a ``distributed.Client`` on a new ``LocalCluster``, closed on exit.
 
-    ``n_workers`` processes with one thread each (numba runs its own threads inside a task),
-    started with :data:`WORKER_CONFIG`.
+    ``n_workers`` processes with one thread each, started with :data:`WORKER_CONFIG`. The
+    kernels run on one thread in each worker too: the worker's nanny sets
+    ``OMP_NUM_THREADS=1``, which :func:`hiddenstate.threads.get_num_threads` follows (set
+    ``NUMBA_NUM_THREADS`` in ``distributed.nanny.pre-spawn-environ`` for more).
 
     Parameters
     ----------

@@ -60,6 +60,10 @@ class EmissionFamily(ABC):
 
     #: hmmlearn's ``params`` / ``init_params`` letters this family owns, letter -> key
     letters: dict[str, str] = {}
+    #: whether ``table(params, X[rows], occupied)`` gives, row for row, the numbers that
+    #: :func:`~hiddenstate.inference.emission_table` computes from :meth:`log_likelihood`
+    #: for rows whose states are ``occupied`` (it then rebuilds such rows with ``table``)
+    table_rows_exact: bool = False
 
     def __init__(self, n_states: int, n_features: int):
         self.n_states = n_states

@@ -59,14 +59,15 @@ def estimate_rows(counts: np.ndarray, current: np.ndarray, prior=1.0) -> tuple[n
     >>> estimate_rows(counts[:1], current[:1], prior=2.0)[0].round(3)
     array([[0.571, 0.286, 0.143]])
     """
-    est = counts + (np.asarray(prior, dtype=np.float64) - 1.0)
+    shift = prior - 1.0 if isinstance(prior, float) else np.asarray(prior, np.float64) - 1.0
+    est = counts + shift
     np.maximum(est, 0.0, out=est)
-    est[current == 0] = 0.0
+    np.putmask(est, current == 0, 0.0)
     est = est.reshape(-1, est.shape[-1])  # rows along the last axis, any number of axes
-    sums = est.sum(axis=1)
+    sums = np.add.reduce(est, axis=1)
     live = sums > 0
     if live.all():  # the usual case, in fewer steps (the same numbers)
-        return (est / sums[:, None]).reshape(current.shape), []
+        return np.divide(est, sums[:, None], out=est).reshape(current.shape), []
     cur = np.reshape(current, est.shape)
     out = np.empty_like(est)
     out[live] = est[live] / sums[live, None]

@@ -86,7 +86,7 @@ from scipy.special import digamma, gammaln, multigammaln
 from .._validation import broadcast_param, check_real_X
 from ..errors import InvalidInputError, NumericalError
 from ..inference import EmissionTable, all_occupied
-from ..kernels import gaussian_diag_loglik
+from ..kernels import gaussian_diag_cancelling, gaussian_diag_loglik, gaussian_diag_mstep
 from .base import (
     DEAD_MASS,
     EmissionFamily,
@@ -178,6 +178,7 @@ class GaussianEmissions(EmissionFamily):
     """
 
     letters = {"m": "means", "c": "covars"}
+    table_rows_exact = True  # the scaling kernel, or table's default: the same numbers
 
     def __init__(self, n_states, n_features, covariance_type="diag", min_covar=1e-3,
                  means_prior=0.0, means_weight=0.0, covars_prior=0.0, covars_weight=1.0):
@@ -424,11 +425,22 @@ class GaussianEmissions(EmissionFamily):
         hiddenstate.inference.EmissionTable
             The table the forward-backward and Viterbi kernels read.
         """
-        if self.covariance_type in ("diag", "spherical") and not np.isnan(X).any():
+        if self.covariance_type in ("diag", "spherical") and self._complete(X):
             return EmissionTable.from_shifted(*self._diag_loglik(params, X, True, occupied))
         return super().table(params, X, occupied)
 
     # -- statistics and M-step --------------------------------------------------------------
+    def _complete(self, X) -> bool:
+        """Whether ``X`` has no missing entry; computed once per data array (EM asks every
+        iteration; a few rows are checked afresh, leaving the data's answer cached)."""
+        if len(X) < 64:
+            return not np.isnan(X).any()
+        cached = getattr(self, "_complete_cache", None)
+        if cached is None or cached[0] is not X:
+            cached = (X, not np.isnan(X).any())
+            self._complete_cache = cached
+        return cached[1]
+
     def _moments(self, X):
         """``(ref, [1, X - ref, (X - ref)**2])`` (``[1, X - ref]`` for full/tied
         covariances), with ``ref`` the :func:`~.base.reference_point` of ``X``; computed
@@ -511,14 +523,15 @@ class GaussianEmissions(EmissionFamily):
         hiddenstate.errors.InvalidInputError
             If ``X`` has missing entries and ``params`` is None.
         """
-        miss = np.isnan(X)
-        if miss.any():
-            return self._missing_statistics(X, post, params, miss)
+        if not self._complete(X):
+            return self._missing_statistics(X, post, params, np.isnan(X))
         K, D = self.n_states, X.shape[1]
         ref, F = self._moments(X)
         both = _weighted_sums(post, F)
         n = both[:, 0]
-        stats = {"post": n, "shift": np.tile(ref, (K, 1)), "obs": both[:, 1:D + 1]}
+        shift = np.empty((K, D))
+        shift[:] = ref
+        stats = {"post": n, "shift": shift, "obs": both[:, 1:D + 1]}
         if self.covariance_type in ("diag", "spherical"):
             stats["obs**2"] = both[:, D + 1:]
             _resum_cancelling(stats, X, post)
@@ -644,6 +657,17 @@ class GaussianEmissions(EmissionFamily):
         return stats
 
     def mstep(self, params, stats, which):
+        scalar = self.__dict__.get("_scalar_priors")
+        if scalar is None:  # looked at once: the priors are set when the family is built
+            scalar = self._scalar_priors = all(
+                np.ndim(v) == 0 for v in (self.means_prior, self.means_weight,
+                                          self.covars_prior, self.covars_weight))
+        if scalar and self.covariance_type == "diag" and not self.fixed and "obs**2" in stats:
+            return self._diag_mstep(params, stats, which)
+        return self._mstep(params, stats, which)
+
+    def _mstep(self, params, stats, which):
+        """:meth:`mstep` of every covariance type, priors and fixed values (NumPy)."""
         K, D = self.n_states, self.n_features
         n = stats["post"]
         dead = np.flatnonzero(n < DEAD_MASS)
@@ -694,6 +718,20 @@ class GaussianEmissions(EmissionFamily):
                             floored.append(int(k))
             covars = impose(covars, self.fixed.get("covars"))
         return {"means": means, "covars": covars}, sorted(set(dead.tolist()) | set(floored))
+
+    def _diag_mstep(self, params, stats, which):
+        """:meth:`mstep` of diagonal covariances under scalar priors, nothing fixed: one
+        compiled loop (:func:`~hiddenstate.kernels.gaussian_diag_mstep`), the same numbers
+        as the general path."""
+        means = np.array(params["means"], dtype=np.float64)
+        covars = np.array(params["covars"], dtype=np.float64)
+        flags = np.empty(self.n_states, dtype=np.int8)
+        gaussian_diag_mstep(np.asarray(stats["post"], dtype=np.float64), stats["shift"],
+                            stats["obs"], stats["obs**2"], means, covars,
+                            float(self.means_prior), float(self.means_weight),
+                            float(self.covars_prior), float(max(self.covars_weight - 1, 0)),
+                            self.min_covar, DEAD_MASS, "m" in which, "c" in which, flags)
+        return {"means": means, "covars": covars}, np.flatnonzero(flags).tolist()
 
     fixable = ("means", "covars")
 
@@ -1390,10 +1428,11 @@ def _resum_cancelling(stats: dict, X: np.ndarray, post: np.ndarray) -> None:
     centred variance (or whose centred variance came out <= 0); updates ``shift``, ``obs``
     and ``obs**2`` in place."""
     n, s1, s2, a = stats["post"], stats["obs"], stats["obs**2"], stats["shift"]
+    redo = np.empty(s1.shape, dtype=np.bool_)
+    if not gaussian_diag_cancelling(n, s1, s2, DEAD_MASS, _CANCEL, redo):
+        return
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = s1 / n[:, None]
-        raw = s2 / n[:, None]
-        redo = (n[:, None] >= DEAD_MASS) & (raw > _CANCEL * (raw - mean * mean))
     for k in np.flatnonzero(redo.any(axis=1)):
         cols = np.flatnonzero(redo[k])
         m = a[k, cols] + mean[k, cols]

@@ -24,11 +24,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidInputError
-from .base import DEAD_MASS, EmissionFamily
+from .base import DEAD_MASS
+from .regression import _RegressionFamily
 from .softmax import logsumexp, softmax_newton
 
 
-class LogisticEmissions(EmissionFamily):
+class LogisticEmissions(_RegressionFamily):
     r"""Softmax (logistic) regression of a categorical observation per state.
 
     Parameters ``coef`` ``(K, C, Q)`` and ``intercept`` ``(K, C)``, category 0's row kept
@@ -65,58 +66,11 @@ class LogisticEmissions(EmissionFamily):
 
     def __init__(self, n_states, n_features, n_regressors, fit_intercept=True,
                  coef_weight=0.0):
-        super().__init__(n_states, n_features)
-        self.n_regressors = int(n_regressors)
-        self.fit_intercept = bool(fit_intercept)
-        self.coef_weight = coef_weight
-
-    @property
-    def n_design(self) -> int:
-        """P, the design columns with the intercept."""
-        return self.n_regressors + int(self.fit_intercept)
+        super().__init__(n_states, n_features, n_regressors, fit_intercept, coef_weight)
 
     @property
     def parameter_columns(self) -> int:
         return self.n_features * self.n_design
-
-    def weights(self, params: dict) -> np.ndarray:
-        """The coefficient matrices ``[coef | intercept]`` of shape ``(K, C, P)``.
-
-        Parameters
-        ----------
-        params : dict
-            ``coef`` and ``intercept``.
-
-        Returns
-        -------
-        ndarray of shape (K, C, P)
-            The matrices.
-        """
-        if not self.fit_intercept:
-            return np.asarray(params["coef"])
-        return np.concatenate([params["coef"], params["intercept"][..., None]], axis=2)
-
-    def _split(self, W):
-        if not self.fit_intercept:
-            return {"coef": W, "intercept": np.zeros(W.shape[:2])}
-        return {"coef": W[..., :-1].copy(), "intercept": W[..., -1].copy()}
-
-    def validate_X(self, X, fitted_n_features):
-        """The estimator validates and lays out the rows (:class:`hiddenstate.RegressionHMM`).
-
-        Parameters
-        ----------
-        X : ndarray
-            Rows ``[y | phi]`` as the estimator built them.
-        fitted_n_features : int or None
-            Not used.
-
-        Returns
-        -------
-        ndarray
-            ``X``.
-        """
-        return X
 
     def infer_n_features(self, X):
         return max(2, int(np.max(X[:, 0])) + 1)
@@ -209,12 +163,6 @@ class LogisticEmissions(EmissionFamily):
                 "post": np.concatenate([a["post"], b["post"]]),
                 "phi": np.concatenate([a["phi"], b["phi"]])}
 
-    def _precision(self):
-        weight = np.asarray(self.coef_weight, dtype=np.float64)
-        if weight.ndim == 0:
-            return float(weight) * np.eye(self.n_design)
-        return np.diag(weight) if weight.ndim == 1 else weight
-
     def mstep(self, params, stats, which):
         if "r" not in which:
             return params, []
@@ -288,20 +236,8 @@ class LogisticEmissions(EmissionFamily):
 
     def check_params(self, params):
         K, C, Q = self.n_states, self.n_features, self.n_regressors
-        out = {}
-        for key, shape in (("coef", (K, C, Q)), ("intercept", (K, C))):
-            arr = np.asarray(params[key], dtype=np.float64)
-            if arr.shape != shape:
-                raise InvalidInputError(
-                    f"{key}_: expected shape {shape} (n_states, n_categories"
-                    + (", n_regressors)" if key == "coef" else ")") + f", got {arr.shape}")
-            if not np.all(np.isfinite(arr)):
-                raise InvalidInputError(f"{key}_: entries must be finite")
-            out[key] = arr
-        if not self.fit_intercept and np.any(out["intercept"]):
-            raise InvalidInputError(
-                "intercept_: fit_intercept=False, so the intercepts must be 0")
-        return out
+        return self._checked(params, {"coef": ((K, C, Q), ", n_regressors)"),
+                                      "intercept": ((K, C), ")")}, "n_categories")
 
     def sample(self, params, states, rng, design=None):
         """Draw one category per row of ``design`` from the state's softmax.
@@ -322,9 +258,7 @@ class LogisticEmissions(EmissionFamily):
         ndarray of int64 of shape (n,)
             The categories.
         """
-        if design is None:
-            raise InvalidInputError(
-                "design: a regression emission needs the design row of every draw")
+        self._require_design(design)
         p = np.exp(self.category_log_proba(params, design)[np.arange(len(states)), states])
         u = rng.random(len(states))
         return np.minimum((np.cumsum(p, axis=1) < u[:, None]).sum(axis=1),

@@ -88,7 +88,100 @@ def _solve_sym(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, bool]:
         return np.linalg.lstsq(A, B, rcond=None)[0], False
 
 
-class LinearRegressionEmissions(EmissionFamily):
+class _RegressionFamily(EmissionFamily):
+    """What the regression emission families share: a design of ``n_regressors`` columns
+    (and the intercept's column of ones), the rows ``[y | phi]`` the estimator lays out, and
+    per state one matrix ``[coef | intercept]`` with a Gaussian prior of precision
+    ``coef_weight`` on its rows."""
+
+    def __init__(self, n_states, n_features, n_regressors, fit_intercept=True,
+                 coef_weight=0.0):
+        super().__init__(n_states, n_features)
+        self.n_regressors = int(n_regressors)
+        self.fit_intercept = bool(fit_intercept)
+        self.coef_weight = coef_weight
+
+    @property
+    def n_design(self) -> int:
+        """P, the design columns with the intercept."""
+        return self.n_regressors + int(self.fit_intercept)
+
+    # -- parameters as one matrix W (K, D, P) ----------------------------------------------
+    def weights(self, params: dict) -> np.ndarray:
+        """The regression matrices :math:`W_k = [\\text{coef}_k | \\text{intercept}_k]`.
+
+        Parameters
+        ----------
+        params : dict
+            ``coef`` and ``intercept``.
+
+        Returns
+        -------
+        ndarray of shape (K, n_features, P)
+            The matrices (one row per feature; per category for logistic emissions).
+        """
+        if not self.fit_intercept:
+            return np.asarray(params["coef"])
+        return np.concatenate([params["coef"], params["intercept"][..., None]], axis=2)
+
+    def _split(self, W: np.ndarray) -> dict:
+        if not self.fit_intercept:
+            return {"coef": W, "intercept": np.zeros(W.shape[:2])}
+        return {"coef": W[..., :-1].copy(), "intercept": W[..., -1].copy()}
+
+    def _precision(self) -> np.ndarray:
+        """The prior precision of a row of ``W`` from ``coef_weight``: a scalar times the
+        identity, a ``(P,)`` diagonal, or the ``(P, P)`` (or per state ``(K, P, P)``) given."""
+        weight = np.asarray(self.coef_weight, dtype=np.float64)
+        if weight.ndim == 0:
+            return float(weight) * np.eye(self.n_design)
+        return np.diag(weight) if weight.ndim == 1 else weight
+
+    # -- data -----------------------------------------------------------------------------
+    def validate_X(self, X, fitted_n_features):
+        """The estimator validates and lays out the rows (:class:`hiddenstate.RegressionHMM`).
+
+        Parameters
+        ----------
+        X : ndarray
+            Rows ``[y | phi]`` as the estimator built them.
+        fitted_n_features : int or None
+            Not used.
+
+        Returns
+        -------
+        ndarray
+            ``X``.
+        """
+        return X
+
+    # -- checks and sampling --------------------------------------------------------------
+    def _checked(self, params: dict, shapes: dict, rows: str) -> dict:
+        """The arrays of ``shapes`` (key -> (shape, the message's end of its axes after
+        ``rows``)) as float64, each of its shape and finite, the intercepts 0 without
+        ``fit_intercept``."""
+        out = {}
+        for key, (shape, axes) in shapes.items():
+            arr = np.asarray(params[key], dtype=np.float64)
+            if arr.shape != shape:
+                raise InvalidInputError(
+                    f"{key}_: expected shape {shape} (n_states, {rows}{axes}, got {arr.shape}")
+            if not np.all(np.isfinite(arr)):
+                raise InvalidInputError(f"{key}_: entries must be finite")
+            out[key] = arr
+        if not self.fit_intercept and np.any(out["intercept"]):
+            raise InvalidInputError(
+                "intercept_: fit_intercept=False, so the intercepts must be 0")
+        return out
+
+    @staticmethod
+    def _require_design(design) -> None:
+        if design is None:
+            raise InvalidInputError(
+                "design: a regression emission needs the design row of every draw")
+
+
+class LinearRegressionEmissions(_RegressionFamily):
     r"""Gaussian linear regression per state, with the MNIW prior (module docstring).
 
     Parameters ``coef`` ``(K, D, Q)``, ``intercept`` ``(K, D)`` (zeros, not learned, without
@@ -138,66 +231,18 @@ class LinearRegressionEmissions(EmissionFamily):
     def __init__(self, n_states, n_features, n_regressors, fit_intercept=True, min_covar=1e-3,
                  coef_prior=0.0, coef_weight=0.0, covars_prior=0.0, covars_weight=1.0,
                  center=None):
-        super().__init__(n_states, n_features)
-        self.n_regressors = int(n_regressors)
-        self.fit_intercept = bool(fit_intercept)
+        super().__init__(n_states, n_features, n_regressors, fit_intercept, coef_weight)
         self.min_covar = float(min_covar)
         self.coef_prior = coef_prior
-        self.coef_weight = coef_weight
         self.covars_prior = covars_prior
         self.covars_weight = covars_weight
         self.center = None if center is None else np.asarray(center, dtype=np.float64)
 
     @property
-    def n_design(self) -> int:
-        """P, the design columns with the intercept."""
-        return self.n_regressors + int(self.fit_intercept)
-
-    @property
     def parameter_columns(self) -> int:
         return self.n_features * (self.n_design + self.n_features)
 
-    # -- parameters as one matrix W (K, D, P) ----------------------------------------------
-    def weights(self, params: dict) -> np.ndarray:
-        """The regression matrices :math:`W_k = [\\text{coef}_k | \\text{intercept}_k]`.
-
-        Parameters
-        ----------
-        params : dict
-            ``coef`` and ``intercept``.
-
-        Returns
-        -------
-        ndarray of shape (K, D, P)
-            The matrices.
-        """
-        if not self.fit_intercept:
-            return np.asarray(params["coef"])
-        return np.concatenate([params["coef"], params["intercept"][..., None]], axis=2)
-
-    def _split(self, W: np.ndarray) -> dict:
-        if not self.fit_intercept:
-            return {"coef": W, "intercept": np.zeros(W.shape[:2])}
-        return {"coef": W[..., :-1].copy(), "intercept": W[..., -1].copy()}
-
     # -- data -----------------------------------------------------------------------------
-    def validate_X(self, X, fitted_n_features):
-        """The estimator validates and lays out the rows (:class:`hiddenstate.RegressionHMM`).
-
-        Parameters
-        ----------
-        X : ndarray
-            Rows ``[y | phi]`` as the estimator built them.
-        fitted_n_features : int or None
-            Not used.
-
-        Returns
-        -------
-        ndarray
-            ``X``.
-        """
-        return X
-
     def infer_n_features(self, X):
         return self.n_features
 
@@ -342,12 +387,7 @@ class LinearRegressionEmissions(EmissionFamily):
     def _prior(self) -> dict:
         K, D, P = self.n_states, self.n_features, self.n_design
         M0 = np.broadcast_to(np.asarray(self.coef_prior, dtype=np.float64), (K, D, P))
-        L0 = np.asarray(self.coef_weight, dtype=np.float64)
-        if L0.ndim == 0:
-            L0 = L0 * np.eye(P)
-        elif L0.ndim == 1:
-            L0 = np.diag(L0)
-        L0 = np.broadcast_to(L0, (K, P, P))
+        L0 = np.broadcast_to(self._precision(), (K, P, P))
         psi = np.asarray(self.covars_prior, dtype=np.float64)
         psi = np.broadcast_to(psi * np.eye(D) if psi.ndim == 0 else psi, (K, D, D))
         rank = np.array([np.linalg.matrix_rank(L0[k]) if np.any(L0[k]) else 0
@@ -568,8 +608,8 @@ class LinearRegressionEmissions(EmissionFamily):
         dof = q["dof"]
         i = np.arange(D)[:, None]
         gap = 0.5 * (digamma(0.5 * (dof - i)).sum(axis=0) - D * np.log(0.5 * dof))
-        return {**self._split(q["coef"]), "covars": q["scale"] / dof[:, None, None],
-                "design_var": np.linalg.inv(q["precision"]), "log_offset": gap}
+        return {**self.vb_mean(q), "design_var": np.linalg.inv(q["precision"]),
+                "log_offset": gap}
 
     def vb_kl(self, q):
         r"""Compute :math:`\mathrm{KL}(q\,\|\,p)` of the MNIW posterior, summed over states.
@@ -670,20 +710,9 @@ class LinearRegressionEmissions(EmissionFamily):
 
     def check_params(self, params):
         K, D, Q = self.n_states, self.n_features, self.n_regressors
-        out = {}
-        for key, shape in (("coef", (K, D, Q)), ("intercept", (K, D)), ("covars", (K, D, D))):
-            arr = np.asarray(params[key], dtype=np.float64)
-            if arr.shape != shape:
-                raise InvalidInputError(
-                    f"{key}_: expected shape {shape} (n_states, n_features"
-                    + {"coef": ", n_regressors)", "intercept": ")",
-                       "covars": ", n_features)"}[key] + f", got {arr.shape}")
-            if not np.all(np.isfinite(arr)):
-                raise InvalidInputError(f"{key}_: entries must be finite")
-            out[key] = arr
-        if not self.fit_intercept and np.any(out["intercept"]):
-            raise InvalidInputError(
-                "intercept_: fit_intercept=False, so the intercepts must be 0")
+        out = self._checked(params, {"coef": ((K, D, Q), ", n_regressors)"),
+                                     "intercept": ((K, D), ")"),
+                                     "covars": ((K, D, D), ", n_features)")}, "n_features")
         for k in range(K):
             cov = out["covars"][k]
             if not (np.allclose(cov, cov.T) and _definite(cov)):
@@ -711,9 +740,7 @@ class LinearRegressionEmissions(EmissionFamily):
         ndarray of shape (n, D)
             The draws.
         """
-        if design is None:
-            raise InvalidInputError(
-                "design: a regression emission needs the design row of every draw")
+        self._require_design(design)
         W = self.weights(params)
         mean = np.einsum("tdp,tp->td", W[states], design)
         L = np.linalg.cholesky(params["covars"])

@@ -19,7 +19,7 @@ are independent of its block-mates, so results are identical for any thread coun
 from .blocked import blocked_counts, blocked_loglik
 from .chunks import chunk_bounds
 from .compile_notice import install as _install_compile_notice
-from .emissions import gaussian_diag_loglik
+from .emissions import gaussian_diag_cancelling, gaussian_diag_loglik, gaussian_diag_mstep
 from .forward_backward import (
     LANES,
     backward_pass,
@@ -43,7 +43,9 @@ __all__ = [
     "chunk_bounds",
     "forward_backward",
     "forward_loglik",
+    "gaussian_diag_cancelling",
     "gaussian_diag_loglik",
+    "gaussian_diag_mstep",
     "kbest_paths",
     "path_counts",
     "sample_posterior_paths",

@@ -98,3 +98,73 @@ def _gaussian_diag_loglik(X, means, inv_var, log_norm, scale, occupied, out, shi
             for b in range(n):
                 for k in range(K):
                     out[t0 + b, k] = ll[k * LANES + b]
+
+
+@njit(cache=True, error_model="numpy")
+def gaussian_diag_cancelling(n, s1, s2, dead_mass, cancel, redo):
+    r"""``redo[k, d]`` = state ``k`` is live (``n[k] >= dead_mass``) and its second moment
+    about the statistics' reference point, :math:`r = s_2/n`, exceeds ``cancel`` times its
+    centred variance :math:`r - (s_1/n)^2` (the diagonal Gaussian statistics' test for
+    digits lost to cancellation); returns whether any entry is set. Entry by entry the
+    arithmetic of the NumPy expression it replaces (``_resum_cancelling``)."""
+    K, D = s1.shape
+    anyredo = False
+    for k in range(K):
+        for d in range(D):
+            mean = s1[k, d] / n[k]
+            raw = s2[k, d] / n[k]
+            r = n[k] >= dead_mass and raw > cancel * (raw - mean * mean)
+            redo[k, d] = r
+            anyredo = anyredo or r
+    return anyredo
+
+
+@njit(cache=True, error_model="numpy")
+def gaussian_diag_mstep(n, shift, s1, s2, means, covars, mp, mw, cp, cw1, min_covar,
+                        dead_mass, do_means, do_covars, flags):
+    r"""The diagonal Gaussian M-step under scalar priors, in place on ``means`` and ``covars``.
+
+    From statistics about reference points :math:`a` (``shift``): means
+    :math:`\mu = a + (w(m_0 - a) + s_1)/(w + n)` (``do_means``); variances
+    :math:`(c_0 + w(\mu - m_0)^2 + S)/\max(c_1 + n, 10^{-5})`, floored at ``min_covar``
+    (``do_covars``), with :math:`S = \max(s_2 - s_1^2/n, 0) + n(s_1/n - (\mu - a))^2` the
+    scatter about :math:`\mu` (0 without mass). States with ``n < dead_mass`` keep their
+    values. ``flags[k]``: 1 for such a state, 2 for a live state with a variance raised to
+    ``min_covar``, else 0. Entry by entry the arithmetic of ``GaussianEmissions.mstep``'s
+    NumPy path (the same numbers, bit for bit).
+    """
+    K, D = means.shape
+    for k in range(K):
+        nk = n[k]
+        live = nk >= dead_mass
+        flags[k] = 1 if nk < dead_mass else 0
+        if do_means and live:
+            for d in range(D):
+                a = shift[k, d]
+                means[k, d] = a + (mw * (mp - a) + s1[k, d]) / (mw + nk)
+        if do_covars:
+            den = cw1 + nk
+            if den < 1e-5:
+                den = 1e-5
+            low = False
+            for d in range(D):
+                mu = means[k, d]
+                diff = mu - mp
+                dd = mu - shift[k, d]
+                if nk > 0:
+                    mean = s1[k, d] / nk
+                    centred = s2[k, d] - mean * s1[k, d]
+                    if centred < 0.0:
+                        centred = 0.0
+                    e = mean - dd
+                    scat = centred + nk * (e * e)
+                else:
+                    scat = 0.0
+                v = (cp + (mw * (diff * diff) + scat)) / den
+                if v < min_covar:
+                    low = True
+                    v = min_covar
+                if live:
+                    covars[k, d] = v
+            if low and live:
+                flags[k] = 2

@@ -57,6 +57,7 @@ from .simd import (
     vdiv,
     vfma,
     vgather,
+    vget,
     vload,
     vmul,
     vsplat,
@@ -88,6 +89,12 @@ def recursion_seconds(first, end, K: int, ns: tuple[float, float]) -> float:
     ``first[l] .. end[l] - 1`` of every lane ``l`` with ``K`` states (``ns``: its cost)."""
     rows = int((end - first).sum())
     return rows * (ns[0] + ns[1] * K * K) * 1e-9
+
+
+def chunk_seconds(chunks, first, end, K: int, ns: tuple[float, float]) -> float:
+    """:func:`recursion_seconds` for :func:`~hiddenstate.threads.run`, which reads it only
+    when there are several chunks (``chunks``: their bounds): 0 for one chunk."""
+    return recursion_seconds(first, end, K, ns) if len(chunks) > 2 else 0.0
 
 
 @njit(cache=True)
@@ -133,7 +140,7 @@ def _lane_rows(l0, first, end, t, idx, n_cols, rows, offs, active):
         offs[b] = idx[r] * n_cols
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _matvec(x, m, out):
     """``out[j] = sum_i m[j, i] * x[i]`` for every lane (``x``, ``out``: layout ``(K, 8)``).
 
@@ -155,6 +162,15 @@ def _matvec(x, m, out):
         vstore(out, (j + 2) * LANES, acc2)
         vstore(out, (j + 3) * LANES, acc3)
         j += 4
+    if j + 2 <= K:  # a pair: two chains overlap
+        acc0, acc1 = zero, zero
+        for i in range(K):
+            xi = vload(x, i * LANES)
+            acc0 = vfma(xi, vsplat(m[j, i]), acc0)
+            acc1 = vfma(xi, vsplat(m[j + 1, i]), acc1)
+        vstore(out, j * LANES, acc0)
+        vstore(out, (j + 1) * LANES, acc1)
+        j += 2
     for jj in range(j, K):
         acc = zero
         for i in range(K):
@@ -173,6 +189,66 @@ def _forward_work(K):
     return _ForwardWork(f64(K * LANES), f64(K * LANES), np.empty(LANES, dtype=np.int64),
                         np.empty(LANES, dtype=np.int64), f64(LANES), f64(LANES), f64(LANES),
                         f64(LANES), f64(LANES), f64(LANES), np.empty(K), np.empty(K))
+
+
+@njit(cache=True)
+def _steady_steps(l0, first, lo, end):
+    """The steps ``t`` of the block at plan entry ``l0`` at which every lane is active on a
+    row ``first + t`` past its warm-up (``>= lo``) and before its last: ``[t_lo, t_hi)``,
+    ``t_lo >= 1`` (empty if a lane has no such row, a padding lane for one)."""
+    t_lo, t_hi = 1, end[l0] - first[l0] - 1
+    for b in range(LANES):
+        t_lo = max(t_lo, lo[l0 + b] - first[l0 + b])
+        t_hi = min(t_hi, end[l0 + b] - first[l0 + b] - 1)
+    return t_lo, t_hi
+
+
+@njit(cache=True, inline="always")
+def _forward_steady_step(l0, t, first, lo, transmat_t, emis, idx, alpha, alpha_base, inv_c,
+                         keep_alpha, w):
+    """One step of ``_forward_block`` in its steady part (``_steady_steps``): the same
+    arithmetic without the per-lane bookkeeping; the running products of scales are
+    multiplied as one vector unless a lane's leaves ``[_TINY, _HUGE]`` (then lane by lane,
+    as the general step does)."""
+    K = transmat_t.shape[0]
+    a, v = w.a, w.v
+    zero = vsplat(0.0)
+    for b in range(LANES):
+        w.offs[b] = idx[first[l0 + b] + t] * K
+    _matvec(a, transmat_t, v)
+    s = zero
+    for j in range(K):
+        x = vmul(vload(v, j * LANES), vgather(emis, w.offs, j))
+        vstore(v, j * LANES, x)
+        s = vadd(s, x)
+    inv = vwhere_gt(s, vsplat(_MIN_NORMAL), vdiv(vsplat(1.0), s), zero)
+    for j in range(K):
+        vstore(a, j * LANES, vmul(vload(v, j * LANES), inv))
+    vstore(w.inv, 0, inv)
+    prod = vmul(vload(w.prod, 0), vwhere_gt(inv, zero, s, zero))
+    steady = True
+    for b in range(LANES):
+        p = vget(prod, b)
+        if p < _TINY or p > _HUGE:
+            steady = False
+    if steady:
+        vstore(w.prod, 0, prod)
+    else:
+        vstore(w.s, 0, s)
+        for b in range(LANES):
+            scale = w.s[b] if w.inv[b] > 0.0 else 0.0
+            p = w.prod[b] * scale
+            if p < _TINY or p > _HUGE:
+                w.logp[b] += np.log(w.prod[b]) + np.log(scale)
+                w.prod[b] = 1.0
+            else:
+                w.prod[b] = p
+    if keep_alpha:
+        for b in range(LANES):
+            q = alpha_base[b] + first[l0 + b] + t - lo[l0 + b]
+            inv_c[q] = w.inv[b]
+            for j in range(K):
+                alpha[q, j] = a[j * LANES + b]
 
 
 @njit(cache=True)
@@ -205,7 +281,12 @@ def _forward_block(l0, first, lo, end, init, inits, from_state, transmat_t, emis
     tiny = vsplat(_MIN_NORMAL)
     zero = vsplat(0.0)
     one = vsplat(1.0)
+    fast_lo, fast_hi = _steady_steps(l0, first, lo, end)
     for t in range(_block_length(l0, first, end)):
+        if fast_lo <= t < fast_hi:  # every lane active, counted, no snapshot
+            _forward_steady_step(l0, t, first, lo, transmat_t, emis, idx, alpha, alpha_base,
+                                 inv_c, keep_alpha, w)
+            continue
         _lane_rows(l0, first, end, t, idx, K, w.rows, w.offs, w.active)
         _matvec(a, transmat_t, v)
         s = zero
@@ -272,7 +353,7 @@ def forward_backward(startprob, transmat, transmat_t, emis, idx, first, end, seq
     """
     K = startprob.shape[0]
     run(_forward_backward, len(chunks) - 1,
-        recursion_seconds(first, end, K, FORWARD_BACKWARD_NS), startprob, transmat, transmat_t,
+        chunk_seconds(chunks, first, end, K, FORWARD_BACKWARD_NS), startprob, transmat, transmat_t,
         emis, idx, first, end, seq, chunks, by_idx, post_acc, post_dense, start_acc, trans_acc,
         loglik, lane_weight, single_lane.ENABLED)
 
@@ -614,7 +695,7 @@ def backward_pass(transmat, emis, idx, lo, stop, end, counts_start, chunks, alph
     ``counts_start``, ``start_acc[c]``, each times ``lane_weight`` of its entry.
     """
     run(_backward_pass, len(chunks) - 1,
-        recursion_seconds(lo, stop, transmat.shape[0], BACKWARD_NS), transmat, emis, idx, lo,
+        chunk_seconds(chunks, lo, stop, transmat.shape[0], BACKWARD_NS), transmat, emis, idx, lo,
         stop, end, counts_start, chunks, alpha, alpha_base, inv_c, binits, from_state, stats,
         by_idx, post_acc, post_dense, start_acc, trans_acc, snap_g_end, snap_g_lo, snap_b_lo,
         lane_weight, single_lane.ENABLED)
@@ -662,7 +743,7 @@ def forward_loglik(inits, from_state, transmat_t, emis, idx, first, lo, end, ini
     and :math:`1/c` of the rows ``>= lo`` are stored (``alpha_base`` is per plan entry).
     """
     run(_forward_loglik, len(chunks) - 1,
-        recursion_seconds(first, end, transmat_t.shape[0], FORWARD_NS), inits, from_state,
+        chunk_seconds(chunks, first, end, transmat_t.shape[0], FORWARD_NS), inits, from_state,
         transmat_t, emis, idx, first, lo, end, init, chunks, loglik, snap_lo, snap_end, alpha,
         alpha_base, inv_c, single_lane.ENABLED)
 
@@ -718,7 +799,7 @@ def sample_posterior_paths(startprob, transmat, transmat_t, emis, idx, first, en
     row, so the result does not depend on the thread count. Impossible sequences get -1.
     """
     run(_sample_posterior_paths, len(chunks) - 1,
-        recursion_seconds(first, end, startprob.shape[0], SAMPLE_NS), startprob, transmat,
+        chunk_seconds(chunks, first, end, startprob.shape[0], SAMPLE_NS), startprob, transmat,
         transmat_t, emis, idx, first, end, chunks, uniforms, states, single_lane.ENABLED)
 
 

@@ -172,6 +172,41 @@ def _sparse_log_likelihood(startprob, indptr, indices, values, emis, idx, bounds
             loglik[s] = total
 
 
+@njit(cache=True)
+def shift_max(delta):
+    """Subtract the largest score from every entry of ``delta`` and return it (``-inf``, and
+    ``delta`` unchanged, when every entry is ``-inf``): one step of max-normalised Viterbi,
+    the maximum going to the path's total."""
+    top = -np.inf
+    for j in range(delta.shape[0]):
+        top = max(top, delta[j])
+    if top != -np.inf:
+        for j in range(delta.shape[0]):
+            delta[j] -= top
+    return top
+
+
+@njit(cache=True)
+def backtrack(delta, total, backptr, a, b, states):
+    """The end of a Viterbi pass over rows ``a .. b - 1``: the best last state (ties go to the
+    lowest) and the path back through ``backptr`` into ``states`` (-1 throughout for an
+    impossible sequence); returns :math:`\\log p(x, z^*)`, ``total`` plus the last score."""
+    best = 0
+    for j in range(1, delta.shape[0]):
+        if delta[j] > delta[best]:
+            best = j
+    logprob = total + delta[best]
+    if delta[best] == -np.inf:
+        for t in range(a, b):
+            states[t] = -1
+        return logprob
+    states[b - 1] = best
+    for t in range(b - 1, a, -1):
+        best = backptr[t, best]
+        states[t - 1] = best
+    return logprob
+
+
 def sparse_viterbi(log_start, indptr, indices, log_values, log_emis, idx, bounds, chunks,
                    backptr, logprob, states):
     """Most probable path of every sequence (``states``, -1 for an impossible sequence)
@@ -199,14 +234,10 @@ def _sparse_viterbi(log_start, indptr, indices, log_values, log_emis, idx, bound
                 delta[j] = log_start[j] + row[j]
             for t in range(a + 1, b):
                 # max-normalised scores, as the dense kernel: the maximum goes to the total
-                top = -np.inf
-                for j in range(K):
-                    top = max(top, delta[j])
+                top = shift_max(delta)
                 if top == -np.inf:
                     break
                 total += top
-                for j in range(K):
-                    delta[j] -= top
                 row = log_emis[idx[t]]
                 for j in range(K):
                     nxt[j] = -np.inf
@@ -223,16 +254,4 @@ def _sparse_viterbi(log_start, indptr, indices, log_values, log_emis, idx, bound
                             backptr[t, j] = i
                 for j in range(K):
                     delta[j] = nxt[j] + row[j]
-            best = 0
-            for j in range(1, K):
-                if delta[j] > delta[best]:
-                    best = j
-            logprob[s] = total + delta[best]
-            if delta[best] == -np.inf:
-                for t in range(a, b):
-                    states[t] = -1
-                continue
-            states[b - 1] = best
-            for t in range(b - 1, a, -1):
-                best = backptr[t, best]
-                states[t - 1] = best
+            logprob[s] = backtrack(delta, total, backptr, a, b, states)

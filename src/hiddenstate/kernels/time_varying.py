@@ -41,6 +41,7 @@ from numba import njit
 from ..threads import run
 from .chunks import claim
 from .forward_backward import _draw, normalise_scale
+from .sparse import backtrack, shift_max
 
 _STEP_NS = 3.0  # single-thread nanoseconds per (row, K**2 entry) and pass (measured)
 
@@ -203,14 +204,10 @@ def _tv_viterbi(log_start, log_transmats, tidx, log_emis, idx, bounds, chunks, b
             for j in range(K):
                 delta[j] = log_start[j] + row[j]
             for t in range(a + 1, b):
-                top = -np.inf
-                for j in range(K):
-                    top = max(top, delta[j])
+                top = shift_max(delta)
                 if top == -np.inf:
                     break
                 total += top
-                for j in range(K):
-                    delta[j] -= top
                 L = log_transmats[tidx[t]]
                 row = log_emis[idx[t]]
                 for j in range(K):
@@ -227,19 +224,7 @@ def _tv_viterbi(log_start, log_transmats, tidx, log_emis, idx, bounds, chunks, b
                             backptr[t, j] = i
                 for j in range(K):
                     delta[j] = nxt[j] + row[j]
-            best = 0
-            for j in range(1, K):
-                if delta[j] > delta[best]:
-                    best = j
-            logprob[s] = total + delta[best]
-            if delta[best] == -np.inf:
-                for t in range(a, b):
-                    states[t] = -1
-                continue
-            states[b - 1] = best
-            for t in range(b - 1, a, -1):
-                best = backptr[t, best]
-                states[t - 1] = best
+            logprob[s] = backtrack(delta, total, backptr, a, b, states)
 
 
 def tv_sample_posterior(startprob, transmats, tidx, emis, idx, bounds, chunks, uniforms,

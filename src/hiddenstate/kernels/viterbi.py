@@ -25,7 +25,7 @@ from numba import njit
 from ..threads import run
 from . import single_lane
 from .chunks import claim
-from .forward_backward import _block_length, _lane_rows, recursion_seconds
+from .forward_backward import _block_length, _lane_rows, _steady_steps, chunk_seconds
 from .simd import LANES, aligned_empty, vadd, vgather, vload, vsplat, vstore, vsub, vwhere_gt
 from .single_lane import alone, viterbi_lane
 
@@ -35,7 +35,7 @@ VITERBI_NS = (12.0, 0.09)
 _BACKTRACK_NS = 2.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _maxplus(x, m, out, arg):
     """``out[j] = max_i (x[i] + m[j, i])`` and ``arg[j]`` = the first maximiser, every lane.
 
@@ -74,6 +74,25 @@ def _maxplus(x, m, out, arg):
         vstore(arg, (j + 2) * LANES, a2)
         vstore(arg, (j + 3) * LANES, a3)
         j += 4
+    if j + 2 <= K:  # a pair: two chains overlap
+        x0 = vload(x, 0)
+        b0 = vadd(x0, vsplat(m[j, 0]))
+        b1 = vadd(x0, vsplat(m[j + 1, 0]))
+        a0 = a1 = vsplat(0.0)
+        for i in range(1, K):
+            xi = vload(x, i * LANES)
+            fi = vsplat(i)
+            y0 = vadd(xi, vsplat(m[j, i]))
+            y1 = vadd(xi, vsplat(m[j + 1, i]))
+            a0 = vwhere_gt(y0, b0, fi, a0)
+            a1 = vwhere_gt(y1, b1, fi, a1)
+            b0 = vwhere_gt(y0, b0, y0, b0)
+            b1 = vwhere_gt(y1, b1, y1, b1)
+        vstore(out, j * LANES, b0)
+        vstore(out, (j + 1) * LANES, b1)
+        vstore(arg, j * LANES, a0)
+        vstore(arg, (j + 1) * LANES, a1)
+        j += 2
     for jj in range(j, K):
         best = vadd(vload(x, 0), vsplat(m[jj, 0]))
         a = vsplat(0.0)
@@ -96,9 +115,9 @@ def viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo,
     normalised scores at rows ``lo - 1`` and ``end - 1``.
     """
     run(_viterbi_forward, len(chunks) - 1,
-        recursion_seconds(first, end, log_transmat_t.shape[0], VITERBI_NS), inits, from_state,
-        log_transmat_t, log_emis, idx, first, lo, end, init, chunks, backptr, logprob, snap_lo,
-        snap_end, single_lane.ENABLED)
+        chunk_seconds(chunks, first, end, log_transmat_t.shape[0], VITERBI_NS), inits,
+        from_state, log_transmat_t, log_emis, idx, first, lo, end, init, chunks, backptr,
+        logprob, snap_lo, snap_end, single_lane.ENABLED)
 
 
 @njit(nogil=True, cache=True)
@@ -140,7 +159,35 @@ def _viterbi_forward(inits, from_state, log_transmat_t, log_emis, idx, first, lo
             for j in range(K):
                 vstore(dn, j * LANES, vgather(inits, offs, j))
             state_lanes = vload(mode, 0)
+            fast_lo, fast_hi = _steady_steps(l0, first, lo, end)
+            total = zero
             for t in range(_block_length(l0, first, end)):
+                if fast_lo <= t < fast_hi:  # every lane active, counted, no snapshot
+                    if t == fast_lo:  # the running log-probabilities as one vector
+                        for b in range(LANES):
+                            mx[b] = logprob[l0 + b]
+                        total = vload(mx, 0)
+                    for b in range(LANES):
+                        offs[b] = idx[first[l0 + b] + t] * K
+                    _maxplus(dn, log_transmat_t, d, arg)
+                    m = neg_inf
+                    for j in range(K):
+                        x = vadd(vload(d, j * LANES), vgather(log_emis, offs, j))
+                        vstore(d, j * LANES, x)
+                        m = vwhere_gt(x, m, x, m)
+                    shift = vwhere_gt(m, neg_inf, m, zero)
+                    for j in range(K):
+                        vstore(dn, j * LANES, vsub(vload(d, j * LANES), shift))
+                    total = vadd(total, m)
+                    for b in range(LANES):
+                        r = first[l0 + b] + t
+                        for j in range(K):
+                            backptr[r, j] = int(arg[j * LANES + b])
+                    if t == fast_hi - 1:
+                        vstore(mx, 0, total)
+                        for b in range(LANES):
+                            logprob[l0 + b] = mx[b]
+                    continue
                 _lane_rows(l0, first, end, t, idx, K, rows, offs, active)
                 _maxplus(dn, log_transmat_t, d, arg)
                 m = neg_inf

@@ -178,3 +178,12 @@ def check_possible(loglik: np.ndarray, fitting: bool = True, labelled: bool = Fa
             loglik, "sequence", "an observation that no reachable state can emit",
             "Check the data, or the parameters (zeros in startprob_, transmat_ or the "
             "emission parameters)", use=use)
+
+
+def check_drawn_paths(states: np.ndarray, bounds: np.ndarray, fitting: bool = False,
+                      labelled: bool = False) -> None:
+    """The zero-probability rule for drawn state paths: a sequence whose draw holds a
+    negative state (the sampler's mark for "no path has positive probability") is refused by
+    :func:`check_possible`; ``bounds`` are the sequences' first rows and the end."""
+    impossible = np.add.reduceat((states < 0).astype(np.int64), bounds[:-1]) > 0
+    check_possible(np.where(impossible, -np.inf, 0.0), fitting=fitting, labelled=labelled)

@@ -13,7 +13,7 @@ from ...errors import InvalidInputError
 from ...inference import Sequences
 from ...learn.gibbs_fit import posterior_predictive
 from .memory import check_memory, sample_bytes
-from .problem import check_possible
+from .problem import check_drawn_paths, check_possible
 
 
 class HMMQueries:
@@ -465,8 +465,7 @@ class HMMQueries:
         rng = make_rng(self.random_state if random_state is None else random_state)
         startprob, transmat, seqs, table = self._prepare(X, lengths, "sample_posterior")
         states = inference.sample_posterior(startprob, transmat, table, seqs, rng)
-        impossible = np.add.reduceat((states < 0).astype(np.int64), seqs.bounds[:-1]) > 0
-        check_possible(np.where(impossible, -np.inf, 0.0), fitting=False)
+        check_drawn_paths(states, seqs.bounds)
         return states
 
     def sample(self, n_samples: int = 1, random_state=None):

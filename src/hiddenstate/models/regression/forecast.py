@@ -109,15 +109,14 @@ def linear_moments(alpha, transmats, W, covars, lags, U_future, n_inputs, n_lags
     B = W[:, :, M:M + L]                                 # (K, D, L)
     Wu = W[:, :, :M]
     b = W[:, :, -1] if fit_intercept else np.zeros((K, D))
-    p = alpha.copy()
+    state = state_path(alpha, transmats)
     m = alpha[:, :, None] * lags[:, None, :]             # (S, K, L)
     MM = alpha[:, :, None, None] * np.einsum("sl,sm->slm", lags, lags)[:, None]
-    state = np.empty((S, h, K))
     mean = np.empty((S, h, D))
     cov = np.empty((S, h, D, D))
     for j in range(h):
         A = transmats[:, j]
-        p = np.einsum("sik,si->sk", A, p)
+        p = state[:, j]
         mb = np.einsum("sik,sil->skl", A, m)
         Mb = np.einsum("sik,silm->sklm", A, MM)
         c = np.einsum("kdm,sm->skd", Wu, U_future[:, j]) + b[None]     # (S, K, D)
@@ -129,7 +128,6 @@ def linear_moments(alpha, transmats, W, covars, lags, U_future, n_inputs, n_lags
                + p[:, :, None, None] * (np.einsum("skd,ske->skde", c, c) + covars[None]))
         Eys = BM + np.einsum("skd,skl->skdl", c, mb)                     # (S, K, D, L)
         mu = Ey.sum(axis=1)
-        state[:, j] = p
         mean[:, j] = mu
         cv = Eyy.sum(axis=1) - np.einsum("sd,se->sde", mu, mu)
         cov[:, j] = 0.5 * (cv + np.swapaxes(cv, 1, 2))

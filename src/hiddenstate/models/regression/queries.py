@@ -11,7 +11,7 @@ from ... import inference, time_varying
 from ..._validation import check_memory as check_parts
 from ..._validation import check_positive_int, make_rng
 from ...errors import InvalidInputError
-from ..hmm.problem import check_possible
+from ..hmm.problem import check_drawn_paths, check_possible
 from . import forecast as fc
 from .design import check_inputs
 
@@ -78,6 +78,22 @@ class RegressionQueries:
         transmats = (self._transition_block(d.n_inputs).matrices(params["transmat"], d.U)
                      if soft else None)
         return params, d, table, _Chain(params["startprob"], transmat, transmats)
+
+    def _posteriors(self, X, lengths, inputs, what: str):
+        """The design of ``X``, the log-likelihood of each sequence and the state posteriors
+        of its rows (a sequence of probability zero refused)."""
+        _, d, table, chain = self._prepare(X, lengths, inputs, what)
+        loglik, post = chain.posteriors(table, d.seqs)
+        check_possible(loglik, fitting=False)
+        return d, loglik, post
+
+    def _filtered(self, X, lengths, inputs, what: str):
+        """The design of ``X`` and the filtered state posteriors of its rows (a sequence of
+        probability zero refused)."""
+        _, d, table, chain = self._prepare(X, lengths, inputs, what)
+        filtered, log_pred = chain.filter(table, d.seqs)
+        check_possible(d.seqs.per_sequence_sum(log_pred), fitting=False)
+        return d, filtered
 
     # -- scores ------------------------------------------------------------------------------
     def score_samples(self, X, lengths=None, *, inputs=None) -> np.ndarray:
@@ -188,9 +204,7 @@ class RegressionQueries:
         array([[1., 0.],
                [1., 0.]])
         """
-        _, d, table, chain = self._prepare(X, lengths, inputs, "predict_proba")
-        loglik, post = chain.posteriors(table, d.seqs)
-        check_possible(loglik, fitting=False)
+        d, _, post = self._posteriors(X, lengths, inputs, "predict_proba")
         return d.scatter(post, np.nan)
 
     def filter_proba(self, X, lengths=None, *, inputs=None) -> np.ndarray:
@@ -227,9 +241,7 @@ class RegressionQueries:
         array([[0.5, 0.5],
                [1. , 0. ]])
         """
-        _, d, table, chain = self._prepare(X, lengths, inputs, "filter_proba")
-        filtered, log_pred = chain.filter(table, d.seqs)
-        check_possible(d.seqs.per_sequence_sum(log_pred), fitting=False)
+        d, filtered = self._filtered(X, lengths, inputs, "filter_proba")
         return d.scatter(filtered, np.nan)
 
     def decode(self, X, lengths=None, algorithm: str = "viterbi", *, inputs=None):
@@ -277,9 +289,7 @@ class RegressionQueries:
             check_possible(logprob, fitting=False)
             return float(logprob.sum()), d.scatter(states, -1)
         if algorithm == "map":
-            _, d, table, chain = self._prepare(X, lengths, inputs, "decode")
-            loglik, post = chain.posteriors(table, d.seqs)
-            check_possible(loglik, fitting=False)
+            d, loglik, post = self._posteriors(X, lengths, inputs, "decode")
             return float(loglik.sum()), d.scatter(post.argmax(axis=1), -1)
         raise InvalidInputError(f"algorithm: {algorithm!r} is not 'viterbi' or 'map'")
 
@@ -355,8 +365,7 @@ class RegressionQueries:
         rng = make_rng(self.random_state if random_state is None else random_state)
         _, d, table, chain = self._prepare(X, lengths, inputs, "sample_posterior", 1)
         states = chain.sample_posterior(table, d.seqs, rng)
-        impossible = np.add.reduceat((states < 0).astype(np.int64), d.seqs.bounds[:-1]) > 0
-        check_possible(np.where(impossible, -np.inf, 0.0), fitting=False)
+        check_drawn_paths(states, d.seqs.bounds)
         return d.scatter(states, -1)
 
     # -- sampling ----------------------------------------------------------------------------
@@ -472,11 +481,10 @@ class RegressionQueries:
         """Filtered last states, the history lags and the future inputs of each sequence."""
         params = self._params()
         h = check_positive_int(steps, "steps")
-        _, d, table, chain = self._prepare(X, lengths, inputs, "forecast")
-        filtered, log_pred = chain.filter(table, d.seqs)
-        check_possible(d.seqs.per_sequence_sum(log_pred), fitting=False)
+        d, filtered = self._filtered(X, lengths, inputs, "forecast")
         S = len(d.seqs.lengths)
-        alpha = filtered[d.seqs.bounds[1:] - 1]
+        ends = d.seqs.bounds[1:] - 1   # the last modelled row: lag 1 of the first step
+        alpha = filtered[ends]
         M = self.n_inputs_
         Uf = check_inputs(future_inputs, S * h, M).reshape(S, h, M) if M or \
             future_inputs is not None else np.zeros((S, h, 0))
@@ -484,7 +492,6 @@ class RegressionQueries:
             raise InvalidInputError("future_inputs: the model has no inputs; drop it")
         D, p = self.n_features_, self.n_lags
         Y = d.Z[:, :D]
-        ends = d.seqs.bounds[1:] - 1   # the last modelled row: lag 1 of the first step
         Me = len(self._columns("emission", M))
         lags = np.hstack([Y[ends]] + [d.Z[ends, D + Me + (lag - 1) * D:D + Me + lag * D]
                                       for lag in range(1, p)]) if p else np.zeros((S, 0))

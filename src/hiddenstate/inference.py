@@ -121,8 +121,10 @@ class LanePlan:
 
     @cached_property
     def unit_weights(self) -> np.ndarray:
-        """1.0 for each real entry, 0.0 for a padding entry (the kernels' lane weights
-        without sequence weights; never written)."""
+        """Return the kernels' lane weights without sample weights.
+
+        1.0 for each real entry and 0.0 for a padding entry; cached, so never written.
+        """
         return (self.seq >= 0).astype(np.float64)
 
     @cached_property

@@ -180,10 +180,11 @@ def check_possible(loglik: np.ndarray, fitting: bool = True, labelled: bool = Fa
             "emission parameters)", use=use)
 
 
-def check_drawn_paths(states: np.ndarray, bounds: np.ndarray, fitting: bool = False,
-                      labelled: bool = False) -> None:
-    """The zero-probability rule for drawn state paths: a sequence whose draw holds a
-    negative state (the sampler's mark for "no path has positive probability") is refused by
-    :func:`check_possible`; ``bounds`` are the sequences' first rows and the end."""
+
+def drawn_path_loglik(states: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """0 for each sequence whose drawn path is a path, -inf where the draw holds a negative
+    state (the samplers' mark for "no path has positive probability"): what a model's
+    zero-probability check reads after ``sample_posterior``; ``bounds`` are the sequences'
+    first rows and the end."""
     impossible = np.add.reduceat((states < 0).astype(np.int64), bounds[:-1]) > 0
-    check_possible(np.where(impossible, -np.inf, 0.0), fitting=fitting, labelled=labelled)
+    return np.where(impossible, -np.inf, 0.0)

@@ -13,7 +13,7 @@ from ...errors import InvalidInputError
 from ...inference import Sequences
 from ...learn.gibbs_fit import posterior_predictive
 from .memory import check_memory, sample_bytes
-from .problem import check_drawn_paths, check_possible
+from .problem import check_possible, drawn_path_loglik
 
 
 class HMMQueries:
@@ -465,7 +465,7 @@ class HMMQueries:
         rng = make_rng(self.random_state if random_state is None else random_state)
         startprob, transmat, seqs, table = self._prepare(X, lengths, "sample_posterior")
         states = inference.sample_posterior(startprob, transmat, table, seqs, rng)
-        check_drawn_paths(states, seqs.bounds)
+        check_possible(drawn_path_loglik(states, seqs.bounds), fitting=False)
         return states
 
     def sample(self, n_samples: int = 1, random_state=None):

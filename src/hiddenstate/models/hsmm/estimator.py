@@ -49,6 +49,7 @@ from ..hmm.init import (
 )
 from ..hmm.memory import sample_bytes
 from ..hmm.parameters import POSTERIOR_SUFFIX
+from ..hmm.problem import drawn_path_loglik
 from .engine import ENGINES, Runner
 from .hdp import HDP, HDPHSMMProblem, check_hdp, is_hdp
 from .problem import HSMMProblem, between_states, check_possible
@@ -1147,8 +1148,7 @@ class HSMM(HMM):
         rng = make_rng(self.random_state if random_state is None else random_state)
         runner, seqs, table = self._prepare_segments(X, lengths, "sample_posterior")
         states = runner.sample_posterior(table, seqs, rng)
-        impossible = np.add.reduceat((states < 0).astype(np.int64), seqs.bounds[:-1]) > 0
-        check_possible(np.where(impossible, -np.inf, 0.0), fitting=False)
+        check_possible(drawn_path_loglik(states, seqs.bounds), fitting=False)
         return states
 
     def sample(self, n_samples: int = 1, random_state=None):

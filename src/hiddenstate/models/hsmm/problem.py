@@ -14,6 +14,7 @@ from ...families.dirichlet import SparseDirichletRows
 from ...inference import Sequences, Transitions
 from ...learn import check_possible as learn_check_possible
 from ...learn import kbest_weights
+from ..hmm.problem import drawn_path_loglik
 from .engine import Runner, path_counts
 
 
@@ -193,8 +194,8 @@ class HSMMProblem:
         runner = self._runner(views, "any")
         table, fold = self._table(views, runner)
         states = runner.sample_posterior(table, self.seqs, rng)
-        bad = np.add.reduceat((states < 0).astype(np.int64), self.seqs.bounds[:-1]) > 0
-        check_possible(np.where(bad, -np.inf, 0.0), labelled=self.states is not None)
+        check_possible(drawn_path_loglik(states, self.seqs.bounds),
+                       labelled=self.states is not None)
         X = self.family.sample_missing(views["emission"], self.X, states, rng)
         stats, (start, trans, complete, censored) = self._counts(
             views, table, fold, states[None], np.ones((len(self.seqs.lengths), 1)), X)

@@ -11,7 +11,7 @@ from ... import inference, time_varying
 from ..._validation import check_memory as check_parts
 from ..._validation import check_positive_int, make_rng
 from ...errors import InvalidInputError
-from ..hmm.problem import check_drawn_paths, check_possible
+from ..hmm.problem import check_possible, drawn_path_loglik
 from . import forecast as fc
 from .design import check_inputs
 
@@ -365,7 +365,7 @@ class RegressionQueries:
         rng = make_rng(self.random_state if random_state is None else random_state)
         _, d, table, chain = self._prepare(X, lengths, inputs, "sample_posterior", 1)
         states = chain.sample_posterior(table, d.seqs, rng)
-        check_drawn_paths(states, d.seqs.bounds)
+        check_possible(drawn_path_loglik(states, d.seqs.bounds), fitting=False)
         return d.scatter(states, -1)
 
     # -- sampling ----------------------------------------------------------------------------

@@ -195,6 +195,40 @@ def test_path_log_joint_equals_enumeration():
         assert logp == pytest.approx(want, rel=1e-12)
 
 
+def test_path_log_joint_kernel_with_tiny_factors_and_long_paths():
+    """The kernel multiplies probabilities and takes a log only when the product runs low:
+    against the sum of logs on paths whose factors range from 1 down to a subnormal
+    (1e-310), over 5,000 steps, with a log offset; -inf for a zero factor or a -1 state."""
+    from hiddenstate.kernels.paths import path_log_joint
+
+    rng = np.random.default_rng(11)
+    K, W, N = 3, 4, 5000
+    start = np.array([0.5, 0.5 - 1e-200, 1e-200])
+    trans = np.array([[1 - 2e-160, 1e-160, 1e-160], [0.3, 0.4, 0.3], [1e-310, 0.5, 0.5]])
+    emis = np.array([[0.9, 1e-120, 0.05], [0.05, 0.5, 1e-300], [0.05, 0.5, 0.5],
+                     [1e-180, 1e-5, 0.45]])
+    idx = rng.integers(0, W, N)
+    states = rng.integers(0, K, N)
+    offset = rng.normal(size=N)
+    bounds = np.array([0, 1, 1200, 4000, N])
+    for has_offset in (False, True):
+        out = np.empty(4)
+        path_log_joint(start, trans, emis, idx, offset, has_offset, bounds, states, out)
+        for s, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+            z = states[lo:hi]
+            want = (np.log(start[z[0]]) + np.log(trans[z[:-1], z[1:]]).sum()
+                    + np.log(emis[idx[lo:hi], z]).sum() + has_offset * offset[lo:hi].sum())
+            assert out[s] == pytest.approx(want, rel=1e-12)
+    bad = states.copy()
+    bad[2000] = -1
+    zero = emis.copy()
+    zero[idx[10], states[10]] = 0.0
+    for e, z in ((emis, bad), (zero, states)):
+        out = np.empty(4)
+        path_log_joint(start, trans, e, idx, offset, False, bounds, z, out)
+        assert np.isneginf(out[2 if z is bad else 1]) and np.isfinite(out[0])
+
+
 # -- relabelling --------------------------------------------------------------------------------
 def test_align_states_recovers_known_permutations():
     rng = np.random.default_rng(0)

@@ -24,7 +24,8 @@ random HMM of the same size), in float64, with its default threads:
 
 Timing: EM per iteration is the difference between a fit of ``1 + m`` iterations and one of
 1, divided by ``m`` (steady state: validation and set-up cancel), for dynamax the whole
-``fit_em`` over its iterations (one ``lax.scan``); Viterbi and score one call. The libraries
+``fit_em`` over its iterations (one ``lax.scan``); Viterbi and score one call (a call
+under 50 ms: the mean over a batch of up to 200 calls lasting about 50 ms). The libraries
 run in turns, ``--repeats`` rounds (1 round where a call takes more than 2 s), and each
 keeps its minimum: a busy neighbour only ever adds time. A library is not run where its
 previous cell (the next smaller T, same K and task) predicts more than ``--budget`` seconds
@@ -245,6 +246,9 @@ class Cell:
                 self.skipped[lib] = f"error: {type(exc).__name__}"
                 del self.calls[lib]
         m = {lib: max(1, min(20, int(0.3 / t))) for lib, t in single.items()}
+        # a call below 50 ms is timed as a batch of calls (timeit's rule): one call of
+        # ~100 µs timed alone is mostly noise (page faults, the garbage collector)
+        reps = {lib: max(1, min(200, int(0.05 / t))) for lib, t in single.items()}
         rounds = 1 if max(single.values(), default=0) > 2.0 else self.args.repeats
         fits = {}  # EM: the best fit of 1 and of 1 + m iterations, kept apart
         for _ in range(rounds):
@@ -259,7 +263,8 @@ class Cell:
                         fits[lib] = (a, b)
                         t = (b - a) / m[lib]
                     else:
-                        t = _time(call)
+                        t = _time(lambda c=call, r=reps[lib]: [c() for _ in range(r)])
+                        t /= reps[lib]
                 except Exception as exc:  # noqa: BLE001
                     self.skipped[lib] = f"error: {type(exc).__name__}"
                     del self.calls[lib]

@@ -2,7 +2,8 @@
 that a segfault fails the test instead of killing pytest.
 
 Saves valid models (HMM categorical/Gaussian/Poisson, with and without a streaming
-learner's state, PROPS with a Kneser-Ney source), then, for each hypothesis example, copies
+learner's state, HSMMs, an AR RegressionHMM, a Gibbs-fitted HMM with its draws, PROPS with
+a Kneser-Ney source), then, for each hypothesis example, copies
 one, tampers with it (bytes flipped or cut in either file, JSON values replaced -- types,
 huge numbers, NaN, nesting, missing and extra keys --, arrays replaced by others of other
 shapes, dtypes and values with the manifest's digests fixed up so the checksum passes, a
@@ -69,6 +70,19 @@ def base_models(root: Path) -> list[tuple[str, Path, np.ndarray, list | None, bo
     for mode in ("bwo", "baldi-chauvin", "bona", "mpa"):
         m = hs.HMM(2, learn=mode, random_state=0).partial_fit(sym[:20], [4] * 5)
         models.append((f"cat-{mode}", m, sym[:12], [4] * 3, False))
+    models += [
+        ("hsmm-cat", hs.HSMM(2, n_features=W, max_duration=6, n_iter=3,
+                             random_state=0).fit(sym), sym, None, False),
+        ("hsmm-poisson-gauss", hs.HSMM(2, emission="gaussian", duration="poisson",
+                                       max_duration=8, n_iter=3, random_state=0).fit(gauss),
+         gauss, None, False),
+        ("ar-hmm", hs.RegressionHMM(2, n_lags=1, n_iter=3, random_state=0).fit(gauss), gauss,
+         None, False),
+        ("cat-gibbs", hs.HMM(2, n_features=W, learn="gibbs", random_state=0,
+                             learner_options={"n_samples": 6, "burn_in": 2, "n_chains": 2,
+                                              "check_convergence": False}).fit(sym),
+         sym, None, False),
+    ]
     src = KneserNeySource(order=3).fit(rng.integers(0, W, 300), n_symbols=W)
     props = hs.PROPS([src], n_perturbation_states=1, random_state=0, learner_options={"block": 8,
                      "warmup": 3})

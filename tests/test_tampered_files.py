@@ -468,3 +468,23 @@ def test_fuzzed_files_load_and_work_or_are_refused(tmp_path):
 def test_fuzzed_files_many(tmp_path):
     summary = run_fuzz(5000, 2, tmp_path)
     assert sum(summary["outcomes"].values()) == 5000
+
+
+@pytest.mark.parametrize("edit", ["drop", "unnormalised"])
+def test_a_gibbs_models_draws_are_checked_at_load(tmp_path, edit):
+    """A Gibbs-fitted model's saved draws are parameters too: a file (checksums fixed up)
+    whose draws lack ``startprob_`` or hold a transition row that does not sum to one is
+    refused at load, naming ``posterior_samples_``, not when it scores (a KeyError before)."""
+    X = np.random.default_rng(0).integers(0, 3, size=(40, 1))
+    model = hs.HMM(2, n_features=3, learn="gibbs", random_state=0,
+                   learner_options={"n_samples": 4, "burn_in": 1, "n_chains": 2,
+                                    "check_convergence": False}).fit(X)
+    model.save(tmp_path / "m")
+    doc, arrays = tamper.read(tmp_path / "m")
+    if edit == "drop":
+        del arrays["posterior_samples_.startprob_"]
+    else:
+        arrays["posterior_samples_.transmat_"][1, 2, 0] *= 0.5
+    tamper.write(tmp_path / "m", doc, arrays)
+    with pytest.raises(hs.ModelFileError, match="posterior_samples_"):
+        hs.load(tmp_path / "m")

@@ -203,6 +203,36 @@ def restore_draws(model, arrays: dict) -> dict:
     return rest
 
 
+def check_draws(model, check) -> None:
+    """Check every draw of a loaded model's ``posterior_samples_`` as its parameters: set
+    each in turn (``_gibbs_assign``) and run ``check`` (the model's own parameter checks),
+    so that a file whose draws lack a parameter or hold an invalid one is refused at load
+    rather than when it scores. The model's attributes are restored afterwards. Raises
+    :class:`~hiddenstate.errors.InvalidInputError` naming ``posterior_samples_``."""
+    samples = model.__dict__.get("posterior_samples_")
+    if not samples:
+        return
+    saved = dict(model.__dict__)
+    try:
+        for draw in iter_draws(samples):
+            try:
+                model._gibbs_assign(draw)
+            except KeyError as exc:
+                raise InvalidInputError(
+                    f"posterior_samples_: no draws of {exc.args[0]!r}, which the model's "
+                    "parameters need") from None
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"posterior_samples_: {exc}") from None
+            try:
+                check()
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"posterior_samples_: a draw is invalid ({exc})") \
+                    from None
+    finally:
+        model.__dict__.clear()
+        model.__dict__.update(saved)
+
+
 def posterior_predictive(method):
     """Make a ``score_samples`` method posterior predictive after a Gibbs fit.
 

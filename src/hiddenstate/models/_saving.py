@@ -29,7 +29,7 @@ from .._bundle import (
     write_bundle,
 )
 from ..errors import HiddenStateError, ModelFileError
-from ..learn.gibbs_fit import restore_draws, saved_arrays
+from ..learn.gibbs_fit import check_draws, restore_draws, saved_arrays
 from ..learn.monitor import ConvergenceMonitor
 
 #: ``format`` of a saved model's ``model.json``
@@ -94,7 +94,9 @@ def restore(path, cls):
     try:
         model.monitor_ = ConvergenceMonitor(model.tol, model.n_iter, False, history, converged)
         model.set_learned(restore_draws(model, arrays), scalars)
-        getattr(model, "_check_loaded", model._check_learned)()
+        check = getattr(model, "_check_loaded", model._check_learned)
+        check()
+        check_draws(model, check)
     except HiddenStateError as exc:
         raise ModelFileError(f"{path}: invalid parameters ({exc})") from exc
     return model

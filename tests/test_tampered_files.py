@@ -488,3 +488,27 @@ def test_a_gibbs_models_draws_are_checked_at_load(tmp_path, edit):
     tamper.write(tmp_path / "m", doc, arrays)
     with pytest.raises(hs.ModelFileError, match="posterior_samples_"):
         hs.load(tmp_path / "m")
+
+
+def test_a_gibbs_programs_draws_are_checked_at_load(tmp_path):
+    """The same for a ProgramModel: a negative probability in one saved draw is refused at
+    load (it was refused only when the model scored)."""
+    from hiddenstate.programs import Program, msw
+
+    prog = Program("coins")
+    prog.switch("coin", ["a", "b"])
+    toss = prog.switch_family("toss", ["h", "t"], keys=["a", "b"])
+
+    @prog.goal
+    def two(x, y):
+        return [[msw("coin", c), msw(toss(c), x), msw(toss(c), y)] for c in "ab"]
+
+    model = hs.ProgramModel(prog, learn="gibbs", random_state=0,
+                            learner_options={"n_samples": 4, "burn_in": 1, "n_chains": 2,
+                                             "check_convergence": False})
+    model.fit([two("h", "h"), two("t", "t"), two("h", "t")]).save(tmp_path / "m")
+    doc, arrays = tamper.read(tmp_path / "m")
+    arrays["posterior_samples_.probs_['coin']"][1, 3, 0] = -0.5
+    tamper.write(tmp_path / "m", doc, arrays)
+    with pytest.raises(hs.ModelFileError, match="posterior_samples_"):
+        hs.load(tmp_path / "m", program=prog)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._bundle import from_json, read_bundle, reading, to_json, write_bundle
 from ..errors import HiddenStateError, InvalidInputError, ModelFileError
-from ..learn.gibbs_fit import restore_draws, saved_arrays
+from ..learn.gibbs_fit import check_draws, restore_draws, saved_arrays
 from ..learn.monitor import ConvergenceMonitor
 from .examples import builtin_program
 
@@ -148,6 +148,7 @@ def restore(path, cls, program=None):
     model.posterior_ = posterior
     try:
         restore_draws(model, arrays)
+        check_draws(model, model._theta)
     except HiddenStateError as exc:
         raise ModelFileError(f"{path}: invalid posterior draws ({exc})") from exc
     if monitor is not None:

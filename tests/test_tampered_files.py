@@ -508,7 +508,7 @@ def test_a_gibbs_programs_draws_are_checked_at_load(tmp_path):
                                              "check_convergence": False})
     model.fit([two("h", "h"), two("t", "t"), two("h", "t")]).save(tmp_path / "m")
     doc, arrays = tamper.read(tmp_path / "m")
-    arrays["posterior_samples_.probs_['coin']"][1, 3, 0] = -0.5
+    arrays["posterior_samples_.probs_['coin']"][1, 2, 0] = -0.5
     tamper.write(tmp_path / "m", doc, arrays)
     with pytest.raises(hs.ModelFileError, match="posterior_samples_"):
         hs.load(tmp_path / "m", program=prog)

@@ -411,14 +411,25 @@ def test_a_lane_alone_computes_exactly_what_the_lockstep_block_does(monkeypatch,
     assert (len(reruns) > 0) == (max(lengths) > 2000 and K > 1)
 
 
-def _plan_by_hand(lengths, segment, warmup, only):
+def _plan_by_hand(lengths, segment, warmup, only, fill):
     """LanePlan.build's entries from their definition: sequences (or their segments of at
     most ``segment`` rows, each further one starting ``warmup`` rows early) sorted by
-    decreasing length, stable, padded to blocks of 8 with empty entries."""
+    decreasing length, stable, padded to blocks of 8 with empty entries. Before padding,
+    with ``fill``, a sequence already in segments whose segments are the longest (the first
+    such sequence on ties) is cut into one more, while the entries do not fill whole blocks
+    and those segments are longer than ``2 * warmup``."""
+    parts = [0 if only is not None and not only[s] else
+             1 if segment is None else max(1, -(-n // segment)) for s, n in enumerate(lengths)]
+    while fill and segment is not None and sum(parts) % 8:
+        split = [(n // k, -s) for s, (n, k) in enumerate(zip(lengths, parts, strict=True))
+                 if k > 1]
+        if not split or max(split)[0] <= 2 * warmup:
+            break
+        parts[-max(split)[1]] += 1
     entries, start = [], 0
     for s, n in enumerate(lengths):
-        k = 1 if segment is None else max(1, -(-n // segment))
-        if only is None or only[s]:
+        k = parts[s]
+        if k:
             for m in range(k):
                 lo, end = start + m * n // k, start + (m + 1) * n // k
                 first = max(lo - warmup, start) if m else lo
@@ -436,8 +447,10 @@ def test_lane_plans_are_what_their_definition_says():
         segment = rng.choice([None, 7, 1000])
         warmup = int(rng.integers(0, 300))
         only = None if rng.random() < 0.5 else rng.random(len(lengths)) < 0.5
-        plan = LanePlan.build(Sequences.from_lengths(lengths).bounds, segment, warmup, only)
-        want = _plan_by_hand(lengths, segment, warmup, only)
+        fill = bool(rng.random() < 0.5)
+        plan = LanePlan.build(Sequences.from_lengths(lengths).bounds, segment, warmup, only,
+                              fill)
+        want = _plan_by_hand(lengths, segment, warmup, only, fill)
         got = [plan.first, plan.lo, plan.end, plan.init, plan.seq, plan.part]
         for a, b in zip(got, want, strict=True):
             np.testing.assert_array_equal(a, b)

@@ -83,7 +83,7 @@ class LanePlan:
 
     @classmethod
     def build(cls, bounds: np.ndarray, segment: int | None = None, warmup: int = 0,
-              only: np.ndarray | None = None) -> LanePlan:
+              only: np.ndarray | None = None, fill: bool = False) -> LanePlan:
         """Build the plan of concatenated sequences.
 
         One entry per sequence, or per segment of at most ``segment`` rows (segments after the
@@ -99,6 +99,12 @@ class LanePlan:
             The warm-up rows before each further segment.
         only : ndarray of bool of shape (n_sequences,) or None, default=None
             The sequences to plan; None: all.
+        fill : bool, default=False
+            With ``segment``: while the entries do not fill whole blocks of 8 lanes, cut
+            the sequence with the longest segments (already in segments, the first on ties)
+            into one more, as long as they are longer than ``2 * warmup`` rows. A block with
+            an empty lane runs every step lane by lane; a full one runs its steps where
+            every lane is past its warm-up as vectors (scoring: 3x faster at T = 10^5).
 
         Returns
         -------
@@ -107,7 +113,7 @@ class LanePlan:
         """
         return cls(*lane_plan(np.ascontiguousarray(bounds, dtype=np.int64), segment or 0,
                               warmup, np.empty(0, np.bool_) if only is None
-                              else np.ascontiguousarray(only, dtype=np.bool_)))
+                              else np.ascontiguousarray(only, dtype=np.bool_), fill))
 
     @property
     def n_chunks(self) -> int:
@@ -317,8 +323,9 @@ class Sequences:
 
     @cached_property
     def segments(self) -> LanePlan:
-        """Long sequences split into warmed-up segments (scoring, Viterbi)."""
-        return LanePlan.build(self.bounds, _SEGMENT, _WARMUP)
+        """Long sequences split into warmed-up segments that fill whole blocks (scoring,
+        Viterbi)."""
+        return LanePlan.build(self.bounds, _SEGMENT, _WARMUP, fill=True)
 
     @cached_property
     def short_lanes(self) -> LanePlan:

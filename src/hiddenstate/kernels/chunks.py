@@ -83,10 +83,10 @@ def _chunk_bounds(work, max_chunks):
 
 
 @njit(cache=True)
-def lane_plan(bounds, segment, warmup, only):
+def lane_plan(bounds, segment, warmup, only, fill):
     """The entries of :class:`hiddenstate.inference.LanePlan` (see ``LanePlan.build``):
     ``(first, lo, end, init, seq, part, chunks)``; ``segment`` 0: whole sequences; an
-    empty ``only``: every sequence."""
+    empty ``only``: every sequence; ``fill``: more segments instead of empty lanes."""
     S = bounds.shape[0] - 1
     n_parts = np.empty(S, dtype=np.int64)
     n = 0
@@ -97,6 +97,21 @@ def lane_plan(bounds, segment, warmup, only):
             k = 0
         n_parts[s] = k
         n += k
+    if fill and segment > 0:
+        # fill the last block: split the longest segmented sequences once more, one at a
+        # time, rather than leave lanes empty (a block with an empty lane has no steady
+        # part and runs every step lane by lane; shorter segments of a full block do not)
+        while n % 8 and n > 0:
+            best, best_len = -1, 0
+            for s in range(S):
+                if n_parts[s] > 1:
+                    seg_len = (bounds[s + 1] - bounds[s]) // n_parts[s]
+                    if seg_len > best_len:
+                        best, best_len = s, seg_len
+            if best < 0 or best_len <= 2 * warmup:
+                break
+            n_parts[best] += 1
+            n += 1
     pad = -n % 8
     first = np.zeros(n + pad, dtype=np.int64)
     lo = np.zeros(n + pad, dtype=np.int64)

@@ -323,8 +323,7 @@ class Sequences:
 
     @cached_property
     def segments(self) -> LanePlan:
-        """Long sequences split into warmed-up segments that fill whole blocks (scoring,
-        Viterbi)."""
+        """Long sequences in warmed-up segments filling whole blocks (scoring, Viterbi)."""
         return LanePlan.build(self.bounds, _SEGMENT, _WARMUP, fill=True)
 
     @cached_property

@@ -31,6 +31,7 @@ does any other ``learn``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 
@@ -212,8 +213,7 @@ def check_draws(model, check) -> None:
     samples = model.__dict__.get("posterior_samples_")
     if not samples:
         return
-    saved = dict(model.__dict__)
-    try:
+    with _restored(model):
         for draw in iter_draws(samples):
             try:
                 model._gibbs_assign(draw)
@@ -228,6 +228,14 @@ def check_draws(model, check) -> None:
             except InvalidInputError as exc:
                 raise InvalidInputError(f"posterior_samples_: a draw is invalid ({exc})") \
                     from None
+
+
+@contextlib.contextmanager
+def _restored(model):
+    """Put back every attribute of ``model`` on leaving (it is set to draw after draw)."""
+    saved = dict(model.__dict__)
+    try:
+        yield
     finally:
         model.__dict__.clear()
         model.__dict__.update(saved)
@@ -247,15 +255,11 @@ def posterior_predictive(method):
         samples = self.__dict__.get("posterior_samples_")
         if samples is None or getattr(self, "learn", None) != "gibbs":
             return method(self, *args, **kwargs)
-        saved = dict(self.__dict__)
         rows = []
-        try:
+        with _restored(self):
             for draw in iter_draws(samples):
                 self._gibbs_assign(draw)
                 rows.append(np.asarray(method(self, *args, **kwargs), dtype=np.float64))
-        finally:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
         rows = np.stack(rows)
         top = rows.max(axis=0)
         safe = np.where(np.isfinite(top), top, 0.0)

@@ -101,7 +101,7 @@ def lane_plan(bounds, segment, warmup, only, fill):
         # fill the last block: split the longest segmented sequences once more, one at a
         # time, rather than leave lanes empty (a block with an empty lane has no steady
         # part and runs every step lane by lane; shorter segments of a full block do not)
-        while n % 8 and n > 0:
+        while n % 8:
             best, best_len = -1, 0
             for s in range(S):
                 if n_parts[s] > 1:
